@@ -1,0 +1,131 @@
+//! A connection to `hearthd` over its Unix socket: WebSocket text frames of
+//! hearth-protocol JSON.
+
+use futures_util::{SinkExt, StreamExt};
+use hearth_protocol::{ClientFrame, ServerFrame, PROTOCOL_VERSION};
+use std::path::{Path, PathBuf};
+use tokio::net::UnixStream;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::WebSocketStream;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("no hearthd answers at {path}: {source}")]
+    NoDaemon {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("websocket: {0}")]
+    WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
+    #[error("the daemon refused: {0}")]
+    Refused(String),
+    #[error("the daemon closed the connection")]
+    Closed,
+    #[error("unreadable frame from the daemon: {0}")]
+    BadFrame(String),
+}
+
+/// What `welcome` said.
+#[derive(Debug, Clone)]
+pub struct Welcome {
+    pub agent: String,
+    pub last_id: Option<u64>,
+    pub busy: bool,
+}
+
+/// An open, greeted connection.
+pub struct Connection {
+    socket: WebSocketStream<UnixStream>,
+}
+
+impl Connection {
+    /// Connects, says hello (with `since` to catch up) and waits for `welcome`.
+    pub async fn open(
+        socket_path: &Path,
+        client: &str,
+        since: Option<u64>,
+    ) -> Result<(Connection, Welcome), ConnectError> {
+        let stream = UnixStream::connect(socket_path)
+            .await
+            .map_err(|source| ConnectError::NoDaemon {
+                path: socket_path.to_path_buf(),
+                source,
+            })?;
+        let (socket, _) = tokio_tungstenite::client_async("ws://hearthd/", stream).await?;
+        let mut connection = Connection { socket };
+        connection
+            .send(&ClientFrame::Hello {
+                client: client.to_string(),
+                version: PROTOCOL_VERSION,
+                since,
+                agent: None,
+            })
+            .await?;
+        match connection.next().await? {
+            Some(ServerFrame::Welcome {
+                agent,
+                last_id,
+                busy,
+                ..
+            }) => Ok((
+                connection,
+                Welcome {
+                    agent,
+                    last_id,
+                    busy,
+                },
+            )),
+            Some(ServerFrame::Error { message, .. }) => Err(ConnectError::Refused(message)),
+            Some(other) => Err(ConnectError::BadFrame(format!(
+                "expected welcome, got {}",
+                other.encode()
+            ))),
+            None => Err(ConnectError::Closed),
+        }
+    }
+
+    pub async fn send(&mut self, frame: &ClientFrame) -> Result<(), ConnectError> {
+        self.socket
+            .send(WsMessage::Text(frame.encode().into()))
+            .await?;
+        Ok(())
+    }
+
+    /// The next frame, or `None` when the daemon closed the connection.
+    pub async fn next(&mut self) -> Result<Option<ServerFrame>, ConnectError> {
+        loop {
+            match self.socket.next().await {
+                None => return Ok(None),
+                Some(Err(err)) => return Err(err.into()),
+                Some(Ok(WsMessage::Text(text))) => {
+                    return ServerFrame::decode(&text)
+                        .map(Some)
+                        .map_err(|err| ConnectError::BadFrame(err.to_string()));
+                }
+                Some(Ok(WsMessage::Close(_))) => return Ok(None),
+                Some(Ok(_)) => continue,
+            }
+        }
+    }
+
+    /// Sends a frame and returns the first answer that is not a live event.
+    /// Events that arrive meanwhile are passed to `on_event`.
+    pub async fn request(
+        &mut self,
+        frame: &ClientFrame,
+        on_event: &mut dyn FnMut(hearth_protocol::Event),
+    ) -> Result<ServerFrame, ConnectError> {
+        self.send(frame).await?;
+        loop {
+            match self.next().await? {
+                None => return Err(ConnectError::Closed),
+                Some(ServerFrame::Event(event)) => on_event(event),
+                Some(answer) => return Ok(answer),
+            }
+        }
+    }
+
+    pub async fn close(mut self) {
+        let _ = self.socket.close(None).await;
+    }
+}

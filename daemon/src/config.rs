@@ -1,0 +1,230 @@
+//! The daemon's configuration: `config.toml` in the home folder.
+//!
+//! A file that does not parse, or names an unknown provider, is an error at
+//! start that names the file, the line and what is wrong. A missing file, or a
+//! file without `[model]`, is fine: the daemon starts and each turn says how
+//! to configure a model.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} line {line}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The model that runs turns; none configured means every turn fails with
+    /// an `error` event saying how to configure one.
+    #[serde(default)]
+    pub model: Option<ModelConfig>,
+    #[serde(default)]
+    pub agent: AgentConfig,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// Which wire protocol a model speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum ProviderKind {
+    /// The OpenAI Responses API (`POST /responses`).
+    #[serde(rename = "openai")]
+    OpenAiResponses,
+    /// OpenAI-compatible Chat Completions (`POST /chat/completions`): OpenAI,
+    /// Ollama, vLLM, llama.cpp, OpenRouter.
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+}
+
+impl ProviderKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAiResponses => "openai",
+            ProviderKind::OpenAiChat => "openai-chat",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub provider: ProviderKind,
+    pub model: String,
+    /// Base address up to and including the version, e.g.
+    /// `http://127.0.0.1:11434/v1`; the provider's own when absent.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment variable (or `secrets.env` entry) holding the API key;
+    /// `OPENAI_API_KEY` when absent. A missing key is sent as no key at all,
+    /// which local servers accept.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Reasoning effort (`minimal`, `low`, `medium`, `high`), when the model takes one.
+    #[serde(default)]
+    pub effort: Option<String>,
+    /// Ask for SSE streaming (the default) or for one JSON response.
+    #[serde(default = "yes")]
+    pub stream: bool,
+    /// Seconds without progress after which a model call fails.
+    #[serde(default = "default_model_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_model_timeout() -> u64 {
+    300
+}
+
+impl ModelConfig {
+    pub fn base_url(&self) -> &str {
+        self.base_url
+            .as_deref()
+            .unwrap_or("https://api.openai.com/v1")
+            .trim_end_matches('/')
+    }
+
+    pub fn key_env(&self) -> &str {
+        self.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY")
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The top agent's name; its prompt is `agents/NAME/prompt.md`.
+    #[serde(default = "default_agent_name")]
+    pub name: String,
+    /// The layout that sizes its memory (a file in `layouts/`).
+    #[serde(default = "default_layout")]
+    pub layout: String,
+    /// The folder its tools work in; `HOME/agents/NAME/work` when absent.
+    #[serde(default)]
+    pub workdir: Option<PathBuf>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            name: default_agent_name(),
+            layout: default_layout(),
+            workdir: None,
+        }
+    }
+}
+
+fn default_agent_name() -> String {
+    "hearth".to_string()
+}
+
+fn default_layout() -> String {
+    "default".to_string()
+}
+
+/// Bounds on what one turn may do.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Model requests in one turn before it ends with a note.
+    #[serde(default = "default_max_rounds")]
+    pub max_rounds: u32,
+    /// Characters of tool output kept in the log (head and tail).
+    #[serde(default = "default_tool_output")]
+    pub tool_output_chars: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_rounds: default_max_rounds(),
+            tool_output_chars: default_tool_output(),
+        }
+    }
+}
+
+fn default_max_rounds() -> u32 {
+    50
+}
+
+fn default_tool_output() -> usize {
+    30_000
+}
+
+impl Config {
+    /// Reads `path`; a missing file is the default configuration.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(path, &text),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|err| {
+            let line = err
+                .span()
+                .map(|span| text[..span.start.min(text.len())].lines().count().max(1))
+                .unwrap_or(1);
+            // A span at the very start of a line counts the lines before it.
+            let line = match err.span() {
+                Some(span) if span.start > 0 && text.as_bytes().get(span.start - 1) == Some(&b'\n') => line + 1,
+                _ => line,
+            };
+            ConfigError::Parse {
+                path: path.to_path_buf(),
+                line,
+                message: err.message().trim().to_string(),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_provider_names_the_line_and_the_choices() {
+        let text = "[agent]\nname = \"x\"\n\n[model]\nprovider = \"opena\"\nmodel = \"m\"\n";
+        let err = Config::parse(Path::new("config.toml"), text).unwrap_err();
+        let said = err.to_string();
+        assert!(said.starts_with("config.toml line 5:"), "{said}");
+        assert!(said.contains("openai-chat"), "{said}");
+    }
+
+    #[test]
+    fn empty_file_has_no_model() {
+        let config = Config::parse(Path::new("c"), "").unwrap();
+        assert!(config.model.is_none());
+        assert_eq!(config.agent.name, "hearth");
+    }
+
+    #[test]
+    fn model_section_reads() {
+        let text = "[model]\nprovider = \"openai-chat\"\nmodel = \"gpt-5-mini\"\nbase_url = \"http://127.0.0.1:11434/v1/\"\neffort = \"low\"\n";
+        let config = Config::parse(Path::new("c"), text).unwrap();
+        let model = config.model.unwrap();
+        assert_eq!(model.provider, ProviderKind::OpenAiChat);
+        assert_eq!(model.base_url(), "http://127.0.0.1:11434/v1");
+        assert!(model.stream);
+    }
+}

@@ -1,0 +1,735 @@
+//! The log: one SQLite database that holds everything that must outlive a
+//! restart, written by one thread.
+//!
+//! The `messages` table is append-only (triggers abort UPDATE and DELETE);
+//! ids are dense per agent. Beside it: `turns` (what each turn took and
+//! whether it finished), `tool_calls` (calls running now, so a crash can log
+//! them as interrupted) and `client_state` (a bridge's offsets and cursors).
+//!
+//! Every operation is a job run on the writer thread. Jobs that arrive
+//! together share one transaction (group commit); each job's answer is sent
+//! only after that transaction is durable, and the events of the messages it
+//! appended are broadcast in id order right after.
+
+use hearth_protocol::{Event, Kind, Message};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::mpsc;
+use tokio::sync::{broadcast, oneshot};
+
+/// Jobs taken into one transaction at most.
+const GROUP_COMMIT: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("the log database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("the log's writer thread has stopped")]
+    Stopped,
+    #[error("the log could not commit: {0}")]
+    Commit(String),
+    #[error("cannot open the log at {path}: {message}")]
+    Open { path: String, message: String },
+}
+
+/// A message to append; the log gives it its id and time.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    pub kind: Kind,
+    pub source: String,
+    pub text: String,
+    pub status: Option<String>,
+    /// Machine details kept beside the text: a reply's answered ids, a tool
+    /// call's name, arguments and output, the chain step of an echo.
+    pub data: Option<Value>,
+    /// An idempotency key; the same key again is not appended twice.
+    pub key: Option<String>,
+}
+
+impl NewMessage {
+    pub fn new(kind: Kind, source: &str, text: impl Into<String>) -> NewMessage {
+        NewMessage {
+            kind,
+            source: source.to_string(),
+            text: text.into(),
+            status: None,
+            data: None,
+            key: None,
+        }
+    }
+
+    pub fn with_status(mut self, status: &str) -> NewMessage {
+        self.status = Some(status.to_string());
+        self
+    }
+
+    pub fn with_data(mut self, data: Value) -> NewMessage {
+        self.data = Some(data);
+        self
+    }
+}
+
+/// A logged message with its machine details.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub message: Message,
+    pub data: Option<Value>,
+}
+
+/// One turn's record: what it took and where its chain starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnRecord {
+    pub seq: i64,
+    /// The log's length when the turn started: its chain is logged from here.
+    pub start_id: u64,
+    /// It took the waiting messages after this id (−1: from the start) …
+    pub taken_after: i64,
+    /// … up to and including this one.
+    pub taken_through: u64,
+}
+
+/// A tool call that was running; logged as interrupted if a crash cut it off.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunningCall {
+    pub call_id: String,
+    pub step: u32,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// A job runs inside the group's transaction and returns what to do once the
+/// transaction ends: deliver its answer, or the commit's failure.
+type Job = Box<dyn FnOnce(&Connection, &mut Vec<Message>) -> Delivery + Send>;
+type Delivery = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+/// A handle to the writer thread. Cheap to clone.
+#[derive(Clone)]
+pub struct Log {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Log {
+    /// Opens (creating if needed) the database and starts the writer thread.
+    /// Appended messages are broadcast on `events` once durable.
+    pub fn open(path: &Path, events: broadcast::Sender<Event>) -> Result<Log, LogError> {
+        let connection = Connection::open(path).map_err(|err| LogError::Open {
+            path: path.display().to_string(),
+            message: err.to_string(),
+        })?;
+        prepare(&connection)?;
+        let (jobs, receiver) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("hearth-log".into())
+            .spawn(move || writer(connection, receiver, events))
+            .map_err(|err| LogError::Open {
+                path: path.display().to_string(),
+                message: err.to_string(),
+            })?;
+        Ok(Log { jobs })
+    }
+
+    /// Runs `job` on the writer thread inside a transaction and returns its
+    /// answer once the transaction is durable.
+    async fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Connection, &mut Vec<Message>) -> Result<T, rusqlite::Error>
+            + Send
+            + 'static,
+    ) -> Result<T, LogError> {
+        let (answer, receive) = oneshot::channel::<Result<T, LogError>>();
+        let job: Job = Box::new(move |tx, appended| {
+            // The job runs inside a savepoint so a failing job leaves the
+            // others of its group intact.
+            let result = tx.execute_batch("SAVEPOINT job").and_then(|()| {
+                let mut mine = Vec::new();
+                match job(tx, &mut mine) {
+                    Ok(value) => {
+                        tx.execute_batch("RELEASE job")?;
+                        appended.extend(mine);
+                        Ok(value)
+                    }
+                    Err(err) => {
+                        tx.execute_batch("ROLLBACK TO job; RELEASE job")?;
+                        Err(err)
+                    }
+                }
+            });
+            Box::new(move |committed: Result<(), String>| {
+                let answer_value = match committed {
+                    Ok(()) => result.map_err(LogError::from),
+                    Err(message) => Err(LogError::Commit(message)),
+                };
+                let _ = answer.send(answer_value);
+            })
+        });
+        self.jobs.send(job).map_err(|_| LogError::Stopped)?;
+        receive.await.map_err(|_| LogError::Stopped)?
+    }
+
+    /// Appends one message.
+    pub async fn append(&self, agent: &str, message: NewMessage) -> Result<Message, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, appended| append(tx, &agent, message, appended))
+            .await
+    }
+
+    /// Appends a user message with an optional idempotency key. Returns its id
+    /// and whether the key had been seen (then nothing was appended).
+    pub async fn submit(
+        &self,
+        agent: &str,
+        message: NewMessage,
+    ) -> Result<(u64, bool), LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, appended| {
+            if let Some(key) = &message.key {
+                let seen: Option<i64> = tx
+                    .query_row(
+                        "SELECT id FROM messages WHERE agent = ?1 AND key = ?2",
+                        params![agent, key],
+                        |row| row.get(0),
+                    )
+                    .optional()?;
+                if let Some(id) = seen {
+                    return Ok((id as u64, true));
+                }
+            }
+            let logged = append(tx, &agent, message, appended)?;
+            Ok((logged.id, false))
+        })
+        .await
+    }
+
+    /// The id the next message of `agent` will get.
+    pub async fn next_id(&self, agent: &str) -> Result<u64, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| next_id(tx, &agent)).await
+    }
+
+    /// Up to `limit` messages with ids in `[from, to)`, oldest first.
+    pub async fn range(
+        &self,
+        agent: &str,
+        from: u64,
+        to: u64,
+        limit: u32,
+    ) -> Result<Vec<Entry>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let mut statement = tx.prepare_cached(
+                "SELECT agent, id, kind, source, text, status, at, data FROM messages
+                 WHERE agent = ?1 AND id >= ?2 AND id < ?3 ORDER BY id LIMIT ?4",
+            )?;
+            let rows = statement.query_map(
+                params![agent, from as i64, to.min(i64::MAX as u64) as i64, limit],
+                read_entry,
+            )?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// The page of up to `limit` messages before `before` (the newest when
+    /// absent), oldest first.
+    pub async fn page(
+        &self,
+        agent: &str,
+        before: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<Message>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let before = before.map(|b| b as i64).unwrap_or(i64::MAX);
+            let mut statement = tx.prepare_cached(
+                "SELECT agent, id, kind, source, text, status, at, data FROM messages
+                 WHERE agent = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
+            )?;
+            let rows = statement.query_map(params![agent, before, limit], read_entry)?;
+            let mut page = rows
+                .map(|row| row.map(|entry| entry.message))
+                .collect::<Result<Vec<_>, _>>()?;
+            page.reverse();
+            Ok(page)
+        })
+        .await
+    }
+
+    /// Ids of the user messages and reports after `after` that wait for a turn.
+    pub async fn waiting(&self, agent: &str, after: i64) -> Result<Vec<u64>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| waiting(tx, &agent, after)).await
+    }
+
+    /// The newest turn, and whether it finished.
+    pub async fn last_turn(&self, agent: &str) -> Result<Option<(TurnRecord, bool)>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            tx.query_row(
+                "SELECT seq, start_id, taken_after, taken_through, finished FROM turns
+                 WHERE agent = ?1 ORDER BY seq DESC LIMIT 1",
+                params![agent],
+                |row| {
+                    Ok((
+                        TurnRecord {
+                            seq: row.get(0)?,
+                            start_id: row.get::<_, i64>(1)? as u64,
+                            taken_after: row.get(2)?,
+                            taken_through: row.get::<_, i64>(3)? as u64,
+                        },
+                        row.get::<_, bool>(4)?,
+                    ))
+                },
+            )
+            .optional()
+        })
+        .await
+    }
+
+    /// Starts a turn that takes the waiting messages after `taken_after`, if
+    /// any wait. Its chain starts at the log's current end.
+    pub async fn begin_turn(
+        &self,
+        agent: &str,
+        taken_after: i64,
+    ) -> Result<Option<TurnRecord>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let waiting = waiting(tx, &agent, taken_after)?;
+            let Some(&taken_through) = waiting.last() else {
+                return Ok(None);
+            };
+            let seq: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(seq), -1) + 1 FROM turns WHERE agent = ?1",
+                params![agent],
+                |row| row.get(0),
+            )?;
+            let start_id = next_id(tx, &agent)?;
+            tx.execute(
+                "INSERT INTO turns (agent, seq, start_id, taken_after, taken_through, finished)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 0)",
+                params![agent, seq, start_id as i64, taken_after, taken_through as i64],
+            )?;
+            Ok(Some(TurnRecord {
+                seq,
+                start_id,
+                taken_after,
+                taken_through,
+            }))
+        })
+        .await
+    }
+
+    /// Takes the messages that arrived since the turn last took, so they join
+    /// its next request. Returns the updated record.
+    pub async fn take_more(&self, agent: &str, turn: TurnRecord) -> Result<TurnRecord, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let waiting = waiting(tx, &agent, turn.taken_through as i64)?;
+            let Some(&through) = waiting.last() else {
+                return Ok(turn);
+            };
+            tx.execute(
+                "UPDATE turns SET taken_through = ?3 WHERE agent = ?1 AND seq = ?2",
+                params![agent, turn.seq, through as i64],
+            )?;
+            Ok(TurnRecord {
+                taken_through: through,
+                ..turn
+            })
+        })
+        .await
+    }
+
+    /// Ends a turn, appending its last messages (a reply, a note) in the same
+    /// transaction, so a crash never leaves a reply with its turn unfinished.
+    pub async fn finish_turn(
+        &self,
+        agent: &str,
+        turn: TurnRecord,
+        last: Vec<NewMessage>,
+    ) -> Result<Vec<Message>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, appended| {
+            let mut logged = Vec::new();
+            for message in last {
+                logged.push(append(tx, &agent, message, appended)?);
+            }
+            tx.execute(
+                "UPDATE turns SET finished = 1 WHERE agent = ?1 AND seq = ?2",
+                params![agent, turn.seq],
+            )?;
+            tx.execute(
+                "DELETE FROM tool_calls WHERE agent = ?1 AND turn = ?2",
+                params![agent, turn.seq],
+            )?;
+            Ok(logged)
+        })
+        .await
+    }
+
+    /// Records a step's tool calls as running, after the echo beside them.
+    pub async fn start_calls(
+        &self,
+        agent: &str,
+        turn: TurnRecord,
+        echo: Option<NewMessage>,
+        calls: Vec<RunningCall>,
+    ) -> Result<(), LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, appended| {
+            if let Some(echo) = echo {
+                append(tx, &agent, echo, appended)?;
+            }
+            for call in calls {
+                tx.execute(
+                    "INSERT OR REPLACE INTO tool_calls (agent, call_id, turn, step, name, arguments)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![agent, call.call_id, turn.seq, call.step, call.name, call.arguments],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Logs a finished call's `tool` message and forgets it as running.
+    pub async fn finish_call(
+        &self,
+        agent: &str,
+        call_id: &str,
+        message: NewMessage,
+    ) -> Result<Message, LogError> {
+        let agent = agent.to_string();
+        let call_id = call_id.to_string();
+        self.run(move |tx, appended| {
+            let logged = append(tx, &agent, message, appended)?;
+            tx.execute(
+                "DELETE FROM tool_calls WHERE agent = ?1 AND call_id = ?2",
+                params![agent, call_id],
+            )?;
+            Ok(logged)
+        })
+        .await
+    }
+
+    /// The calls recorded as running, in the order they were started.
+    pub async fn running_calls(&self, agent: &str) -> Result<Vec<RunningCall>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let mut statement = tx.prepare_cached(
+                "SELECT call_id, step, name, arguments FROM tool_calls WHERE agent = ?1 ORDER BY rowid",
+            )?;
+            let rows = statement.query_map(params![agent], |row| {
+                Ok(RunningCall {
+                    call_id: row.get(0)?,
+                    step: row.get(1)?,
+                    name: row.get(2)?,
+                    arguments: row.get(3)?,
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    pub async fn get_state(&self, name: &str) -> Result<Option<String>, LogError> {
+        let name = name.to_string();
+        self.run(move |tx, _| {
+            tx.query_row(
+                "SELECT value FROM client_state WHERE name = ?1",
+                params![name],
+                |row| row.get(0),
+            )
+            .optional()
+        })
+        .await
+    }
+
+    pub async fn set_state(&self, name: &str, value: &str) -> Result<(), LogError> {
+        let name = name.to_string();
+        let value = value.to_string();
+        self.run(move |tx, _| {
+            tx.execute(
+                "INSERT INTO client_state (name, value) VALUES (?1, ?2)
+                 ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                params![name, value],
+            )
+            .map(|_| ())
+        })
+        .await
+    }
+}
+
+/// Creates the schema and sets the pragmas: WAL, and full sync so that an
+/// acknowledged write survives a power cut, not only a crash.
+fn prepare(connection: &Connection) -> Result<(), rusqlite::Error> {
+    connection.pragma_update(None, "journal_mode", "WAL")?;
+    connection.pragma_update(None, "synchronous", "FULL")?;
+    connection.busy_timeout(std::time::Duration::from_secs(5))?;
+    connection.execute_batch(
+        "CREATE TABLE IF NOT EXISTS messages (
+            agent  TEXT NOT NULL,
+            id     INTEGER NOT NULL,
+            kind   TEXT NOT NULL,
+            source TEXT NOT NULL,
+            text   TEXT NOT NULL,
+            status TEXT,
+            at     TEXT NOT NULL,
+            data   TEXT,
+            key    TEXT,
+            PRIMARY KEY (agent, id)
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS messages_key ON messages (agent, key) WHERE key IS NOT NULL;
+        CREATE TRIGGER IF NOT EXISTS messages_are_never_updated BEFORE UPDATE ON messages
+            BEGIN SELECT RAISE(ABORT, 'the log is append-only: messages are never updated'); END;
+        CREATE TRIGGER IF NOT EXISTS messages_are_never_deleted BEFORE DELETE ON messages
+            BEGIN SELECT RAISE(ABORT, 'the log is append-only: messages are never deleted'); END;
+        CREATE TABLE IF NOT EXISTS turns (
+            agent         TEXT NOT NULL,
+            seq           INTEGER NOT NULL,
+            start_id      INTEGER NOT NULL,
+            taken_after   INTEGER NOT NULL,
+            taken_through INTEGER NOT NULL,
+            finished      INTEGER NOT NULL,
+            PRIMARY KEY (agent, seq)
+        );
+        CREATE TABLE IF NOT EXISTS tool_calls (
+            agent     TEXT NOT NULL,
+            call_id   TEXT NOT NULL,
+            turn      INTEGER NOT NULL,
+            step      INTEGER NOT NULL,
+            name      TEXT NOT NULL,
+            arguments TEXT NOT NULL,
+            PRIMARY KEY (agent, call_id)
+        );
+        CREATE TABLE IF NOT EXISTS client_state (
+            name  TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );",
+    )
+}
+
+/// The writer thread: takes jobs in groups, one transaction each; answers
+/// each job only after the commit, then broadcasts what the group appended.
+fn writer(mut connection: Connection, jobs: mpsc::Receiver<Job>, events: broadcast::Sender<Event>) {
+    while let Ok(first) = jobs.recv() {
+        let mut group = vec![first];
+        while group.len() < GROUP_COMMIT {
+            match jobs.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut appended = Vec::new();
+        let tx = match connection.transaction() {
+            Ok(tx) => tx,
+            Err(err) => {
+                tracing::error!("cannot begin a transaction on the log: {err}");
+                // Dropping the jobs drops their answer channels: callers see
+                // `LogError::Stopped` and refuse the work.
+                continue;
+            }
+        };
+        let deliveries: Vec<Delivery> = group
+            .into_iter()
+            .map(|job| job(&tx, &mut appended))
+            .collect();
+        let committed = tx.commit().map_err(|err| {
+            tracing::error!("cannot commit to the log: {err}");
+            err.to_string()
+        });
+        if committed.is_err() {
+            appended.clear();
+        }
+        for delivery in deliveries {
+            delivery(committed.clone());
+        }
+        for message in &appended {
+            let _ = events.send(Event::message(message));
+        }
+    }
+}
+
+fn next_id(tx: &Connection, agent: &str) -> Result<u64, rusqlite::Error> {
+    tx.query_row(
+        "SELECT COALESCE(MAX(id), -1) + 1 FROM messages WHERE agent = ?1",
+        params![agent],
+        |row| row.get::<_, i64>(0),
+    )
+    .map(|id| id as u64)
+}
+
+fn waiting(tx: &Connection, agent: &str, after: i64) -> Result<Vec<u64>, rusqlite::Error> {
+    let mut statement = tx.prepare_cached(
+        "SELECT id FROM messages WHERE agent = ?1 AND id > ?2 AND kind IN ('user', 'work') ORDER BY id",
+    )?;
+    let rows = statement.query_map(params![agent, after], |row| {
+        row.get::<_, i64>(0).map(|id| id as u64)
+    })?;
+    rows.collect()
+}
+
+fn append(
+    tx: &Connection,
+    agent: &str,
+    message: NewMessage,
+    appended: &mut Vec<Message>,
+) -> Result<Message, rusqlite::Error> {
+    let id = next_id(tx, agent)?;
+    let at = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
+    let data = message.data.as_ref().map(Value::to_string);
+    tx.execute(
+        "INSERT INTO messages (agent, id, kind, source, text, status, at, data, key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            agent,
+            id as i64,
+            message.kind.as_str(),
+            message.source,
+            message.text,
+            message.status,
+            at,
+            data,
+            message.key
+        ],
+    )?;
+    let logged = Message {
+        agent: agent.to_string(),
+        id,
+        kind: message.kind,
+        source: message.source,
+        text: message.text,
+        status: message.status,
+        at,
+        answers: answers(message.data.as_ref()),
+    };
+    appended.push(logged.clone());
+    Ok(logged)
+}
+
+fn answers(data: Option<&Value>) -> Vec<u64> {
+    data.and_then(|data| data.get("answers"))
+        .and_then(Value::as_array)
+        .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default()
+}
+
+fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
+    let kind: String = row.get(2)?;
+    let data: Option<String> = row.get(7)?;
+    let data = data.and_then(|text| serde_json::from_str::<Value>(&text).ok());
+    Ok(Entry {
+        message: Message {
+            agent: row.get(0)?,
+            id: row.get::<_, i64>(1)? as u64,
+            // Only this module writes kinds, always from `Kind::as_str`.
+            kind: Kind::parse(&kind).unwrap_or(Kind::Note),
+            source: row.get(3)?,
+            text: row.get(4)?,
+            status: row.get(5)?,
+            at: row.get(6)?,
+            answers: answers(data.as_ref()),
+        },
+        data,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open() -> (tempfile::TempDir, Log, broadcast::Receiver<Event>) {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, receiver) = broadcast::channel(64);
+        let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+        (dir, log, receiver)
+    }
+
+    #[tokio::test]
+    async fn ids_are_dense_per_agent() {
+        let (_dir, log, _events) = open();
+        for expected in 0..3 {
+            let message = log
+                .append("a", NewMessage::new(Kind::User, "terminal", "hi"))
+                .await
+                .unwrap();
+            assert_eq!(message.id, expected);
+        }
+        let other = log
+            .append("b", NewMessage::new(Kind::Note, "hearthd", "x"))
+            .await
+            .unwrap();
+        assert_eq!(other.id, 0);
+    }
+
+    #[tokio::test]
+    async fn same_key_is_logged_once() {
+        let (_dir, log, _events) = open();
+        let mut message = NewMessage::new(Kind::User, "telegram", "hello");
+        message.key = Some("tg:1".into());
+        assert_eq!(log.submit("a", message.clone()).await.unwrap(), (0, false));
+        assert_eq!(log.submit("a", message).await.unwrap(), (0, true));
+        assert_eq!(log.next_id("a").await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn messages_cannot_be_updated_or_deleted() {
+        let (dir, log, _events) = open();
+        log.append("a", NewMessage::new(Kind::User, "terminal", "keep me"))
+            .await
+            .unwrap();
+        let connection = Connection::open(dir.path().join("hearth.db")).unwrap();
+        let update = connection.execute("UPDATE messages SET text = 'changed'", []);
+        assert!(update.unwrap_err().to_string().contains("append-only"));
+        let delete = connection.execute("DELETE FROM messages", []);
+        assert!(delete.unwrap_err().to_string().contains("append-only"));
+        let page = log.page("a", None, 10).await.unwrap();
+        assert_eq!(page[0].text, "keep me");
+    }
+
+    #[tokio::test]
+    async fn appended_messages_are_broadcast_in_order() {
+        let (_dir, log, mut events) = open();
+        let appends: Vec<_> = (0..20)
+            .map(|n| {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    log.append("a", NewMessage::new(Kind::User, "t", format!("{n}")))
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        for append in appends {
+            append.await.unwrap();
+        }
+        for expected in 0..20 {
+            assert_eq!(events.recv().await.unwrap().id, Some(expected));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_turn_takes_what_waits_and_more_later() {
+        let (_dir, log, _events) = open();
+        assert_eq!(log.begin_turn("a", -1).await.unwrap(), None);
+        log.append("a", NewMessage::new(Kind::Note, "hearthd", "n"))
+            .await
+            .unwrap();
+        log.append("a", NewMessage::new(Kind::User, "t", "one"))
+            .await
+            .unwrap();
+        let turn = log.begin_turn("a", -1).await.unwrap().unwrap();
+        assert_eq!((turn.start_id, turn.taken_through), (2, 1));
+        log.append("a", NewMessage::new(Kind::User, "t", "two"))
+            .await
+            .unwrap();
+        let turn = log.take_more("a", turn).await.unwrap();
+        assert_eq!(turn.taken_through, 2);
+        let reply = NewMessage::new(Kind::Reply, "a", "done")
+            .with_data(serde_json::json!({"answers": [1, 2]}));
+        let logged = log.finish_turn("a", turn, vec![reply]).await.unwrap();
+        assert_eq!(logged[0].answers, vec![1, 2]);
+        assert_eq!(log.last_turn("a").await.unwrap(), Some((turn, true)));
+    }
+}

@@ -1,0 +1,471 @@
+//! hearth-protocol: the frames that `hearthd` and every client exchange.
+//!
+//! The protocol is JSON in WebSocket text frames, over the daemon's Unix
+//! socket. A client sends [`ClientFrame`]s and receives [`ServerFrame`]s. The
+//! first frame a client sends is `hello`; the daemon answers `welcome` and from
+//! then on sends every [`Event`] live: each logged [`Message`], and the agent's
+//! `ready`, `busy`, `idle`, `error` and `subagent` events.
+//!
+//! Each frame is one JSON object whose `type` names it. A frame that is not
+//! JSON, has an unknown type, is larger than [`MAX_FRAME_BYTES`] or speaks
+//! another [`PROTOCOL_VERSION`] is answered with an `error` frame and changes
+//! nothing.
+//!
+//! [`home`] says where a home keeps its files, so daemon and clients agree.
+
+pub mod home;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The version a client states in `hello`; a different one is refused.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest frame the daemon accepts; larger frames get an `error` frame.
+pub const MAX_FRAME_BYTES: usize = 1 << 20;
+
+/// The kinds of message in the log.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A person's words; the source says where from.
+    User,
+    /// The agent's answer that ends a turn.
+    Reply,
+    /// What the agent says mid-chain beside tool calls.
+    Echo,
+    /// A tool call and its result.
+    Tool,
+    /// What the daemon records; starts no turn.
+    Note,
+    /// A subagent's report, starting with its name.
+    Work,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::User,
+        Kind::Reply,
+        Kind::Echo,
+        Kind::Tool,
+        Kind::Note,
+        Kind::Work,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::User => "user",
+            Kind::Reply => "reply",
+            Kind::Echo => "echo",
+            Kind::Tool => "tool",
+            Kind::Note => "note",
+            Kind::Work => "work",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One message of an agent's log, as clients see it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Message {
+    /// The agent whose log holds the message.
+    pub agent: String,
+    /// Dense per agent: 0, 1, 2, …
+    pub id: u64,
+    pub kind: Kind,
+    /// Where the message came from: `terminal`, `telegram`, `schedule`, … for
+    /// user messages; the agent's name for what the agent says; `hearthd` for notes.
+    pub source: String,
+    pub text: String,
+    /// For tool results (`ok`, `error`, `interrupted`) and reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// When it was logged, RFC 3339 with the local offset.
+    pub at: String,
+    /// For a reply: the ids of the messages its turn answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<u64>,
+}
+
+/// What an event is about: a logged message's kind, or a change of the agent.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    User,
+    Reply,
+    Echo,
+    Tool,
+    Note,
+    Work,
+    /// The agent is up and its loop is running.
+    Ready,
+    /// A turn started.
+    Busy,
+    /// The turn ended.
+    Idle,
+    /// A turn (or the daemon) failed; `text` says what to fix.
+    Error,
+    /// A subagent started a run.
+    Subagent,
+    /// A piece of reply text as the model writes it; transient, never logged.
+    Delta,
+}
+
+impl From<Kind> for EventKind {
+    fn from(kind: Kind) -> EventKind {
+        match kind {
+            Kind::User => EventKind::User,
+            Kind::Reply => EventKind::Reply,
+            Kind::Echo => EventKind::Echo,
+            Kind::Tool => EventKind::Tool,
+            Kind::Note => EventKind::Note,
+            Kind::Work => EventKind::Work,
+        }
+    }
+}
+
+impl EventKind {
+    /// The message kind, when this event is a logged message.
+    pub fn message_kind(self) -> Option<Kind> {
+        Some(match self {
+            EventKind::User => Kind::User,
+            EventKind::Reply => Kind::Reply,
+            EventKind::Echo => Kind::Echo,
+            EventKind::Tool => Kind::Tool,
+            EventKind::Note => Kind::Note,
+            EventKind::Work => Kind::Work,
+            _ => return None,
+        })
+    }
+}
+
+/// An event sent to every attached client. Logged messages carry all of
+/// their fields; `ready`, `busy`, `idle`, `error`, `subagent` and `delta` carry
+/// what applies to them (an `error` names in `answers` the messages whose turn failed).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Event {
+    pub kind: EventKind,
+    pub agent: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<u64>,
+}
+
+impl Event {
+    /// An event about the agent rather than a message (`busy`, `idle`, …).
+    pub fn signal(kind: EventKind, agent: &str, text: Option<String>) -> Event {
+        Event {
+            kind,
+            agent: agent.to_string(),
+            id: None,
+            text,
+            source: None,
+            status: None,
+            at: None,
+            answers: Vec::new(),
+        }
+    }
+
+    /// The event of a logged message.
+    pub fn message(message: &Message) -> Event {
+        Event {
+            kind: message.kind.into(),
+            agent: message.agent.clone(),
+            id: Some(message.id),
+            text: Some(message.text.clone()),
+            source: Some(message.source.clone()),
+            status: message.status.clone(),
+            at: Some(message.at.clone()),
+            answers: message.answers.clone(),
+        }
+    }
+
+    /// The logged message this event carries, if it is one.
+    pub fn as_message(&self) -> Option<Message> {
+        Some(Message {
+            agent: self.agent.clone(),
+            id: self.id?,
+            kind: self.kind.message_kind()?,
+            source: self.source.clone().unwrap_or_default(),
+            text: self.text.clone().unwrap_or_default(),
+            status: self.status.clone(),
+            at: self.at.clone().unwrap_or_default(),
+            answers: self.answers.clone(),
+        })
+    }
+}
+
+/// Frames a client sends.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientFrame {
+    /// The first frame: who the client is. With `since`, the daemon first sends
+    /// every message with a greater id, then the live events, none twice.
+    Hello {
+        client: String,
+        version: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<u64>,
+        /// Which agent's log to follow; the top agent when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
+    },
+    /// A user message. Answered with `ack` once it is durable. The same `key`
+    /// again is acknowledged with the first message's id and logged once.
+    Submit {
+        text: String,
+        #[serde(default = "default_source")]
+        source: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+    },
+    /// End the running turn, if any. Answered with `ack`-less `status`.
+    Interrupt,
+    /// A page of the log: up to `limit` messages before `before` (newest page
+    /// when absent), oldest first.
+    History {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+    /// Ask for a `status` frame.
+    Status,
+    /// Read a client's small named state (a bridge's offset or cursor).
+    StateGet { name: String },
+    /// Write a client's small named state; answered with `state` once durable.
+    StateSet { name: String, value: String },
+}
+
+fn default_source() -> String {
+    "terminal".to_string()
+}
+
+/// The agent's state, as `status` reports it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Status {
+    pub agent: String,
+    /// A turn is running.
+    pub busy: bool,
+    /// The newest message's id, if the log has any.
+    #[serde(default)]
+    pub last_id: Option<u64>,
+    /// User messages and reports waiting for a turn.
+    pub waiting: u64,
+    /// `provider/model`, or none when no model is configured.
+    #[serde(default)]
+    pub model: Option<String>,
+    pub clients: u64,
+    pub pid: u32,
+    pub version: String,
+}
+
+/// Why the daemon refused a frame.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// Not JSON, or JSON of the wrong shape.
+    BadFrame,
+    /// A `type` the daemon does not know.
+    UnknownType,
+    /// Larger than [`MAX_FRAME_BYTES`].
+    TooLarge,
+    /// Another protocol version.
+    Version,
+    /// A frame before `hello`, or a second `hello`.
+    Sequence,
+    /// A well-formed request the daemon cannot carry out.
+    Refused,
+    /// The log could not be written; nothing was accepted.
+    Storage,
+}
+
+/// Frames the daemon sends.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame {
+    /// The answer to `hello`.
+    Welcome {
+        version: u32,
+        agent: String,
+        #[serde(default)]
+        last_id: Option<u64>,
+        busy: bool,
+    },
+    /// A submitted message is durable under `id`; `duplicate` when its key
+    /// had been seen and nothing new was logged.
+    Ack { id: u64, duplicate: bool },
+    /// A live event.
+    Event(Event),
+    /// The answer to `history`, oldest first.
+    History { messages: Vec<Message> },
+    Status(Status),
+    /// The answer to `state_get` and `state_set`.
+    State {
+        name: String,
+        #[serde(default)]
+        value: Option<String>,
+    },
+    /// A frame was refused; nothing changed.
+    Error { code: ErrorCode, message: String },
+}
+
+/// Why a text frame could not be read as a [`ClientFrame`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+const CLIENT_TYPES: [&str; 7] = [
+    "hello",
+    "submit",
+    "interrupt",
+    "history",
+    "status",
+    "state_get",
+    "state_set",
+];
+
+impl ClientFrame {
+    /// Reads one text frame, telling apart the ways it can be wrong.
+    pub fn decode(text: &str) -> Result<ClientFrame, FrameError> {
+        if text.len() > MAX_FRAME_BYTES {
+            return Err(FrameError {
+                code: ErrorCode::TooLarge,
+                message: format!(
+                    "frame of {} bytes is over the limit of {MAX_FRAME_BYTES} bytes",
+                    text.len()
+                ),
+            });
+        }
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|err| FrameError {
+            code: ErrorCode::BadFrame,
+            message: format!("frame is not JSON: {err}"),
+        })?;
+        let kind = value
+            .get("type")
+            .and_then(|t| t.as_str())
+            .map(str::to_string)
+            .ok_or(FrameError {
+            code: ErrorCode::BadFrame,
+            message: "frame is not a JSON object with a string `type`".to_string(),
+        })?;
+        if !CLIENT_TYPES.contains(&kind.as_str()) {
+            return Err(FrameError {
+                code: ErrorCode::UnknownType,
+                message: format!(
+                    "unknown frame type `{kind}`; expected one of {}",
+                    CLIENT_TYPES.join(", ")
+                ),
+            });
+        }
+        serde_json::from_value(value).map_err(|err| FrameError {
+            code: ErrorCode::BadFrame,
+            message: format!("bad `{kind}` frame: {err}"),
+        })
+    }
+
+    pub fn encode(&self) -> String {
+        // Serializing these plain structs cannot fail: no maps with non-string keys.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl ServerFrame {
+    pub fn encode(&self) -> String {
+        // As above: plain data, always serializable.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn decode(text: &str) -> Result<ServerFrame, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn submit_round_trips_with_default_source() {
+        let frame = ClientFrame::decode(r#"{"type":"submit","text":"hi"}"#).unwrap();
+        assert_eq!(
+            frame,
+            ClientFrame::Submit {
+                text: "hi".into(),
+                source: "terminal".into(),
+                key: None
+            }
+        );
+        assert_eq!(ClientFrame::decode(&frame.encode()).unwrap(), frame);
+    }
+
+    #[test]
+    fn decode_tells_the_ways_a_frame_is_wrong() {
+        assert_eq!(
+            ClientFrame::decode("not json").unwrap_err().code,
+            ErrorCode::BadFrame
+        );
+        assert_eq!(
+            ClientFrame::decode(r#"{"type":"launch"}"#).unwrap_err().code,
+            ErrorCode::UnknownType
+        );
+        assert_eq!(
+            ClientFrame::decode(r#"{"type":"submit"}"#).unwrap_err().code,
+            ErrorCode::BadFrame
+        );
+        let big = format!(r#"{{"type":"submit","text":"{}"}}"#, "x".repeat(MAX_FRAME_BYTES));
+        assert_eq!(
+            ClientFrame::decode(&big).unwrap_err().code,
+            ErrorCode::TooLarge
+        );
+    }
+
+    #[test]
+    fn message_event_round_trips() {
+        let message = Message {
+            agent: "hearth".into(),
+            id: 7,
+            kind: Kind::Reply,
+            source: "hearth".into(),
+            text: "hello".into(),
+            status: None,
+            at: "2026-11-30T10:00:00+00:00".into(),
+            answers: vec![5, 6],
+        };
+        let frame = ServerFrame::Event(Event::message(&message));
+        let text = frame.encode();
+        assert!(text.starts_with(r#"{"type":"event","kind":"reply""#), "{text}");
+        let ServerFrame::Event(event) = ServerFrame::decode(&text).unwrap() else {
+            panic!("not an event: {text}");
+        };
+        assert_eq!(event.as_message(), Some(message));
+    }
+}
