@@ -1,8 +1,18 @@
 //! hearth-daemon: the daemon `hearthd`.
 //!
+//! - `daemon.rs`: start-up, the home's lock, the socket, shutdown.
 //! - `config.rs`: `config.toml`, read once at start.
 //! - `log.rs`: the append-only SQLite log and its one writer thread.
+//! - `request.rs`: how a turn's request is laid out from the log (pure).
+//! - `turn.rs`: the turn loop of one agent.
+//! - `server.rs`: the WebSocket protocol over the Unix socket.
 //! - `model/`: the providers, one file per wire protocol.
+//! - `tools/`: the agent's tools, one file per family.
 pub mod config;
+pub mod daemon;
 pub mod log;
 pub mod model;
+pub mod request;
+pub mod server;
+pub mod tools;
+pub mod turn;

@@ -1,0 +1,323 @@
+//! How a turn's request is laid out, as a pure function of the log.
+//!
+//! Stable parts first, so the provider's prompt cache serves them: the
+//! instructions and tools; the view (every earlier message as one line, in
+//! blocks of a fixed number of lines so block boundaries never move); the
+//! state message, which begins `</chat>` and holds the only volatile facts
+//! (the date and time); then the messages the turn took, whole, and its chain
+//! (each step's echo and tool calls, their results, and any messages taken
+//! mid-turn after them).
+
+use crate::log::{Entry, TurnRecord};
+use crate::model::{Item, Request, ToolCall, ToolSpec};
+use hearth_protocol::Kind;
+use serde_json::Value;
+
+/// What the model is told about the shape of its context, before the agent's prompt.
+pub const PREAMBLE: &str = "You are a personal agent in a conversation that never ends. \
+Your memory of it is shown between <chat> and </chat>, one line per message: \
+`id+n|kind: text`, where kind is user (a person), reply (your answers), echo (what you said \
+beside tool calls), tool (a call and its result), note (what the daemon recorded) or work \
+(a subagent's report). After </chat> come the current state and then the new messages, whole.";
+
+/// Everything a request is built from.
+pub struct TurnContext<'a> {
+    pub instructions: &'a str,
+    pub tools: &'a [ToolSpec],
+    /// The whole log so far, oldest first.
+    pub log: &'a [Entry],
+    pub turn: TurnRecord,
+    /// The state message's text after `</chat>`: the date and time, the agent.
+    pub state: &'a str,
+    /// Lines per view message.
+    pub block_lines: usize,
+    pub cache_key: Option<String>,
+}
+
+impl TurnContext<'_> {
+    /// Whether the turn took this message (a user message or report it answers).
+    pub fn took(&self, entry: &Entry) -> bool {
+        let id = entry.message.id as i64;
+        matches!(entry.message.kind, Kind::User | Kind::Work)
+            && id > self.turn.taken_after
+            && id <= self.turn.taken_through as i64
+    }
+
+    /// The ids the turn took, in order.
+    pub fn taken_ids(&self) -> Vec<u64> {
+        self.log
+            .iter()
+            .filter(|entry| self.took(entry))
+            .map(|entry| entry.message.id)
+            .collect()
+    }
+
+    /// The step number the next model response's tool calls get.
+    pub fn next_step(&self) -> u32 {
+        self.log
+            .iter()
+            .filter(|entry| entry.message.id >= self.turn.start_id)
+            .filter_map(|entry| step_of(entry))
+            .max()
+            .map_or(0, |step| step + 1)
+    }
+}
+
+/// One message as one view line: `id+1|kind: text`, newlines as spaces.
+pub fn view_line(entry: &Entry) -> String {
+    let message = &entry.message;
+    let text = message.text.replace(['\n', '\r'], " ");
+    format!("{}+1|{}: {}", message.id, message.kind, text)
+}
+
+/// A message the turn took, whole: `id+0|kind from source: text`.
+pub fn whole(entry: &Entry) -> String {
+    let message = &entry.message;
+    format!(
+        "{}+0|{} from {}: {}",
+        message.id, message.kind, message.source, message.text
+    )
+}
+
+/// Builds the request for the next step of a turn.
+pub fn build(context: &TurnContext) -> Request {
+    let mut items = Vec::new();
+    let view: Vec<String> = context
+        .log
+        .iter()
+        .filter(|entry| entry.message.id < context.turn.start_id && !context.took(entry))
+        .map(view_line)
+        .collect();
+    let mut blocks = view.chunks(context.block_lines.max(1));
+    let mut first = String::from("<chat>");
+    if let Some(block) = blocks.next() {
+        for line in block {
+            first.push('\n');
+            first.push_str(line);
+        }
+    }
+    items.push(Item::User { text: first });
+    for block in blocks {
+        items.push(Item::User {
+            text: block.join("\n"),
+        });
+    }
+    items.push(Item::User {
+        text: format!("</chat>\n{}", context.state),
+    });
+    for entry in context
+        .log
+        .iter()
+        .filter(|entry| entry.message.id < context.turn.start_id && context.took(entry))
+    {
+        items.push(Item::User {
+            text: whole(entry),
+        });
+    }
+    chain(context, &mut items);
+    Request {
+        instructions: context.instructions.to_string(),
+        tools: context.tools.to_vec(),
+        items,
+        cache_key: context.cache_key.clone(),
+    }
+}
+
+/// The turn's chain from the log: per step, the assistant's echo and calls,
+/// then the results, then the messages taken while the step ran.
+fn chain(context: &TurnContext, items: &mut Vec<Item>) {
+    let mut step: Option<u32> = None;
+    let mut echo: Option<String> = None;
+    let mut calls: Vec<ToolCall> = Vec::new();
+    let mut results: Vec<Item> = Vec::new();
+    let mut deferred: Vec<Item> = Vec::new();
+    let flush = |echo: &mut Option<String>,
+                 calls: &mut Vec<ToolCall>,
+                 results: &mut Vec<Item>,
+                 deferred: &mut Vec<Item>,
+                 items: &mut Vec<Item>| {
+        if echo.is_some() || !calls.is_empty() {
+            items.push(Item::Assistant {
+                text: echo.take(),
+                tool_calls: std::mem::take(calls),
+            });
+        }
+        items.append(results);
+        items.append(deferred);
+    };
+    for entry in context
+        .log
+        .iter()
+        .filter(|entry| entry.message.id >= context.turn.start_id)
+    {
+        match entry.message.kind {
+            Kind::Echo | Kind::Tool => {
+                let this_step = step_of(entry);
+                if this_step != step {
+                    flush(&mut echo, &mut calls, &mut results, &mut deferred, items);
+                    step = this_step;
+                }
+                if entry.message.kind == Kind::Echo {
+                    echo = Some(entry.message.text.clone());
+                } else if let Some((call, output)) = tool_call(entry) {
+                    results.push(Item::ToolResult {
+                        call_id: call.id.clone(),
+                        output,
+                    });
+                    calls.push(call);
+                }
+            }
+            Kind::User | Kind::Work if context.took(entry) => {
+                deferred.push(Item::User {
+                    text: whole(entry),
+                });
+            }
+            _ => {}
+        }
+    }
+    flush(&mut echo, &mut calls, &mut results, &mut deferred, items);
+}
+
+fn step_of(entry: &Entry) -> Option<u32> {
+    entry
+        .data
+        .as_ref()
+        .and_then(|data| data.get("step"))
+        .and_then(Value::as_u64)
+        .map(|step| step as u32)
+}
+
+/// A logged tool message's call and output.
+fn tool_call(entry: &Entry) -> Option<(ToolCall, String)> {
+    let data = entry.data.as_ref()?;
+    let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_string);
+    Some((
+        ToolCall {
+            id: text("call_id")?,
+            name: text("name")?,
+            arguments: text("arguments").unwrap_or_else(|| "{}".to_string()),
+        },
+        text("output").unwrap_or_default(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hearth_protocol::Message;
+    use serde_json::json;
+
+    fn entry(id: u64, kind: Kind, text: &str, data: Option<Value>) -> Entry {
+        Entry {
+            message: Message {
+                agent: "a".into(),
+                id,
+                kind,
+                source: "terminal".into(),
+                text: text.into(),
+                status: None,
+                at: "2026-11-30T10:00:00+00:00".into(),
+                answers: vec![],
+            },
+            data,
+        }
+    }
+
+    fn context<'a>(log: &'a [Entry], turn: TurnRecord) -> TurnContext<'a> {
+        TurnContext {
+            instructions: "be kind",
+            tools: &[],
+            log,
+            turn,
+            state: "now",
+            block_lines: 2,
+            cache_key: None,
+        }
+    }
+
+    #[test]
+    fn view_leaves_out_taken_messages_and_blocks_are_fixed() {
+        let log = vec![
+            entry(0, Kind::User, "a\nb", None),
+            entry(1, Kind::Reply, "c", None),
+            entry(2, Kind::Note, "d", None),
+            entry(3, Kind::User, "e", None),
+        ];
+        let turn = TurnRecord {
+            seq: 1,
+            start_id: 4,
+            taken_after: 1,
+            taken_through: 3,
+        };
+        let request = build(&context(&log, turn));
+        let texts: Vec<_> = request
+            .items
+            .iter()
+            .map(|item| match item {
+                Item::User { text } => text.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            vec![
+                "<chat>\n0+1|user: a b\n1+1|reply: c",
+                "2+1|note: d",
+                "</chat>\nnow",
+                "3+0|user from terminal: e",
+            ]
+        );
+    }
+
+    #[test]
+    fn chain_puts_mid_turn_messages_after_the_step_results() {
+        let call = |id: u64, call_id: &str, step: u32| {
+            entry(
+                id,
+                Kind::Tool,
+                "date()",
+                Some(json!({"call_id": call_id, "name": "date", "arguments": "{}", "output": "now", "step": step})),
+            )
+        };
+        let log = vec![
+            entry(0, Kind::User, "hi", None),
+            entry(1, Kind::Echo, "checking", Some(json!({"step": 0}))),
+            entry(2, Kind::User, "also this", None),
+            call(3, "c1", 0),
+            call(4, "c2", 1),
+        ];
+        let turn = TurnRecord {
+            seq: 0,
+            start_id: 1,
+            taken_after: -1,
+            taken_through: 2,
+        };
+        let context = context(&log, turn);
+        assert_eq!(context.taken_ids(), vec![0, 2]);
+        assert_eq!(context.next_step(), 2);
+        let request = build(&context);
+        let tail: Vec<String> = request.items[2..]
+            .iter()
+            .map(|item| match item {
+                Item::User { text } => format!("user {text}"),
+                Item::Assistant { text, tool_calls } => format!(
+                    "assistant {:?} {:?}",
+                    text,
+                    tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>()
+                ),
+                Item::ToolResult { call_id, .. } => format!("result {call_id}"),
+            })
+            .collect();
+        assert_eq!(
+            tail,
+            vec![
+                "user 0+0|user from terminal: hi",
+                "assistant Some(\"checking\") [\"c1\"]",
+                "result c1",
+                "user 2+0|user from terminal: also this",
+                "assistant None [\"c2\"]",
+                "result c2",
+            ]
+        );
+    }
+}

@@ -1,0 +1,297 @@
+//! The socket: WebSocket over the daemon's Unix socket, one task per client.
+//!
+//! A client says `hello`; the daemon answers `welcome`, sends the messages
+//! after the client's `since` (if given) and then every event live. Messages
+//! are sent in id order and never twice: the subscription to live events is
+//! taken before the catch-up is read, and live messages at or below the last
+//! id sent are skipped. A client too slow for the live stream is caught up
+//! from the log rather than dropped.
+//!
+//! Bad input — not JSON, an unknown type, too large, another protocol
+//! version, a frame out of sequence — gets an `error` frame and changes nothing.
+
+use crate::log::{Log, LogError, NewMessage};
+use crate::turn::AgentHandle;
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use hearth_protocol::{
+    ClientFrame, ErrorCode, Event, Kind, ServerFrame, Status, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{broadcast, watch};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::WebSocketStream;
+
+/// Frames above this size close the connection at the WebSocket layer; frames
+/// between [`MAX_FRAME_BYTES`] and this get an `error` frame instead.
+const HARD_FRAME_LIMIT: usize = 16 * MAX_FRAME_BYTES;
+
+/// Messages sent per catch-up page.
+const CATCH_UP_PAGE: u32 = 500;
+
+/// What every connection shares.
+pub struct Shared {
+    pub log: Log,
+    pub events: broadcast::Sender<Event>,
+    /// The top agent.
+    pub agent: AgentHandle,
+    /// `provider/model`, or none.
+    pub model: Option<String>,
+    /// Clients attached now.
+    pub clients: AtomicU64,
+}
+
+type Sink = SplitSink<WebSocketStream<UnixStream>, WsMessage>;
+type Source = SplitStream<WebSocketStream<UnixStream>>;
+
+/// Accepts clients until `shutdown` turns true.
+pub async fn serve(listener: UnixListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let shared = shared.clone();
+                    tokio::spawn(async move {
+                        shared.clients.fetch_add(1, Ordering::Relaxed);
+                        if let Err(err) = connection(stream, &shared).await {
+                            tracing::debug!("client connection ended: {err}");
+                        }
+                        shared.clients.fetch_sub(1, Ordering::Relaxed);
+                    });
+                }
+                Err(err) => tracing::warn!("cannot accept a client: {err}"),
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ConnectionError {
+    #[error("websocket: {0}")]
+    WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
+    #[error("{0}")]
+    Log(#[from] LogError),
+    #[error("the client left")]
+    Gone,
+}
+
+async fn send(sink: &mut Sink, frame: &ServerFrame) -> Result<(), ConnectionError> {
+    sink.send(WsMessage::Text(frame.encode().into())).await?;
+    Ok(())
+}
+
+async fn refuse(sink: &mut Sink, code: ErrorCode, message: String) -> Result<(), ConnectionError> {
+    send(sink, &ServerFrame::Error { code, message }).await
+}
+
+/// The next text frame, decoded; `Ok(None)` when the client left. Frames that
+/// cannot be read are answered with an error here and skipped.
+async fn next_frame(
+    source: &mut Source,
+    sink: &mut Sink,
+) -> Result<Option<ClientFrame>, ConnectionError> {
+    loop {
+        let text = match source.next().await {
+            None | Some(Ok(WsMessage::Close(_))) => return Ok(None),
+            Some(Err(err)) => return Err(err.into()),
+            Some(Ok(WsMessage::Text(text))) => text,
+            Some(Ok(WsMessage::Binary(_))) => {
+                refuse(sink, ErrorCode::BadFrame, "binary frames are not part of the protocol; send JSON text frames".into()).await?;
+                continue;
+            }
+            Some(Ok(_)) => continue,
+        };
+        match ClientFrame::decode(&text) {
+            Ok(frame) => return Ok(Some(frame)),
+            Err(err) => refuse(sink, err.code, err.message).await?,
+        }
+    }
+}
+
+async fn connection(stream: UnixStream, shared: &Shared) -> Result<(), ConnectionError> {
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(HARD_FRAME_LIMIT))
+        .max_frame_size(Some(HARD_FRAME_LIMIT));
+    let socket = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await?;
+    let (mut sink, mut source) = socket.split();
+    let agent = shared.agent.name.clone();
+
+    let since = loop {
+        match next_frame(&mut source, &mut sink).await? {
+            None => return Ok(()),
+            Some(ClientFrame::Hello { version, .. }) if version != PROTOCOL_VERSION => {
+                let message = format!(
+                    "this daemon speaks protocol version {PROTOCOL_VERSION}, not {version}; update the client"
+                );
+                refuse(&mut sink, ErrorCode::Version, message).await?;
+            }
+            Some(ClientFrame::Hello { agent: Some(name), .. }) if name != agent => {
+                let message = format!("there is no agent `{name}`; this daemon runs `{agent}`");
+                refuse(&mut sink, ErrorCode::Refused, message).await?;
+            }
+            Some(ClientFrame::Hello { since, .. }) => break since,
+            Some(_) => {
+                refuse(&mut sink, ErrorCode::Sequence, "say hello first".into()).await?;
+            }
+        }
+    };
+
+    // Subscribe before reading where the log ends, so nothing falls between.
+    let mut events = shared.events.subscribe();
+    let next_id = shared.log.next_id(&agent).await?;
+    let last_id = next_id.checked_sub(1);
+    send(
+        &mut sink,
+        &ServerFrame::Welcome {
+            version: PROTOCOL_VERSION,
+            agent: agent.clone(),
+            last_id,
+            busy: shared.agent.is_busy(),
+        },
+    )
+    .await?;
+    // The id of the newest message this client has: nothing at or below it is sent again.
+    let mut sent_through: Option<u64> = match since {
+        Some(since) => catch_up(&mut sink, &shared.log, &agent, Some(since)).await?,
+        None => last_id,
+    };
+
+    loop {
+        tokio::select! {
+            frame = next_frame(&mut source, &mut sink) => {
+                let Some(frame) = frame? else { return Ok(()) };
+                handle(frame, &mut sink, shared).await?;
+            }
+            event = events.recv() => match event {
+                Ok(event) => {
+                    if event.agent != agent {
+                        continue;
+                    }
+                    if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
+                        if sent_through.is_some_and(|through| id <= through) {
+                            continue;
+                        }
+                        sent_through = Some(id);
+                    }
+                    send(&mut sink, &ServerFrame::Event(event)).await?;
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    sent_through = catch_up(&mut sink, &shared.log, &agent, sent_through).await?;
+                }
+                Err(broadcast::error::RecvError::Closed) => return Err(ConnectionError::Gone),
+            },
+        }
+    }
+}
+
+/// Sends every message after `after` (all when none), page by page; returns
+/// the id of the last one sent.
+async fn catch_up(
+    sink: &mut Sink,
+    log: &Log,
+    agent: &str,
+    after: Option<u64>,
+) -> Result<Option<u64>, ConnectionError> {
+    let mut through = after;
+    loop {
+        let from = through.map_or(0, |id| id + 1);
+        let page = log.range(agent, from, u64::MAX, CATCH_UP_PAGE).await?;
+        if page.is_empty() {
+            return Ok(through);
+        }
+        for entry in page {
+            through = Some(entry.message.id);
+            send(sink, &ServerFrame::Event(Event::message(&entry.message))).await?;
+        }
+    }
+}
+
+async fn handle(frame: ClientFrame, sink: &mut Sink, shared: &Shared) -> Result<(), ConnectionError> {
+    let agent = &shared.agent.name;
+    match frame {
+        ClientFrame::Hello { .. } => {
+            refuse(sink, ErrorCode::Sequence, "hello was already said".into()).await
+        }
+        ClientFrame::Submit { text, source, key } => {
+            if let Some(why) = check_submit(&text, &source, key.as_deref()) {
+                return refuse(sink, ErrorCode::Refused, why).await;
+            }
+            let mut message = NewMessage::new(Kind::User, &source, text);
+            message.key = key;
+            match shared.log.submit(agent, message).await {
+                Ok((id, duplicate)) => {
+                    if !duplicate {
+                        shared.agent.wake();
+                    }
+                    send(sink, &ServerFrame::Ack { id, duplicate }).await
+                }
+                Err(err) => {
+                    tracing::error!("cannot log a submitted message: {err}");
+                    let message = format!("the message was not logged: {err}");
+                    refuse(sink, ErrorCode::Storage, message).await
+                }
+            }
+        }
+        ClientFrame::Interrupt => {
+            shared.agent.interrupt();
+            let status = status(shared).await?;
+            send(sink, &ServerFrame::Status(status)).await
+        }
+        ClientFrame::History { before, limit } => {
+            let limit = limit.unwrap_or(50).clamp(1, 1000);
+            let messages = shared.log.page(agent, before, limit).await?;
+            send(sink, &ServerFrame::History { messages }).await
+        }
+        ClientFrame::Status => {
+            let status = status(shared).await?;
+            send(sink, &ServerFrame::Status(status)).await
+        }
+        ClientFrame::StateGet { name } => {
+            let value = shared.log.get_state(&name).await?;
+            send(sink, &ServerFrame::State { name, value }).await
+        }
+        ClientFrame::StateSet { name, value } => {
+            shared.log.set_state(&name, &value).await?;
+            send(sink, &ServerFrame::State { name, value: Some(value) }).await
+        }
+    }
+}
+
+/// Why a submit is refused, if it is.
+fn check_submit(text: &str, source: &str, key: Option<&str>) -> Option<String> {
+    if text.trim().is_empty() {
+        return Some("the message is empty".into());
+    }
+    if source.is_empty() || source.len() > 64 || source.chars().any(char::is_whitespace) {
+        return Some("`source` must be a short name without spaces, like `terminal`".into());
+    }
+    if key.is_some_and(|key| key.is_empty() || key.len() > 256) {
+        return Some("`key` must be 1 to 256 bytes".into());
+    }
+    None
+}
+
+async fn status(shared: &Shared) -> Result<Status, LogError> {
+    let agent = &shared.agent.name;
+    let next_id = shared.log.next_id(agent).await?;
+    let taken_after = shared
+        .log
+        .last_turn(agent)
+        .await?
+        .map_or(-1, |(turn, _)| turn.taken_through as i64);
+    let waiting = shared.log.waiting(agent, taken_after).await?.len() as u64;
+    Ok(Status {
+        agent: agent.clone(),
+        busy: shared.agent.is_busy(),
+        last_id: next_id.checked_sub(1),
+        waiting,
+        model: shared.model.clone(),
+        clients: shared.clients.load(Ordering::Relaxed),
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    })
+}

@@ -1,0 +1,395 @@
+//! The turn loop: one per agent.
+//!
+//! Waiting user messages and reports wake the loop. A turn takes what waits,
+//! builds the first request and runs the chain — model request, tool calls,
+//! their results, the next request — until the model answers without a tool
+//! call: that answer is the `reply`. Messages that arrive mid-turn join the
+//! next request after the tool results.
+//!
+//! What a turn took stays taken: a failed or interrupted turn ends with a
+//! note and an `error` or `idle` event, and the next turn starts only with a
+//! new message, so a lasting failure does not spin. A turn that a crash or a
+//! stop cut off is continued at the next start, and a tool call the crash cut
+//! off is logged as interrupted rather than run again.
+
+use crate::config::Limits;
+use crate::log::{Log, LogError, NewMessage, RunningCall, TurnRecord};
+use crate::model::{Model, ModelError, Response};
+use crate::request::{self, TurnContext};
+use crate::tools::{self, Tools};
+use hearth_protocol::{Event, EventKind, Kind};
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::{broadcast, watch, Notify};
+
+/// The source of what the daemon itself logs.
+pub const DAEMON_SOURCE: &str = "hearthd";
+
+/// How the rest of the daemon reaches a running agent loop.
+#[derive(Clone)]
+pub struct AgentHandle {
+    pub name: String,
+    /// Wakes the loop when a message was logged for it.
+    wake: Arc<Notify>,
+    /// Bumped to interrupt the running turn.
+    interrupt: watch::Sender<u64>,
+    /// Whether a turn runs now.
+    busy: watch::Receiver<bool>,
+}
+
+impl AgentHandle {
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Interrupts the running turn; returns whether one was running.
+    pub fn interrupt(&self) -> bool {
+        let busy = *self.busy.borrow();
+        if busy {
+            self.interrupt.send_modify(|count| *count += 1);
+        }
+        busy
+    }
+
+    pub fn is_busy(&self) -> bool {
+        *self.busy.borrow()
+    }
+}
+
+/// One agent: its log, model, tools and prompt.
+pub struct Agent {
+    pub name: String,
+    pub log: Log,
+    /// None: every turn fails with an error that says how to configure one.
+    pub model: Option<Model>,
+    pub tools: Tools,
+    pub limits: Limits,
+    /// `agents/NAME/prompt.md`, read at every turn so an edit applies at the next.
+    pub prompt_file: PathBuf,
+    /// Named in the error when no model is configured.
+    pub config_file: PathBuf,
+    pub events: broadcast::Sender<Event>,
+    /// Lines per view message in requests.
+    pub block_lines: usize,
+}
+
+/// How a turn ended.
+enum Ending {
+    Replied,
+    Failed(String),
+    Interrupted,
+    OutOfRounds(u32),
+}
+
+/// The loop's own state, built by [`Agent::start`].
+pub struct AgentLoop {
+    agent: Agent,
+    wake: Arc<Notify>,
+    interrupt: watch::Receiver<u64>,
+    busy: watch::Sender<bool>,
+}
+
+impl Agent {
+    /// Returns the loop to run and the handle to reach it.
+    pub fn start(self) -> (AgentLoop, AgentHandle) {
+        let wake = Arc::new(Notify::new());
+        let (interrupt_tx, interrupt_rx) = watch::channel(0u64);
+        let (busy_tx, busy_rx) = watch::channel(false);
+        let handle = AgentHandle {
+            name: self.name.clone(),
+            wake: wake.clone(),
+            interrupt: interrupt_tx,
+            busy: busy_rx,
+        };
+        let agent_loop = AgentLoop {
+            agent: self,
+            wake,
+            interrupt: interrupt_rx,
+            busy: busy_tx,
+        };
+        (agent_loop, handle)
+    }
+
+    fn emit(&self, kind: EventKind, text: Option<String>, answers: Vec<u64>) {
+        let mut event = Event::signal(kind, &self.name, text);
+        event.answers = answers;
+        let _ = self.events.send(event);
+    }
+
+    fn note(text: impl Into<String>) -> NewMessage {
+        NewMessage::new(Kind::Note, DAEMON_SOURCE, text)
+    }
+}
+
+impl AgentLoop {
+    /// Runs until `shutdown` turns true. A turn cut off by the shutdown stays
+    /// unfinished in the log and is continued at the next start. Returns an
+    /// error only when the log cannot be written: the agent then stops rather
+    /// than lose messages.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<(), LogError> {
+        let result = self.serve(&mut shutdown).await;
+        if let Err(err) = &result {
+            tracing::error!(agent = %self.agent.name, "the agent stopped: {err}");
+            self.agent.emit(
+                EventKind::Error,
+                Some(format!(
+                    "the log cannot be written ({err}); the agent stopped and accepts no work"
+                )),
+                Vec::new(),
+            );
+        }
+        result
+    }
+
+    async fn serve(&mut self, shutdown: &mut watch::Receiver<bool>) -> Result<(), LogError> {
+        let name = self.agent.name.clone();
+        self.agent.emit(EventKind::Ready, None, Vec::new());
+        let mut taken_through: i64 = -1;
+        if let Some((turn, finished)) = self.agent.log.last_turn(&name).await? {
+            taken_through = turn.taken_through as i64;
+            if !finished {
+                self.recover(turn).await?;
+                if self.drive(turn, shutdown).await? {
+                    return Ok(());
+                }
+            }
+        }
+        loop {
+            if *shutdown.borrow() {
+                return Ok(());
+            }
+            if let Some(turn) = self.agent.log.begin_turn(&name, taken_through).await? {
+                if self.drive(turn, shutdown).await? {
+                    return Ok(());
+                }
+                // The turn may have taken more while it ran.
+                if let Some((turn, _)) = self.agent.log.last_turn(&name).await? {
+                    taken_through = turn.taken_through as i64;
+                }
+                continue;
+            }
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+
+    /// After a crash: logs the tool calls it cut off as interrupted, so the
+    /// continued chain shows them and never runs them again.
+    async fn recover(&self, turn: TurnRecord) -> Result<(), LogError> {
+        let name = &self.agent.name;
+        let calls = self.agent.log.running_calls(name).await?;
+        for call in calls {
+            let output = "interrupted: the daemon stopped while this call ran; its outcome is unknown";
+            let message = tool_message(name, &call, output, "interrupted");
+            self.agent.log.finish_call(name, &call.call_id, message).await?;
+        }
+        tracing::info!(agent = %name, turn = turn.seq, "continuing a turn cut off by a stop");
+        Ok(())
+    }
+
+    /// Runs one turn to its end. Returns true when a shutdown cut it off.
+    async fn drive(
+        &mut self,
+        mut turn: TurnRecord,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<bool, LogError> {
+        let name = self.agent.name.clone();
+        let _ = self.busy.send(true);
+        self.agent.emit(EventKind::Busy, None, Vec::new());
+        // An interrupt sent before this turn began is not for it.
+        self.interrupt.borrow_and_update();
+        let mut interrupt = self.interrupt.clone();
+        let ending = tokio::select! {
+            ending = self.agent.chain(&mut turn) => Some(ending?),
+            _ = interrupt.changed() => Some(Ending::Interrupted),
+            _ = shutdown.changed() => None,
+        };
+        let log = &self.agent.log;
+        let Some(ending) = ending else {
+            let _ = self.busy.send(false);
+            return Ok(true);
+        };
+        // The record may have taken more while the chain ran.
+        if let Some((latest, _)) = log.last_turn(&name).await? {
+            turn = latest;
+        }
+        let taken = log
+            .waiting(&name, turn.taken_after)
+            .await?
+            .into_iter()
+            .filter(|id| *id <= turn.taken_through)
+            .collect::<Vec<_>>();
+        match ending {
+            Ending::Replied => {}
+            Ending::Failed(why) => {
+                tracing::warn!(agent = %name, "turn failed: {why}");
+                log.finish_turn(&name, turn, vec![Agent::note(format!("turn failed: {why}"))])
+                    .await?;
+                self.agent.emit(EventKind::Error, Some(why), taken);
+            }
+            Ending::Interrupted => {
+                for call in log.running_calls(&name).await? {
+                    let message =
+                        tool_message(&name, &call, "interrupted by the user before it finished", "interrupted");
+                    log.finish_call(&name, &call.call_id, message).await?;
+                }
+                log.finish_turn(&name, turn, vec![Agent::note("interrupted by the user")])
+                    .await?;
+            }
+            Ending::OutOfRounds(rounds) => {
+                let why = format!(
+                    "the turn stopped after {rounds} model requests (limits.max_rounds)"
+                );
+                log.finish_turn(&name, turn, vec![Agent::note(why.clone())]).await?;
+                self.agent.emit(EventKind::Error, Some(why), taken);
+            }
+        }
+        let _ = self.busy.send(false);
+        self.agent.emit(EventKind::Idle, None, Vec::new());
+        Ok(false)
+    }
+}
+
+impl Agent {
+    /// The chain of a turn: requests and tool calls until a reply.
+    async fn chain(&self, turn: &mut TurnRecord) -> Result<Ending, LogError> {
+        let name = &self.name;
+        let mut rounds = 0;
+        loop {
+            *turn = self.log.take_more(name, *turn).await?;
+            let Some(model) = &self.model else {
+                return Ok(Ending::Failed(format!(
+                    "no model is configured: add a [model] section to {} \
+                     (provider = \"openai\" or \"openai-chat\", model = \"…\", and base_url for a \
+                     local server such as Ollama), then restart hearthd",
+                    self.config_file.display()
+                )));
+            };
+            let entries = self.log.range(name, 0, u64::MAX, u32::MAX).await?;
+            let instructions = self.instructions();
+            let specs = self.tools.specs();
+            let state = format!(
+                "Local time: {}\nYou are the agent `{name}`.",
+                tools::date_now()
+            );
+            let context = TurnContext {
+                instructions: &instructions,
+                tools: &specs,
+                log: &entries,
+                turn: *turn,
+                state: &state,
+                block_lines: self.block_lines,
+                cache_key: Some(format!("hearth-{name}")),
+            };
+            let request = request::build(&context);
+            let step = context.next_step();
+            let taken = context.taken_ids();
+            let events = self.events.clone();
+            let agent = name.clone();
+            let mut on_text = move |text: &str| {
+                let _ = events.send(Event::signal(
+                    EventKind::Delta,
+                    &agent,
+                    Some(text.to_string()),
+                ));
+            };
+            let response: Response = match model.complete(&request, &mut on_text).await {
+                Ok(response) => response,
+                Err(err) => return Ok(Ending::Failed(describe(model, &err))),
+            };
+            rounds += 1;
+            if response.tool_calls.is_empty() {
+                let reply = NewMessage::new(Kind::Reply, name, response.text)
+                    .with_data(json!({ "answers": taken }));
+                self.log.finish_turn(name, *turn, vec![reply]).await?;
+                return Ok(Ending::Replied);
+            }
+            let echo = (!response.text.trim().is_empty()).then(|| {
+                NewMessage::new(Kind::Echo, name, response.text.clone())
+                    .with_data(json!({ "step": step }))
+            });
+            let running: Vec<RunningCall> = response
+                .tool_calls
+                .iter()
+                .map(|call| RunningCall {
+                    call_id: call.id.clone(),
+                    step,
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                })
+                .collect();
+            self.log.start_calls(name, *turn, echo, running.clone()).await?;
+            for (call, record) in response.tool_calls.iter().zip(&running) {
+                let outcome = self.tools.call(call).await;
+                let output = clip(&outcome.output, self.limits.tool_output_chars);
+                let message = tool_message(name, record, &output, outcome.status);
+                self.log.finish_call(name, &call.id, message).await?;
+            }
+            if rounds >= self.limits.max_rounds {
+                return Ok(Ending::OutOfRounds(rounds));
+            }
+        }
+    }
+
+    /// The agent's prompt file, after the fixed preamble. A missing or
+    /// unreadable file leaves the preamble alone.
+    fn instructions(&self) -> String {
+        let prompt = std::fs::read_to_string(&self.prompt_file).unwrap_or_default();
+        format!("{}\n\n{}", request::PREAMBLE, prompt.trim())
+    }
+}
+
+/// A `tool` message: the call and its result, readable as one line.
+fn tool_message(agent: &str, call: &RunningCall, output: &str, status: &str) -> NewMessage {
+    NewMessage::new(
+        Kind::Tool,
+        agent,
+        format!("{}({}) → {}", call.name, call.arguments, output),
+    )
+    .with_status(status)
+    .with_data(json!({
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "output": output,
+        "step": call.step,
+    }))
+}
+
+/// What a failed model call tells the user.
+fn describe(model: &Model, err: &ModelError) -> String {
+    format!("{} failed: {err}", model.label())
+}
+
+/// Keeps the head and tail of a long tool output, at most `limit` characters.
+pub fn clip(text: &str, limit: usize) -> String {
+    let count = text.chars().count();
+    if count <= limit {
+        return text.to_string();
+    }
+    let half = limit / 2;
+    let head: String = text.chars().take(half).collect();
+    let tail: String = text.chars().skip(count - half).collect();
+    format!(
+        "{head}\n… [{} characters clipped] …\n{tail}",
+        count - 2 * half
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clip_keeps_head_and_tail() {
+        let text = "a".repeat(10) + &"b".repeat(10);
+        let clipped = clip(&text, 10);
+        assert!(clipped.starts_with("aaaaa\n"));
+        assert!(clipped.ends_with("\nbbbbb"));
+        assert!(clipped.contains("[10 characters clipped]"));
+        assert_eq!(clip("short", 10), "short");
+    }
+}
