@@ -42,12 +42,17 @@ pub struct ToolCall {
 /// One entry of a request's conversation, after the instructions.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
-    User { text: String },
+    User {
+        text: String,
+    },
     Assistant {
         text: Option<String>,
         tool_calls: Vec<ToolCall>,
     },
-    ToolResult { call_id: String, output: String },
+    ToolResult {
+        call_id: String,
+        output: String,
+    },
 }
 
 /// A provider-neutral request. Serialized deterministically by each provider:

@@ -1,0 +1,447 @@
+//! OpenAI-compatible Chat Completions: `POST {base_url}/chat/completions`.
+//!
+//! Spoken by OpenAI, Ollama, vLLM, llama.cpp, OpenRouter and DeepSeek. The
+//! instructions go first as the system message, then the items in order; the
+//! body is built from structs, so the same request gives the same bytes.
+//! Streamed replies arrive as `data: {chunk}` events ending with
+//! `data: [DONE]`; tool calls come in fragments keyed by `index`.
+
+use super::http::{self, Flow};
+use super::{Item, Model, ModelError, Request, Response, ToolCall, Usage};
+use crate::config::ModelConfig;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Sends `request`; streamed text goes to `on_text` as it arrives.
+pub(super) async fn complete(
+    model: &Model,
+    request: &Request,
+    on_text: &mut (dyn FnMut(&str) + Send),
+) -> Result<Response, ModelError> {
+    let stream = model.config.stream;
+    let body = request_body(&model.config, request, stream);
+    let response = http::post_json(model, "chat/completions", &body).await?;
+    let reply = if !stream || http::is_json(&response) {
+        let value = http::read_json(model, response, "the chat completion").await?;
+        let reply = parse_completion(&value)?;
+        if stream && !reply.text.is_empty() {
+            on_text(&reply.text);
+        }
+        reply
+    } else {
+        let mut assembly = StreamAssembly::default();
+        http::read_events(model, response, |event| {
+            assembly.take(&event.data, &mut *on_text)
+        })
+        .await?;
+        assembly.finish()?
+    };
+    tracing::debug!(usage = ?reply.usage, calls = reply.tool_calls.len(), "chat completion");
+    Ok(reply)
+}
+
+// ---- the request ----
+
+#[derive(Debug, Serialize)]
+struct ChatBody<'a> {
+    model: &'a str,
+    messages: Vec<Message<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Debug, Serialize)]
+struct StreamOptions {
+    /// Asks for the final chunk that carries the usage.
+    include_usage: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum Message<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<CallOut<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct CallOut<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionCallOut<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionCallOut<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionSpec<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionSpec<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// The request body: fields and tools in a fixed order, so a prompt cache
+/// sees the same prefix for the same request.
+fn request_body<'a>(config: &'a ModelConfig, request: &'a Request, stream: bool) -> ChatBody<'a> {
+    let mut messages = Vec::with_capacity(request.items.len() + 1);
+    // An empty system message says nothing and some servers refuse it.
+    if !request.instructions.is_empty() {
+        messages.push(Message::System {
+            content: &request.instructions,
+        });
+    }
+    messages.extend(request.items.iter().map(|item| match item {
+        Item::User { text } => Message::User { content: text },
+        Item::Assistant { text, tool_calls } => {
+            let text = text.as_deref().filter(|text| !text.is_empty());
+            Message::Assistant {
+                // A message with neither content nor calls is refused by
+                // strict servers; an empty text keeps its place.
+                content: if text.is_none() && tool_calls.is_empty() {
+                    Some("")
+                } else {
+                    text
+                },
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| CallOut {
+                        id: &call.id,
+                        kind: "function",
+                        function: FunctionCallOut {
+                            name: &call.name,
+                            arguments: &call.arguments,
+                        },
+                    })
+                    .collect(),
+            }
+        }
+        Item::ToolResult { call_id, output } => Message::Tool {
+            tool_call_id: call_id,
+            content: output,
+        },
+    }));
+    ChatBody {
+        model: &config.model,
+        messages,
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| Tool {
+                kind: "function",
+                function: FunctionSpec {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect(),
+        reasoning_effort: config.effort.as_deref(),
+        prompt_cache_key: request.cache_key.as_deref(),
+        stream,
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+    }
+}
+
+// ---- the answer ----
+
+#[derive(Debug, Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<u64>,
+    cache_write_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn usage(&self) -> Usage {
+        let details = self.prompt_tokens_details.as_ref();
+        Usage {
+            input: self.prompt_tokens.unwrap_or(0),
+            cached_input: details.and_then(|d| d.cached_tokens).unwrap_or(0),
+            cache_write: details.and_then(|d| d.cache_write_tokens).unwrap_or(0),
+            output: self.completion_tokens.unwrap_or(0),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Completion {
+    choices: Vec<Choice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    message: ChoiceMessage,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChoiceMessage {
+    content: Option<String>,
+    tool_calls: Option<Vec<MessageCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageCall {
+    id: Option<String>,
+    function: MessageFunction,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageFunction {
+    name: String,
+    arguments: Option<Value>,
+}
+
+/// Reads a whole (non-streamed) chat completion.
+fn parse_completion(value: &Value) -> Result<Response, ModelError> {
+    if let Some(message) = http::error_in(value) {
+        return Err(ModelError::Failed(message));
+    }
+    let completion = Completion::deserialize(value)
+        .map_err(|err| http::garbage("the chat completion", err, &value.to_string()))?;
+    let Some(choice) = completion.choices.into_iter().next() else {
+        return Err(ModelError::Garbage(
+            "the chat completion has no choices".into(),
+        ));
+    };
+    let tool_calls = choice
+        .message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(position, call)| ToolCall {
+            id: call_id(call.id, position),
+            name: call.function.name,
+            arguments: arguments_text(call.function.arguments),
+        })
+        .collect();
+    Ok(Response {
+        text: choice.message.content.unwrap_or_default(),
+        tool_calls,
+        usage: completion.usage.map(|u| u.usage()).unwrap_or_default(),
+    })
+}
+
+/// The server's call id, or `call_N` when it sent none (Ollama).
+fn call_id(id: Option<String>, position: usize) -> String {
+    id.filter(|id| !id.is_empty())
+        .unwrap_or_else(|| format!("call_{position}"))
+}
+
+/// Arguments as a JSON string. OpenAI sends a string; a server that sends
+/// the object itself gets it written back as JSON text.
+fn arguments_text(arguments: Option<Value>) -> String {
+    match arguments {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text,
+        Some(other) => other.to_string(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    choices: Option<Vec<ChunkChoice>>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChunkChoice {
+    delta: Option<Delta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Delta {
+    content: Option<String>,
+    tool_calls: Option<Vec<DeltaCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DeltaCall {
+    index: Option<u64>,
+    id: Option<String>,
+    function: Option<DeltaFunction>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DeltaFunction {
+    name: Option<String>,
+    arguments: Option<Value>,
+}
+
+/// A tool call whose fragments are still arriving.
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: Option<String>,
+    name: String,
+    arguments: String,
+}
+
+/// A streamed reply put together chunk by chunk.
+#[derive(Debug, Default)]
+struct StreamAssembly {
+    text: String,
+    /// Calls in the order their first fragment arrived.
+    calls: Vec<PartialCall>,
+    /// Each wire `index` and the position in `calls` of its latest call.
+    slots: Vec<(u64, usize)>,
+    usage: Usage,
+    /// A choice reported a `finish_reason`: the reply is whole even if
+    /// `[DONE]` never comes.
+    finished: bool,
+    /// `data: [DONE]` arrived.
+    done: bool,
+}
+
+impl StreamAssembly {
+    /// Takes the data of one event.
+    fn take(
+        &mut self,
+        data: &str,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Flow, ModelError> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(Flow::Stop);
+        }
+        let value: Value = serde_json::from_str(data)
+            .map_err(|err| http::garbage("a chat completion chunk", err, data))?;
+        if let Some(message) = http::error_in(&value) {
+            return Err(ModelError::Failed(message));
+        }
+        let chunk = Chunk::deserialize(&value)
+            .map_err(|err| http::garbage("a chat completion chunk", err, data))?;
+        if let Some(usage) = &chunk.usage {
+            self.usage = usage.usage();
+        }
+        // Only one choice is asked for; a server that sends more is read
+        // for its first.
+        let Some(choice) = chunk.choices.and_then(|choices| choices.into_iter().next()) else {
+            return Ok(Flow::More);
+        };
+        if let Some(reason) = &choice.finish_reason {
+            self.finished = true;
+            if reason == "length" {
+                tracing::warn!("the model's reply was cut at its output limit");
+            }
+        }
+        let Some(delta) = choice.delta else {
+            return Ok(Flow::More);
+        };
+        if let Some(content) = delta.content.filter(|content| !content.is_empty()) {
+            on_text(&content);
+            self.text.push_str(&content);
+        }
+        for fragment in delta.tool_calls.unwrap_or_default() {
+            self.take_call_fragment(fragment);
+        }
+        Ok(Flow::More)
+    }
+
+    /// Adds one tool-call fragment: a new call when its index is new, or
+    /// when it carries an id other than the call at its index (some servers
+    /// send every call as index 0); otherwise more of that call.
+    fn take_call_fragment(&mut self, fragment: DeltaCall) {
+        let id = fragment.id.filter(|id| !id.is_empty());
+        let index = fragment
+            .index
+            .unwrap_or_else(|| self.slots.last().map_or(0, |&(index, _)| index));
+        let slot = self.slots.iter().position(|&(i, _)| i == index);
+        let existing = slot.map(|slot| self.slots[slot].1).filter(|&position| {
+            match (&id, &self.calls[position].id) {
+                (Some(new), Some(old)) => new == old,
+                _ => true,
+            }
+        });
+        let position = match existing {
+            Some(position) => position,
+            None => {
+                self.calls.push(PartialCall::default());
+                let position = self.calls.len() - 1;
+                match slot {
+                    Some(slot) => self.slots[slot].1 = position,
+                    None => self.slots.push((index, position)),
+                }
+                position
+            }
+        };
+        let call = &mut self.calls[position];
+        if call.id.is_none() {
+            call.id = id;
+        }
+        if let Some(function) = fragment.function {
+            if let Some(name) = function.name {
+                if call.name.is_empty() {
+                    call.name = name;
+                }
+            }
+            call.arguments.push_str(&arguments_text(function.arguments));
+        }
+    }
+
+    /// The whole reply, once the stream has ended. A stream that stopped
+    /// before any choice finished and without `[DONE]` was cut off.
+    fn finish(self) -> Result<Response, ModelError> {
+        if !self.done && !self.finished {
+            return Err(ModelError::Failed("the stream ended early".into()));
+        }
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .map(|(position, call)| ToolCall {
+                id: call_id(call.id, position),
+                name: call.name,
+                arguments: call.arguments,
+            })
+            .collect();
+        Ok(Response {
+            text: self.text,
+            tool_calls,
+            usage: self.usage,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,269 @@
+//! Tests of `chat.rs`: the exact request bytes, and canned whole and streamed answers.
+
+use super::*;
+use crate::config::Config;
+use crate::model::ToolSpec;
+use serde_json::json;
+use std::path::Path;
+
+fn config(extra: &str) -> ModelConfig {
+    let text = format!("[model]\nprovider = \"openai-chat\"\nmodel = \"gpt-test\"\n{extra}");
+    Config::parse(Path::new("config.toml"), &text)
+        .ok()
+        .and_then(|config| config.model)
+        .expect("test config parses")
+}
+
+fn request() -> Request {
+    Request {
+        instructions: "Be brief.".into(),
+        tools: vec![ToolSpec {
+            name: "shell".into(),
+            description: "Run a command.".into(),
+            parameters: json!({"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}),
+        }],
+        items: vec![
+            Item::User {
+                text: "list files".into(),
+            },
+            Item::Assistant {
+                text: None,
+                tool_calls: vec![ToolCall {
+                    id: "call_1".into(),
+                    name: "shell".into(),
+                    arguments: r#"{"command":"ls"}"#.into(),
+                }],
+            },
+            Item::ToolResult {
+                call_id: "call_1".into(),
+                output: "a.txt".into(),
+            },
+        ],
+        cache_key: Some("agent-hearth".into()),
+    }
+}
+
+/// Feeds canned event data and returns the reply and the streamed text.
+fn assemble(events: &[&str]) -> (Result<Response, ModelError>, Vec<String>) {
+    let mut assembly = StreamAssembly::default();
+    let mut pieces = Vec::new();
+    let mut on_text = |text: &str| pieces.push(text.to_string());
+    for data in events {
+        match assembly.take(data, &mut on_text) {
+            Ok(Flow::More) => {}
+            Ok(Flow::Stop) => break,
+            Err(err) => return (Err(err), pieces),
+        }
+    }
+    (assembly.finish(), pieces)
+}
+
+#[test]
+fn streaming_request_serializes_exactly() {
+    let config = config("effort = \"low\"\n");
+    let request = request();
+    let body = serde_json::to_string(&request_body(&config, &request, true)).unwrap();
+    let expected = concat!(
+        r#"{"model":"gpt-test","messages":["#,
+        r#"{"role":"system","content":"Be brief."},"#,
+        r#"{"role":"user","content":"list files"},"#,
+        r#"{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"shell","arguments":"{\"command\":\"ls\"}"}}]},"#,
+        r#"{"role":"tool","tool_call_id":"call_1","content":"a.txt"}],"#,
+        r#""tools":[{"type":"function","function":{"name":"shell","description":"Run a command.","#,
+        r#""parameters":{"properties":{"command":{"type":"string"}},"required":["command"],"type":"object"}}}],"#,
+        r#""reasoning_effort":"low","prompt_cache_key":"agent-hearth","#,
+        r#""stream":true,"stream_options":{"include_usage":true}}"#
+    );
+    assert_eq!(body, expected);
+}
+
+#[test]
+fn plain_request_omits_what_is_unset() {
+    let config = config("");
+    let request = Request {
+        instructions: String::new(),
+        tools: vec![],
+        items: vec![
+            Item::User { text: "hi".into() },
+            Item::Assistant {
+                text: Some("hello".into()),
+                tool_calls: vec![],
+            },
+        ],
+        cache_key: None,
+    };
+    let body = serde_json::to_string(&request_body(&config, &request, false)).unwrap();
+    assert_eq!(
+        body,
+        r#"{"model":"gpt-test","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}],"stream":false}"#
+    );
+}
+
+#[test]
+fn streamed_text_and_fragmented_tool_calls_assemble() {
+    let (reply, pieces) = assemble(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"Let me "},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"look."},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"shell","arguments":""}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"comm"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"date","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"and\":\"ls\"}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":2006,"completion_tokens":300,"total_tokens":2306,"prompt_tokens_details":{"cached_tokens":1920,"cache_write_tokens":64}}}"#,
+        "[DONE]",
+    ]);
+    let reply = reply.unwrap();
+    assert_eq!(pieces, vec!["Let me ", "look."]);
+    assert_eq!(reply.text, "Let me look.");
+    assert_eq!(
+        reply.tool_calls,
+        vec![
+            ToolCall {
+                id: "call_a".into(),
+                name: "shell".into(),
+                arguments: r#"{"command":"ls"}"#.into()
+            },
+            ToolCall {
+                id: "call_b".into(),
+                name: "date".into(),
+                arguments: "{}".into()
+            },
+        ]
+    );
+    assert_eq!(
+        reply.usage,
+        Usage {
+            input: 2006,
+            cached_input: 1920,
+            cache_write: 64,
+            output: 300
+        }
+    );
+}
+
+#[test]
+fn calls_without_ids_get_synthesized_ids() {
+    let (reply, _) = assemble(&[
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"shell","arguments":{"command":"ls"}}},{"index":1,"function":{"name":"date","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
+        "[DONE]",
+    ]);
+    let calls = reply.unwrap().tool_calls;
+    assert_eq!(calls[0].id, "call_0");
+    assert_eq!(calls[0].arguments, r#"{"command":"ls"}"#);
+    assert_eq!(calls[1].id, "call_1");
+}
+
+#[test]
+fn calls_reusing_index_zero_with_new_ids_stay_apart() {
+    let (reply, _) = assemble(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_x","function":{"name":"a","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_y","function":{"name":"b","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+    ]);
+    let names: Vec<String> = reply
+        .unwrap()
+        .tool_calls
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, vec!["a", "b"]);
+}
+
+#[test]
+fn stream_that_finished_without_done_is_whole() {
+    let (reply, _) =
+        assemble(&[r#"{"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}"#]);
+    assert_eq!(reply.unwrap().text, "hi");
+}
+
+#[test]
+fn stream_cut_before_finishing_fails() {
+    let (reply, pieces) = assemble(&[r#"{"choices":[{"delta":{"content":"hi"}}]}"#]);
+    assert_eq!(pieces, vec!["hi"]);
+    match reply {
+        Err(ModelError::Failed(message)) => assert_eq!(message, "the stream ended early"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn error_object_in_stream_fails_with_its_message() {
+    let (reply, _) = assemble(&[
+        r#"{"choices":[{"delta":{"content":"hi"}}]}"#,
+        r#"{"error":{"message":"Provider returned error","code":502}}"#,
+    ]);
+    match reply {
+        Err(ModelError::Failed(message)) => assert_eq!(message, "Provider returned error"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn garbage_chunk_is_garbage() {
+    let (reply, _) = assemble(&["{not json"]);
+    assert!(matches!(reply, Err(ModelError::Garbage(_))), "{reply:?}");
+    let (reply, _) = assemble(&[r#"{"choices":"nope"}"#]);
+    assert!(matches!(reply, Err(ModelError::Garbage(_))), "{reply:?}");
+}
+
+#[test]
+fn whole_completion_parses() {
+    let value = json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": null,
+                "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "shell", "arguments": "{\"command\":\"ls\"}"}}]
+            },
+            "finish_reason": "tool_calls"
+        }],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    });
+    let reply = parse_completion(&value).unwrap();
+    assert_eq!(reply.text, "");
+    assert_eq!(
+        reply.tool_calls,
+        vec![ToolCall {
+            id: "call_9".into(),
+            name: "shell".into(),
+            arguments: r#"{"command":"ls"}"#.into()
+        }]
+    );
+    assert_eq!(
+        reply.usage,
+        Usage {
+            input: 10,
+            cached_input: 0,
+            cache_write: 0,
+            output: 5
+        }
+    );
+}
+
+#[test]
+fn whole_completion_text_and_missing_ids() {
+    let value = json!({
+        "choices": [{"message": {"content": "done", "tool_calls": [{"function": {"name": "date", "arguments": "{}"}}]}}]
+    });
+    let reply = parse_completion(&value).unwrap();
+    assert_eq!(reply.text, "done");
+    assert_eq!(reply.tool_calls[0].id, "call_0");
+    assert_eq!(reply.usage, Usage::default());
+}
+
+#[test]
+fn whole_completion_error_and_garbage() {
+    let failed = parse_completion(&json!({"error": {"message": "overloaded"}}));
+    assert!(
+        matches!(failed, Err(ModelError::Failed(ref m)) if m == "overloaded"),
+        "{failed:?}"
+    );
+    let empty = parse_completion(&json!({"choices": []}));
+    assert!(matches!(empty, Err(ModelError::Garbage(_))), "{empty:?}");
+    let wrong = parse_completion(&json!({"hello": 1}));
+    assert!(matches!(wrong, Err(ModelError::Garbage(_))), "{wrong:?}");
+}
