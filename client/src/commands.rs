@@ -1,0 +1,671 @@
+//! The scripted subcommands: `hearth send`, `hearth log`, `hearth status` and
+//! `hearth interrupt`.
+//!
+//! They never start a daemon: when none answers on the home's socket they fail
+//! at once with [`CommandError::NoDaemon`], so a script learns that hearthd is
+//! down instead of silently starting one. Output goes to the writer the caller
+//! passes (stdout in the binary), one line per item, so it pipes cleanly.
+
+use crate::connection::{ConnectError, Connection, Welcome};
+use hearth_protocol::home::Home;
+use hearth_protocol::{ClientFrame, Event, EventKind, Kind, Message, ServerFrame, Status};
+use serde::Serialize;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+/// The most messages asked for in one `history` page; longer walks take
+/// several pages.
+const PAGE: u32 = 500;
+
+/// How many messages `hearth log` prints when neither `--limit` nor `--since`
+/// is given.
+pub const DEFAULT_LOG_LIMIT: u32 = 50;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("no hearthd is running for home {home} (start it with `hearth` or `hearthd`)")]
+    NoDaemon { home: String },
+    #[error(transparent)]
+    Connection(#[from] ConnectError),
+    #[error("hearthd refused the request: {0}")]
+    Refused(String),
+    #[error("hearthd answered with an unexpected frame: {0}")]
+    Unexpected(String),
+    #[error("nothing to send: give the message's words, e.g. `hearth send hello there`")]
+    NothingToSend,
+    #[error("hearthd closed the connection before message #{id} was answered")]
+    ClosedBeforeAnswer { id: u64 },
+    #[error("the turn that took message #{id} ended without a reply")]
+    NoReply { id: u64 },
+    #[error("cannot write the output: {0}")]
+    Output(#[from] io::Error),
+}
+
+/// True when a failed connect means that no daemon listens on the socket (no
+/// socket file, or a stale one), rather than some other trouble worth showing.
+pub fn daemon_absent(err: &ConnectError) -> bool {
+    match err {
+        ConnectError::NoDaemon { source, .. } => matches!(
+            source.kind(),
+            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+        ),
+        _ => false,
+    }
+}
+
+/// How to name a home in messages: its folder when it is one folder (`--home`
+/// or `HEARTH_HOME`), else the socket that the XDG layout puts it behind.
+pub fn describe_home(home: &Home) -> String {
+    if home.config_dir == home.data_dir && home.data_dir == home.runtime_dir {
+        home.data_dir.display().to_string()
+    } else {
+        format!("at {}", home.socket().display())
+    }
+}
+
+/// Connects to a daemon that is already running; never starts one.
+pub async fn connect_running(
+    home: &Home,
+    client: &str,
+    since: Option<u64>,
+) -> Result<(Connection, Welcome), CommandError> {
+    match Connection::open(&home.socket(), client, since).await {
+        Ok(pair) => Ok(pair),
+        Err(err) if daemon_absent(&err) => Err(CommandError::NoDaemon {
+            home: describe_home(home),
+        }),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// What `hearth send` submits.
+#[derive(Debug, Clone)]
+pub struct SendRequest {
+    pub text: String,
+    pub source: String,
+    /// An idempotency key: the same key again is logged once.
+    pub key: Option<String>,
+    /// Wait for the turn that takes the message and print its reply.
+    pub wait: bool,
+}
+
+/// The message text of `hearth send WORDS...`: the words joined by single
+/// spaces, or `None` when there is nothing to send.
+pub fn join_words(words: &[String]) -> Option<String> {
+    let text = words.join(" ");
+    if text.trim().is_empty() {
+        None
+    } else {
+        Some(text)
+    }
+}
+
+/// Submits a message and prints its id once it is durable. With `wait`, then
+/// prints the reply whose turn answered it (exit success), or writes the
+/// failed turn's error to stderr (exit failure).
+pub async fn send(
+    home: &Home,
+    request: SendRequest,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    // Subscribed from hello on, so no event about the message can be missed.
+    let (mut connection, _) = connect_running(home, "hearth-send", None).await?;
+    let mut early = Vec::new();
+    let answer = connection
+        .request(
+            &ClientFrame::Submit {
+                text: request.text,
+                source: request.source,
+                key: request.key,
+            },
+            &mut |event| early.push(event),
+        )
+        .await?;
+    let (id, duplicate) = match answer {
+        ServerFrame::Ack { id, duplicate } => (id, duplicate),
+        ServerFrame::Error { message, .. } => return Err(CommandError::Refused(message)),
+        other => return Err(CommandError::Unexpected(other.encode())),
+    };
+    writeln!(out, "{id}")?;
+    out.flush()?;
+    if !request.wait {
+        connection.close().await;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    for event in &early {
+        if let Some(verdict) = verdict(event, id) {
+            return report(verdict, out);
+        }
+    }
+    if duplicate {
+        // The first submit may have been answered long ago: look in the log.
+        let logged = walk_log(&mut connection, LogWalk::new(Some(id), None)).await?;
+        let reply = logged
+            .iter()
+            .find(|message| message.kind == Kind::Reply && message.answers.contains(&id));
+        if let Some(reply) = reply {
+            return report(Verdict::Reply(reply.text.clone()), out);
+        }
+        // Not answered yet, or its turn failed before this client was there:
+        // the status check below tells the two apart.
+        connection.send(&ClientFrame::Status).await?;
+    }
+    loop {
+        match connection.next().await? {
+            None => return Err(CommandError::ClosedBeforeAnswer { id }),
+            Some(ServerFrame::Event(event)) => {
+                if let Some(verdict) = verdict(&event, id) {
+                    return report(verdict, out);
+                }
+                if event.kind == EventKind::Idle {
+                    // A turn ended after the message was durable. If nothing
+                    // waits and nothing runs, the message was taken and its
+                    // turn ended without answering it (an interrupt, say).
+                    connection.send(&ClientFrame::Status).await?;
+                }
+            }
+            Some(ServerFrame::Status(status)) => {
+                if !status.busy && status.waiting == 0 {
+                    return Err(CommandError::NoReply { id });
+                }
+            }
+            Some(ServerFrame::Error { message, .. }) => return Err(CommandError::Refused(message)),
+            Some(_) => {}
+        }
+    }
+}
+
+/// How a turn ended for a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The reply's text.
+    Reply(String),
+    /// The error event's text.
+    Failed(String),
+}
+
+/// Whether `event` ends the wait for message `id`: a reply or an error whose
+/// `answers` name it.
+pub fn verdict(event: &Event, id: u64) -> Option<Verdict> {
+    if !event.answers.contains(&id) {
+        return None;
+    }
+    let text = event.text.clone().unwrap_or_default();
+    match event.kind {
+        EventKind::Reply => Some(Verdict::Reply(text)),
+        EventKind::Error => Some(Verdict::Failed(text)),
+        _ => None,
+    }
+}
+
+fn report(verdict: Verdict, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
+    match verdict {
+        Verdict::Reply(text) => {
+            writeln!(out, "{text}")?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Verdict::Failed(text) => {
+            // stderr is the place for a failed turn even when stdout is piped.
+            let _ = writeln!(io::stderr(), "error: {text}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// What `hearth log` prints.
+#[derive(Debug, Clone, Copy)]
+pub struct LogRequest {
+    /// At most this many messages: the newest ones, or with `since` the
+    /// oldest ones after it. Without either, [`DEFAULT_LOG_LIMIT`].
+    pub limit: Option<u32>,
+    /// Only messages with a greater id.
+    pub since: Option<u64>,
+    /// One JSON object per line instead of the human form.
+    pub json: bool,
+}
+
+/// Prints messages of the log, oldest first.
+pub async fn log(
+    home: &Home,
+    request: LogRequest,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let (mut connection, _) = connect_running(home, "hearth-log", None).await?;
+    let limit = match (request.limit, request.since) {
+        (None, None) => Some(DEFAULT_LOG_LIMIT),
+        (limit, _) => limit,
+    };
+    let walk = LogWalk::new(request.since, limit);
+    let messages = walk_log(&mut connection, walk).await?;
+    connection.close().await;
+    for message in &messages {
+        let line = if request.json {
+            json_line(message)
+        } else {
+            log_line(message)
+        };
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs a [`LogWalk`] over the connection: asks for pages until it is done.
+async fn walk_log(
+    connection: &mut Connection,
+    mut walk: LogWalk,
+) -> Result<Vec<Message>, CommandError> {
+    while let Some((before, limit)) = walk.next_page() {
+        let answer = connection
+            .request(
+                &ClientFrame::History {
+                    before,
+                    limit: Some(limit),
+                },
+                &mut |_| {},
+            )
+            .await?;
+        match answer {
+            ServerFrame::History { messages } => walk.take_page(messages),
+            ServerFrame::Error { message, .. } => return Err(CommandError::Refused(message)),
+            other => return Err(CommandError::Unexpected(other.encode())),
+        }
+    }
+    Ok(walk.into_messages())
+}
+
+/// A walk backwards through the log in `history` pages, from the newest
+/// message until it has `limit` messages or reaches `since`. Pure: the caller
+/// asks for each page it names and hands the answer back.
+#[derive(Debug)]
+pub struct LogWalk {
+    since: Option<u64>,
+    limit: Option<u32>,
+    /// Pages taken so far, newest page first, each oldest first and already
+    /// cut to ids after `since`.
+    pages: Vec<Vec<Message>>,
+    collected: usize,
+    /// The oldest id seen so far: the next page ends before it.
+    before: Option<u64>,
+    done: bool,
+}
+
+impl LogWalk {
+    pub fn new(since: Option<u64>, limit: Option<u32>) -> LogWalk {
+        LogWalk {
+            since,
+            limit,
+            pages: Vec::new(),
+            collected: 0,
+            before: None,
+            done: limit == Some(0),
+        }
+    }
+
+    /// The next page to ask for, as `(before, limit)`, or `None` when done.
+    pub fn next_page(&self) -> Option<(Option<u64>, u32)> {
+        if self.done {
+            return None;
+        }
+        let size = match (self.since, self.limit) {
+            // Newest N: ask only for what is still missing.
+            (None, Some(limit)) => {
+                let missing = u64::from(limit).saturating_sub(self.collected as u64);
+                u32::try_from(missing).unwrap_or(PAGE).min(PAGE)
+            }
+            _ => PAGE,
+        };
+        Some((self.before, size))
+    }
+
+    /// Takes the answer to the page [`LogWalk::next_page`] named.
+    pub fn take_page(&mut self, page: Vec<Message>) {
+        let Some(oldest) = page.iter().map(|message| message.id).min() else {
+            self.done = true;
+            return;
+        };
+        // A page that does not end before the last one would repeat forever.
+        if self.before.is_some_and(|before| oldest >= before) {
+            self.done = true;
+            return;
+        }
+        let kept: Vec<Message> = page
+            .into_iter()
+            .filter(|message| self.since.is_none_or(|since| message.id > since))
+            .filter(|message| self.before.is_none_or(|before| message.id < before))
+            .collect();
+        self.collected += kept.len();
+        self.pages.push(kept);
+        self.before = Some(oldest);
+        let reached_since = self.since.is_some_and(|since| oldest <= since + 1);
+        let have_enough = self.since.is_none()
+            && self
+                .limit
+                .is_some_and(|limit| self.collected >= limit as usize);
+        if oldest == 0 || reached_since || have_enough {
+            self.done = true;
+        }
+    }
+
+    /// The messages, oldest first: with `since`, the first `limit` after it;
+    /// otherwise the newest `limit`.
+    pub fn into_messages(self) -> Vec<Message> {
+        let mut messages: Vec<Message> = self.pages.into_iter().rev().flatten().collect();
+        messages.sort_by_key(|message| message.id);
+        messages.dedup_by_key(|message| message.id);
+        if let Some(limit) = self.limit {
+            let limit = limit as usize;
+            if self.since.is_some() {
+                messages.truncate(limit);
+            } else if messages.len() > limit {
+                messages.drain(..messages.len() - limit);
+            }
+        }
+        messages
+    }
+}
+
+/// A message as `hearth log` prints it for people:
+/// `#id date time kind[/status] [source] text`, later lines of the text indented.
+pub fn log_line(message: &Message) -> String {
+    let kind = match &message.status {
+        Some(status) => format!("{}/{status}", message.kind),
+        None => message.kind.to_string(),
+    };
+    let text = message.text.replace('\n', "\n    ");
+    format!(
+        "#{} {} {kind} [{}] {text}",
+        message.id,
+        local_time(&message.at),
+        message.source
+    )
+}
+
+/// A message's time as `YYYY-MM-DD HH:MM:SS` in the offset it was logged
+/// with; the raw text when it is not RFC 3339.
+pub fn local_time(at: &str) -> String {
+    match chrono::DateTime::parse_from_rfc3339(at) {
+        Ok(time) => time.format("%Y-%m-%d %H:%M:%S").to_string(),
+        Err(_) => at.to_string(),
+    }
+}
+
+/// The line of `hearth log --json`: exactly `id`, `kind`, `source`, `text`,
+/// `status` (null when absent) and `at`, in that order.
+#[derive(Serialize)]
+struct JsonLine<'a> {
+    id: u64,
+    kind: Kind,
+    source: &'a str,
+    text: &'a str,
+    status: Option<&'a str>,
+    at: &'a str,
+}
+
+pub fn json_line(message: &Message) -> String {
+    let line = JsonLine {
+        id: message.id,
+        kind: message.kind,
+        source: &message.source,
+        text: &message.text,
+        status: message.status.as_deref(),
+        at: &message.at,
+    };
+    // Plain strings and numbers: serializing cannot fail.
+    serde_json::to_string(&line).unwrap_or_default()
+}
+
+/// Prints the agent's status: human lines, or with `json` the frame as the
+/// daemon sent it.
+pub async fn status(
+    home: &Home,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let (mut connection, _) = connect_running(home, "hearth-status", None).await?;
+    let answer = connection
+        .request(&ClientFrame::Status, &mut |_| {})
+        .await?;
+    connection.close().await;
+    match answer {
+        ServerFrame::Status(status) => {
+            if json {
+                writeln!(out, "{}", ServerFrame::Status(status).encode())?;
+            } else {
+                write!(out, "{}", status_text(&status))?;
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ServerFrame::Error { message, .. } => Err(CommandError::Refused(message)),
+        other => Err(CommandError::Unexpected(other.encode())),
+    }
+}
+
+/// The human form of a status frame, one `name  value` line per field.
+pub fn status_text(status: &Status) -> String {
+    let last = status.last_id.map_or_else(
+        || "none (the log is empty)".to_string(),
+        |id| format!("#{id}"),
+    );
+    let model = status
+        .model
+        .clone()
+        .unwrap_or_else(|| "none configured".to_string());
+    let state = if status.busy { "busy" } else { "idle" };
+    format!(
+        "agent    {}\nstate    {state}\nlast     {last}\nwaiting  {}\nmodel    {model}\nclients  {}\npid      {}\nversion  {}\n",
+        status.agent, status.waiting, status.clients, status.pid, status.version
+    )
+}
+
+/// Ends the running turn, if any, and says whether one was running.
+pub async fn interrupt(home: &Home, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
+    let (mut connection, welcome) = connect_running(home, "hearth-interrupt", None).await?;
+    let answer = connection
+        .request(&ClientFrame::Interrupt, &mut |_| {})
+        .await?;
+    connection.close().await;
+    match answer {
+        ServerFrame::Status(status) => {
+            if welcome.busy || status.busy {
+                writeln!(out, "interrupted the running turn")?;
+            } else {
+                writeln!(out, "no turn was running")?;
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ServerFrame::Error { message, .. } => Err(CommandError::Refused(message)),
+        other => Err(CommandError::Unexpected(other.encode())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn message(id: u64, kind: Kind, text: &str) -> Message {
+        Message {
+            agent: "hearth".into(),
+            id,
+            kind,
+            source: "terminal".into(),
+            text: text.into(),
+            status: None,
+            at: "2026-11-30T10:00:05+01:00".into(),
+            answers: Vec::new(),
+        }
+    }
+
+    /// A fake log of `count` messages answering `history` as the daemon does.
+    fn page(count: u64, before: Option<u64>, limit: u32) -> Vec<Message> {
+        let end = before.unwrap_or(count).min(count);
+        let start = end.saturating_sub(u64::from(limit));
+        (start..end)
+            .map(|id| message(id, Kind::User, "x"))
+            .collect()
+    }
+
+    fn run_walk(count: u64, since: Option<u64>, limit: Option<u32>) -> (Vec<u64>, usize) {
+        let mut walk = LogWalk::new(since, limit);
+        let mut requests = 0;
+        while let Some((before, size)) = walk.next_page() {
+            requests += 1;
+            assert!(requests < 100, "the walk does not end");
+            walk.take_page(page(count, before, size));
+        }
+        let ids = walk.into_messages().iter().map(|m| m.id).collect();
+        (ids, requests)
+    }
+
+    #[test]
+    fn send_joins_words_with_spaces() {
+        let words: Vec<String> = ["hello", "there,", "friend"]
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        assert_eq!(join_words(&words).as_deref(), Some("hello there, friend"));
+        assert_eq!(join_words(&[]), None);
+        assert_eq!(join_words(&["  ".to_string()]), None);
+    }
+
+    #[test]
+    fn log_without_since_takes_the_newest_limit() {
+        let (ids, requests) = run_walk(1200, None, Some(50));
+        assert_eq!(ids, (1150..1200).collect::<Vec<_>>());
+        assert_eq!(requests, 1);
+
+        let (ids, requests) = run_walk(1200, None, Some(700));
+        assert_eq!(ids, (500..1200).collect::<Vec<_>>());
+        assert_eq!(requests, 2);
+
+        let (ids, _) = run_walk(10, None, Some(50));
+        assert_eq!(ids, (0..10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn log_since_pages_back_to_since_and_keeps_only_later_ids() {
+        let (ids, requests) = run_walk(1200, Some(100), None);
+        assert_eq!(ids, (101..1200).collect::<Vec<_>>());
+        assert_eq!(requests, 3);
+
+        let (ids, _) = run_walk(1200, Some(100), Some(5));
+        assert_eq!(ids, vec![101, 102, 103, 104, 105]);
+
+        let (ids, requests) = run_walk(20, Some(19), None);
+        assert!(ids.is_empty());
+        assert_eq!(requests, 1);
+
+        let (ids, _) = run_walk(0, Some(3), None);
+        assert!(ids.is_empty());
+    }
+
+    #[test]
+    fn log_walk_stops_when_a_page_does_not_go_back() {
+        let mut walk = LogWalk::new(Some(0), None);
+        walk.take_page(vec![
+            message(5, Kind::User, "a"),
+            message(6, Kind::User, "b"),
+        ]);
+        assert_eq!(walk.next_page(), Some((Some(5), PAGE)));
+        walk.take_page(vec![message(5, Kind::User, "a")]);
+        assert_eq!(walk.next_page(), None);
+        let ids: Vec<u64> = walk.into_messages().iter().map(|m| m.id).collect();
+        assert_eq!(ids, vec![5, 6]);
+    }
+
+    #[test]
+    fn log_line_shows_id_time_kind_source_and_text() {
+        let mut tool = message(12, Kind::Tool, "shell ls\nfile-a\nfile-b");
+        tool.source = "hearth".into();
+        tool.status = Some("ok".into());
+        assert_eq!(
+            log_line(&tool),
+            "#12 2026-11-30 10:00:05 tool/ok [hearth] shell ls\n    file-a\n    file-b"
+        );
+        let mut odd = message(3, Kind::User, "hi");
+        odd.at = "yesterday".into();
+        assert_eq!(log_line(&odd), "#3 yesterday user [terminal] hi");
+    }
+
+    #[test]
+    fn json_line_has_exactly_the_documented_keys() {
+        let line = json_line(&message(7, Kind::User, "hi \"there\""));
+        assert_eq!(
+            line,
+            r#"{"id":7,"kind":"user","source":"terminal","text":"hi \"there\"","status":null,"at":"2026-11-30T10:00:05+01:00"}"#
+        );
+        let mut tool = message(8, Kind::Tool, "t");
+        tool.status = Some("error".into());
+        let value: serde_json::Value = serde_json::from_str(&json_line(&tool)).unwrap();
+        assert_eq!(value["status"], "error");
+        assert_eq!(value.as_object().unwrap().len(), 6);
+    }
+
+    #[test]
+    fn wait_ends_on_the_reply_or_error_that_answers_the_message() {
+        let mut reply = Event::message(&Message {
+            answers: vec![4, 5],
+            ..message(6, Kind::Reply, "done")
+        });
+        assert_eq!(verdict(&reply, 5), Some(Verdict::Reply("done".into())));
+        assert_eq!(verdict(&reply, 3), None);
+        reply.answers.clear();
+        assert_eq!(verdict(&reply, 5), None);
+
+        let mut error = Event::signal(EventKind::Error, "hearth", Some("no model".into()));
+        assert_eq!(verdict(&error, 5), None);
+        error.answers = vec![5];
+        assert_eq!(verdict(&error, 5), Some(Verdict::Failed("no model".into())));
+
+        let mut busy = Event::signal(EventKind::Busy, "hearth", None);
+        busy.answers = vec![5];
+        assert_eq!(verdict(&busy, 5), None);
+    }
+
+    #[test]
+    fn status_text_names_every_field() {
+        let status = Status {
+            agent: "hearth".into(),
+            busy: true,
+            last_id: Some(41),
+            waiting: 2,
+            model: None,
+            clients: 3,
+            pid: 1234,
+            version: "0.1.0".into(),
+        };
+        let text = status_text(&status);
+        assert!(text.contains("state    busy\n"), "{text}");
+        assert!(text.contains("last     #41\n"), "{text}");
+        assert!(text.contains("model    none configured\n"), "{text}");
+        assert!(text.contains("pid      1234\n"), "{text}");
+    }
+
+    #[test]
+    fn a_home_is_named_by_its_folder_or_its_socket() {
+        assert_eq!(describe_home(&Home::at(Path::new("/tmp/h"))), "/tmp/h");
+        let xdg = Home {
+            config_dir: "/c/hearth".into(),
+            data_dir: "/d/hearth".into(),
+            runtime_dir: "/r/hearth".into(),
+        };
+        assert_eq!(describe_home(&xdg), "at /r/hearth/hearth.sock");
+    }
+
+    #[test]
+    fn a_missing_or_stale_socket_means_no_daemon() {
+        let absent = |kind| ConnectError::NoDaemon {
+            path: "/x".into(),
+            source: io::Error::from(kind),
+        };
+        assert!(daemon_absent(&absent(io::ErrorKind::NotFound)));
+        assert!(daemon_absent(&absent(io::ErrorKind::ConnectionRefused)));
+        assert!(!daemon_absent(&absent(io::ErrorKind::PermissionDenied)));
+        assert!(!daemon_absent(&ConnectError::Closed));
+    }
+}

@@ -1,0 +1,15 @@
+//! hearth-client: the connection library and the clients built on it.
+//!
+//! - `connection.rs`: a greeted WebSocket connection to `hearthd`'s Unix socket.
+//! - `terminal.rs`: the interactive terminal client (`hearth` with no subcommand).
+//! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
+//!
+//! Where a home's files live (the socket among them) is `hearth_protocol::home`,
+//! shared with the daemon. The binary's thin `main.rs` is built by the root
+//! package.
+
+pub mod commands;
+pub mod connection;
+pub mod terminal;
+
+pub use connection::{ConnectError, Connection, Welcome};

@@ -1,0 +1,123 @@
+//! `hearth`: attach to the agent in the terminal, or script it.
+//!
+//! Parses the command line, sets up tracing and calls into hearth-client:
+//! `terminal::run` for the interactive client, `commands` for the rest.
+
+use clap::{Parser, Subcommand};
+use hearth_client::commands::{self, CommandError, LogRequest, SendRequest};
+use hearth_client::terminal;
+use hearth_protocol::home::Home;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tracing_subscriber::EnvFilter;
+
+/// Talk to your hearth agent. With no command, attach in this terminal
+/// (starting hearthd when it is not running); the commands serve scripts and
+/// never start it.
+#[derive(Parser)]
+#[command(name = "hearth", version)]
+struct Cli {
+    /// The home folder holding config, database and socket [default: the XDG folders]
+    #[arg(long, global = true, env = "HEARTH_HOME", value_name = "DIR")]
+    home: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Option<Subcommands>,
+}
+
+#[derive(Subcommand)]
+enum Subcommands {
+    /// Send a message; prints its id once it is durable
+    Send {
+        /// The message, as words joined by spaces (use `--` before words that start with `-`)
+        #[arg(required = true, value_name = "TEXT")]
+        words: Vec<String>,
+        /// Where the message says it came from
+        #[arg(long, default_value = "script")]
+        source: String,
+        /// An idempotency key: a message sent again with the same key is logged once
+        #[arg(long)]
+        key: Option<String>,
+        /// Wait for the turn that takes the message; print its reply (exit 0) or its error (exit 1)
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Print messages of the log, oldest first
+    Log {
+        /// At most N messages [default: 50, or all with --since]
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        /// Only messages with an id greater than ID
+        #[arg(long, value_name = "ID")]
+        since: Option<u64>,
+        /// One JSON object per line: id, kind, source, text, status, at
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the agent's status
+    Status {
+        /// The status frame as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// End the running turn, if any
+    Interrupt,
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(err) => {
+            // `hearth log | head` closing the pipe early is not a failure.
+            if let Some(CommandError::Output(io)) = err.downcast_ref::<CommandError>() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    return ExitCode::SUCCESS;
+                }
+            }
+            eprintln!("hearth: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let explicit_home = cli.home.filter(|dir| !dir.as_os_str().is_empty());
+    let home = Home::resolve(explicit_home.as_deref());
+    let mut stdout = std::io::stdout();
+    let code = match cli.command {
+        None => {
+            terminal::run(&home, explicit_home.as_deref()).await?;
+            ExitCode::SUCCESS
+        }
+        Some(Subcommands::Send {
+            words,
+            source,
+            key,
+            wait,
+        }) => {
+            let text = commands::join_words(&words).ok_or(CommandError::NothingToSend)?;
+            let request = SendRequest {
+                text,
+                source,
+                key,
+                wait,
+            };
+            commands::send(&home, request, &mut stdout).await?
+        }
+        Some(Subcommands::Log { limit, since, json }) => {
+            let request = LogRequest { limit, since, json };
+            commands::log(&home, request, &mut stdout).await?
+        }
+        Some(Subcommands::Status { json }) => commands::status(&home, json, &mut stdout).await?,
+        Some(Subcommands::Interrupt) => commands::interrupt(&home, &mut stdout).await?,
+    };
+    Ok(code)
+}

@@ -1,0 +1,901 @@
+//! The interactive terminal client: `hearth` with no subcommand.
+//!
+//! It attaches to the home's daemon (starting `hearthd` in the background when
+//! none answers), shows the recent messages, then streams events while the
+//! user types. Each line typed is submitted with source `terminal`.
+//!
+//! Three threads share the work. Line editing (rustyline) runs on its own
+//! blocking thread and hands each line to the async side over a channel; it
+//! waits for a go-ahead before reading the next, so the async side decides when
+//! to stop and the terminal is never left in raw mode. Output goes through a
+//! printer thread using rustyline's external printer, so events that arrive
+//! while the user types are printed above the line being typed instead of
+//! into it. The async side owns the connection and the [`Session`] state.
+
+use crate::commands::{daemon_absent, describe_home};
+use crate::connection::{ConnectError, Connection, Welcome};
+use hearth_protocol::home::Home;
+use hearth_protocol::{ClientFrame, Event, EventKind, Message, ServerFrame};
+use rustyline::error::ReadlineError;
+use rustyline::{DefaultEditor, ExternalPrinter};
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// The source of the lines typed here, and this client's name in `hello`.
+pub const SOURCE: &str = "terminal";
+
+/// How many recent messages are shown on attach.
+const RECENT: u32 = 20;
+
+/// How long a freshly started daemon gets to answer on its socket.
+const START_WAIT: Duration = Duration::from_secs(10);
+
+/// How often the socket is tried while the daemon starts.
+const START_POLL: Duration = Duration::from_millis(100);
+
+/// How many lines of the daemon's output are shown when it exits at start.
+const LOG_TAIL_LINES: usize = 30;
+
+/// Tool messages are shown as their first line, cut to this many characters.
+const TOOL_SUMMARY_CHARS: usize = 100;
+
+const PROMPT: &str = "> ";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TerminalError {
+    #[error("cannot find `hearthd` next to this `hearth` or on PATH ({0}); install both binaries together, or start hearthd yourself")]
+    DaemonMissing(io::Error),
+    #[error("cannot start hearthd: {0}")]
+    Spawn(io::Error),
+    #[error("cannot prepare {path} for hearthd: {source}")]
+    Prepare { path: PathBuf, source: io::Error },
+    #[error("hearthd exited ({status}) before it answered; the end of {log}:\n{tail}")]
+    DaemonExited {
+        status: ExitStatus,
+        log: PathBuf,
+        tail: String,
+    },
+    #[error("hearthd did not answer at {socket} within {seconds} s; its output is in {log}")]
+    StartTimeout {
+        socket: PathBuf,
+        seconds: u64,
+        log: PathBuf,
+    },
+    #[error(transparent)]
+    Connection(#[from] ConnectError),
+    #[error("hearthd refused: {0}")]
+    Refused(String),
+    #[error("the connection to hearthd was lost: {0}")]
+    ConnectionLost(String),
+    #[error("cannot read the terminal: {0}")]
+    Readline(#[from] ReadlineError),
+    #[error("cannot watch for Ctrl-C: {0}")]
+    Signal(io::Error),
+}
+
+/// Attaches to the home's daemon, starting it when none answers, and runs
+/// until the user quits (`Ok`) or the connection drops (`Err`).
+/// `explicit_home` is the `--home` given, passed on to a daemon started here.
+pub async fn run(home: &Home, explicit_home: Option<&Path>) -> Result<(), TerminalError> {
+    let (mut connection, welcome) = attach(home, explicit_home).await?;
+    let style = Style::detect();
+    let mut session = Session::new(welcome.busy, style);
+
+    // Events that arrive while history is fetched are shown after it; the
+    // session drops any that history already showed.
+    let mut early = Vec::new();
+    let answer = connection
+        .request(
+            &ClientFrame::History {
+                before: None,
+                limit: Some(RECENT),
+            },
+            &mut |event| early.push(event),
+        )
+        .await?;
+    let recent = match answer {
+        ServerFrame::History { messages } => messages,
+        ServerFrame::Error { message, .. } => return Err(TerminalError::Refused(message)),
+        _ => Vec::new(),
+    };
+
+    // The catch-up is printed before line editing starts, in one piece.
+    let mut lines: Vec<Option<String>> = Vec::new();
+    lines.extend(recent.iter().map(|message| session.on_message(message)));
+    lines.extend(early.iter().map(|event| session.on_event(event)));
+    if session.busy {
+        lines.push(Some(style.dim("… thinking")));
+    }
+    let mut catch_up = String::new();
+    for line in lines.into_iter().flatten() {
+        catch_up.push_str(&line);
+        catch_up.push('\n');
+    }
+    let mut stdout = io::stdout().lock();
+    let _ = stdout.write_all(catch_up.as_bytes());
+    let _ = stdout.flush();
+    drop(stdout);
+
+    let saved_terminal = SavedTerminal::capture();
+    let interactive = io::stdin().is_terminal();
+    let mut editor = DefaultEditor::new()?;
+    // Fails when stdin or stdout is not a terminal: then plain writes do.
+    let external = editor
+        .create_external_printer()
+        .ok()
+        .map(|printer| Box::new(printer) as Box<dyn ExternalPrinter + Send>);
+    let screen = Screen::start(external);
+
+    let mut sigint = signal(SignalKind::interrupt()).map_err(TerminalError::Signal)?;
+    let (input_tx, mut inputs) = mpsc::unbounded_channel();
+    let (resume_tx, resume_rx) = std_mpsc::channel();
+    let reader = std::thread::spawn(move || read_lines(editor, input_tx, resume_rx));
+    // The reader is in a readline call (raw mode, on a terminal) until it
+    // hands over an input and waits for the go-ahead.
+    let mut reader_running = true;
+    let mut draining = false;
+
+    let outcome = loop {
+        let step = tokio::select! {
+            frame = connection.next() => Step::Frame(frame),
+            input = inputs.recv(), if reader_running => Step::Input(input),
+            _ = sigint.recv() => Step::Signal,
+        };
+        match step {
+            Step::Frame(Ok(Some(frame))) => match frame {
+                ServerFrame::Event(event) => {
+                    let idle = event.kind == EventKind::Idle;
+                    screen.show_all(session.on_event(&event));
+                    if draining && session.settled() {
+                        break Ok(());
+                    }
+                    if draining && idle {
+                        // Did the turn that ended take everything typed here?
+                        if let Err(err) = connection.send(&ClientFrame::Status).await {
+                            break Err(err.into());
+                        }
+                    }
+                }
+                ServerFrame::Ack { id, .. } => session.on_ack(id),
+                ServerFrame::Status(status) => {
+                    session.busy = status.busy;
+                    let quiet = !status.busy && status.waiting == 0;
+                    if draining && (session.settled() || (quiet && session.all_acked())) {
+                        break Ok(());
+                    }
+                }
+                ServerFrame::Error { message, .. } => {
+                    screen.show(style.error(&format!("error: hearthd refused: {message}")));
+                }
+                _ => {}
+            },
+            Step::Frame(Ok(None)) => {
+                break Err(TerminalError::ConnectionLost(
+                    "hearthd closed it".to_string(),
+                ))
+            }
+            Step::Frame(Err(err)) => break Err(TerminalError::ConnectionLost(err.to_string())),
+            Step::Input(None) => reader_running = false,
+            Step::Input(Some(input)) => {
+                let resume = match input {
+                    Input::Line(line) => {
+                        session.ctrl_c_armed = false;
+                        if !line.trim().is_empty() {
+                            let submit = ClientFrame::Submit {
+                                text: line.clone(),
+                                source: SOURCE.to_string(),
+                                key: None,
+                            };
+                            if let Err(err) = connection.send(&submit).await {
+                                break Err(err.into());
+                            }
+                            session.on_submit(line);
+                        }
+                        Resume::Continue
+                    }
+                    Input::Interrupted => {
+                        match on_ctrl_c(&mut session, &mut connection, &screen).await {
+                            Ok(CtrlC::Quit) => {
+                                let _ = resume_tx.send(Resume::Stop);
+                                reader_running = false;
+                                break Ok(());
+                            }
+                            Ok(CtrlC::Stay) => Resume::Continue,
+                            Err(err) => break Err(err),
+                        }
+                    }
+                    Input::Eof => {
+                        reader_running = false;
+                        // Piped input: stay for the answers to what it sent.
+                        if interactive || session.settled() {
+                            break Ok(());
+                        }
+                        draining = true;
+                        if let Err(err) = connection.send(&ClientFrame::Status).await {
+                            break Err(err.into());
+                        }
+                        continue;
+                    }
+                    Input::Failed(err) => {
+                        reader_running = false;
+                        break Err(err.into());
+                    }
+                };
+                if resume_tx.send(resume).is_err() {
+                    reader_running = false;
+                }
+            }
+            Step::Signal => match on_ctrl_c(&mut session, &mut connection, &screen).await {
+                Ok(CtrlC::Quit) => break Ok(()),
+                Ok(CtrlC::Stay) => {}
+                Err(err) => break Err(err),
+            },
+        }
+    };
+
+    screen.finish();
+    if reader_running {
+        // The reader is stuck in readline with the terminal in raw mode, and
+        // the process is about to end under it: put the terminal back.
+        saved_terminal.restore();
+    } else {
+        let _ = reader.join();
+    }
+    connection.close().await;
+    outcome
+}
+
+/// What the event loop woke for.
+enum Step {
+    Frame(Result<Option<ServerFrame>, ConnectError>),
+    Input(Option<Input>),
+    Signal,
+}
+
+/// What Ctrl-C decided.
+enum CtrlC {
+    Quit,
+    Stay,
+}
+
+/// Ctrl-C interrupts a running turn; at an idle prompt, twice in a row quits.
+async fn on_ctrl_c(
+    session: &mut Session,
+    connection: &mut Connection,
+    screen: &Screen,
+) -> Result<CtrlC, TerminalError> {
+    if session.busy {
+        session.ctrl_c_armed = false;
+        connection.send(&ClientFrame::Interrupt).await?;
+        screen.show(session.style.dim("… interrupting"));
+        return Ok(CtrlC::Stay);
+    }
+    if session.ctrl_c_armed {
+        return Ok(CtrlC::Quit);
+    }
+    session.ctrl_c_armed = true;
+    screen.show(session.style.dim("(Ctrl-C again to quit, or Ctrl-D)"));
+    Ok(CtrlC::Stay)
+}
+
+/// Connects to the home's daemon, starting one in the background when none
+/// answers.
+async fn attach(
+    home: &Home,
+    explicit_home: Option<&Path>,
+) -> Result<(Connection, Welcome), TerminalError> {
+    let socket = home.socket();
+    match Connection::open(&socket, SOURCE, None).await {
+        Ok(pair) => return Ok(pair),
+        Err(err) if daemon_absent(&err) => {}
+        Err(err) => return Err(err.into()),
+    }
+    let (mut daemon, log_start) = start_daemon(home, explicit_home)?;
+    eprintln!("starting hearthd for home {}…", describe_home(home));
+    let deadline = Instant::now() + START_WAIT;
+    loop {
+        tokio::time::sleep(START_POLL).await;
+        match Connection::open(&socket, SOURCE, None).await {
+            Ok(pair) => return Ok(pair),
+            Err(err) if daemon_absent(&err) => {}
+            Err(err) => return Err(err.into()),
+        }
+        if let Ok(Some(status)) = daemon.try_wait() {
+            // Another `hearth` may have started the daemon first, and ours
+            // quit because it was taken: one last look.
+            if let Ok(pair) = Connection::open(&socket, SOURCE, None).await {
+                return Ok(pair);
+            }
+            let log = home.daemon_log();
+            let tail = read_log_tail(&log, log_start);
+            return Err(TerminalError::DaemonExited { status, log, tail });
+        }
+        if Instant::now() >= deadline {
+            return Err(TerminalError::StartTimeout {
+                socket,
+                seconds: START_WAIT.as_secs(),
+                log: home.daemon_log(),
+            });
+        }
+    }
+}
+
+/// Starts `hearthd` detached from this terminal: its own process group (so
+/// Ctrl-C here never reaches it), no stdin, output appended to the home's
+/// daemon log. Returns the child and where its output starts in the log.
+fn start_daemon(home: &Home, explicit_home: Option<&Path>) -> Result<(Child, u64), TerminalError> {
+    let prepare = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| TerminalError::Prepare { path, source }
+    };
+    std::fs::create_dir_all(&home.data_dir).map_err(prepare(&home.data_dir))?;
+    let log_path = home.daemon_log();
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(prepare(&log_path))?;
+    let log_start = log.metadata().map(|meta| meta.len()).unwrap_or(0);
+    let log_err = log.try_clone().map_err(prepare(&log_path))?;
+
+    let mut command = Command::new(hearthd_program());
+    if let Some(dir) = explicit_home {
+        // Absolute, so the daemon finds the same home whatever it does with
+        // its working directory.
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        command.arg("--home").arg(dir);
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .process_group(0);
+    match command.spawn() {
+        Ok(child) => Ok((child, log_start)),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Err(TerminalError::DaemonMissing(err)),
+        Err(err) => Err(TerminalError::Spawn(err)),
+    }
+}
+
+/// `hearthd` beside the running executable when it is there, else the name,
+/// for a PATH lookup.
+fn hearthd_program() -> PathBuf {
+    if let Ok(exe) = std::env::current_exe() {
+        let beside = exe.with_file_name("hearthd");
+        if beside.is_file() {
+            return beside;
+        }
+    }
+    PathBuf::from("hearthd")
+}
+
+/// What the daemon wrote to its log since `start`, its last lines only.
+fn read_log_tail(path: &Path, start: u64) -> String {
+    let mut text = String::new();
+    if let Ok(mut file) = File::open(path) {
+        if file.seek(SeekFrom::Start(start)).is_ok() {
+            let mut bytes = Vec::new();
+            let _ = file.read_to_end(&mut bytes);
+            text = String::from_utf8_lossy(&bytes).into_owned();
+        }
+    }
+    let tail = last_lines(&text, LOG_TAIL_LINES);
+    if tail.trim().is_empty() {
+        "(it wrote nothing)".to_string()
+    } else {
+        tail
+    }
+}
+
+/// The last `count` lines of `text`, without a trailing newline.
+pub fn last_lines(text: &str, count: usize) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
+}
+
+/// What the line reader hands to the async side.
+enum Input {
+    Line(String),
+    /// Ctrl-C at the prompt.
+    Interrupted,
+    /// Ctrl-D, or the end of piped input.
+    Eof,
+    Failed(ReadlineError),
+}
+
+/// The async side's go-ahead after an input.
+enum Resume {
+    Continue,
+    Stop,
+}
+
+/// The line reader's thread: reads a line, hands it over, waits to be told to
+/// go on. Ends after end of input, a failure, `Stop`, or when the async side
+/// is gone.
+fn read_lines(
+    mut editor: DefaultEditor,
+    inputs: mpsc::UnboundedSender<Input>,
+    resume: std_mpsc::Receiver<Resume>,
+) {
+    loop {
+        let input = match editor.readline(PROMPT) {
+            Ok(line) => {
+                let _ = editor.add_history_entry(line.as_str());
+                Input::Line(line)
+            }
+            Err(ReadlineError::Interrupted) => Input::Interrupted,
+            Err(ReadlineError::Eof) => Input::Eof,
+            Err(err) => Input::Failed(err),
+        };
+        let last = matches!(input, Input::Eof | Input::Failed(_));
+        if inputs.send(input).is_err() || last {
+            return;
+        }
+        match resume.recv() {
+            Ok(Resume::Continue) => {}
+            Ok(Resume::Stop) | Err(_) => return,
+        }
+    }
+}
+
+/// Prints on its own thread: the external printer may block until the line
+/// reader takes the text, and the async side must never wait on that.
+struct Screen {
+    lines: std_mpsc::Sender<String>,
+    done: std_mpsc::Receiver<()>,
+}
+
+impl Screen {
+    /// With `external`, prints above the line being edited; without it, writes
+    /// to stdout.
+    fn start(mut external: Option<Box<dyn ExternalPrinter + Send>>) -> Screen {
+        let (lines, incoming) = std_mpsc::channel::<String>();
+        let (finished, done) = std_mpsc::channel();
+        std::thread::spawn(move || {
+            for line in incoming {
+                let printed = match external.as_mut() {
+                    Some(printer) => printer.print(line.clone()).is_ok(),
+                    None => false,
+                };
+                if !printed {
+                    let mut stdout = io::stdout().lock();
+                    let _ = stdout.write_all(line.as_bytes());
+                    let _ = stdout.flush();
+                }
+            }
+            let _ = finished.send(());
+        });
+        Screen { lines, done }
+    }
+
+    /// Prints `text` as whole lines.
+    fn show(&self, mut text: String) {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let _ = self.lines.send(text);
+    }
+
+    fn show_all(&self, text: Option<String>) {
+        if let Some(text) = text {
+            self.show(text);
+        }
+    }
+
+    /// Waits (briefly) until everything shown is printed.
+    fn finish(self) {
+        let Screen { lines, done } = self;
+        drop(lines);
+        let _ = done.recv_timeout(Duration::from_secs(1));
+    }
+}
+
+/// The terminal's settings before line editing, to put back if the process
+/// must end while the line reader holds it in raw mode. Kept as `stty -g`
+/// gives them, which needs no unsafe code and no extra crate.
+struct SavedTerminal(Option<String>);
+
+impl SavedTerminal {
+    fn capture() -> SavedTerminal {
+        if !io::stdin().is_terminal() {
+            return SavedTerminal(None);
+        }
+        let saved = Command::new("stty")
+            .arg("-g")
+            .stdin(Stdio::inherit())
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
+            .filter(|settings| !settings.is_empty());
+        SavedTerminal(saved)
+    }
+
+    fn restore(&self) {
+        let Some(settings) = &self.0 else { return };
+        let _ = Command::new("stty")
+            .arg(settings)
+            .stdin(Stdio::inherit())
+            .stderr(Stdio::null())
+            .status();
+        let mut stdout = io::stdout().lock();
+        // Bracketed paste off (the editor turned it on), and a fresh line.
+        let _ = stdout.write_all(b"\x1b[?2004l\n");
+        let _ = stdout.flush();
+    }
+}
+
+/// Whether output gets ANSI colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    pub colour: bool,
+}
+
+impl Style {
+    /// Colours when stdout is a terminal and `NO_COLOR` is not set.
+    pub fn detect() -> Style {
+        Style {
+            colour: io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+
+    pub fn plain() -> Style {
+        Style { colour: false }
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    pub fn dim(self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    pub fn error(self, text: &str) -> String {
+        self.paint("31", text)
+    }
+}
+
+/// How an event is shown, or `None` when it is not (`idle`, `delta`).
+/// Replies and echoes are the agent's words, shown plain; user messages from
+/// a terminal as `> text` and from elsewhere with their source; tools, notes
+/// and signals dimmed and short; errors as `error: …`.
+pub fn event_line(event: &Event, style: Style) -> Option<String> {
+    let text = event.text.as_deref().unwrap_or_default();
+    let line = match event.kind {
+        EventKind::User => match event.source.as_deref() {
+            Some(SOURCE) | None => format!("> {text}"),
+            Some(source) => format!("[{source}] {text}"),
+        },
+        EventKind::Reply | EventKind::Echo => text.to_string(),
+        EventKind::Tool => {
+            let mut summary = format!("· {}", first_line(text, TOOL_SUMMARY_CHARS));
+            if let Some(status) = event.status.as_deref().filter(|s| *s != "ok") {
+                summary.push_str(&format!(" ({status})"));
+            }
+            style.dim(&summary)
+        }
+        EventKind::Note => style.dim(&format!("note: {text}")),
+        EventKind::Work => match event.status.as_deref() {
+            Some(status) => format!("[work, {status}] {text}"),
+            None => format!("[work] {text}"),
+        },
+        EventKind::Error => {
+            let text = if text.is_empty() {
+                "the turn failed"
+            } else {
+                text
+            };
+            style.error(&format!("error: {text}"))
+        }
+        EventKind::Busy => style.dim("… thinking"),
+        EventKind::Ready => style.dim(&format!("· {} is ready", event.agent)),
+        EventKind::Subagent => style.dim(&format!("· subagent: {text}")),
+        EventKind::Idle | EventKind::Delta => return None,
+    };
+    Some(line)
+}
+
+/// The first line of `text`, cut to `max` characters with `…` when longer.
+pub fn first_line(text: &str, max: usize) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let more_lines = lines.next().is_some();
+    match first.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &first[..cut]),
+        None if more_lines => format!("{first} …"),
+        None => first.to_string(),
+    }
+}
+
+/// What the terminal knows of the conversation: whether a turn runs, which
+/// messages it typed, and which it already showed.
+#[derive(Debug)]
+pub struct Session {
+    /// A turn is running: Ctrl-C interrupts instead of quitting.
+    pub busy: bool,
+    /// The last input was a Ctrl-C at an idle prompt; another one quits.
+    pub ctrl_c_armed: bool,
+    pub style: Style,
+    /// Lines submitted and not yet acknowledged, oldest first; their own
+    /// `user` event may come before the ack.
+    pending: VecDeque<String>,
+    /// Ids of the lines typed here, so their `user` events are not echoed.
+    own: HashSet<u64>,
+    /// Own ids that no reply or error has answered yet.
+    unanswered: BTreeSet<u64>,
+    /// Every id a reply or error answered, for acks that come late.
+    answered: HashSet<u64>,
+    /// The newest message shown, so that history and live events that
+    /// overlap never show a message twice.
+    last_shown: Option<u64>,
+}
+
+impl Session {
+    pub fn new(busy: bool, style: Style) -> Session {
+        Session {
+            busy,
+            ctrl_c_armed: false,
+            style,
+            pending: VecDeque::new(),
+            own: HashSet::new(),
+            unanswered: BTreeSet::new(),
+            answered: HashSet::new(),
+            last_shown: None,
+        }
+    }
+
+    /// A line typed here was sent.
+    pub fn on_submit(&mut self, text: String) {
+        self.pending.push_back(text);
+    }
+
+    /// The oldest pending line is durable as `id`.
+    pub fn on_ack(&mut self, id: u64) {
+        self.pending.pop_front();
+        self.own.insert(id);
+        if !self.answered.contains(&id) {
+            self.unanswered.insert(id);
+        }
+    }
+
+    /// A logged message from history.
+    pub fn on_message(&mut self, message: &Message) -> Option<String> {
+        self.on_event(&Event::message(message))
+    }
+
+    /// Takes an event; returns what to print, if anything.
+    pub fn on_event(&mut self, event: &Event) -> Option<String> {
+        match event.kind {
+            EventKind::Busy => self.busy = true,
+            EventKind::Idle => self.busy = false,
+            EventKind::Reply | EventKind::Error => {
+                for id in &event.answers {
+                    self.unanswered.remove(id);
+                    self.answered.insert(*id);
+                }
+            }
+            _ => {}
+        }
+        if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
+            if self.last_shown.is_some_and(|last| id <= last) {
+                return None;
+            }
+            self.last_shown = Some(id);
+            if event.kind == EventKind::User && self.is_own(id, event) {
+                return None;
+            }
+        }
+        event_line(event, self.style)
+    }
+
+    /// Whether a `user` event is a line typed here: acknowledged as ours, or
+    /// the next pending line arriving before its ack.
+    fn is_own(&self, id: u64, event: &Event) -> bool {
+        self.own.contains(&id)
+            || (event.source.as_deref() == Some(SOURCE)
+                && self.pending.front().map(String::as_str) == event.text.as_deref())
+    }
+
+    /// Every line typed here is durable.
+    pub fn all_acked(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Every line typed here is durable and answered.
+    pub fn settled(&self) -> bool {
+        self.pending.is_empty() && self.unanswered.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hearth_protocol::Kind;
+
+    fn message(id: u64, kind: Kind, source: &str, text: &str) -> Message {
+        Message {
+            agent: "hearth".into(),
+            id,
+            kind,
+            source: source.into(),
+            text: text.into(),
+            status: None,
+            at: "2026-11-30T10:00:00+00:00".into(),
+            answers: Vec::new(),
+        }
+    }
+
+    fn event(id: u64, kind: Kind, source: &str, text: &str) -> Event {
+        Event::message(&message(id, kind, source, text))
+    }
+
+    #[test]
+    fn user_messages_show_their_source_unless_typed_in_a_terminal() {
+        let plain = Style::plain();
+        assert_eq!(
+            event_line(&event(1, Kind::User, "telegram", "hi"), plain).as_deref(),
+            Some("[telegram] hi")
+        );
+        assert_eq!(
+            event_line(&event(2, Kind::User, "terminal", "hello"), plain).as_deref(),
+            Some("> hello")
+        );
+        assert_eq!(
+            event_line(&event(3, Kind::Reply, "hearth", "hey"), plain).as_deref(),
+            Some("hey")
+        );
+    }
+
+    #[test]
+    fn tools_are_one_short_line_and_errors_say_error() {
+        let plain = Style::plain();
+        let mut tool = event(
+            4,
+            Kind::Tool,
+            "hearth",
+            &format!("shell {}\nout", "x".repeat(200)),
+        );
+        tool.status = Some("error".into());
+        let line = event_line(&tool, plain).unwrap();
+        assert!(line.starts_with("· shell xxx"), "{line}");
+        assert!(line.ends_with("… (error)"), "{line}");
+        assert!(!line.contains('\n'));
+
+        let ok = event(5, Kind::Tool, "hearth", "date");
+        let ok = Event {
+            status: Some("ok".into()),
+            ..ok
+        };
+        assert_eq!(event_line(&ok, plain).as_deref(), Some("· date"));
+
+        let error = Event::signal(
+            EventKind::Error,
+            "hearth",
+            Some("no model configured".into()),
+        );
+        assert_eq!(
+            event_line(&error, plain).as_deref(),
+            Some("error: no model configured")
+        );
+        let coloured = event_line(&error, Style { colour: true }).unwrap();
+        assert!(coloured.contains("error: no model configured"));
+        assert!(coloured.starts_with("\x1b["));
+    }
+
+    #[test]
+    fn idle_and_deltas_print_nothing_busy_prints_thinking() {
+        let plain = Style::plain();
+        let signal = |kind| Event::signal(kind, "hearth", Some("par".into()));
+        assert_eq!(event_line(&signal(EventKind::Idle), plain), None);
+        assert_eq!(event_line(&signal(EventKind::Delta), plain), None);
+        assert_eq!(
+            event_line(&signal(EventKind::Busy), plain).as_deref(),
+            Some("… thinking")
+        );
+    }
+
+    #[test]
+    fn own_lines_are_not_echoed_before_or_after_their_ack() {
+        let mut session = Session::new(false, Style::plain());
+        session.on_submit("first".into());
+        // The event before the ack.
+        assert_eq!(
+            session.on_event(&event(10, Kind::User, "terminal", "first")),
+            None
+        );
+        session.on_ack(10);
+        // The ack before the event.
+        session.on_submit("second".into());
+        session.on_ack(11);
+        assert_eq!(
+            session.on_event(&event(11, Kind::User, "terminal", "second")),
+            None
+        );
+        // Someone else's words are shown.
+        assert_eq!(
+            session
+                .on_event(&event(12, Kind::User, "telegram", "hi"))
+                .as_deref(),
+            Some("[telegram] hi")
+        );
+    }
+
+    #[test]
+    fn a_message_is_shown_once_across_history_and_live_events() {
+        let mut session = Session::new(false, Style::plain());
+        assert!(session
+            .on_message(&message(5, Kind::Reply, "hearth", "old"))
+            .is_some());
+        assert_eq!(
+            session.on_event(&event(5, Kind::Reply, "hearth", "old")),
+            None
+        );
+        assert_eq!(
+            session.on_event(&event(4, Kind::Note, "hearthd", "older")),
+            None
+        );
+        assert!(session
+            .on_event(&event(6, Kind::Note, "hearthd", "new"))
+            .is_some());
+    }
+
+    #[test]
+    fn busy_follows_turns_and_settled_waits_for_answers() {
+        let mut session = Session::new(false, Style::plain());
+        session.on_submit("q".into());
+        assert!(!session.settled());
+        session.on_ack(3);
+        session.on_event(&Event::signal(EventKind::Busy, "hearth", None));
+        assert!(session.busy);
+        assert!(!session.settled());
+        let reply = Event::message(&Message {
+            answers: vec![3],
+            ..message(4, Kind::Reply, "hearth", "a")
+        });
+        assert_eq!(session.on_event(&reply).as_deref(), Some("a"));
+        session.on_event(&Event::signal(EventKind::Idle, "hearth", None));
+        assert!(!session.busy);
+        assert!(session.settled());
+    }
+
+    #[test]
+    fn an_answer_before_the_ack_still_settles() {
+        let mut session = Session::new(false, Style::plain());
+        session.on_submit("q".into());
+        let mut error = Event::signal(EventKind::Error, "hearth", Some("boom".into()));
+        error.answers = vec![7];
+        session.on_event(&error);
+        session.on_ack(7);
+        assert!(session.settled());
+    }
+
+    #[test]
+    fn first_line_cuts_on_character_boundaries() {
+        assert_eq!(first_line("héllo wörld", 5), "héllo…");
+        assert_eq!(first_line("short", 10), "short");
+        assert_eq!(first_line("one\ntwo", 10), "one …");
+        assert_eq!(first_line("", 10), "");
+    }
+
+    #[test]
+    fn log_tail_keeps_the_last_lines() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(last_lines("a\n", 5), "a");
+        assert_eq!(last_lines("", 5), "");
+    }
+}
