@@ -463,14 +463,14 @@ pub fn status_text(status: &Status) -> String {
 
 /// Ends the running turn, if any, and says whether one was running.
 pub async fn interrupt(home: &Home, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
-    let (mut connection, welcome) = connect_running(home, "hearth-interrupt", None).await?;
+    let (mut connection, _) = connect_running(home, "hearth-interrupt", None).await?;
     let answer = connection
         .request(&ClientFrame::Interrupt, &mut |_| {})
         .await?;
     connection.close().await;
     match answer {
-        ServerFrame::Status(status) => {
-            if welcome.busy || status.busy {
+        ServerFrame::Interrupted { running } => {
+            if running {
                 writeln!(out, "interrupted the running turn")?;
             } else {
                 writeln!(out, "no turn was running")?;

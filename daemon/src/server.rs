@@ -237,9 +237,8 @@ async fn handle(frame: ClientFrame, sink: &mut Sink, shared: &Shared) -> Result<
             }
         }
         ClientFrame::Interrupt => {
-            shared.agent.interrupt();
-            let status = status(shared).await?;
-            send(sink, &ServerFrame::Status(status)).await
+            let running = shared.agent.interrupt();
+            send(sink, &ServerFrame::Interrupted { running }).await
         }
         ClientFrame::History { before, limit } => {
             let limit = limit.unwrap_or(50).clamp(1, 1000);

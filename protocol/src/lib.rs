@@ -237,7 +237,7 @@ pub enum ClientFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         key: Option<String>,
     },
-    /// End the running turn, if any. Answered with `ack`-less `status`.
+    /// End the running turn, if any. Answered with `interrupted`.
     Interrupt,
     /// A page of the log: up to `limit` messages before `before` (newest page
     /// when absent), oldest first.
@@ -315,6 +315,8 @@ pub enum ServerFrame {
     Ack { id: u64, duplicate: bool },
     /// A live event.
     Event(Event),
+    /// The answer to `interrupt`: whether a turn was running and was ended.
+    Interrupted { running: bool },
     /// The answer to `history`, oldest first.
     History { messages: Vec<Message> },
     Status(Status),

@@ -1,0 +1,28 @@
+//! A scripted stand-in for an OpenAI-style model API, for end-to-end tests.
+//!
+//! [`FakeModel::start`] binds `127.0.0.1:0` and answers
+//! `POST /v1/chat/completions` (Chat Completions) and `POST /v1/responses`
+//! (Responses API) in the real wire formats: a JSON body, or server-sent
+//! events when the request asks for `"stream": true`. A test queues one
+//! [`Reply`] per expected request with [`FakeModel::push`] and afterwards
+//! reads what the client sent with [`FakeModel::requests`].
+//!
+//! Where each part lives:
+//! - `server.rs`: [`FakeModel`], the accept loop, and [`Recorded`] requests.
+//! - `script.rs`: [`Reply`] and [`Gate`], what a test can script.
+//! - `http.rs`: the minimal HTTP/1.1 reading and writing (one request per
+//!   connection, `Connection: close`).
+//! - `answer.rs`: one reply turned into wire-neutral values (ids, usage,
+//!   how text is split into deltas).
+//! - `chat_completions.rs` and `responses.rs`: pure functions rendering an
+//!   answer in each API's format, whole or as SSE frames.
+
+mod answer;
+mod chat_completions;
+mod http;
+mod responses;
+mod script;
+mod server;
+
+pub use script::{Gate, Reply};
+pub use server::{FakeModel, Recorded};

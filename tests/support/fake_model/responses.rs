@@ -1,0 +1,193 @@
+//! The OpenAI Responses API wire format (`POST /v1/responses`): a finished
+//! `response` object, or the SSE events of a streamed one, each
+//! `event: <type>` + `data: <json>` with the same `type` and an increasing
+//! `sequence_number`, ending with `response.completed` (no `[DONE]`).
+
+use serde_json::{json, Value};
+
+use super::answer::{pieces, Answer, Call, Exchange, StreamEnd};
+
+/// The non-streamed response body; also the `response` carried by the
+/// `response.completed` event.
+pub(crate) fn response(answer: &Answer, exchange: &Exchange) -> Value {
+    let mut output = Vec::new();
+    if let Some(text) = answer.text() {
+        output.push(message_item(exchange, text, "completed"));
+    }
+    output.extend(
+        answer
+            .calls
+            .iter()
+            .map(|call| call_item(call, &call.arguments, "completed")),
+    );
+    envelope(exchange, "completed", output, usage(answer, exchange))
+}
+
+/// The SSE frames of a streamed response: `response.created`,
+/// `response.in_progress`; for the text `output_item.added`,
+/// `content_part.added`, several `output_text.delta`, `output_text.done`,
+/// `content_part.done`, `output_item.done`; for each call
+/// `output_item.added`, several `function_call_arguments.delta`,
+/// `function_call_arguments.done`, `output_item.done`; then
+/// `response.completed`. With [`StreamEnd::Hold`] the frames stop after the
+/// text deltas.
+pub(crate) fn stream(answer: &Answer, exchange: &Exchange, end: StreamEnd) -> Vec<String> {
+    let mut events = Events::default();
+    let in_progress = envelope(exchange, "in_progress", Vec::new(), Value::Null);
+    events.push("response.created", json!({"response": in_progress}));
+    events.push("response.in_progress", json!({"response": in_progress}));
+
+    let mut output_index = 0;
+    if let Some(text) = answer.text() {
+        let item_id = exchange.message_id();
+        let at = json!({"item_id": item_id, "output_index": output_index, "content_index": 0});
+        events.push(
+            "response.output_item.added",
+            json!({
+                "output_index": output_index,
+                "item": {"type": "message", "id": item_id, "role": "assistant",
+                         "status": "in_progress", "content": []},
+            }),
+        );
+        events.push(
+            "response.content_part.added",
+            with(&at, json!({"part": output_text(""), })),
+        );
+        for piece in pieces(text) {
+            events.push(
+                "response.output_text.delta",
+                with(&at, json!({"delta": piece, "logprobs": []})),
+            );
+        }
+        if end == StreamEnd::Hold {
+            return events.frames;
+        }
+        events.push(
+            "response.output_text.done",
+            with(&at, json!({"text": text, "logprobs": []})),
+        );
+        events.push(
+            "response.content_part.done",
+            with(&at, json!({"part": output_text(text)})),
+        );
+        events.push(
+            "response.output_item.done",
+            json!({"output_index": output_index,
+                   "item": message_item(exchange, text, "completed")}),
+        );
+        output_index += 1;
+    }
+    if end == StreamEnd::Hold {
+        return events.frames;
+    }
+
+    for call in &answer.calls {
+        let at = json!({"item_id": call.item_id, "output_index": output_index});
+        events.push(
+            "response.output_item.added",
+            json!({"output_index": output_index, "item": call_item(call, "", "in_progress")}),
+        );
+        for piece in pieces(&call.arguments) {
+            events.push(
+                "response.function_call_arguments.delta",
+                with(&at, json!({"delta": piece})),
+            );
+        }
+        events.push(
+            "response.function_call_arguments.done",
+            with(&at, json!({"name": call.name, "arguments": call.arguments})),
+        );
+        events.push(
+            "response.output_item.done",
+            json!({"output_index": output_index,
+                   "item": call_item(call, &call.arguments, "completed")}),
+        );
+        output_index += 1;
+    }
+
+    events.push(
+        "response.completed",
+        json!({"response": response(answer, exchange)}),
+    );
+    events.frames
+}
+
+/// The SSE frames written so far and the next sequence number.
+#[derive(Default)]
+struct Events {
+    frames: Vec<String>,
+    next_sequence_number: u64,
+}
+
+impl Events {
+    /// Adds the event `kind` with these fields plus `type` and
+    /// `sequence_number`.
+    fn push(&mut self, kind: &str, mut fields: Value) {
+        fields["type"] = json!(kind);
+        fields["sequence_number"] = json!(self.next_sequence_number);
+        self.next_sequence_number += 1;
+        self.frames
+            .push(format!("event: {kind}\ndata: {fields}\n\n"));
+    }
+}
+
+/// The object `base` with the fields of `extra` added.
+fn with(base: &Value, extra: Value) -> Value {
+    let mut merged = base.clone();
+    if let (Some(merged), Value::Object(extra)) = (merged.as_object_mut(), extra) {
+        merged.extend(extra);
+    }
+    merged
+}
+
+fn envelope(exchange: &Exchange, status: &str, output: Vec<Value>, usage: Value) -> Value {
+    json!({
+        "id": exchange.response_id(),
+        "object": "response",
+        "created_at": exchange.created,
+        "status": status,
+        "error": null,
+        "incomplete_details": null,
+        "model": exchange.model,
+        "output": output,
+        "previous_response_id": exchange.previous_response_id,
+        "usage": usage,
+    })
+}
+
+fn output_text(text: &str) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": []})
+}
+
+fn message_item(exchange: &Exchange, text: &str, status: &str) -> Value {
+    json!({
+        "type": "message",
+        "id": exchange.message_id(),
+        "role": "assistant",
+        "status": status,
+        "content": [output_text(text)],
+    })
+}
+
+fn call_item(call: &Call, arguments: &str, status: &str) -> Value {
+    json!({
+        "type": "function_call",
+        "id": call.item_id,
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": arguments,
+        "status": status,
+    })
+}
+
+fn usage(answer: &Answer, exchange: &Exchange) -> Value {
+    let input = exchange.input_tokens;
+    let output = answer.output_tokens();
+    json!({
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input + output,
+    })
+}

@@ -1,0 +1,122 @@
+//! What a test can script the fake model to do with one request.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+/// The fake model's answer to one request. Replies are consumed in FIFO
+/// order by requests to either model endpoint; the same reply renders in
+/// whichever format (Chat Completions or Responses, whole or streamed) the
+/// request asked for.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// An assistant message with this text; `finish_reason` `stop`.
+    Text(String),
+    /// Optional text followed by function calls, each `(name, arguments)`
+    /// where `arguments` is the JSON string the model "wrote". Call ids are
+    /// `call_<n>`, counted per server from 1.
+    ToolCalls {
+        text: Option<String>,
+        calls: Vec<(String, String)>,
+    },
+    /// An HTTP error with this status and JSON body, e.g.
+    /// `{"error":{"message":..,"type":..,"code":..}}` (see [`Reply::error`]).
+    Error { status: u16, body: Value },
+    /// HTTP 200 with this raw body, whatever the request asked for: a test
+    /// of how the client copes with output that is not the format.
+    Garbage(String),
+    /// Streamed: sends `text_before` as text deltas, then keeps the
+    /// connection open without finishing until the client disconnects or
+    /// the server is dropped. Not streamed: never answers at all. For
+    /// interrupt and timeout tests.
+    Hang { text_before: String },
+    /// Holds the request until `gate` is opened, then sends `reply`, so a
+    /// test can act while the model is "thinking". If the client disconnects
+    /// first, nothing is sent.
+    Gate { reply: Box<Reply>, gate: Gate },
+}
+
+impl Reply {
+    /// An answer with this text.
+    pub fn text(text: impl Into<String>) -> Reply {
+        Reply::Text(text.into())
+    }
+
+    /// An answer that is a single function call and no text.
+    pub fn tool_call(name: impl Into<String>, arguments: impl Into<String>) -> Reply {
+        Reply::ToolCalls {
+            text: None,
+            calls: vec![(name.into(), arguments.into())],
+        }
+    }
+
+    /// An HTTP error with OpenAI's error envelope:
+    /// `{"error":{"message":message,"type":error_type,"param":null,"code":null}}`.
+    pub fn error(status: u16, error_type: &str, message: &str) -> Reply {
+        Reply::Error {
+            status,
+            body: json!({
+                "error": {"message": message, "type": error_type, "param": null, "code": null}
+            }),
+        }
+    }
+
+    /// A stream that sends `text_before` and then never finishes.
+    pub fn hang(text_before: impl Into<String>) -> Reply {
+        Reply::Hang {
+            text_before: text_before.into(),
+        }
+    }
+
+    /// `reply`, held back until `gate` opens.
+    pub fn gated(reply: Reply, gate: &Gate) -> Reply {
+        Reply::Gate {
+            reply: Box::new(reply),
+            gate: gate.clone(),
+        }
+    }
+}
+
+/// A one-way latch a test opens to release a [`Reply::Gate`]. Clones share
+/// the same latch; once open it stays open, so opening before the request
+/// arrives releases the reply at once.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    /// `true` once opened. Held in an `Arc` so every clone, and every waiter,
+    /// keeps the sender alive: waiting can then only end by opening.
+    open: Arc<watch::Sender<bool>>,
+}
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Gate {
+        let (open, _) = watch::channel(false);
+        Gate {
+            open: Arc::new(open),
+        }
+    }
+
+    /// Opens the gate, releasing every reply waiting on it now or later.
+    pub fn open(&self) {
+        self.open.send_replace(true);
+    }
+
+    /// Whether [`Gate::open`] has been called.
+    pub fn is_open(&self) -> bool {
+        *self.open.borrow()
+    }
+
+    /// Resolves once the gate is open.
+    pub(crate) async fn opened(&self) {
+        let mut open = self.open.subscribe();
+        // Errs only if the sender is dropped, which `self` prevents.
+        let _ = open.wait_for(|open| *open).await;
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate::new()
+    }
+}

@@ -1,0 +1,341 @@
+//! The fake model server: its scripted state, the accept loop, and how one
+//! connection's request is recorded and answered.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::answer::{Answer, Call, Exchange, StreamEnd};
+use super::http::{self, RequestError};
+use super::script::Reply;
+use super::{chat_completions, responses};
+
+/// A scripted OpenAI-style model API on `127.0.0.1`, serving until dropped.
+///
+/// Dropping it closes every connection at once, including streams left
+/// hanging by [`Reply::Hang`] and requests held by [`Reply::Gate`].
+pub struct FakeModel {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    /// Owns every connection task, so aborting it (on drop) ends them all.
+    accept_loop: JoinHandle<()>,
+}
+
+/// One request the server received, whatever its path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    pub method: String,
+    /// The path without any query string, e.g. `/v1/responses`.
+    pub path: String,
+    /// Header names lowercased; repeated headers joined with `", "`.
+    pub headers: BTreeMap<String, String>,
+    /// The body parsed as JSON; `Value::String` of the raw text when it is
+    /// not JSON, `Value::Null` when empty.
+    pub body: Value,
+}
+
+/// State shared by the handle and the connection tasks.
+struct Shared {
+    script: Mutex<Script>,
+    /// How many requests have been recorded, for
+    /// [`FakeModel::wait_for_requests`] to wait on without polling.
+    arrived: watch::Sender<usize>,
+    /// The `n` of the next `call_<n>`, counting from 1 across the server's
+    /// life so ids never repeat within a test.
+    next_call: AtomicU64,
+}
+
+/// What the test scripted and what the clients sent, kept together so a
+/// request is recorded and takes its reply in one step, in arrival order.
+#[derive(Default)]
+struct Script {
+    replies: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+}
+
+/// The model endpoints the server answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Endpoint {
+    ChatCompletions,
+    Responses,
+}
+
+impl FakeModel {
+    /// Binds `127.0.0.1:0` and starts serving in the background of the
+    /// current tokio runtime.
+    ///
+    /// # Panics
+    /// If the loopback address cannot be bound: the test cannot run.
+    pub async fn start() -> FakeModel {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("fake model: cannot bind 127.0.0.1:0");
+        let addr = listener
+            .local_addr()
+            .expect("fake model: bound listener has no local address");
+        let shared = Arc::new(Shared {
+            script: Mutex::new(Script::default()),
+            arrived: watch::channel(0).0,
+            next_call: AtomicU64::new(1),
+        });
+        let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        FakeModel {
+            addr,
+            shared,
+            accept_loop,
+        }
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL an OpenAI client is configured with:
+    /// `http://127.0.0.1:<port>/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Queues `reply` as the answer to the next model request that finds no
+    /// earlier reply queued (FIFO, across both endpoints). A request that
+    /// finds the queue empty is answered HTTP 500 with an error saying
+    /// "fake model: no scripted reply".
+    pub fn push(&self, reply: Reply) {
+        self.shared.lock().replies.push_back(reply);
+    }
+
+    /// How many pushed replies no request has taken yet.
+    pub fn pending_replies(&self) -> usize {
+        self.shared.lock().replies.len()
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// Resolves once at least `n` requests have arrived, with every request
+    /// received so far. Waits forever if they never come; a test that may
+    /// fail that way wraps the call in a timeout.
+    pub async fn wait_for_requests(&self, n: usize) -> Vec<Recorded> {
+        let mut arrived = self.shared.arrived.subscribe();
+        // Errs only if the sender is dropped, which `self.shared` prevents.
+        let _ = arrived.wait_for(|count| *count >= n).await;
+        self.requests()
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        self.accept_loop.abort();
+    }
+}
+
+impl fmt::Debug for FakeModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FakeModel")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Script> {
+        // A panicking test thread cannot leave the script half-changed:
+        // every change under the lock is a single push or pop.
+        self.script.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records `request` and, for a model endpoint, takes the next reply.
+    /// Returns the request's 1-based number and the reply, if any.
+    fn arrive(&self, request: Recorded, takes_reply: bool) -> (u64, Option<Reply>) {
+        let (number, reply) = {
+            let mut script = self.lock();
+            script.requests.push(request);
+            let reply = if takes_reply {
+                script.replies.pop_front()
+            } else {
+                None
+            };
+            (script.requests.len(), reply)
+        };
+        self.arrived.send_modify(|count| *count += 1);
+        (number as u64, reply)
+    }
+
+    /// The answer a reply makes, its calls given fresh ids.
+    fn answer(&self, text: String, calls: Vec<(String, String)>) -> Answer {
+        let calls = calls
+            .into_iter()
+            .map(|(name, arguments)| {
+                Call::new(
+                    self.next_call.fetch_add(1, Ordering::Relaxed),
+                    name,
+                    arguments,
+                )
+            })
+            .collect();
+        Answer { text, calls }
+    }
+}
+
+impl Endpoint {
+    fn of(method: &str, path: &str) -> Option<Endpoint> {
+        match (method, path) {
+            ("POST", "/v1/chat/completions") => Some(Endpoint::ChatCompletions),
+            ("POST", "/v1/responses") => Some(Endpoint::Responses),
+            _ => None,
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                // An accept error concerns that one connection attempt only.
+                if let Ok((stream, _)) = accepted {
+                    connections.spawn(serve(stream, Arc::clone(&shared)));
+                }
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
+    // Small SSE frames should leave one by one, as from a real server.
+    let _ = stream.set_nodelay(true);
+    // A failed write means the client went away: nothing left to do.
+    let _ = serve_request(&mut stream, &shared).await;
+}
+
+async fn serve_request(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
+    let request = match http::read_request(stream).await {
+        Ok(request) => request,
+        Err(RequestError::Disconnected) => return Ok(()),
+        Err(RequestError::Malformed(message)) => {
+            let body = error_body(&format!("fake model: {message}"), "invalid_request_error");
+            return http::write_json(stream, 400, &body).await;
+        }
+    };
+    let body = parse_body(&request.body);
+    let endpoint = Endpoint::of(&request.method, &request.path);
+    let what = format!("{} {}", request.method, request.path);
+    let (number, reply) = shared.arrive(
+        Recorded {
+            method: request.method,
+            path: request.path,
+            headers: request.headers,
+            body: body.clone(),
+        },
+        endpoint.is_some(),
+    );
+
+    let Some(endpoint) = endpoint else {
+        let message = format!(
+            "fake model: no endpoint {what}; expected POST /v1/chat/completions or POST /v1/responses"
+        );
+        return http::write_json(stream, 404, &error_body(&message, "invalid_request_error")).await;
+    };
+    let Some(reply) = reply else {
+        let message = format!("fake model: no scripted reply for {what} (request {number})");
+        return http::write_json(stream, 500, &error_body(&message, "server_error")).await;
+    };
+    let exchange = Exchange::new(number, &body, request.body.len());
+    answer(stream, shared, endpoint, &body, &exchange, reply).await
+}
+
+/// Sends `reply` in the format `endpoint` and the request `body` call for.
+async fn answer(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    endpoint: Endpoint,
+    body: &Value,
+    exchange: &Exchange,
+    mut reply: Reply,
+) -> io::Result<()> {
+    let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let (answer, end) = loop {
+        match reply {
+            Reply::Gate { reply: held, gate } => {
+                tokio::select! {
+                    () = gate.opened() => reply = *held,
+                    () = http::client_gone(stream) => return Ok(()),
+                }
+            }
+            Reply::Error { status, body } => return http::write_json(stream, status, &body).await,
+            Reply::Garbage(raw) => {
+                let content_type = if streaming {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                };
+                return http::write_response(stream, 200, content_type, raw.as_bytes()).await;
+            }
+            Reply::Text(text) => break (shared.answer(text, Vec::new()), StreamEnd::Complete),
+            Reply::ToolCalls { text, calls } => {
+                break (
+                    shared.answer(text.unwrap_or_default(), calls),
+                    StreamEnd::Complete,
+                )
+            }
+            Reply::Hang { text_before } => {
+                if !streaming {
+                    http::client_gone(stream).await;
+                    return Ok(());
+                }
+                break (shared.answer(text_before, Vec::new()), StreamEnd::Hold);
+            }
+        }
+    };
+
+    if !streaming {
+        let object = match endpoint {
+            Endpoint::ChatCompletions => chat_completions::completion(&answer, exchange),
+            Endpoint::Responses => responses::response(&answer, exchange),
+        };
+        return http::write_json(stream, 200, &object).await;
+    }
+    let frames = match endpoint {
+        Endpoint::ChatCompletions => chat_completions::stream(&answer, exchange, end),
+        Endpoint::Responses => responses::stream(&answer, exchange, end),
+    };
+    http::write_stream_head(stream, "text/event-stream").await?;
+    for frame in frames {
+        stream.write_all(frame.as_bytes()).await?;
+    }
+    match end {
+        StreamEnd::Complete => stream.shutdown().await,
+        StreamEnd::Hold => {
+            http::client_gone(stream).await;
+            Ok(())
+        }
+    }
+}
+
+/// The request body as JSON: `Null` when empty, the raw text as a string
+/// when it does not parse.
+fn parse_body(raw: &[u8]) -> Value {
+    if raw.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_slice(raw)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(raw).into_owned()))
+}
+
+/// OpenAI's error envelope.
+fn error_body(message: &str, error_type: &str) -> Value {
+    json!({"error": {"message": message, "type": error_type, "param": null, "code": null}})
+}

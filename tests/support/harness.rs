@@ -1,0 +1,272 @@
+//! Runs the real binaries for end-to-end tests: a `hearthd` process on a
+//! temporary home, clients on its real socket, and the `hearth` CLI.
+//!
+//! Waits have generous deadlines as a safety net against a hung test; no test
+//! asserts how long anything took.
+
+use hearth_client::Connection;
+use hearth_protocol::home::Home;
+use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a test waits for something before it fails.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Paths of the binaries under test: `bins!()` in a test of this package.
+#[derive(Debug, Clone)]
+pub struct Bins {
+    pub hearthd: PathBuf,
+    pub hearth: PathBuf,
+}
+
+/// The binaries built for this package's integration tests.
+#[macro_export]
+macro_rules! bins {
+    () => {
+        $crate::harness::Bins {
+            hearthd: env!("CARGO_BIN_EXE_hearthd").into(),
+            hearth: env!("CARGO_BIN_EXE_hearth").into(),
+        }
+    };
+}
+
+/// A temporary home folder.
+pub struct TestHome {
+    pub dir: tempfile::TempDir,
+    pub bins: Bins,
+}
+
+impl TestHome {
+    pub fn new(bins: Bins) -> TestHome {
+        TestHome {
+            dir: tempfile::tempdir().expect("a temporary folder"),
+            bins,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        Home::at(self.path()).socket()
+    }
+
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(self.path().join("config.toml"), text).expect("config written");
+    }
+
+    /// A config for the fake model at `base_url` with the given provider.
+    pub fn use_model(&self, provider: &str, base_url: &str) {
+        self.write_config(&format!(
+            "[model]\nprovider = \"{provider}\"\nmodel = \"fake-model\"\nbase_url = \"{base_url}\"\napi_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n"
+        ));
+    }
+
+    pub fn start(&self) -> Daemon {
+        Daemon::start(self)
+    }
+
+    /// Runs `hearthd` and returns its output, for start-up failures.
+    pub fn run_daemon_to_end(&self) -> Output {
+        Command::new(&self.bins.hearthd)
+            .arg("--home")
+            .arg(self.path())
+            .env_remove("HEARTH_HOME")
+            .output()
+            .expect("hearthd runs")
+    }
+
+    /// Runs the `hearth` CLI with `args` on this home.
+    pub fn hearth(&self, args: &[&str]) -> Output {
+        Command::new(&self.bins.hearth)
+            .args(args)
+            .arg("--home")
+            .arg(self.path())
+            .env_remove("HEARTH_HOME")
+            .stdin(Stdio::null())
+            .output()
+            .expect("hearth runs")
+    }
+
+    pub async fn connect(&self, name: &str, since: Option<u64>) -> Client {
+        Client::connect(&self.socket(), name, since).await
+    }
+}
+
+/// A running `hearthd`; killed when dropped.
+pub struct Daemon {
+    child: Child,
+    /// Everything it wrote to stderr, for failure messages.
+    pub output: Arc<Mutex<String>>,
+}
+
+impl Daemon {
+    /// Starts `hearthd` and returns once it listens (it says so on stderr).
+    pub fn start(home: &TestHome) -> Daemon {
+        let mut child = Command::new(&home.bins.hearthd)
+            .arg("--home")
+            .arg(home.path())
+            .env_remove("HEARTH_HOME")
+            .env("RUST_LOG", "info")
+            .env("HEARTH_TEST_KEY", "sk-test-secret")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("hearthd starts");
+        let stderr = child.stderr.take().expect("stderr piped");
+        let output = Arc::new(Mutex::new(String::new()));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let sink = output.clone();
+        std::thread::spawn(move || {
+            let mut ready = Some(ready_tx);
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if line.contains("listening on") {
+                    if let Some(ready) = ready.take() {
+                        let _ = ready.send(());
+                    }
+                }
+                let mut all = sink.lock().unwrap();
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+        if ready_rx.recv_timeout(DEADLINE).is_err() {
+            let _ = child.kill();
+            panic!(
+                "hearthd did not start listening:\n{}",
+                output.lock().unwrap()
+            );
+        }
+        Daemon { child, output }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL: the daemon dies at once, as in a crash.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM and wait for a clean exit; returns whether it exited 0.
+    pub fn stop(&mut self) -> bool {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status();
+        self.child.wait().map(|s| s.success()).unwrap_or(false)
+    }
+
+    /// Whether the process still runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    pub fn log_text(&self) -> String {
+        self.output.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A protocol client that remembers every event it received.
+pub struct Client {
+    pub connection: Connection,
+    pub welcome: hearth_client::Welcome,
+    pub events: Vec<Event>,
+}
+
+impl Client {
+    pub async fn connect(socket: &Path, name: &str, since: Option<u64>) -> Client {
+        let (connection, welcome) =
+            tokio::time::timeout(DEADLINE, Connection::open(socket, name, since))
+                .await
+                .expect("connected in time")
+                .expect("connected");
+        Client {
+            connection,
+            welcome,
+            events: Vec::new(),
+        }
+    }
+
+    /// The next frame from the daemon.
+    pub async fn frame(&mut self) -> ServerFrame {
+        tokio::time::timeout(DEADLINE, self.connection.next())
+            .await
+            .expect("a frame in time")
+            .expect("a readable frame")
+            .expect("the connection is open")
+    }
+
+    /// Sends a frame and returns the first answer that is not an event.
+    pub async fn request(&mut self, frame: ClientFrame) -> ServerFrame {
+        self.connection.send(&frame).await.expect("sent");
+        loop {
+            match self.frame().await {
+                ServerFrame::Event(event) => self.events.push(event),
+                answer => return answer,
+            }
+        }
+    }
+
+    /// Submits a user message; returns its id.
+    pub async fn submit(&mut self, text: &str, source: &str, key: Option<&str>) -> (u64, bool) {
+        let frame = ClientFrame::Submit {
+            text: text.to_string(),
+            source: source.to_string(),
+            key: key.map(str::to_string),
+        };
+        match self.request(frame).await {
+            ServerFrame::Ack { id, duplicate } => (id, duplicate),
+            other => panic!("expected an ack, got {other:?}"),
+        }
+    }
+
+    /// Waits for an event matching `wanted` (also among those already received).
+    pub async fn wait_for(&mut self, wanted: impl Fn(&Event) -> bool) -> Event {
+        if let Some(event) = self.events.iter().find(|e| wanted(e)) {
+            return event.clone();
+        }
+        loop {
+            match self.frame().await {
+                ServerFrame::Event(event) => {
+                    self.events.push(event.clone());
+                    if wanted(&event) {
+                        return event;
+                    }
+                }
+                other => panic!("expected events, got {other:?}"),
+            }
+        }
+    }
+
+    /// Waits for the reply that answers message `id`.
+    pub async fn reply_to(&mut self, id: u64) -> Event {
+        self.wait_for(|e| e.kind == EventKind::Reply && e.answers.contains(&id))
+            .await
+    }
+
+    /// The logged messages received so far (not signals), in order.
+    pub fn message_ids(&self) -> Vec<u64> {
+        self.events
+            .iter()
+            .filter(|e| e.kind.message_kind().is_some())
+            .filter_map(|e| e.id)
+            .collect()
+    }
+}

@@ -1,0 +1,11 @@
+//! Support for hearth's end-to-end tests: the root package's library, named
+//! `hearth_tests`, shared by every test file in `tests/`.
+//!
+//! - [`fake_model`]: a scripted OpenAI-style model server on `127.0.0.1:0`
+//!   that speaks the Chat Completions and Responses wire formats, streaming
+//!   or not.
+
+pub mod fake_model;
+
+/// Real `hearthd` processes on temporary homes, clients on their sockets.
+pub mod harness;
