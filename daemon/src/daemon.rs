@@ -8,6 +8,7 @@
 //! crash cut off.
 
 use crate::config::{Config, ConfigError};
+use crate::layout::{Layout, LayoutError};
 use crate::log::{Log, LogError};
 use crate::model::Model;
 use crate::server::{self, Shared};
@@ -27,9 +28,6 @@ use tokio::sync::{broadcast, watch};
 
 /// Events buffered per client before a slow one is caught up from the log.
 const EVENT_BUFFER: usize = 4096;
-
-/// Lines per view message; the layouts issue makes this a layout setting.
-const BLOCK_LINES: usize = 4;
 
 const DEFAULT_PROMPT: &str = "\
 # Who you are
@@ -60,6 +58,11 @@ pub enum StartError {
     },
     #[error(transparent)]
     Log(#[from] LogError),
+    #[error("{path}: {source}")]
+    Layout {
+        path: PathBuf,
+        source: LayoutError,
+    },
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StartError + 'a {
@@ -87,6 +90,10 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let _lock = lock(&home.lock_file())?;
     let config = Config::load(&home.config_file())?;
     let agent_name = config.agent.name.clone();
+    let layout = Layout::named(&config.agent.layout).map_err(|source| StartError::Layout {
+        path: home.config_file(),
+        source,
+    })?;
     let agent_dir = home.agent_dir(&agent_name);
     private_dir(&agent_dir)?;
     let prompt_file = agent_dir.join("prompt.md");
@@ -125,7 +132,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         prompt_file,
         config_file: home.config_file(),
         events: events.clone(),
-        block_lines: BLOCK_LINES,
+        block_lines: layout.block_lines,
     };
     let (agent_loop, handle) = agent.start();
 

@@ -2,6 +2,7 @@
 //!
 //! - `daemon.rs`: start-up, the home's lock, the socket, shutdown.
 //! - `config.rs`: `config.toml`, read once at start.
+//! - `layout.rs`: the built-in layouts that size the view.
 //! - `log.rs`: the append-only SQLite log and its one writer thread.
 //! - `request.rs`: how a turn's request is laid out from the log (pure).
 //! - `turn.rs`: the turn loop of one agent.
@@ -10,6 +11,7 @@
 //! - `tools/`: the agent's tools, one file per family.
 pub mod config;
 pub mod daemon;
+pub mod layout;
 pub mod log;
 pub mod model;
 pub mod request;

@@ -93,6 +93,21 @@ impl TestHome {
             .expect("hearth runs")
     }
 
+    /// Runs the `hearth` CLI off the async runtime, so servers of the same
+    /// test (the fake model) keep answering meanwhile.
+    pub async fn hearth_async(&self, args: &[&str]) -> Output {
+        let mut command = Command::new(&self.bins.hearth);
+        command
+            .args(args)
+            .arg("--home")
+            .arg(self.path())
+            .env_remove("HEARTH_HOME")
+            .stdin(Stdio::null());
+        tokio::task::spawn_blocking(move || command.output().expect("hearth runs"))
+            .await
+            .expect("the CLI thread")
+    }
+
     pub async fn connect(&self, name: &str, since: Option<u64>) -> Client {
         Client::connect(&self.socket(), name, since).await
     }

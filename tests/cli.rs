@@ -1,0 +1,94 @@
+//! End-to-end: the `hearth` commands for scripts against a real `hearthd`.
+
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Reply};
+use hearth_tests::harness::TestHome;
+use std::process::Output;
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).to_string()
+}
+
+#[test]
+fn scripted_commands_fail_at_once_without_a_daemon() {
+    let home = TestHome::new(bins!());
+    for args in [
+        &["send", "hello"][..],
+        &["log"][..],
+        &["status"][..],
+        &["interrupt"][..],
+    ] {
+        let output = home.hearth(args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&output).contains("no hearthd is running"), "{}", stderr(&output));
+    }
+    assert!(!home.socket().exists(), "no daemon was started");
+}
+
+#[tokio::test]
+async fn send_wait_prints_the_reply_and_log_json_shows_the_exchange() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.use_model("openai-chat", &model.base_url());
+    let _daemon = home.start();
+
+    model.push(Reply::Text("Four.".into()));
+    let output = home.hearth_async(&["send", "--wait", "what", "is", "2+2?"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(said.contains("Four."), "{said}");
+
+    let output = home.hearth_async(&["log", "--json"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object a line"))
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let keys: Vec<&str> = lines[0].as_object().unwrap().keys().map(String::as_str).collect();
+    for key in ["id", "kind", "source", "text", "status", "at"] {
+        assert!(keys.contains(&key), "{key} in {keys:?}");
+    }
+    assert_eq!(lines[0]["kind"], "user");
+    assert_eq!(lines[0]["text"], "what is 2+2?");
+    assert_eq!(lines[1]["kind"], "reply");
+    assert_eq!(lines[1]["text"], "Four.");
+
+    let output = home.hearth_async(&["log", "--json", "--since", "0"]).await;
+    assert_eq!(stdout(&output).lines().count(), 1);
+}
+
+#[tokio::test]
+async fn send_wait_fails_with_the_turns_error() {
+    let home = TestHome::new(bins!());
+    let _daemon = home.start();
+    let output = home.hearth_async(&["send", "--wait", "hello"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("[model]"), "{}", stderr(&output));
+}
+
+#[tokio::test]
+async fn home_may_come_before_the_subcommand() {
+    let home = TestHome::new(bins!());
+    let _daemon = home.start();
+    let mut command = std::process::Command::new(&home.bins.hearth);
+    command
+        .arg("--home")
+        .arg(home.path())
+        .args(["send", "--key", "k1", "hi"])
+        .env_remove("HEARTH_HOME");
+    let first = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert_eq!(stdout(&first).trim(), "0");
+    let again = home.hearth_async(&["send", "--key", "k1", "hi"]).await;
+    assert_eq!(stdout(&again).trim(), "0", "the same key names the same message");
+    let status = home.hearth_async(&["status", "--json"]).await;
+    let status: serde_json::Value = serde_json::from_str(stdout(&status).trim()).unwrap();
+    assert_eq!(status["agent"], "hearth");
+}
