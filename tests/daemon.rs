@@ -153,6 +153,20 @@ async fn a_message_acknowledged_before_a_crash_is_answered_exactly_once() {
     assert_eq!(reply.text.as_deref(), Some("answered after the crash"));
     drop(daemon);
 
+    // Another process laid out the same request, byte for byte, but for the
+    // state message (the time).
+    let requests = model.requests();
+    let without_state = |body: &serde_json::Value| {
+        let mut body = body.clone();
+        for message in body["messages"].as_array_mut().unwrap() {
+            if message["content"].as_str().is_some_and(|t| t.starts_with("</chat>")) {
+                message["content"] = "</chat>".into();
+            }
+        }
+        serde_json::to_string(&body).unwrap()
+    };
+    assert_eq!(without_state(&requests[0].body), without_state(&requests[1].body));
+
     // Another restart answers nothing again; the next message is the next turn.
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;

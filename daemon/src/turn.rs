@@ -393,3 +393,58 @@ mod tests {
         assert_eq!(clip("short", 10), "short");
     }
 }
+
+#[cfg(test)]
+mod recovery_tests {
+    use super::*;
+    use crate::config::Limits;
+
+    #[tokio::test]
+    async fn a_tool_call_cut_off_by_a_crash_is_logged_as_interrupted_not_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = broadcast::channel(64);
+        let log = Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
+        log.append("a", NewMessage::new(Kind::User, "terminal", "run it"))
+            .await
+            .unwrap();
+        // The state a crash leaves: a turn that started a call and never finished it.
+        let turn = log.begin_turn("a", -1).await.unwrap().unwrap();
+        let call = RunningCall {
+            call_id: "call_7".into(),
+            step: 0,
+            name: "date".into(),
+            arguments: "{}".into(),
+        };
+        log.start_calls("a", turn, None, vec![call]).await.unwrap();
+
+        let agent = Agent {
+            name: "a".into(),
+            log: log.clone(),
+            model: None,
+            tools: Tools::new("a", log.clone()),
+            limits: Limits::default(),
+            prompt_file: dir.path().join("prompt.md"),
+            config_file: dir.path().join("config.toml"),
+            events,
+            block_lines: 4,
+        };
+        let mut seen = agent.events.subscribe();
+        let (agent_loop, _handle) = agent.start();
+        let (stop, stopped) = watch::channel(false);
+        let running = tokio::spawn(agent_loop.run(stopped));
+        // The continued turn fails (no model) and finishes; then stop the loop.
+        while seen.recv().await.unwrap().kind != EventKind::Idle {}
+        stop.send(true).unwrap();
+        running.await.unwrap().unwrap();
+
+        let entries = log.range("a", 0, u64::MAX, 100).await.unwrap();
+        let tool = entries
+            .iter()
+            .find(|entry| entry.message.kind == Kind::Tool)
+            .expect("the cut-off call is logged");
+        assert_eq!(tool.message.status.as_deref(), Some("interrupted"));
+        assert!(tool.message.text.contains("outcome is unknown"));
+        assert_eq!(entries.iter().filter(|e| e.message.kind == Kind::Tool).count(), 1);
+        assert!(log.running_calls("a").await.unwrap().is_empty());
+    }
+}
