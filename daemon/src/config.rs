@@ -35,6 +35,16 @@ pub struct Config {
     pub agent: AgentConfig,
     #[serde(default)]
     pub limits: Limits,
+    /// What the tools may do (`[tools]`).
+    #[serde(default)]
+    pub tools: crate::tools::ToolsConfig,
+    /// The Telegram bridge's table, read by the bridge itself; when present
+    /// the daemon starts the bridge.
+    #[serde(default)]
+    pub telegram: Option<toml::Table>,
+    /// The WhatsApp bridge's table, likewise.
+    #[serde(default)]
+    pub whatsapp: Option<toml::Table>,
 }
 
 /// Which wire protocol a model speaks.
@@ -186,7 +196,11 @@ impl Config {
                 .unwrap_or(1);
             // A span at the very start of a line counts the lines before it.
             let line = match err.span() {
-                Some(span) if span.start > 0 && text.as_bytes().get(span.start - 1) == Some(&b'\n') => line + 1,
+                Some(span)
+                    if span.start > 0 && text.as_bytes().get(span.start - 1) == Some(&b'\n') =>
+                {
+                    line + 1
+                }
                 _ => line,
             };
             ConfigError::Parse {

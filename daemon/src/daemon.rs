@@ -59,10 +59,7 @@ pub enum StartError {
     #[error(transparent)]
     Log(#[from] LogError),
     #[error("{path}: {source}")]
-    Layout {
-        path: PathBuf,
-        source: LayoutError,
-    },
+    Layout { path: PathBuf, source: LayoutError },
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StartError + 'a {
@@ -242,7 +239,10 @@ mod tests {
     #[test]
     fn secrets_file_lines_read() {
         let text = "# keys\nexport OPENAI_API_KEY=\"sk-1\"\nOTHER='x'\nEMPTY=\n";
-        assert_eq!(parse_secret(text, "OPENAI_API_KEY").as_deref(), Some("sk-1"));
+        assert_eq!(
+            parse_secret(text, "OPENAI_API_KEY").as_deref(),
+            Some("sk-1")
+        );
         assert_eq!(parse_secret(text, "OTHER").as_deref(), Some("x"));
         assert_eq!(parse_secret(text, "EMPTY"), None);
         assert_eq!(parse_secret(text, "MISSING"), None);

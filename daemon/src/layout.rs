@@ -33,7 +33,11 @@ impl Layout {
         let Some((_, text)) = BUILT_IN.iter().find(|(known, _)| *known == name) else {
             return Err(LayoutError::Unknown {
                 name: name.to_string(),
-                known: BUILT_IN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+                known: BUILT_IN
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             });
         };
         let layout: Layout = toml::from_str(text).map_err(|err| LayoutError::Broken {

@@ -133,9 +133,7 @@ impl Log {
     /// answer once the transaction is durable.
     async fn run<T: Send + 'static>(
         &self,
-        job: impl FnOnce(&Connection, &mut Vec<Message>) -> Result<T, rusqlite::Error>
-            + Send
-            + 'static,
+        job: impl FnOnce(&Connection, &mut Vec<Message>) -> Result<T, rusqlite::Error> + Send + 'static,
     ) -> Result<T, LogError> {
         let (answer, receive) = oneshot::channel::<Result<T, LogError>>();
         let job: Job = Box::new(move |tx, appended| {
@@ -176,11 +174,7 @@ impl Log {
 
     /// Appends a user message with an optional idempotency key. Returns its id
     /// and whether the key had been seen (then nothing was appended).
-    pub async fn submit(
-        &self,
-        agent: &str,
-        message: NewMessage,
-    ) -> Result<(u64, bool), LogError> {
+    pub async fn submit(&self, agent: &str, message: NewMessage) -> Result<(u64, bool), LogError> {
         let agent = agent.to_string();
         self.run(move |tx, appended| {
             if let Some(key) = &message.key {
@@ -308,7 +302,13 @@ impl Log {
             tx.execute(
                 "INSERT INTO turns (agent, seq, start_id, taken_after, taken_through, finished)
                  VALUES (?1, ?2, ?3, ?4, ?5, 0)",
-                params![agent, seq, start_id as i64, taken_after, taken_through as i64],
+                params![
+                    agent,
+                    seq,
+                    start_id as i64,
+                    taken_after,
+                    taken_through as i64
+                ],
             )?;
             Ok(Some(TurnRecord {
                 seq,

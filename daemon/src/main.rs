@@ -6,7 +6,11 @@ use hearth_protocol::home::Home;
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "hearthd", version, about = "The hearth daemon: one agent, its log, its socket")]
+#[command(
+    name = "hearthd",
+    version,
+    about = "The hearth daemon: one agent, its log, its socket"
+)]
 struct Args {
     /// One folder for config.toml, hearth.db, hearth.sock and the agents'
     /// prompts; the XDG folders when absent.
@@ -34,7 +38,10 @@ async fn main() {
 /// Completes on SIGTERM or SIGINT.
 async fn stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         // Without signal handlers the daemon can still be killed; run until then.
         return std::future::pending().await;
     };

@@ -88,7 +88,8 @@ pub fn build(context: &TurnContext) -> Request {
         .filter(|entry| entry.message.id < context.turn.start_id && !context.took(entry))
         .map(view_line)
         .collect();
-    let mut blocks = view.chunks(context.block_lines.max(1));
+    let block_lines = context.block_lines.max(1);
+    let mut blocks = view.chunks(block_lines);
     let mut first = String::from("<chat>");
     if let Some(block) = blocks.next() {
         for line in block {
@@ -102,6 +103,13 @@ pub fn build(context: &TurnContext) -> Request {
             text: block.join("\n"),
         });
     }
+    // The last whole block keeps its bytes until the next batch of merges:
+    // the longest prefix worth an explicit cache mark.
+    let whole_blocks = view.len() / block_lines;
+    let mut cache_marks = Vec::new();
+    if whole_blocks > 0 {
+        cache_marks.push(whole_blocks - 1);
+    }
     items.push(Item::User {
         text: format!("</chat>\n{}", context.state),
     });
@@ -110,16 +118,16 @@ pub fn build(context: &TurnContext) -> Request {
         .iter()
         .filter(|entry| entry.message.id < context.turn.start_id && context.took(entry))
     {
-        items.push(Item::User {
-            text: whole(entry),
-        });
+        items.push(Item::User { text: whole(entry) });
     }
     chain(context, &mut items);
+    cache_marks.push(items.len() - 1);
     Request {
         instructions: context.instructions.to_string(),
         tools: context.tools.to_vec(),
         items,
         cache_key: context.cache_key.clone(),
+        cache_marks,
     }
 }
 
@@ -168,9 +176,7 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
                 }
             }
             Kind::User | Kind::Work if context.took(entry) => {
-                deferred.push(Item::User {
-                    text: whole(entry),
-                });
+                deferred.push(Item::User { text: whole(entry) });
             }
             _ => {}
         }
@@ -267,6 +273,8 @@ mod tests {
                 "3+0|user from terminal: e",
             ]
         );
+        // One whole block (2 lines) before the partial one, and the end.
+        assert_eq!(request.cache_marks, vec![0, 3]);
     }
 
     #[test]
@@ -276,7 +284,9 @@ mod tests {
                 id,
                 Kind::Tool,
                 "date()",
-                Some(json!({"call_id": call_id, "name": "date", "arguments": "{}", "output": "now", "step": step})),
+                Some(
+                    json!({"call_id": call_id, "name": "date", "arguments": "{}", "output": "now", "step": step}),
+                ),
             )
         };
         let log = vec![

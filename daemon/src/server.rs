@@ -48,7 +48,11 @@ type Sink = SplitSink<WebSocketStream<UnixStream>, WsMessage>;
 type Source = SplitStream<WebSocketStream<UnixStream>>;
 
 /// Accepts clients until `shutdown` turns true.
-pub async fn serve(listener: UnixListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: UnixListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -100,7 +104,12 @@ async fn next_frame(
             Some(Err(err)) => return Err(err.into()),
             Some(Ok(WsMessage::Text(text))) => text,
             Some(Ok(WsMessage::Binary(_))) => {
-                refuse(sink, ErrorCode::BadFrame, "binary frames are not part of the protocol; send JSON text frames".into()).await?;
+                refuse(
+                    sink,
+                    ErrorCode::BadFrame,
+                    "binary frames are not part of the protocol; send JSON text frames".into(),
+                )
+                .await?;
                 continue;
             }
             Some(Ok(_)) => continue,
@@ -129,7 +138,9 @@ async fn connection(stream: UnixStream, shared: &Shared) -> Result<(), Connectio
                 );
                 refuse(&mut sink, ErrorCode::Version, message).await?;
             }
-            Some(ClientFrame::Hello { agent: Some(name), .. }) if name != agent => {
+            Some(ClientFrame::Hello {
+                agent: Some(name), ..
+            }) if name != agent => {
                 let message = format!("there is no agent `{name}`; this daemon runs `{agent}`");
                 refuse(&mut sink, ErrorCode::Refused, message).await?;
             }
@@ -210,7 +221,11 @@ async fn catch_up(
     }
 }
 
-async fn handle(frame: ClientFrame, sink: &mut Sink, shared: &Shared) -> Result<(), ConnectionError> {
+async fn handle(
+    frame: ClientFrame,
+    sink: &mut Sink,
+    shared: &Shared,
+) -> Result<(), ConnectionError> {
     let agent = &shared.agent.name;
     match frame {
         ClientFrame::Hello { .. } => {
@@ -236,6 +251,23 @@ async fn handle(frame: ClientFrame, sink: &mut Sink, shared: &Shared) -> Result<
                 }
             }
         }
+        ClientFrame::Note { text, source } => {
+            if let Some(why) = check_submit(&text, &source, None) {
+                return refuse(sink, ErrorCode::Refused, why).await;
+            }
+            let logged = shared
+                .log
+                .append(agent, NewMessage::new(Kind::Note, &source, text))
+                .await?;
+            send(
+                sink,
+                &ServerFrame::Ack {
+                    id: logged.id,
+                    duplicate: false,
+                },
+            )
+            .await
+        }
         ClientFrame::Interrupt => {
             let running = shared.agent.interrupt();
             send(sink, &ServerFrame::Interrupted { running }).await
@@ -255,7 +287,14 @@ async fn handle(frame: ClientFrame, sink: &mut Sink, shared: &Shared) -> Result<
         }
         ClientFrame::StateSet { name, value } => {
             shared.log.set_state(&name, &value).await?;
-            send(sink, &ServerFrame::State { name, value: Some(value) }).await
+            send(
+                sink,
+                &ServerFrame::State {
+                    name,
+                    value: Some(value),
+                },
+            )
+            .await
         }
     }
 }

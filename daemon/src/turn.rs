@@ -182,9 +182,13 @@ impl AgentLoop {
         let name = &self.agent.name;
         let calls = self.agent.log.running_calls(name).await?;
         for call in calls {
-            let output = "interrupted: the daemon stopped while this call ran; its outcome is unknown";
+            let output =
+                "interrupted: the daemon stopped while this call ran; its outcome is unknown";
             let message = tool_message(name, &call, output, "interrupted");
-            self.agent.log.finish_call(name, &call.call_id, message).await?;
+            self.agent
+                .log
+                .finish_call(name, &call.call_id, message)
+                .await?;
         }
         tracing::info!(agent = %name, turn = turn.seq, "continuing a turn cut off by a stop");
         Ok(())
@@ -226,24 +230,32 @@ impl AgentLoop {
             Ending::Replied => {}
             Ending::Failed(why) => {
                 tracing::warn!(agent = %name, "turn failed: {why}");
-                log.finish_turn(&name, turn, vec![Agent::note(format!("turn failed: {why}"))])
-                    .await?;
+                log.finish_turn(
+                    &name,
+                    turn,
+                    vec![Agent::note(format!("turn failed: {why}"))],
+                )
+                .await?;
                 self.agent.emit(EventKind::Error, Some(why), taken);
             }
             Ending::Interrupted => {
                 for call in log.running_calls(&name).await? {
-                    let message =
-                        tool_message(&name, &call, "interrupted by the user before it finished", "interrupted");
+                    let message = tool_message(
+                        &name,
+                        &call,
+                        "interrupted by the user before it finished",
+                        "interrupted",
+                    );
                     log.finish_call(&name, &call.call_id, message).await?;
                 }
                 log.finish_turn(&name, turn, vec![Agent::note("interrupted by the user")])
                     .await?;
             }
             Ending::OutOfRounds(rounds) => {
-                let why = format!(
-                    "the turn stopped after {rounds} model requests (limits.max_rounds)"
-                );
-                log.finish_turn(&name, turn, vec![Agent::note(why.clone())]).await?;
+                let why =
+                    format!("the turn stopped after {rounds} model requests (limits.max_rounds)");
+                log.finish_turn(&name, turn, vec![Agent::note(why.clone())])
+                    .await?;
                 self.agent.emit(EventKind::Error, Some(why), taken);
             }
         }
@@ -321,7 +333,9 @@ impl Agent {
                     arguments: call.arguments.clone(),
                 })
                 .collect();
-            self.log.start_calls(name, *turn, echo, running.clone()).await?;
+            self.log
+                .start_calls(name, *turn, echo, running.clone())
+                .await?;
             for (call, record) in response.tool_calls.iter().zip(&running) {
                 let outcome = self.tools.call(call).await;
                 let output = clip(&outcome.output, self.limits.tool_output_chars);
@@ -444,7 +458,13 @@ mod recovery_tests {
             .expect("the cut-off call is logged");
         assert_eq!(tool.message.status.as_deref(), Some("interrupted"));
         assert!(tool.message.text.contains("outcome is unknown"));
-        assert_eq!(entries.iter().filter(|e| e.message.kind == Kind::Tool).count(), 1);
+        assert_eq!(
+            entries
+                .iter()
+                .filter(|e| e.message.kind == Kind::Tool)
+                .count(),
+            1
+        );
         assert!(log.running_calls("a").await.unwrap().is_empty());
     }
 }

@@ -237,6 +237,13 @@ pub enum ClientFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         key: Option<String>,
     },
+    /// Log a `note` (a bridge's refused sender, say); it starts no turn.
+    /// Answered with `ack` once durable.
+    Note {
+        text: String,
+        #[serde(default = "default_source")]
+        source: String,
+    },
     /// End the running turn, if any. Answered with `interrupted`.
     Interrupt,
     /// A page of the log: up to `limit` messages before `before` (newest page
@@ -312,13 +319,20 @@ pub enum ServerFrame {
     },
     /// A submitted message is durable under `id`; `duplicate` when its key
     /// had been seen and nothing new was logged.
-    Ack { id: u64, duplicate: bool },
+    Ack {
+        id: u64,
+        duplicate: bool,
+    },
     /// A live event.
     Event(Event),
     /// The answer to `interrupt`: whether a turn was running and was ended.
-    Interrupted { running: bool },
+    Interrupted {
+        running: bool,
+    },
     /// The answer to `history`, oldest first.
-    History { messages: Vec<Message> },
+    History {
+        messages: Vec<Message>,
+    },
     Status(Status),
     /// The answer to `state_get` and `state_set`.
     State {
@@ -327,7 +341,10 @@ pub enum ServerFrame {
         value: Option<String>,
     },
     /// A frame was refused; nothing changed.
-    Error { code: ErrorCode, message: String },
+    Error {
+        code: ErrorCode,
+        message: String,
+    },
 }
 
 /// Why a text frame could not be read as a [`ClientFrame`].
@@ -345,9 +362,10 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 7] = [
+const CLIENT_TYPES: [&str; 8] = [
     "hello",
     "submit",
+    "note",
     "interrupt",
     "history",
     "status",
@@ -376,9 +394,9 @@ impl ClientFrame {
             .and_then(|t| t.as_str())
             .map(str::to_string)
             .ok_or(FrameError {
-            code: ErrorCode::BadFrame,
-            message: "frame is not a JSON object with a string `type`".to_string(),
-        })?;
+                code: ErrorCode::BadFrame,
+                message: "frame is not a JSON object with a string `type`".to_string(),
+            })?;
         if !CLIENT_TYPES.contains(&kind.as_str()) {
             return Err(FrameError {
                 code: ErrorCode::UnknownType,
@@ -436,14 +454,21 @@ mod tests {
             ErrorCode::BadFrame
         );
         assert_eq!(
-            ClientFrame::decode(r#"{"type":"launch"}"#).unwrap_err().code,
+            ClientFrame::decode(r#"{"type":"launch"}"#)
+                .unwrap_err()
+                .code,
             ErrorCode::UnknownType
         );
         assert_eq!(
-            ClientFrame::decode(r#"{"type":"submit"}"#).unwrap_err().code,
+            ClientFrame::decode(r#"{"type":"submit"}"#)
+                .unwrap_err()
+                .code,
             ErrorCode::BadFrame
         );
-        let big = format!(r#"{{"type":"submit","text":"{}"}}"#, "x".repeat(MAX_FRAME_BYTES));
+        let big = format!(
+            r#"{{"type":"submit","text":"{}"}}"#,
+            "x".repeat(MAX_FRAME_BYTES)
+        );
         assert_eq!(
             ClientFrame::decode(&big).unwrap_err().code,
             ErrorCode::TooLarge
@@ -464,7 +489,10 @@ mod tests {
         };
         let frame = ServerFrame::Event(Event::message(&message));
         let text = frame.encode();
-        assert!(text.starts_with(r#"{"type":"event","kind":"reply""#), "{text}");
+        assert!(
+            text.starts_with(r#"{"type":"event","kind":"reply""#),
+            "{text}"
+        );
         let ServerFrame::Event(event) = ServerFrame::decode(&text).unwrap() else {
             panic!("not an event: {text}");
         };

@@ -250,6 +250,7 @@ mod tests {
             tools: vec![],
             items: vec![],
             cache_key: None,
+            cache_marks: vec![],
         };
         let mut on_text = |_: &str| {};
         is_send(&model.complete(&request, &mut on_text));

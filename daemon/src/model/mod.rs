@@ -64,6 +64,11 @@ pub struct Request {
     pub items: Vec<Item>,
     /// Routes requests of one agent to the same cache (`prompt_cache_key`).
     pub cache_key: Option<String>,
+    /// Indexes into `items` whose end is a cache mark, for providers that take
+    /// explicit marks (Anthropic's `cache_control`): the layout puts them on
+    /// the view's last whole block and on the request's last item. Providers
+    /// that cache by prefix alone ignore them.
+    pub cache_marks: Vec<usize>,
 }
 
 /// Token counts of one request, as the provider reported them.

@@ -42,5 +42,7 @@ pub async fn call(log: &Log, agent: &str, arguments: &Value) -> Outcome {
 
 /// Now, local, ISO 8601 with the offset and the weekday.
 pub fn now() -> String {
-    chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%:z (%A)").to_string()
+    chrono::Local::now()
+        .format("%Y-%m-%dT%H:%M:%S%:z (%A)")
+        .to_string()
 }

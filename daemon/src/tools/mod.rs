@@ -1,8 +1,12 @@
 //! The agent's tools, one file per family, behind one registry.
 //!
+//! - `config.rs`: `[tools]`, what the tools may do.
 //! - `date.rs`: `date` — now, or when a message was written.
 
+mod config;
 mod date;
+
+pub use config::ToolsConfig;
 
 pub use date::now as date_now;
 

@@ -40,6 +40,7 @@ fn request() -> Request {
             },
         ],
         cache_key: Some("agent-hearth".into()),
+        cache_marks: vec![],
     }
 }
 
@@ -91,6 +92,7 @@ fn plain_request_omits_what_is_unset() {
             },
         ],
         cache_key: None,
+        cache_marks: vec![],
     };
     let body = serde_json::to_string(&request_body(&config, &request, false)).unwrap();
     assert_eq!(
