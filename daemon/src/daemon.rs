@@ -87,7 +87,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let _lock = lock(&home.lock_file())?;
     let config = Config::load(&home.config_file())?;
     let agent_name = config.agent.name.clone();
-    let layout = Layout::named(&config.agent.layout).map_err(|source| StartError::Layout {
+    let layout = Layout::find(&config.agent.layout).map_err(|source| StartError::Layout {
         path: home.config_file(),
         source,
     })?;

@@ -1,56 +1,147 @@
-//! Layouts: TOML files in `layouts/`, built into the daemon, that size an
-//! agent's view and split it into request messages. An agent names its
-//! layout in `[agent] layout`; an unknown name stops the start.
+//! Layouts: TOML files that size an agent's memory and split its view into
+//! request messages. The files in `layouts/` are built into the daemon; an
+//! agent names one in `[agent] layout` (`default`, `small`) or gives a path to
+//! its own. A layout that is unknown, unreadable or wrong stops the start with
+//! the file, the key and the reason.
 
+use crate::memory::Budgets;
 use serde::Deserialize;
+use std::path::{Path, PathBuf};
 
 /// The layouts built into the daemon, by name.
-const BUILT_IN: &[(&str, &str)] = &[("default", include_str!("../../layouts/default.toml"))];
+const BUILT_IN: &[(&str, &str)] = &[
+    ("default", include_str!("../../layouts/default.toml")),
+    ("small", include_str!("../../layouts/small.toml")),
+];
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Layout {
     /// Lines of the view per request message.
     pub block_lines: usize,
-    /// Bytes a one-line summary may take.
+    /// Bytes a one-line summary may take …
     pub line_budget: usize,
-    /// The rendered view's size that starts a batch of merges …
+    /// … and where a line still too long after every try is cut.
+    pub line_guard: usize,
+    /// The turn view's budgets.
     pub high_budget: usize,
-    /// … and the size that batch brings it down to.
     pub low_budget: usize,
+    /// The compaction view's budgets.
+    pub compaction_high_budget: usize,
+    pub compaction_low_budget: usize,
+    pub compactor_concurrency: usize,
+    pub compactor_ahead: usize,
+    pub compactor_tries: u32,
+    pub compactor_failures: u32,
+    pub compactor_backoff_ms: u64,
+    /// A separate prompt for compaction requests; none: the turn's own.
+    #[serde(default)]
+    pub compaction_prompt: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
-    #[error("unknown layout `{name}`; the layouts are: {known}")]
+    #[error(
+        "unknown layout `{name}`; the built-in layouts are {known}, or give a path to a .toml file"
+    )]
     Unknown { name: String, known: String },
-    #[error("layout `{name}` is broken: {message}")]
-    Broken { name: String, message: String },
+    #[error("cannot read layout {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("layout {file}: {message}")]
+    Broken { file: String, message: String },
 }
 
 impl Layout {
-    pub fn named(name: &str) -> Result<Layout, LayoutError> {
-        let Some((_, text)) = BUILT_IN.iter().find(|(known, _)| *known == name) else {
-            return Err(LayoutError::Unknown {
-                name: name.to_string(),
-                known: BUILT_IN
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        };
-        let layout: Layout = toml::from_str(text).map_err(|err| LayoutError::Broken {
-            name: name.to_string(),
-            message: err.message().to_string(),
-        })?;
-        if layout.block_lines == 0 || layout.low_budget > layout.high_budget {
-            return Err(LayoutError::Broken {
-                name: name.to_string(),
-                message: "block_lines must be positive and low_budget at most high_budget".into(),
-            });
+    /// A built-in layout by name, or a layout file by path.
+    pub fn find(name: &str) -> Result<Layout, LayoutError> {
+        if let Some((_, text)) = BUILT_IN.iter().find(|(known, _)| *known == name) {
+            return Layout::parse(&format!("layouts/{name}.toml"), text);
         }
-        Ok(layout)
+        if name.ends_with(".toml") || name.contains('/') {
+            let path = Path::new(name);
+            let text = std::fs::read_to_string(path).map_err(|source| LayoutError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            return Layout::parse(name, &text);
+        }
+        Err(LayoutError::Unknown {
+            name: name.to_string(),
+            known: BUILT_IN
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+    }
+
+    pub fn parse(file: &str, text: &str) -> Result<Layout, LayoutError> {
+        let broken = |message: String| LayoutError::Broken {
+            file: file.to_string(),
+            message,
+        };
+        let layout: Layout =
+            toml::from_str(text).map_err(|err| broken(err.message().trim().to_string()))?;
+        let checks = [
+            (layout.block_lines == 0, "`block_lines` must be at least 1"),
+            (
+                layout.line_budget < 16,
+                "`line_budget` must be at least 16 bytes",
+            ),
+            (
+                layout.line_guard < layout.line_budget,
+                "`line_guard` must be at least `line_budget`",
+            ),
+            (
+                layout.low_budget > layout.high_budget,
+                "`low_budget` must be at most `high_budget`",
+            ),
+            (
+                layout.compaction_low_budget > layout.compaction_high_budget,
+                "`compaction_low_budget` must be at most `compaction_high_budget`",
+            ),
+            (
+                layout.high_budget < 4 * layout.line_guard,
+                "`high_budget` must hold at least four guard-sized lines",
+            ),
+            (
+                layout.compactor_concurrency == 0,
+                "`compactor_concurrency` must be at least 1",
+            ),
+            (
+                layout.compactor_ahead == 0,
+                "`compactor_ahead` must be at least 1",
+            ),
+            (
+                layout.compactor_tries == 0,
+                "`compactor_tries` must be at least 1",
+            ),
+            (
+                layout.compactor_failures == 0,
+                "`compactor_failures` must be at least 1",
+            ),
+        ];
+        match checks.iter().find(|(wrong, _)| *wrong) {
+            Some((_, why)) => Err(broken(why.to_string())),
+            None => Ok(layout),
+        }
+    }
+
+    pub fn turn_budgets(&self) -> Budgets {
+        Budgets {
+            high: self.high_budget,
+            low: self.low_budget,
+        }
+    }
+
+    pub fn compaction_budgets(&self) -> Budgets {
+        Budgets {
+            high: self.compaction_high_budget,
+            low: self.compaction_low_budget,
+        }
     }
 }
 
@@ -61,14 +152,30 @@ mod tests {
     #[test]
     fn every_built_in_layout_reads() {
         for (name, _) in BUILT_IN {
-            Layout::named(name).unwrap();
+            Layout::find(name).unwrap();
         }
-        assert_eq!(Layout::named("default").unwrap().block_lines, 4);
+        assert_eq!(Layout::find("default").unwrap().block_lines, 4);
+        assert!(Layout::find("small").unwrap().compaction_prompt.is_some());
     }
 
     #[test]
     fn an_unknown_layout_names_the_known_ones() {
-        let err = Layout::named("huge").unwrap_err().to_string();
-        assert!(err.contains("default"), "{err}");
+        let err = Layout::find("huge").unwrap_err().to_string();
+        assert!(err.contains("default, small"), "{err}");
+    }
+
+    #[test]
+    fn a_wrong_layout_names_the_file_and_the_key() {
+        let text = include_str!("../../layouts/default.toml")
+            .replace("low_budget = 64000", "low_budget = 999999");
+        let err = Layout::parse("mine.toml", &text).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "layout mine.toml: `low_budget` must be at most `high_budget`"
+        );
+        let err = Layout::parse("mine.toml", "block_lines = 4\nfoo = 1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mine.toml") && err.contains("foo"), "{err}");
     }
 }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod daemon;
 pub mod layout;
 pub mod log;
+pub mod memory;
 pub mod model;
 pub mod request;
 pub mod server;

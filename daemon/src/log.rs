@@ -4,7 +4,9 @@
 //! The `messages` table is append-only (triggers abort UPDATE and DELETE);
 //! ids are dense per agent. Beside it: `turns` (what each turn took and
 //! whether it finished), `tool_calls` (calls running now, so a crash can log
-//! them as interrupted) and `client_state` (a bridge's offsets and cursors).
+//! them as interrupted), `nodes` and `views` (the memory's summary tree and
+//! saved views, written by `memory/store.rs`) and `client_state` (a bridge's
+//! offsets and cursors).
 //!
 //! Every operation is a job run on the writer thread. Jobs that arrive
 //! together share one transaction (group commit); each job's answer is sent
@@ -131,7 +133,7 @@ impl Log {
 
     /// Runs `job` on the writer thread inside a transaction and returns its
     /// answer once the transaction is durable.
-    async fn run<T: Send + 'static>(
+    pub(crate) async fn run<T: Send + 'static>(
         &self,
         job: impl FnOnce(&Connection, &mut Vec<Message>) -> Result<T, rusqlite::Error> + Send + 'static,
     ) -> Result<T, LogError> {
@@ -502,6 +504,24 @@ fn prepare(connection: &Connection) -> Result<(), rusqlite::Error> {
             name      TEXT NOT NULL,
             arguments TEXT NOT NULL,
             PRIMARY KEY (agent, call_id)
+        );
+        CREATE TABLE IF NOT EXISTS nodes (
+            agent      TEXT NOT NULL,
+            level      INTEGER NOT NULL,
+            idx        INTEGER NOT NULL,
+            text       TEXT NOT NULL,
+            mechanical INTEGER NOT NULL,
+            PRIMARY KEY (agent, level, idx)
+        );
+        CREATE TRIGGER IF NOT EXISTS nodes_are_never_updated BEFORE UPDATE ON nodes
+            BEGIN SELECT RAISE(ABORT, 'summary nodes are written once'); END;
+        CREATE TABLE IF NOT EXISTS views (
+            agent    TEXT NOT NULL,
+            name     TEXT NOT NULL,
+            applied  INTEGER NOT NULL,
+            batching INTEGER NOT NULL,
+            nodes    TEXT NOT NULL,
+            PRIMARY KEY (agent, name)
         );
         CREATE TABLE IF NOT EXISTS client_state (
             name  TEXT PRIMARY KEY,
