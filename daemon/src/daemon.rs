@@ -10,9 +10,10 @@
 use crate::config::{Config, ConfigError};
 use crate::layout::{Layout, LayoutError};
 use crate::log::{Log, LogError};
+use crate::memory::{Memory, MemoryConfig};
 use crate::model::Model;
 use crate::server::{self, Shared};
-use crate::tools::Tools;
+use crate::tools::{Processes, Tools, Workspace};
 use crate::turn::Agent;
 use hearth_protocol::home::Home;
 use std::fs::{self, File, OpenOptions};
@@ -58,6 +59,8 @@ pub enum StartError {
     },
     #[error(transparent)]
     Log(#[from] LogError),
+    #[error("cannot load the memory: {0}")]
+    Memory(String),
     #[error("{path}: {source}")]
     Layout { path: PathBuf, source: LayoutError },
 }
@@ -102,17 +105,16 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let log = Log::open(&home.database(), events.clone())?;
 
     let model = config.model.clone().map(|model_config| {
-        let key = find_secret(&home.secrets_file(), model_config.key_env());
-        if key.is_none() {
-            tracing::info!(
-                "no API key in ${} or secrets.env; sending requests without one",
-                model_config.key_env()
-            );
-        }
-        Model::new(model_config, key)
+        Model::new(model_config, |env| {
+            let key = find_secret(&home.secrets_file(), env);
+            if key.is_none() {
+                tracing::info!("no API key in ${env} or secrets.env; sending requests without one");
+            }
+            key
+        })
     });
     match &model {
-        Some(model) => tracing::info!("model: {}", model.label()),
+        Some(model) => tracing::info!("model: {}", model.labels().join(", then ")),
         None => tracing::warn!(
             "no model is configured: add a [model] section to {} (see the README)",
             home.config_file().display()
@@ -120,11 +122,37 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     }
     let model_label = model.as_ref().map(Model::label);
 
+    // The tools' folder: configured (relative to the config's folder), or
+    // the agent's own `work` folder.
+    let workdir = match &config.agent.workdir {
+        Some(dir) => home.config_dir.join(dir),
+        None => agent_dir.join("work"),
+    };
+    private_dir(&workdir)?;
+    let processes = Processes::new();
+    let workspace = Workspace::new(&workdir, &agent_dir, &config.tools, processes.clone())
+        .map_err(io("cannot open the working folder", &workdir))?;
+    tracing::info!("tools work in {}", workspace.root().display());
+    let tools = Tools::new(&agent_name, log.clone()).with_workspace(workspace);
+    let memory = Memory::start(
+        log.clone(),
+        MemoryConfig {
+            agent: agent_name.clone(),
+            layout: layout.clone(),
+            model: model.clone(),
+            prompt_file: prompt_file.clone(),
+            tools: tools.specs(),
+            events: events.clone(),
+        },
+    )
+    .await
+    .map_err(|err| StartError::Memory(err.to_string()))?;
     let agent = Agent {
         name: agent_name.clone(),
         log: log.clone(),
         model,
-        tools: Tools::new(&agent_name, log.clone()),
+        tools,
+        memory,
         limits: config.limits.clone(),
         prompt_file,
         config_file: home.config_file(),
@@ -147,13 +175,19 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         clients: AtomicU64::new(0),
     });
     let server_task = tokio::spawn(server::serve(listener, shared, stopped));
+    // Bridges are clients: they start once the socket listens.
+    let bridges = crate::bridges::start(&config, &home);
 
     shutdown.await;
     tracing::info!("stopping");
+    bridges.stop().await;
     let _ = stop.send(true);
     let _ = server_task.await;
     // The loop stops at once; a turn it cut off continues at the next start.
     let _ = tokio::time::timeout(Duration::from_secs(10), agent_task).await;
+    // Stopping the loop dropped a running tool, which killed its processes;
+    // whatever is still listed dies here, so no child outlives the daemon.
+    processes.kill_all(Duration::from_secs(5)).await;
     let _ = fs::remove_file(&socket);
     Ok(())
 }

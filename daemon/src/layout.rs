@@ -104,10 +104,6 @@ impl Layout {
                 "`compaction_low_budget` must be at most `compaction_high_budget`",
             ),
             (
-                layout.high_budget < 4 * layout.line_guard,
-                "`high_budget` must hold at least four guard-sized lines",
-            ),
-            (
                 layout.compactor_concurrency == 0,
                 "`compactor_concurrency` must be at least 1",
             ),

@@ -1,8 +1,9 @@
 //! How a turn's request is laid out, as a pure function of the log.
 //!
 //! Stable parts first, so the provider's prompt cache serves them: the
-//! instructions and tools; the view (every earlier message as one line, in
-//! blocks of a fixed number of lines so block boundaries never move); the
+//! instructions and tools; the view (the memory's lines for every earlier
+//! message, in blocks of a fixed number of lines so block boundaries never
+//! move); the
 //! state message, which begins `</chat>` and holds the only volatile facts
 //! (the date and time); then the messages the turn took, whole, and its chain
 //! (each step's echo and tool calls, their results, and any messages taken
@@ -20,11 +21,21 @@ Your memory of it is shown between <chat> and </chat>, one line per message: \
 beside tool calls), tool (a call and its result), note (what the daemon recorded) or work \
 (a subagent's report). After </chat> come the current state and then the new messages, whole.";
 
+/// A turn's instructions: the fixed preamble, then the agent's prompt file.
+/// A missing or unreadable file leaves the preamble alone; an edit applies at
+/// the next request.
+pub fn instructions(prompt_file: &std::path::Path) -> String {
+    let prompt = std::fs::read_to_string(prompt_file).unwrap_or_default();
+    format!("{PREAMBLE}\n\n{}", prompt.trim())
+}
+
 /// Everything a request is built from.
 pub struct TurnContext<'a> {
     pub instructions: &'a str,
     pub tools: &'a [ToolSpec],
-    /// The whole log so far, oldest first.
+    /// The view's rendered lines (`id+n|text`), settled at the turn's start.
+    pub view: &'a [String],
+    /// The log from the turn's first taken message on, oldest first.
     pub log: &'a [Entry],
     pub turn: TurnRecord,
     /// The state message's text after `</chat>`: the date and time, the agent.
@@ -63,13 +74,6 @@ impl TurnContext<'_> {
     }
 }
 
-/// One message as one view line: `id+1|kind: text`, newlines as spaces.
-pub fn view_line(entry: &Entry) -> String {
-    let message = &entry.message;
-    let text = message.text.replace(['\n', '\r'], " ");
-    format!("{}+1|{}: {}", message.id, message.kind, text)
-}
-
 /// A message the turn took, whole: `id+0|kind from source: text`.
 pub fn whole(entry: &Entry) -> String {
     let message = &entry.message;
@@ -82,12 +86,7 @@ pub fn whole(entry: &Entry) -> String {
 /// Builds the request for the next step of a turn.
 pub fn build(context: &TurnContext) -> Request {
     let mut items = Vec::new();
-    let view: Vec<String> = context
-        .log
-        .iter()
-        .filter(|entry| entry.message.id < context.turn.start_id && !context.took(entry))
-        .map(view_line)
-        .collect();
+    let view = context.view;
     let block_lines = context.block_lines.max(1);
     let mut blocks = view.chunks(block_lines);
     let mut first = String::from("<chat>");
@@ -148,6 +147,7 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
             items.push(Item::Assistant {
                 text: echo.take(),
                 tool_calls: std::mem::take(calls),
+                carry: Default::default(),
             });
         }
         items.append(results);
@@ -229,10 +229,18 @@ mod tests {
         }
     }
 
-    fn context<'a>(log: &'a [Entry], turn: TurnRecord) -> TurnContext<'a> {
+    /// One message as one view line, as the memory renders a short message.
+    fn view_line(entry: &Entry) -> String {
+        let message = &entry.message;
+        let text = message.text.replace(['\n', '\r'], " ");
+        format!("{}+1|{}: {}", message.id, message.kind, text)
+    }
+
+    fn context<'a>(view: &'a [String], log: &'a [Entry], turn: TurnRecord) -> TurnContext<'a> {
         TurnContext {
             instructions: "be kind",
             tools: &[],
+            view,
             log,
             turn,
             state: "now",
@@ -255,7 +263,12 @@ mod tests {
             taken_after: 1,
             taken_through: 3,
         };
-        let request = build(&context(&log, turn));
+        let view: Vec<String> = log
+            .iter()
+            .filter(|e| e.message.id != 3)
+            .map(view_line)
+            .collect();
+        let request = build(&context(&view, &log, turn));
         let texts: Vec<_> = request
             .items
             .iter()
@@ -302,7 +315,7 @@ mod tests {
             taken_after: -1,
             taken_through: 2,
         };
-        let context = context(&log, turn);
+        let context = context(&[], &log, turn);
         assert_eq!(context.taken_ids(), vec![0, 2]);
         assert_eq!(context.next_step(), 2);
         let request = build(&context);
@@ -310,7 +323,9 @@ mod tests {
             .iter()
             .map(|item| match item {
                 Item::User { text } => format!("user {text}"),
-                Item::Assistant { text, tool_calls } => format!(
+                Item::Assistant {
+                    text, tool_calls, ..
+                } => format!(
                     "assistant {:?} {:?}",
                     text,
                     tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>()

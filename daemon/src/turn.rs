@@ -14,6 +14,7 @@
 
 use crate::config::Limits;
 use crate::log::{Log, LogError, NewMessage, RunningCall, TurnRecord};
+use crate::memory::Memory;
 use crate::model::{Model, ModelError, Response};
 use crate::request::{self, TurnContext};
 use crate::tools::{self, Tools};
@@ -64,6 +65,8 @@ pub struct Agent {
     /// None: every turn fails with an error that says how to configure one.
     pub model: Option<Model>,
     pub tools: Tools,
+    /// The agent's summary tree and view; a turn waits for its view to settle.
+    pub memory: Memory,
     pub limits: Limits,
     /// `agents/NAME/prompt.md`, read at every turn so an edit applies at the next.
     pub prompt_file: PathBuf,
@@ -270,6 +273,20 @@ impl Agent {
     async fn chain(&self, turn: &mut TurnRecord) -> Result<Ending, LogError> {
         let name = &self.name;
         let mut rounds = 0;
+        // The view is settled once, at the turn's start, and stays the same
+        // for the whole chain, so each request extends the one before.
+        let taken_before: Vec<u64> = self
+            .log
+            .waiting(name, turn.taken_after)
+            .await?
+            .into_iter()
+            .filter(|id| *id <= turn.taken_through && *id < turn.start_id)
+            .collect();
+        let first = taken_before.first().copied().unwrap_or(turn.start_id);
+        let view = match self.memory.settle(turn.start_id, taken_before).await {
+            Ok(view) => view,
+            Err(err) => return Ok(Ending::Failed(format!("the memory is not available: {err}"))),
+        };
         loop {
             *turn = self.log.take_more(name, *turn).await?;
             let Some(model) = &self.model else {
@@ -280,8 +297,8 @@ impl Agent {
                     self.config_file.display()
                 )));
             };
-            let entries = self.log.range(name, 0, u64::MAX, u32::MAX).await?;
-            let instructions = self.instructions();
+            let entries = self.log.range(name, first, u64::MAX, u32::MAX).await?;
+            let instructions = request::instructions(&self.prompt_file);
             let specs = self.tools.specs();
             let state = format!(
                 "Local time: {}\nYou are the agent `{name}`.",
@@ -290,6 +307,7 @@ impl Agent {
             let context = TurnContext {
                 instructions: &instructions,
                 tools: &specs,
+                view: &view,
                 log: &entries,
                 turn: *turn,
                 state: &state,
@@ -308,7 +326,7 @@ impl Agent {
                     Some(text.to_string()),
                 ));
             };
-            let response: Response = match model.complete(&request, &mut on_text).await {
+            let response: Response = match model.complete(&request, &mut on_text, &mut |_| {}).await {
                 Ok(response) => response,
                 Err(err) => return Ok(Ending::Failed(describe(model, &err))),
             };
@@ -346,13 +364,6 @@ impl Agent {
                 return Ok(Ending::OutOfRounds(rounds));
             }
         }
-    }
-
-    /// The agent's prompt file, after the fixed preamble. A missing or
-    /// unreadable file leaves the preamble alone.
-    fn instructions(&self) -> String {
-        let prompt = std::fs::read_to_string(&self.prompt_file).unwrap_or_default();
-        format!("{}\n\n{}", request::PREAMBLE, prompt.trim())
     }
 }
 
@@ -431,11 +442,25 @@ mod recovery_tests {
         };
         log.start_calls("a", turn, None, vec![call]).await.unwrap();
 
+        let memory = crate::memory::Memory::start(
+            log.clone(),
+            crate::memory::MemoryConfig {
+                agent: "a".into(),
+                layout: crate::layout::Layout::find("default").unwrap(),
+                model: None,
+                prompt_file: dir.path().join("prompt.md"),
+                tools: vec![],
+                events: events.clone(),
+            },
+        )
+        .await
+        .unwrap();
         let agent = Agent {
             name: "a".into(),
             log: log.clone(),
             model: None,
             tools: Tools::new("a", log.clone()),
+            memory,
             limits: Limits::default(),
             prompt_file: dir.path().join("prompt.md"),
             config_file: dir.path().join("config.toml"),

@@ -1,0 +1,205 @@
+//! One compaction: a model call that writes the line for a node — a long
+//! message compressed, or two sibling lines merged.
+//!
+//! The request begins like a turn's (the same instructions and tools, so the
+//! cache serves them, unless the layout names a separate compaction prompt),
+//! then the compaction view before the node, then the task as the last user
+//! message with a ruler of as many dashes as the line budget, because models
+//! cannot count bytes. An answer still over budget is asked again, up to the
+//! layout's tries; the shortest is kept and cut at the guard.
+
+use super::tree::{cut, one_line, Node};
+use crate::layout::Layout;
+use crate::model::{Item, Model, ModelError, Request, ToolSpec};
+
+/// What a compaction call is asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Task {
+    /// Compress message `id` (its whole `kind: text`) into one line.
+    Compress { id: u64, line: String },
+    /// Merge the two child lines of `parent` into one.
+    Merge {
+        parent: Node,
+        left: String,
+        right: String,
+    },
+}
+
+impl Task {
+    pub fn node(&self) -> Node {
+        match self {
+            Task::Compress { id, .. } => Node::message(*id),
+            Task::Merge { parent, .. } => *parent,
+        }
+    }
+
+    /// The line used when the compactor gives up: the text cut at the budget.
+    pub fn mechanical(&self, budget: usize) -> String {
+        match self {
+            Task::Compress { line, .. } => cut(&one_line(line), budget),
+            Task::Merge { left, right, .. } => cut(&one_line(&format!("{left} {right}")), budget),
+        }
+    }
+
+    fn prompt(&self, budget: usize) -> String {
+        let ruler = "-".repeat(budget);
+        match self {
+            Task::Compress { id, line } => format!(
+                "Write the one line that will stand for message {id} in your memory from now on: \
+                 at most {budget} bytes (the ruler below is exactly that long), no line breaks, \
+                 keeping names, numbers, decisions and anything still to do. \
+                 Answer with the line only.\n{ruler}\n{id}+0|{line}"
+            ),
+            Task::Merge {
+                parent,
+                left,
+                right,
+            } => {
+                let (l, r) = parent.children().unwrap_or((*parent, *parent));
+                format!(
+                    "Merge the two lines below, which cover messages {} to {}, into the one line \
+                     that will stand for both from now on: at most {budget} bytes (the ruler below \
+                     is exactly that long), no line breaks, keeping what matters most. \
+                     Answer with the line only.\n{ruler}\n{l}|{}\n{r}|{}",
+                    parent.first(),
+                    parent.last(),
+                    one_line(left),
+                    one_line(right)
+                )
+            }
+        }
+    }
+}
+
+/// The request for one try of `task`, after `context` (rendered compaction
+/// view lines that all come before the node).
+pub fn request(
+    instructions: &str,
+    tools: &[ToolSpec],
+    context: &[String],
+    layout: &Layout,
+    task: &Task,
+) -> Request {
+    let mut items = Vec::new();
+    let mut blocks = context.chunks(layout.block_lines.max(1));
+    let mut first = String::from("<chat>");
+    if let Some(block) = blocks.next() {
+        for line in block {
+            first.push('\n');
+            first.push_str(line);
+        }
+    }
+    items.push(Item::User { text: first });
+    for block in blocks {
+        items.push(Item::User {
+            text: block.join("\n"),
+        });
+    }
+    items.push(Item::User {
+        text: format!("</chat>\n{}", task.prompt(layout.line_budget)),
+    });
+    let last = items.len() - 1;
+    Request {
+        instructions: instructions.to_string(),
+        tools: tools.to_vec(),
+        items,
+        cache_key: None,
+        cache_marks: vec![last],
+    }
+}
+
+/// An answer as a line: one line, trimmed, without an `id+n|` head copied
+/// from the view.
+pub fn clean(answer: &str) -> String {
+    let line = one_line(answer.trim());
+    let line = line.trim();
+    let head_len = line
+        .find('|')
+        .filter(|&bar| {
+            let head = &line[..bar];
+            head.split_once('+').is_some_and(|(id, n)| {
+                !id.is_empty()
+                    && !n.is_empty()
+                    && id.bytes().all(|b| b.is_ascii_digit())
+                    && n.bytes().all(|b| b.is_ascii_digit())
+            })
+        })
+        .map(|bar| bar + 1);
+    let line = head_len.map_or(line, |len| line[len..].trim_start());
+    line.trim_matches('"').trim().to_string()
+}
+
+/// Runs the tries of one compaction; the shortest answer wins, cut at the guard.
+pub async fn compact(
+    model: &Model,
+    instructions: &str,
+    tools: &[ToolSpec],
+    context: &[String],
+    layout: &Layout,
+    task: &Task,
+) -> Result<String, ModelError> {
+    let request = request(instructions, tools, context, layout, task);
+    let mut best: Option<String> = None;
+    for _ in 0..layout.compactor_tries {
+        let response = model.complete(&request, &mut |_| {}, &mut |_| {}).await?;
+        let line = clean(&response.text);
+        if line.is_empty() {
+            continue;
+        }
+        if line.len() <= layout.line_budget {
+            return Ok(line);
+        }
+        if best.as_ref().is_none_or(|b| line.len() < b.len()) {
+            best = Some(line);
+        }
+    }
+    match best {
+        Some(line) => Ok(cut(&line, layout.line_guard)),
+        None => Err(ModelError::Garbage("the model answered with an empty line".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_strips_a_copied_head_and_line_breaks() {
+        assert_eq!(clean("12+4|user asked\nabout rust"), "user asked about rust");
+        assert_eq!(clean("  \"plain line\" "), "plain line");
+        assert_eq!(clean("a|b stays"), "a|b stays");
+    }
+
+    #[test]
+    fn the_task_is_the_last_message_with_a_ruler() {
+        let layout = Layout::find("default").unwrap();
+        let task = Task::Merge {
+            parent: Node::new(1, 3),
+            left: "left line".into(),
+            right: "right line".into(),
+        };
+        let context = vec!["0+4|older".to_string(), "4+2|old".to_string()];
+        let request = request("instr", &[], &context, &layout, &task);
+        let Some(Item::User { text }) = request.items.last() else {
+            panic!("no task");
+        };
+        assert!(text.starts_with("</chat>\nMerge the two lines below, which cover messages 6 to 7"));
+        assert!(text.contains(&format!("\n{}\n", "-".repeat(512))));
+        assert!(text.ends_with("6+1|left line\n7+1|right line"));
+        assert_eq!(
+            request.items[0],
+            Item::User {
+                text: "<chat>\n0+4|older\n4+2|old".into()
+            }
+        );
+    }
+
+    #[test]
+    fn mechanical_lines_fit_the_budget() {
+        let task = Task::Compress {
+            id: 3,
+            line: "user: ".to_string() + &"word ".repeat(200),
+        };
+        assert!(task.mechanical(512).len() <= 512);
+    }
+}

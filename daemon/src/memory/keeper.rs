@@ -1,0 +1,508 @@
+//! The keeper: one task per agent that owns its tree, its two views and its
+//! compactor queue, and answers turns that wait for a settled view.
+//!
+//! Its inputs are one closed set: messages appended to the log, a turn
+//! asking for its view, a compaction call finishing, a retry falling due.
+//! Work is found from queues kept as nodes are added — messages that need a
+//! compress call, merges whose halves are built — never by scanning the tree.
+//!
+//! The turn view advances only when a turn asks for it, message by message up
+//! to the turn's start, running batches as the budgets require and waiting
+//! for any parent a batch needs: the view is a function of the log and the
+//! tree, never of timing. It is saved after each change and loaded at start.
+
+use super::compactor::{self, Task};
+use super::store::{Built, ViewName};
+use super::tree::{free_join, message_line, Node};
+use super::view::{Lines, Progress, View};
+use crate::layout::Layout;
+use crate::log::{Log, LogError};
+use crate::model::{Model, ToolSpec};
+use crate::request;
+use hearth_protocol::{Event, EventKind};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::time::Instant;
+
+/// Messages read from the log per page.
+const PAGE: u32 = 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error("{0}")]
+    Log(#[from] LogError),
+    #[error("the memory keeper has stopped")]
+    Stopped,
+}
+
+/// What the keeper needs to know about its agent.
+pub struct MemoryConfig {
+    pub agent: String,
+    pub layout: Layout,
+    /// The compactor's model; none writes mechanical lines.
+    pub model: Option<Model>,
+    /// The turn's prompt file, so compaction requests share the turn's prefix.
+    pub prompt_file: PathBuf,
+    pub tools: Vec<ToolSpec>,
+    pub events: broadcast::Sender<Event>,
+}
+
+/// A handle to the keeper. Cheap to clone.
+#[derive(Clone)]
+pub struct Memory {
+    inputs: mpsc::UnboundedSender<Input>,
+}
+
+enum Input {
+    /// A turn starting at `through` waits for the view of [0, through).
+    Settle {
+        through: u64,
+        taken: Vec<u64>,
+        reply: oneshot::Sender<Vec<String>>,
+    },
+    /// A compaction call ended.
+    Finished {
+        node: Node,
+        result: Result<String, String>,
+    },
+}
+
+impl Memory {
+    /// Loads the tree and the saved views and starts the keeper.
+    pub async fn start(log: Log, config: MemoryConfig) -> Result<Memory, MemoryError> {
+        let agent = config.agent.clone();
+        let mut lines = HashMap::new();
+        for built in log.load_nodes(&agent).await? {
+            lines.insert(built.node, built.text);
+        }
+        let turn = log.load_view(&agent, ViewName::Turn).await?.unwrap_or_default();
+        let compaction = log
+            .load_view(&agent, ViewName::Compaction)
+            .await?
+            .unwrap_or_default();
+        let (inputs, receiver) = mpsc::unbounded_channel();
+        let appended = config.events.subscribe();
+        let mut keeper = Keeper {
+            log,
+            config: Arc::new(config),
+            lines: Lines_(lines),
+            known: 0,
+            unbuilt: BTreeSet::new(),
+            merges: BTreeSet::new(),
+            running: HashSet::new(),
+            failures: HashMap::new(),
+            not_before: HashMap::new(),
+            turn,
+            compaction,
+            settles: Vec::new(),
+            urgent: None,
+            inputs: inputs.clone(),
+        };
+        keeper.recover_queues();
+        tokio::spawn(keeper.run(receiver, appended));
+        Ok(Memory { inputs })
+    }
+
+    /// The rendered view of every message before `through`, once every line
+    /// of it is built — without the single-message lines of `taken`, which the
+    /// turn sends whole.
+    pub async fn settle(&self, through: u64, taken: Vec<u64>) -> Result<Vec<String>, MemoryError> {
+        let (reply, answer) = oneshot::channel();
+        self.inputs
+            .send(Input::Settle {
+                through,
+                taken,
+                reply,
+            })
+            .map_err(|_| MemoryError::Stopped)?;
+        answer.await.map_err(|_| MemoryError::Stopped)
+    }
+}
+
+/// Built lines by node.
+struct Lines_(HashMap<Node, String>);
+
+impl Lines for Lines_ {
+    fn line(&self, node: Node) -> Option<&str> {
+        self.0.get(&node).map(String::as_str)
+    }
+}
+
+struct Pending {
+    through: u64,
+    taken: Vec<u64>,
+    reply: oneshot::Sender<Vec<String>>,
+}
+
+struct Keeper {
+    log: Log,
+    config: Arc<MemoryConfig>,
+    lines: Lines_,
+    /// Messages read from the log: T.
+    known: u64,
+    /// Messages whose line needs a compress call, not yet built.
+    unbuilt: BTreeSet<u64>,
+    /// Parents whose halves are built but do not fit together, by (first message, level).
+    merges: BTreeSet<(u64, u8)>,
+    running: HashSet<Node>,
+    failures: HashMap<Node, u32>,
+    /// A failed node is tried again only after this.
+    not_before: HashMap<Node, Instant>,
+    turn: View,
+    compaction: View,
+    settles: Vec<Pending>,
+    /// The node the turn view waits for: built first.
+    urgent: Option<Node>,
+    inputs: mpsc::UnboundedSender<Input>,
+}
+
+impl Keeper {
+    async fn run(
+        mut self,
+        mut inputs: mpsc::UnboundedReceiver<Input>,
+        mut appended: broadcast::Receiver<Event>,
+    ) {
+        let agent = self.config.agent.clone();
+        loop {
+            if let Err(err) = self.step().await {
+                tracing::error!(agent = %agent, "memory: {err}");
+                return;
+            }
+            let retry = self.next_retry();
+            // Wait for something that can change what `step` does: a message
+            // of this agent logged, a turn asking, a call ending, a retry due.
+            loop {
+                tokio::select! {
+                    input = inputs.recv() => match input {
+                        Some(input) => {
+                            if let Err(err) = self.handle(input).await {
+                                tracing::error!(agent = %agent, "memory: {err}");
+                                return;
+                            }
+                            break;
+                        }
+                        None => return,
+                    },
+                    event = appended.recv() => match event {
+                        Ok(event) if event.agent == agent && event.kind.message_kind().is_some() => break,
+                        Ok(_) => continue,
+                        Err(broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
+                    _ = sleep_until(retry) => break,
+                }
+            }
+        }
+    }
+
+    /// Everything that can be done now: read new messages, advance the
+    /// views, answer settled turns, start compaction calls.
+    async fn step(&mut self) -> Result<(), LogError> {
+        self.ingest().await?;
+        self.advance().await?;
+        self.schedule().await
+    }
+
+    async fn handle(&mut self, input: Input) -> Result<(), LogError> {
+        match input {
+            Input::Settle {
+                through,
+                taken,
+                reply,
+            } => self.settles.push(Pending {
+                through,
+                taken,
+                reply,
+            }),
+            Input::Finished { node, result } => {
+                self.running.remove(&node);
+                match result {
+                    Ok(text) => self.build(vec![(node, text, false)]).await?,
+                    Err(why) => self.failed(node, why).await?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the messages appended since the last look; lines that fit are
+    /// built at once, the others queued for the compactor.
+    async fn ingest(&mut self) -> Result<(), LogError> {
+        loop {
+            let agent = self.config.agent.clone();
+            let page = self.log.range(&agent, self.known, u64::MAX, PAGE).await?;
+            if page.is_empty() {
+                return Ok(());
+            }
+            let mut built = Vec::new();
+            for entry in page {
+                let id = entry.message.id;
+                self.known = id + 1;
+                let node = Node::message(id);
+                if self.lines.line(node).is_some() {
+                    continue;
+                }
+                let line = message_line(entry.message.kind.as_str(), &entry.message.text);
+                if line.len() <= self.config.layout.line_budget || self.config.model.is_none() {
+                    let mechanical = line.len() > self.config.layout.line_budget;
+                    let text = super::tree::cut(&line, self.config.layout.line_budget);
+                    built.push((node, text, mechanical));
+                } else {
+                    self.unbuilt.insert(id);
+                }
+            }
+            self.build(built).await?;
+        }
+    }
+
+    /// Stores built lines and builds every parent that follows for free;
+    /// parents that need a call join the merge queue.
+    async fn build(&mut self, mut queue: Vec<(Node, String, bool)>) -> Result<(), LogError> {
+        let mut stored = Vec::new();
+        while let Some((node, text, mechanical)) = queue.pop() {
+            if self.lines.line(node).is_some() {
+                continue;
+            }
+            if node.level == 0 {
+                self.unbuilt.remove(&node.first());
+            }
+            self.merges.remove(&(node.first(), node.level));
+            self.failures.remove(&node);
+            self.not_before.remove(&node);
+            self.lines.0.insert(node, text.clone());
+            stored.push(Built {
+                node,
+                text,
+                mechanical,
+            });
+            if let Some(parent) = self.ready_parent(node) {
+                let (left, right) = parent.children().unwrap_or((node, node));
+                let (l, r) = (self.lines.line(left), self.lines.line(right));
+                match (l, r) {
+                    (Some(l), Some(r)) => match free_join(l, r, self.config.layout.line_budget) {
+                        Some(joined) => queue.push((parent, joined, false)),
+                        None if self.config.model.is_none() => {
+                            let task = merge_task(parent, l, r);
+                            let line = task.mechanical(self.config.layout.line_budget);
+                            queue.push((parent, line, true));
+                        }
+                        None => {
+                            self.merges.insert((parent.first(), parent.level));
+                        }
+                    },
+                    _ => {}
+                }
+            }
+        }
+        if !stored.is_empty() {
+            self.log.insert_nodes(&self.config.agent, stored).await?;
+        }
+        Ok(())
+    }
+
+    /// The parent of `node` when both its halves are built and it is not.
+    fn ready_parent(&self, node: Node) -> Option<Node> {
+        let parent = node.parent();
+        (self.lines.line(node.sibling()).is_some() && self.lines.line(parent).is_none())
+            .then_some(parent)
+    }
+
+    /// After a restart: the queues from the stored tree and the log's length.
+    fn recover_queues(&mut self) {
+        let nodes: Vec<Node> = self.lines.0.keys().copied().collect();
+        for node in nodes {
+            if let Some(parent) = self.ready_parent(node) {
+                if node.is_left() {
+                    self.merges.insert((parent.first(), parent.level));
+                }
+            }
+        }
+        // Messages without a line are found by `ingest`, which starts at 0
+        // and skips what is built; the queue of merges above covers the rest.
+    }
+
+    async fn failed(&mut self, node: Node, why: String) -> Result<(), LogError> {
+        let layout = &self.config.layout;
+        let count = self.failures.entry(node).or_insert(0);
+        *count += 1;
+        let count = *count;
+        if count == 1 {
+            tracing::warn!(agent = %self.config.agent, "compacting {node} failed: {why}; will try again");
+        }
+        if count < layout.compactor_failures {
+            let wait = layout.compactor_backoff_ms.saturating_mul(1 << (count - 1).min(10));
+            self.not_before
+                .insert(node, Instant::now() + Duration::from_millis(wait));
+            return Ok(());
+        }
+        let Some(task) = self.task(node).await? else {
+            return Ok(());
+        };
+        let line = task.mechanical(layout.line_budget);
+        let _ = self.config.events.send(Event::signal(
+            EventKind::Error,
+            &self.config.agent,
+            Some(format!(
+                "could not summarize {node} after {count} tries ({why}); it keeps its text cut to {} bytes",
+                layout.line_budget
+            )),
+        ));
+        self.build(vec![(node, line, true)]).await
+    }
+
+    /// The task that builds `node`, from the log or its children.
+    async fn task(&self, node: Node) -> Result<Option<Task>, LogError> {
+        if node.level == 0 {
+            let entries = self
+                .log
+                .range(&self.config.agent, node.first(), node.first() + 1, 1)
+                .await?;
+            return Ok(entries.first().map(|entry| Task::Compress {
+                id: node.first(),
+                line: message_line(entry.message.kind.as_str(), &entry.message.text),
+            }));
+        }
+        let Some((left, right)) = node.children() else {
+            return Ok(None);
+        };
+        Ok(match (self.lines.line(left), self.lines.line(right)) {
+            (Some(l), Some(r)) => Some(merge_task(node, l, r)),
+            _ => None,
+        })
+    }
+
+    /// Advances the compaction view as far as built lines allow, and the turn
+    /// view toward the turns that wait; answers those that are settled.
+    async fn advance(&mut self) -> Result<(), LogError> {
+        let agent = self.config.agent.clone();
+        let before = self.compaction.clone();
+        self.compaction
+            .advance(self.known, self.config.layout.compaction_budgets(), &self.lines);
+        if self.compaction != before {
+            self.log.save_view(&agent, ViewName::Compaction, &self.compaction).await?;
+        }
+        let Some(target) = self.settles.iter().map(|s| s.through).max() else {
+            self.urgent = None;
+            return Ok(());
+        };
+        let before = self.turn.clone();
+        let progress = self
+            .turn
+            .advance(target, self.config.layout.turn_budgets(), &self.lines);
+        if self.turn != before {
+            self.log.save_view(&agent, ViewName::Turn, &self.turn).await?;
+        }
+        self.urgent = match progress {
+            Progress::Waiting(node) => Some(node),
+            Progress::Settled => None,
+        };
+        if progress == Progress::Settled {
+            for pending in std::mem::take(&mut self.settles) {
+                let taken: HashSet<u64> = pending.taken.iter().copied().collect();
+                let lines = self.turn.render(&self.lines, |id| taken.contains(&id));
+                let _ = pending.reply.send(lines);
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts compaction calls up to the layout's concurrency: the node the
+    /// turn view waits for first, then messages (each once fewer than
+    /// `compactor_ahead` unbuilt messages precede it), then merges.
+    async fn schedule(&mut self) -> Result<(), LogError> {
+        let Some(model) = self.config.model.clone() else {
+            return Ok(());
+        };
+        let layout = &self.config.layout;
+        let now = Instant::now();
+        let ready = |node: &Node, running: &HashSet<Node>, not_before: &HashMap<Node, Instant>| {
+            !running.contains(node) && not_before.get(node).is_none_or(|at| *at <= now)
+        };
+        let mut candidates: Vec<Node> = Vec::new();
+        if let Some(node) = self.urgent {
+            let queued = if node.level == 0 {
+                self.unbuilt.contains(&node.first())
+            } else {
+                self.merges.contains(&(node.first(), node.level))
+            };
+            if queued {
+                candidates.push(node);
+            }
+        }
+        candidates.extend(
+            self.unbuilt
+                .iter()
+                .take(layout.compactor_ahead)
+                .map(|&id| Node::message(id)),
+        );
+        candidates.extend(self.merges.iter().map(|&(first, level)| {
+            Node::new(level, first >> level)
+        }));
+        for node in candidates {
+            if self.running.len() >= layout.compactor_concurrency {
+                break;
+            }
+            if !ready(&node, &self.running, &self.not_before) {
+                continue;
+            }
+            let Some(task) = self.task(node).await? else {
+                continue;
+            };
+            self.running.insert(node);
+            let context: Vec<String> = self
+                .compaction
+                .nodes
+                .iter()
+                .take_while(|n| n.end() <= node.first())
+                .map(|&n| super::view::render_line(n, self.lines.line(n).unwrap_or("")))
+                .collect();
+            let config = self.config.clone();
+            let inputs = self.inputs.clone();
+            let model = model.clone();
+            tokio::spawn(async move {
+                let instructions = match &config.layout.compaction_prompt {
+                    Some(prompt) => prompt.clone(),
+                    None => request::instructions(&config.prompt_file),
+                };
+                let result = compactor::compact(
+                    &model,
+                    &instructions,
+                    &config.tools,
+                    &context,
+                    &config.layout,
+                    &task,
+                )
+                .await
+                .map_err(|err| err.to_string());
+                let _ = inputs.send(Input::Finished { node, result });
+            });
+        }
+        Ok(())
+    }
+
+    fn next_retry(&self) -> Option<Instant> {
+        self.not_before
+            .iter()
+            .filter(|(node, _)| !self.running.contains(node))
+            .map(|(_, at)| *at)
+            .min()
+    }
+}
+
+fn merge_task(parent: Node, left: &str, right: &str) -> Task {
+    Task::Merge {
+        parent,
+        left: left.to_string(),
+        right: right.to_string(),
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,192 @@
+//! End-to-end: the memory — summaries written by the compactor, the view in
+//! requests, batches within budget, and a view that survives a restart byte
+//! for byte. A real `hearthd`, a fake model, a layout file with small budgets.
+
+use hearth_protocol::EventKind;
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
+use hearth_tests::harness::TestHome;
+use serde_json::Value;
+
+/// A layout with small budgets, so a short test reaches every rule.
+fn layout(line_budget: usize, high: usize, low: usize) -> String {
+    format!(
+        "block_lines = 4\nline_budget = {line_budget}\nline_guard = {}\nhigh_budget = {high}\nlow_budget = {low}\n\
+         compaction_high_budget = {high}\ncompaction_low_budget = {low}\ncompactor_concurrency = 1\n\
+         compactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\ncompactor_backoff_ms = 1\n",
+        line_budget * 2
+    )
+}
+
+fn home_with(model: &FakeModel, layout_text: &str) -> TestHome {
+    let home = TestHome::new(bins!());
+    let layout_file = home.path().join("test-layout.toml");
+    std::fs::write(&layout_file, layout_text).unwrap();
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake\"\nbase_url = \"{}\"\n\n[agent]\nlayout = \"{}\"\n",
+        model.base_url(),
+        layout_file.display()
+    ));
+    home
+}
+
+/// The text of every message of a Chat Completions request, in order.
+fn contents(request: &Recorded) -> Vec<String> {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// The view part of a turn request: the user messages from `<chat>` up to the state.
+fn view_text(request: &Recorded) -> String {
+    let all = contents(request);
+    let start = all.iter().position(|c| c.starts_with("<chat>")).unwrap();
+    let end = all.iter().position(|c| c.starts_with("</chat>")).unwrap();
+    all[start..end].join("\n")
+}
+
+/// Whether two adjacent view lines are siblings (`a+n` then `a+n|…` at the same n, a a multiple of 2n).
+fn has_adjacent_siblings(view: &str) -> bool {
+    let names: Vec<(u64, u64)> = view
+        .lines()
+        .filter_map(|line| {
+            let (name, _) = line.trim_start_matches("<chat>").split_once('|')?;
+            let (id, n) = name.split_once('+')?;
+            Some((id.parse().ok()?, n.parse().ok()?))
+        })
+        .collect();
+    names
+        .windows(2)
+        .any(|w| w[0].1 == w[1].1 && w[0].0 % (2 * w[0].1) == 0 && w[1].0 == w[0].0 + w[0].1)
+}
+
+fn is_compaction(request: &Recorded) -> bool {
+    contents(request).last().is_some_and(|last| {
+        last.starts_with("</chat>\nWrite the one line") || last.starts_with("</chat>\nMerge")
+    })
+}
+
+#[tokio::test]
+async fn a_long_message_is_summarized_and_the_view_shows_its_line() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model, &layout(80, 4000, 2000));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    let long = "please remember this long story about the garden ".repeat(4);
+    model.push(Reply::Text("garden story noted".into()));
+    model.push(Reply::Text("Noted.".into()));
+    let (id, _) = client.submit(&long, "terminal", None).await;
+    client.reply_to(id).await;
+
+    model.push(Reply::Text("Yes.".into()));
+    let (next, _) = client.submit("still there?", "terminal", None).await;
+    client.reply_to(next).await;
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(is_compaction(&requests[0]), "the summary is written first");
+    let task = contents(&requests[0]).last().unwrap().clone();
+    assert!(task.contains(&"-".repeat(80)), "a ruler of the line budget");
+    assert!(task.contains("garden"));
+    // The turn that took the long message has it whole, not in its view.
+    assert!(contents(&requests[1]).iter().any(|c| c.contains(&long)));
+    // The next turn sees its summary line, and the long text nowhere.
+    let view = view_text(&requests[2]);
+    assert!(view.contains(&format!("{id}+1|garden story noted")), "{view}");
+    assert!(!requests[2].body.to_string().contains(&long[..60]));
+}
+
+#[tokio::test]
+async fn the_view_stays_within_budget_and_merges_old_lines() {
+    let model = FakeModel::start().await;
+    // Lines fit together, so merges cost no model call.
+    let home = home_with(&model, &layout(400, 300, 150));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    for n in 0..12 {
+        model.push(Reply::Text(format!("answer {n}")));
+        let (id, _) = client.submit(&format!("question {n}"), "terminal", None).await;
+        client.reply_to(id).await;
+    }
+    let requests = model.requests();
+    assert!(requests.iter().all(|r| !is_compaction(r)));
+    for request in &requests {
+        let view = view_text(request);
+        let size = view.len() + "</chat>".len();
+        assert!(
+            size <= 300 || !has_adjacent_siblings(&view),
+            "{size} bytes with a pair left to merge: {view}"
+        );
+    }
+    let last = view_text(requests.last().unwrap());
+    assert!(
+        last.lines().any(|l| l.starts_with("0+4|") || l.starts_with("0+8|") || l.starts_with("0+16|")),
+        "old lines were merged: {last}"
+    );
+    // Between batches the view only grows at its end.
+    let grew_only = requests
+        .windows(2)
+        .filter(|pair| view_text(&pair[1]).starts_with(&view_text(&pair[0])))
+        .count();
+    assert!(grew_only >= requests.len() / 2, "batches are rare");
+}
+
+#[tokio::test]
+async fn the_view_renders_byte_identically_after_a_restart() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model, &layout(400, 2000, 1000));
+    let mut daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    for n in 0..5 {
+        model.push(Reply::Text(format!("answer {n}")));
+        let (id, _) = client.submit(&format!("question {n}"), "terminal", None).await;
+        client.reply_to(id).await;
+    }
+    daemon.kill9();
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    model.push(Reply::Text("after restart".into()));
+    let (id, _) = client.submit("and now?", "terminal", None).await;
+    client.reply_to(id).await;
+    let requests = model.requests();
+    let before = view_text(&requests[requests.len() - 2]);
+    let after = view_text(&requests[requests.len() - 1]);
+    assert!(after.starts_with(&before), "before:\n{before}\nafter:\n{after}");
+    // Instructions and tools are the same bytes too.
+    let prefix = |r: &Recorded| (r.body["messages"][0].clone(), r.body["tools"].clone());
+    assert_eq!(prefix(&requests[0]), prefix(requests.last().unwrap()));
+}
+
+#[tokio::test]
+async fn a_summary_that_keeps_failing_gets_a_mechanical_line_and_an_error() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model, &layout(64, 4000, 2000));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    for _ in 0..3 {
+        model.push(Reply::Error {
+            status: 400,
+            body: serde_json::json!({"error": {"message": "the fake refuses"}}),
+        });
+    }
+    model.push(Reply::Text("Got it anyway.".into()));
+    let long = "a very long message that cannot fit in one short line ".repeat(3);
+    let (id, _) = client.submit(&long, "terminal", None).await;
+    let error = client
+        .wait_for(|e| e.kind == EventKind::Error)
+        .await
+        .text
+        .unwrap();
+    assert!(error.contains("could not summarize"), "{error}");
+    assert_eq!(
+        client.reply_to(id).await.text.as_deref(),
+        Some("Got it anyway.")
+    );
+    assert_eq!(model.requests().len(), 4);
+    let last: Value = model.requests()[3].body.clone();
+    assert!(!is_compaction(&model.requests()[3]), "{last}");
+}
