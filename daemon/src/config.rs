@@ -57,6 +57,9 @@ pub enum ProviderKind {
     /// Ollama, vLLM, llama.cpp, OpenRouter.
     #[serde(rename = "openai-chat")]
     OpenAiChat,
+    /// The Anthropic Messages API (`POST /messages`).
+    #[serde(rename = "anthropic")]
+    Anthropic,
 }
 
 impl ProviderKind {
@@ -64,10 +67,29 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAiResponses => "openai",
             ProviderKind::OpenAiChat => "openai-chat",
+            ProviderKind::Anthropic => "anthropic",
+        }
+    }
+
+    /// The provider's own address, up to and including the version.
+    fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat => "https://api.openai.com/v1",
+            ProviderKind::Anthropic => "https://api.anthropic.com/v1",
+        }
+    }
+
+    /// Where the key is looked for when the config names no variable.
+    fn default_key_env(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat => "OPENAI_API_KEY",
+            ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
         }
     }
 }
 
+/// One model (`[model]`), and the models that take over when it keeps
+/// failing (`[[model.fallback]]`, the same fields, tried in order).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
@@ -78,11 +100,12 @@ pub struct ModelConfig {
     #[serde(default)]
     pub base_url: Option<String>,
     /// The environment variable (or `secrets.env` entry) holding the API key;
-    /// `OPENAI_API_KEY` when absent. A missing key is sent as no key at all,
-    /// which local servers accept.
+    /// `OPENAI_API_KEY` (`ANTHROPIC_API_KEY` for `anthropic`) when absent. A
+    /// missing key is sent as no key at all, which local servers accept.
     #[serde(default)]
     pub api_key_env: Option<String>,
-    /// Reasoning effort (`minimal`, `low`, `medium`, `high`), when the model takes one.
+    /// Reasoning effort (`minimal`, `low`, `medium`, `high`), when the model
+    /// takes one. For `anthropic` it turns on adaptive thinking at that effort.
     #[serde(default)]
     pub effort: Option<String>,
     /// Ask for SSE streaming (the default) or for one JSON response.
@@ -91,6 +114,24 @@ pub struct ModelConfig {
     /// Seconds without progress after which a model call fails.
     #[serde(default = "default_model_timeout")]
     pub timeout_secs: u64,
+    /// The most output tokens one answer may take. Anthropic requires a
+    /// limit and gets 8192 when this is absent; the OpenAI providers send
+    /// none.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Retries of a call that failed for a passing reason (overload, rate
+    /// limit, server error, broken connection) before this model counts as
+    /// failing.
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    /// The first wait before a retry, doubling with each retry up to 8
+    /// seconds; a wait the provider asks for (`retry-after`) wins.
+    #[serde(default = "default_retry_delay_ms")]
+    pub retry_delay_ms: u64,
+    /// Models tried in order when this one keeps failing before it produced
+    /// output; a failing model is skipped for a few minutes.
+    #[serde(default)]
+    pub fallback: Vec<ModelConfig>,
 }
 
 fn yes() -> bool {
@@ -101,16 +142,48 @@ fn default_model_timeout() -> u64 {
     300
 }
 
+fn default_max_retries() -> u32 {
+    3
+}
+
+fn default_retry_delay_ms() -> u64 {
+    500
+}
+
+/// Anthropic's `max_tokens` when the config sets none.
+const ANTHROPIC_MAX_TOKENS: u32 = 8192;
+
 impl ModelConfig {
     pub fn base_url(&self) -> &str {
         self.base_url
             .as_deref()
-            .unwrap_or("https://api.openai.com/v1")
+            .unwrap_or(self.provider.default_base_url())
             .trim_end_matches('/')
     }
 
     pub fn key_env(&self) -> &str {
-        self.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY")
+        self.api_key_env
+            .as_deref()
+            .unwrap_or(self.provider.default_key_env())
+    }
+
+    /// The output limit sent to providers that require one.
+    pub fn max_tokens_or_default(&self) -> u32 {
+        self.max_tokens.unwrap_or(ANTHROPIC_MAX_TOKENS)
+    }
+
+    /// This model and its fallbacks, in the order they are tried, each
+    /// without fallbacks of its own. A fallback's own `fallback` list is
+    /// tried right after it.
+    pub fn chain(&self) -> Vec<ModelConfig> {
+        let mut chain = Vec::new();
+        let mut head = self.clone();
+        let fallbacks = std::mem::take(&mut head.fallback);
+        chain.push(head);
+        for fallback in &fallbacks {
+            chain.extend(fallback.chain());
+        }
+        chain
     }
 }
 
@@ -240,5 +313,40 @@ mod tests {
         assert_eq!(model.provider, ProviderKind::OpenAiChat);
         assert_eq!(model.base_url(), "http://127.0.0.1:11434/v1");
         assert!(model.stream);
+        assert_eq!(model.max_retries, 3);
+        assert!(model.fallback.is_empty());
+    }
+
+    #[test]
+    fn anthropic_has_its_own_address_and_key_variable() {
+        let text = "[model]\nprovider = \"anthropic\"\nmodel = \"claude-x\"\n";
+        let model = Config::parse(Path::new("c"), text).unwrap().model.unwrap();
+        assert_eq!(model.provider, ProviderKind::Anthropic);
+        assert_eq!(model.base_url(), "https://api.anthropic.com/v1");
+        assert_eq!(model.key_env(), "ANTHROPIC_API_KEY");
+        assert_eq!(model.max_tokens_or_default(), 8192);
+    }
+
+    #[test]
+    fn fallbacks_are_tried_in_order_after_the_model() {
+        let text = "[model]\nprovider = \"openai\"\nmodel = \"a\"\nmax_retries = 1\n\n\
+                    [[model.fallback]]\nprovider = \"anthropic\"\nmodel = \"b\"\n\n\
+                    [[model.fallback]]\nprovider = \"openai-chat\"\nmodel = \"c\"\n\
+                    base_url = \"http://127.0.0.1:11434/v1\"\n";
+        let model = Config::parse(Path::new("c"), text).unwrap().model.unwrap();
+        let chain = model.chain();
+        let names: Vec<&str> = chain.iter().map(|m| m.model.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert!(chain.iter().all(|m| m.fallback.is_empty()));
+        assert_eq!(chain[0].max_retries, 1);
+        assert_eq!(chain[1].key_env(), "ANTHROPIC_API_KEY");
+    }
+
+    #[test]
+    fn a_misspelt_fallback_field_names_its_line() {
+        let text = "[model]\nprovider = \"openai\"\nmodel = \"a\"\n\n\
+                    [[model.fallback]]\nprovider = \"anthropic\"\nmodle = \"b\"\n";
+        let said = Config::parse(Path::new("c"), text).unwrap_err().to_string();
+        assert!(said.starts_with("c line 7:"), "{said}");
     }
 }

@@ -1,9 +1,10 @@
 //! A scripted stand-in for an OpenAI-style model API, for end-to-end tests.
 //!
 //! [`FakeModel::start`] binds `127.0.0.1:0` and answers
-//! `POST /v1/chat/completions` (Chat Completions) and `POST /v1/responses`
-//! (Responses API) in the real wire formats: a JSON body, or server-sent
-//! events when the request asks for `"stream": true`. A test queues one
+//! `POST /v1/chat/completions` (Chat Completions), `POST /v1/responses`
+//! (Responses API) and `POST /v1/messages` (Anthropic's Messages API) in the
+//! real wire formats: a JSON body, or server-sent events when the request
+//! asks for `"stream": true`. A test queues one
 //! [`Reply`] per expected request with [`FakeModel::push`] and afterwards
 //! reads what the client sent with [`FakeModel::requests`].
 //!
@@ -14,9 +15,11 @@
 //!   connection, `Connection: close`).
 //! - `answer.rs`: one reply turned into wire-neutral values (ids, usage,
 //!   how text is split into deltas).
-//! - `chat_completions.rs` and `responses.rs`: pure functions rendering an
-//!   answer in each API's format, whole or as SSE frames.
+//! - `chat_completions.rs`, `responses.rs` and `anthropic.rs`: pure
+//!   functions rendering an answer in each API's format, whole or as SSE
+//!   frames; `anthropic::error` makes an error in Anthropic's envelope.
 
+pub mod anthropic;
 mod answer;
 mod chat_completions;
 mod http;

@@ -6,32 +6,35 @@
 //! Streamed replies arrive as `data: {chunk}` events ending with
 //! `data: [DONE]`; tool calls come in fragments keyed by `index`.
 
+use super::error::{classify, Source};
 use super::http::{self, Flow};
-use super::{Item, Model, ModelError, Request, Response, ToolCall, Usage};
+use super::provider::Provider;
+use super::{Item, ModelError, Request, Response, ToolCall, Usage};
 use crate::config::ModelConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Sends `request`; streamed text goes to `on_text` as it arrives.
 pub(super) async fn complete(
-    model: &Model,
+    provider: &Provider,
     request: &Request,
     on_text: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Response, ModelError> {
-    let stream = model.config.stream;
-    let body = request_body(&model.config, request, stream);
-    let response = http::post_json(model, "chat/completions", &body).await?;
+    let stream = provider.config.stream;
+    let source = provider.source();
+    let body = request_body(&provider.config, request, stream);
+    let response = http::post_json(provider, "chat/completions", &body).await?;
     let reply = if !stream || http::is_json(&response) {
-        let value = http::read_json(model, response, "the chat completion").await?;
-        let reply = parse_completion(&value)?;
+        let value = http::read_json(provider, response, "the chat completion").await?;
+        let reply = parse_completion(&source, &value)?;
         if stream && !reply.text.is_empty() {
             on_text(&reply.text);
         }
         reply
     } else {
         let mut assembly = StreamAssembly::default();
-        http::read_events(model, response, |event| {
-            assembly.take(&event.data, &mut *on_text)
+        http::read_events(provider, response, |event| {
+            assembly.take(&source, &event.data, &mut *on_text)
         })
         .await?;
         assembly.finish()?
@@ -123,7 +126,10 @@ fn request_body<'a>(config: &'a ModelConfig, request: &'a Request, stream: bool)
     }
     messages.extend(request.items.iter().map(|item| match item {
         Item::User { text } => Message::User { content: text },
-        Item::Assistant { text, tool_calls } => {
+        // Chat Completions has no reasoning to carry.
+        Item::Assistant {
+            text, tool_calls, ..
+        } => {
             let text = text.as_deref().filter(|text| !text.is_empty());
             Message::Assistant {
                 // A message with neither content nor calls is refused by
@@ -231,10 +237,16 @@ struct MessageFunction {
     arguments: Option<Value>,
 }
 
+/// The failure an `error` field inside a 200 answer reports, if any.
+fn failure(source: &Source, value: &Value) -> Option<ModelError> {
+    let error = http::wire_error(value)?;
+    Some(classify(source, None, &error, None))
+}
+
 /// Reads a whole (non-streamed) chat completion.
-fn parse_completion(value: &Value) -> Result<Response, ModelError> {
-    if let Some(message) = http::error_in(value) {
-        return Err(ModelError::Failed(message));
+fn parse_completion(source: &Source, value: &Value) -> Result<Response, ModelError> {
+    if let Some(err) = failure(source, value) {
+        return Err(err);
     }
     let completion = Completion::deserialize(value)
         .map_err(|err| http::garbage("the chat completion", err, &value.to_string()))?;
@@ -259,6 +271,7 @@ fn parse_completion(value: &Value) -> Result<Response, ModelError> {
         text: choice.message.content.unwrap_or_default(),
         tool_calls,
         usage: completion.usage.map(|u| u.usage()).unwrap_or_default(),
+        ..Response::default()
     })
 }
 
@@ -337,6 +350,7 @@ impl StreamAssembly {
     /// Takes the data of one event.
     fn take(
         &mut self,
+        source: &Source,
         data: &str,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Flow, ModelError> {
@@ -346,8 +360,8 @@ impl StreamAssembly {
         }
         let value: Value = serde_json::from_str(data)
             .map_err(|err| http::garbage("a chat completion chunk", err, data))?;
-        if let Some(message) = http::error_in(&value) {
-            return Err(ModelError::Failed(message));
+        if let Some(err) = failure(source, &value) {
+            return Err(err);
         }
         let chunk = Chunk::deserialize(&value)
             .map_err(|err| http::garbage("a chat completion chunk", err, data))?;
@@ -423,7 +437,7 @@ impl StreamAssembly {
     /// before any choice finished and without `[DONE]` was cut off.
     fn finish(self) -> Result<Response, ModelError> {
         if !self.done && !self.finished {
-            return Err(ModelError::Failed("the stream ended early".into()));
+            return Err(ModelError::Cut);
         }
         let tool_calls = self
             .calls
@@ -439,6 +453,7 @@ impl StreamAssembly {
             text: self.text,
             tool_calls,
             usage: self.usage,
+            ..Response::default()
         })
     }
 }

@@ -2,21 +2,30 @@
 //! HTTP and connection failures to [`ModelError`], and reading a JSON body or
 //! an SSE stream.
 //!
-//! The API key goes only into the `Authorization` header (marked sensitive);
-//! no error message and no log line carries it.
+//! The API key goes only into its auth header (marked sensitive): `Authorization:
+//! Bearer` for OpenAI, `x-api-key` for Anthropic. No error message and no log
+//! line carries it.
 
+use super::error::{classify, WireError};
+use super::provider::Provider;
+use super::retry;
 use super::sse::{SseEvent, SseParser};
-use super::{Model, ModelError};
+use super::ModelError;
+use crate::config::ProviderKind;
 use futures_util::StreamExt;
+use reqwest::header::{HeaderValue, CONTENT_TYPE};
 use serde::Serialize;
 use serde_json::Value;
 use std::error::Error as _;
 use std::fmt;
+use std::time::SystemTime;
 
 /// How much of an unreadable error body an error message keeps.
 const ERROR_BODY_CHARS: usize = 500;
 /// How much of an unreadable success body a `Garbage` error shows.
 const GARBAGE_CHARS: usize = 200;
+/// The Messages API version this daemon speaks.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Whether a stream reader wants more events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,49 +37,61 @@ pub(super) enum Flow {
 
 /// Posts `body` as JSON to `{base_url}/{path}` and returns the response once
 /// its status is a success. A refused or broken connection is
-/// [`ModelError::Network`]; an HTTP error is [`ModelError::Status`] with the
-/// provider's own message.
+/// [`ModelError::Network`]; an HTTP error is sorted by [`classify`] from the
+/// provider's own error body, keeping any wait the provider asked for.
 pub(super) async fn post_json(
-    model: &Model,
+    provider: &Provider,
     path: &str,
     body: &impl Serialize,
 ) -> Result<reqwest::Response, ModelError> {
-    let url = format!("{}/{}", model.config.base_url(), path);
+    let url = format!("{}/{}", provider.config.base_url(), path);
     let bytes = serde_json::to_vec(body)
         .map_err(|err| ModelError::Failed(format!("cannot encode the request: {err}")))?;
     tracing::debug!(url = %url, bytes = bytes.len(), "model request");
-    let mut builder = model
+    let mut builder = provider
         .http
         .post(&url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(CONTENT_TYPE, "application/json")
         .body(bytes);
-    if let Some(key) = &model.key {
-        builder = builder.bearer_auth(key);
+    match provider.config.provider {
+        ProviderKind::Anthropic => {
+            builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
+            if let Some(key) = &provider.key {
+                if let Ok(mut value) = HeaderValue::from_str(key) {
+                    value.set_sensitive(true);
+                    builder = builder.header("x-api-key", value);
+                }
+            }
+        }
+        ProviderKind::OpenAiChat | ProviderKind::OpenAiResponses => {
+            if let Some(key) = &provider.key {
+                builder = builder.bearer_auth(key);
+            }
+        }
     }
     let response = builder
         .send()
         .await
-        .map_err(|err| transport_error(model, &url, err))?;
+        .map_err(|err| transport_error(provider, &url, err))?;
     let status = response.status();
     if status.is_success() {
         return Ok(response);
     }
+    let retry_after = retry::server_delay(response.headers(), SystemTime::now());
     // The body only explains the status; when it cannot be read, the status
     // alone still says what happened.
     let body = response.text().await.unwrap_or_default();
-    let message = match error_in_body(&body) {
-        Some(message) => message,
-        None if body.trim().is_empty() => {
-            status.canonical_reason().unwrap_or("no body").to_string()
-        }
-        None => clip(body.trim(), ERROR_BODY_CHARS),
-    };
-    tracing::debug!(url = %url, status = status.as_u16(), %message, "model request refused");
-    Err(ModelError::Status {
-        provider: model.config.provider.name(),
-        status: status.as_u16(),
-        message,
-    })
+    let error = error_in_body(&body).unwrap_or_else(|| WireError {
+        message: clip(body.trim(), ERROR_BODY_CHARS),
+        ..WireError::default()
+    });
+    tracing::debug!(url = %url, status = status.as_u16(), message = %error.message, "model request refused");
+    Err(classify(
+        &provider.source(),
+        Some(status.as_u16()),
+        &error,
+        retry_after,
+    ))
 }
 
 /// Whether the server answered one JSON body (a server that ignores
@@ -87,7 +108,7 @@ pub(super) fn is_json(response: &reqwest::Response) -> bool {
 /// Reads a whole body as JSON; a body that is not JSON is
 /// [`ModelError::Garbage`].
 pub(super) async fn read_json(
-    model: &Model,
+    provider: &Provider,
     response: reqwest::Response,
     what: &str,
 ) -> Result<Value, ModelError> {
@@ -95,7 +116,7 @@ pub(super) async fn read_json(
     let bytes = response
         .bytes()
         .await
-        .map_err(|err| transport_error(model, &url, err))?;
+        .map_err(|err| transport_error(provider, &url, err))?;
     serde_json::from_slice(&bytes)
         .map_err(|err| garbage(what, err, &String::from_utf8_lossy(&bytes)))
 }
@@ -104,7 +125,7 @@ pub(super) async fn read_json(
 /// `handle` says [`Flow::Stop`], returns an error, or the stream ends. Whether
 /// an ended stream was whole is for the caller to judge.
 pub(super) async fn read_events(
-    model: &Model,
+    provider: &Provider,
     response: reqwest::Response,
     mut handle: impl FnMut(SseEvent) -> Result<Flow, ModelError>,
 ) -> Result<(), ModelError> {
@@ -112,7 +133,7 @@ pub(super) async fn read_events(
     let mut parser = SseParser::new();
     let mut chunks = response.bytes_stream();
     while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(|err| transport_error(model, &url, err))?;
+        let chunk = chunk.map_err(|err| transport_error(provider, &url, err))?;
         for event in parser.feed(&chunk) {
             if handle(event)? == Flow::Stop {
                 return Ok(());
@@ -122,24 +143,47 @@ pub(super) async fn read_events(
     Ok(())
 }
 
-/// The provider's message in a JSON error body: `{"error":{"message":..}}`,
-/// `{"error":".."}` (Ollama) or `{"message":..}` (vLLM).
-pub(super) fn error_in_body(body: &str) -> Option<String> {
-    let value: Value = serde_json::from_str(body).ok()?;
-    error_in(&value).or_else(|| value.get("message")?.as_str().map(str::to_string))
+/// The provider's error in a JSON error body (see [`wire_error`]).
+pub(super) fn error_in_body(body: &str) -> Option<WireError> {
+    wire_error(&serde_json::from_str(body).ok()?)
 }
 
-/// The message of an `error` field of a JSON object, when it holds one; a
-/// `null` error is no error.
-pub(super) fn error_in(value: &Value) -> Option<String> {
-    match value.get("error")? {
-        Value::Null => None,
-        Value::String(message) => Some(message.clone()),
-        error => Some(match error.get("message").and_then(Value::as_str) {
-            Some(message) => message.to_string(),
-            None => clip(&error.to_string(), ERROR_BODY_CHARS),
-        }),
+/// The provider's error in a JSON object: `{"error":{"type","code","message"}}`
+/// (OpenAI; Anthropic, whose spend limit's code is in
+/// `error.details.error_code`), `{"error":".."}` (Ollama), or a top-level
+/// `message` with `type` and `code` (vLLM; the Responses API's `error`
+/// event). A `null` error is no error.
+pub(super) fn wire_error(value: &Value) -> Option<WireError> {
+    let text = |value: Option<&Value>| match value? {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(number) => Some(number.to_string()),
+        _ => None,
+    };
+    match value.get("error") {
+        Some(Value::Null) | None => {}
+        Some(Value::String(message)) => {
+            return Some(WireError {
+                message: message.clone(),
+                ..WireError::default()
+            })
+        }
+        Some(error) => {
+            return Some(WireError {
+                kind: text(error.get("type")),
+                code: text(error.get("code"))
+                    .or_else(|| text(error.pointer("/details/error_code"))),
+                message: text(error.get("message"))
+                    .unwrap_or_else(|| clip(&error.to_string(), ERROR_BODY_CHARS)),
+            })
+        }
     }
+    let message = text(value.get("message"))?;
+    Some(WireError {
+        // The Responses API's `error` event names itself in `type`.
+        kind: text(value.get("type")).filter(|kind| kind != "error"),
+        code: text(value.get("code")),
+        message,
+    })
 }
 
 /// A [`ModelError::Garbage`] naming what could not be read, why, and how it began.
@@ -153,9 +197,9 @@ pub(super) fn garbage(what: &str, err: impl fmt::Display, text: &str) -> ModelEr
 /// Maps a reqwest failure: a read that waited past the timeout is
 /// [`ModelError::Timeout`]; anything else, including a connect timeout, is
 /// [`ModelError::Network`] with the chain of causes.
-fn transport_error(model: &Model, url: &str, err: reqwest::Error) -> ModelError {
+fn transport_error(provider: &Provider, url: &str, err: reqwest::Error) -> ModelError {
     if err.is_timeout() && !err.is_connect() {
-        return ModelError::Timeout(model.config.timeout_secs);
+        return ModelError::Timeout(provider.config.timeout_secs);
     }
     let err = err.without_url();
     let mut message = err.to_string();
@@ -179,44 +223,58 @@ pub(super) fn clip(text: &str, max: usize) -> String {
     }
 }
 
-/// Written by hand so that the API key never reaches a log line.
-impl fmt::Debug for Model {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Model")
-            .field("config", &self.config)
-            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
-            .finish_non_exhaustive()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::model::Request;
+    use crate::model::{Model, Request};
+    use serde_json::json;
     use std::path::Path;
 
+    fn message(body: &str) -> Option<String> {
+        error_in_body(body).map(|error| error.message)
+    }
+
     #[test]
-    fn openai_error_message_is_extracted() {
+    fn openai_error_is_extracted() {
         let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#;
         assert_eq!(
-            error_in_body(body).as_deref(),
-            Some("Incorrect API key provided")
+            error_in_body(body),
+            Some(WireError {
+                kind: Some("invalid_request_error".into()),
+                code: Some("invalid_api_key".into()),
+                message: "Incorrect API key provided".into(),
+            })
         );
+    }
+
+    #[test]
+    fn anthropic_error_and_its_details_code_are_extracted() {
+        let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"limit","details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_1"}"#;
+        let error = error_in_body(body).unwrap();
+        assert_eq!(error.kind.as_deref(), Some("rate_limit_error"));
+        assert_eq!(error.code.as_deref(), Some("enforced_spend_limit_reached"));
     }
 
     #[test]
     fn string_and_top_level_error_messages_are_extracted() {
         assert_eq!(
-            error_in_body(r#"{"error":"model 'x' not found"}"#).as_deref(),
+            message(r#"{"error":"model 'x' not found"}"#).as_deref(),
             Some("model 'x' not found")
         );
-        assert_eq!(
-            error_in_body(r#"{"object":"error","message":"bad tool","code":400}"#).as_deref(),
-            Some("bad tool")
-        );
+        let vllm = error_in_body(
+            r#"{"object":"error","message":"bad tool","type":"BadRequestError","code":400}"#,
+        )
+        .unwrap();
+        assert_eq!(vllm.message, "bad tool");
+        assert_eq!(vllm.code.as_deref(), Some("400"));
+        assert_eq!(vllm.kind.as_deref(), Some("BadRequestError"));
+        let event =
+            wire_error(&json!({"type":"error","code":"server_error","message":"boom"})).unwrap();
+        assert_eq!(event.kind, None);
+        assert_eq!(event.code.as_deref(), Some("server_error"));
         assert_eq!(error_in_body("<html>502</html>"), None);
-        assert_eq!(error_in(&serde_json::json!({"error": null})), None);
+        assert_eq!(wire_error(&json!({"error": null})), None);
     }
 
     #[test]
@@ -226,12 +284,12 @@ mod tests {
     }
 
     fn model(key: Option<&str>) -> Model {
-        let text = "[model]\nprovider = \"openai-chat\"\nmodel = \"m\"\n";
+        let text = "[model]\nprovider = \"openai-chat\"\nmodel = \"m\"\n\n[[model.fallback]]\nprovider = \"anthropic\"\nmodel = \"c\"\n";
         let config = Config::parse(Path::new("config.toml"), text)
             .ok()
             .and_then(|config| config.model)
             .expect("test config parses");
-        Model::new(config, key.map(str::to_string))
+        Model::new(config, |_| key.map(str::to_string))
     }
 
     #[test]
@@ -253,6 +311,7 @@ mod tests {
             cache_marks: vec![],
         };
         let mut on_text = |_: &str| {};
-        is_send(&model.complete(&request, &mut on_text));
+        let mut on_note = |_: String| {};
+        is_send(&model.complete(&request, &mut on_text, &mut on_note));
     }
 }

@@ -3,22 +3,36 @@
 //! A [`Request`] is built by the turn loop (instructions, tools, the view as
 //! user messages, the state, the new messages); [`Model::complete`] sends it
 //! in its provider's wire format and returns the assistant's text and tool
-//! calls. Reply text is passed to `on_text` as it arrives when streaming.
+//! calls. Reply text is passed to `on_text` as it arrives when streaming;
+//! what the turn loop should log about the call (a switch to a fallback
+//! model) is passed to `on_note`.
 //!
 //! - `chat.rs`: OpenAI-compatible Chat Completions.
 //! - `responses.rs`: the OpenAI Responses API.
+//! - `anthropic.rs`: the Anthropic Messages API.
+//! - `provider.rs`: one configured model: its address, key and HTTP client.
+//! - `fallback.rs`: [`Model`], the configured model and its fallbacks, with
+//!   retries and cool-downs.
+//! - `retry.rs`: when a failed call is tried again, and after how long.
+//! - `error.rs`: [`ModelError`], and how providers' errors sort into it.
 //! - `sse.rs`: server-sent events, split on blank lines.
-//! - `http.rs`: what both share: the POST, error mapping, reading bodies and
-//!   streams.
+//! - `http.rs`: what the providers share: the POST, reading bodies and
+//!   streams, reading error bodies.
 
+mod anthropic;
 mod chat;
+mod error;
+mod fallback;
 mod http;
+mod provider;
 mod responses;
+mod retry;
 mod sse;
 
-use crate::config::{ModelConfig, ProviderKind};
+pub use error::ModelError;
+pub use fallback::Model;
+
 use serde_json::Value;
-use std::time::Duration;
 
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,11 +46,41 @@ pub struct ToolSpec {
 /// One tool call the model asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
-    /// The provider's call id (`call_…`); synthesized when a server sends none.
+    /// The provider's call id (`call_…`, `toolu_…`); synthesized when a
+    /// server sends none.
     pub id: String,
     pub name: String,
     /// The arguments exactly as the model wrote them (a JSON string).
     pub arguments: String,
+}
+
+/// Provider-specific state an answer hands to the next request of its
+/// chain: the Responses API's encrypted reasoning items, Anthropic's signed
+/// thinking blocks. Opaque to everything but the provider that made it;
+/// never logged or shown. Kept in memory for the rest of the chain only: a
+/// restart loses it, and the model then reasons afresh.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Carry {
+    /// The `provider/model` that produced it; any other model ignores it,
+    /// since one provider cannot read another's reasoning.
+    pub origin: String,
+    /// The items as the provider sent them (ids it cannot resolve removed).
+    pub items: Vec<Value>,
+}
+
+impl Carry {
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The items, when they are for the model labelled `label`.
+    pub fn for_model(&self, label: &str) -> &[Value] {
+        if self.origin == label {
+            &self.items
+        } else {
+            &[]
+        }
+    }
 }
 
 /// One entry of a request's conversation, after the instructions.
@@ -48,6 +92,9 @@ pub enum Item {
     Assistant {
         text: Option<String>,
         tool_calls: Vec<ToolCall>,
+        /// The [`Response::carry`] of the answer this item repeats, re-sent
+        /// before its text and calls; empty when unknown.
+        carry: Carry,
     },
     ToolResult {
         call_id: String,
@@ -89,66 +136,10 @@ pub struct Response {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ModelError {
-    /// The provider answered with an HTTP error.
-    #[error("{provider} answered {status}: {message}")]
-    Status {
-        provider: &'static str,
-        status: u16,
-        message: String,
-    },
-    /// No connection, or it broke.
-    #[error("cannot reach {url}: {message}")]
-    Network { url: String, message: String },
-    #[error("no progress from the model for {0} seconds")]
-    Timeout(u64),
-    /// The provider answered something this daemon cannot read.
-    #[error("unreadable answer from the model: {0}")]
-    Garbage(String),
-    /// The provider reported a failure inside a stream or response body.
-    #[error("the model failed: {0}")]
-    Failed(String),
-}
-
-/// A configured model: its wire protocol, address, key and HTTP client.
-/// `Debug` (in `http.rs`) hides the key.
-#[derive(Clone)]
-pub struct Model {
-    pub config: ModelConfig,
-    /// The API key, when one was found; sent as `Authorization: Bearer`.
-    key: Option<String>,
-    http: reqwest::Client,
-}
-
-impl Model {
-    pub fn new(config: ModelConfig, key: Option<String>) -> Model {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            .read_timeout(Duration::from_secs(config.timeout_secs))
-            .build()
-            // Building a client fails only when the TLS backend cannot load,
-            // which the rustls build rules out.
-            .unwrap_or_else(|_| reqwest::Client::new());
-        Model { config, key, http }
-    }
-
-    /// `provider/model`, for status and notes.
-    pub fn label(&self) -> String {
-        format!("{}/{}", self.config.provider.name(), self.config.model)
-    }
-
-    /// Sends one request; `on_text` receives reply text as it streams.
-    pub async fn complete(
-        &self,
-        request: &Request,
-        on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<Response, ModelError> {
-        match self.config.provider {
-            ProviderKind::OpenAiChat => chat::complete(self, request, on_text).await,
-            ProviderKind::OpenAiResponses => responses::complete(self, request, on_text).await,
-        }
-    }
+    /// Reasoning state to hand back within the chain: put it in the
+    /// [`Item::Assistant`] that repeats this answer in the next request.
+    pub carry: Carry,
+    /// `provider/model` of the model that answered: the configured one, or
+    /// a fallback. Usage is priced by it.
+    pub model: String,
 }

@@ -7,34 +7,43 @@
 //! `response.output_item.done`, usage from `response.completed`. OpenAI ends
 //! the stream after the terminal event; servers that follow the OpenResponses
 //! spec add `data: [DONE]`. Both are read.
+//!
+//! With a reasoning effort set, the request asks for the reasoning items'
+//! encrypted content; those items come back as the response's carry and
+//! are re-sent (without their ids, which `store: false` leaves unresolvable)
+//! before the assistant's output in the next request of the chain.
 
+use super::error::{classify, Source, WireError};
 use super::http::{self, Flow};
+use super::provider::Provider;
 use super::sse::SseEvent;
-use super::{Item, Model, ModelError, Request, Response, ToolCall, Usage};
+use super::{Carry, Item, ModelError, Request, Response, ToolCall, Usage};
 use crate::config::ModelConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Sends `request`; streamed text goes to `on_text` as it arrives.
 pub(super) async fn complete(
-    model: &Model,
+    provider: &Provider,
     request: &Request,
     on_text: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Response, ModelError> {
-    let stream = model.config.stream;
-    let body = request_body(&model.config, request, stream);
-    let response = http::post_json(model, "responses", &body).await?;
+    let stream = provider.config.stream;
+    let label = provider.label();
+    let source = provider.source();
+    let body = request_body(&provider.config, request, &label, stream);
+    let response = http::post_json(provider, "responses", &body).await?;
     let reply = if !stream || http::is_json(&response) {
-        let value = http::read_json(model, response, "the response").await?;
-        let reply = parse_response(&value)?;
+        let value = http::read_json(provider, response, "the response").await?;
+        let reply = parse_response(&source, &value, &label)?;
         if stream && !reply.text.is_empty() {
             on_text(&reply.text);
         }
         reply
     } else {
-        let mut assembly = StreamAssembly::default();
-        http::read_events(model, response, |event| {
-            assembly.take(&event, &mut *on_text)
+        let mut assembly = StreamAssembly::new(label);
+        http::read_events(provider, response, |event| {
+            assembly.take(&source, &event, &mut *on_text)
         })
         .await?;
         assembly.finish()?
@@ -49,7 +58,7 @@ pub(super) async fn complete(
 struct ResponsesBody<'a> {
     model: &'a str,
     instructions: &'a str,
-    input: Vec<InputItem<'a>>,
+    input: Vec<Input<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -57,9 +66,21 @@ struct ResponsesBody<'a> {
     /// Always false: the daemon's log is the conversation, and nothing is
     /// left on the provider's side.
     store: bool,
+    /// `reasoning.encrypted_content` when reasoning: what makes reasoning
+    /// items re-sendable without `store`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    include: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
     stream: bool,
+}
+
+/// An input item: one built here, or a reasoning item re-sent as it came.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Input<'a> {
+    Item(InputItem<'a>),
+    Carried(&'a Value),
 }
 
 #[derive(Debug, Serialize)]
@@ -110,30 +131,41 @@ struct Reasoning<'a> {
 fn request_body<'a>(
     config: &'a ModelConfig,
     request: &'a Request,
+    label: &str,
     stream: bool,
 ) -> ResponsesBody<'a> {
     let mut input = Vec::with_capacity(request.items.len());
     for item in &request.items {
         match item {
-            Item::User { text } => input.push(InputItem::Message {
+            Item::User { text } => input.push(Input::Item(InputItem::Message {
                 role: "user",
                 content: vec![ContentPart::InputText { text }],
-            }),
-            Item::Assistant { text, tool_calls } => {
+            })),
+            Item::Assistant {
+                text,
+                tool_calls,
+                carry,
+            } => {
+                input.extend(carry.for_model(label).iter().map(Input::Carried));
                 if let Some(text) = text.as_deref().filter(|text| !text.is_empty()) {
-                    input.push(InputItem::Message {
+                    input.push(Input::Item(InputItem::Message {
                         role: "assistant",
                         content: vec![ContentPart::OutputText { text }],
-                    });
+                    }));
                 }
-                input.extend(tool_calls.iter().map(|call| InputItem::FunctionCall {
-                    call_id: &call.id,
-                    name: &call.name,
-                    arguments: &call.arguments,
+                input.extend(tool_calls.iter().map(|call| {
+                    Input::Item(InputItem::FunctionCall {
+                        call_id: &call.id,
+                        name: &call.name,
+                        arguments: &call.arguments,
+                    })
                 }));
             }
             Item::ToolResult { call_id, output } => {
-                input.push(InputItem::FunctionCallOutput { call_id, output })
+                input.push(Input::Item(InputItem::FunctionCallOutput {
+                    call_id,
+                    output,
+                }))
             }
         }
     }
@@ -154,6 +186,10 @@ fn request_body<'a>(
             .collect(),
         reasoning: config.effort.as_deref().map(|effort| Reasoning { effort }),
         store: false,
+        include: match config.effort {
+            Some(_) => vec!["reasoning.encrypted_content"],
+            None => Vec::new(),
+        },
         prompt_cache_key: request.cache_key.as_deref(),
         stream,
     }
@@ -190,7 +226,8 @@ impl WireUsage {
 /// error are judged on the raw JSON by [`failure`].
 #[derive(Debug, Deserialize)]
 struct ResponseObject {
-    output: Option<Vec<OutputItem>>,
+    /// Read item by item, so a reasoning item is kept exactly as sent.
+    output: Option<Vec<Value>>,
     usage: Option<WireUsage>,
 }
 
@@ -224,12 +261,43 @@ enum OutputPart {
     Other,
 }
 
+/// What an answer's output items say.
+#[derive(Debug, Default)]
+struct Output {
+    /// Message items' text, joined by a blank line.
+    text: String,
+    tool_calls: Vec<ToolCall>,
+    /// Reasoning items to re-send, without their ids.
+    reasoning: Vec<Value>,
+}
+
+/// A reasoning item as it can be re-sent with `store: false`: without its
+/// id, and only when it carries its encrypted content (a bare id would
+/// refer to nothing the provider kept).
+fn resendable(item: &Value) -> Option<Value> {
+    item.get("encrypted_content")?.as_str()?;
+    let mut item = item.clone();
+    if let Some(fields) = item.as_object_mut() {
+        fields.remove("id");
+        fields.remove("status");
+    }
+    Some(item)
+}
+
 impl ResponseObject {
-    /// The reply text (message items joined by a blank line) and tool calls.
-    fn reply(self) -> (String, Vec<ToolCall>) {
+    /// The reply text (message items joined by a blank line), tool calls
+    /// and reasoning.
+    fn reply(self) -> Result<Output, ModelError> {
         let mut texts = Vec::new();
         let mut calls = Vec::new();
-        for item in self.output.unwrap_or_default() {
+        let mut reasoning = Vec::new();
+        for raw in self.output.unwrap_or_default() {
+            if raw.get("type").and_then(Value::as_str) == Some("reasoning") {
+                reasoning.extend(resendable(&raw));
+                continue;
+            }
+            let item = OutputItem::deserialize(&raw)
+                .map_err(|err| http::garbage("an output item", err, &raw.to_string()))?;
             match item {
                 OutputItem::Message { content } => {
                     let text: String = content
@@ -257,16 +325,23 @@ impl ResponseObject {
                 OutputItem::Other => {}
             }
         }
-        (texts.join("\n\n"), calls)
+        Ok(Output {
+            text: texts.join("\n\n"),
+            tool_calls: calls,
+            reasoning,
+        })
     }
 }
 
 /// The failure a failed or incomplete response reports, if it is one.
-fn failure(response: &Value) -> Option<ModelError> {
+fn failure(source: &Source, response: &Value) -> Option<ModelError> {
+    let reported =
+        |error: Option<WireError>| error.map(|error| classify(source, None, &error, None));
     match response.get("status").and_then(Value::as_str) {
-        Some("failed") => Some(ModelError::Failed(
-            http::error_in(response).unwrap_or_else(|| "the response failed".into()),
-        )),
+        Some("failed") => Some(
+            reported(http::wire_error(response))
+                .unwrap_or_else(|| ModelError::Failed("the response failed".into())),
+        ),
         Some("incomplete") => {
             let reason = response
                 .pointer("/incomplete_details/reason")
@@ -276,13 +351,13 @@ fn failure(response: &Value) -> Option<ModelError> {
                 "the response is incomplete: {reason}"
             )))
         }
-        _ => http::error_in(response).map(ModelError::Failed),
+        _ => reported(http::wire_error(response)),
     }
 }
 
-/// Reads a whole (non-streamed) response.
-fn parse_response(value: &Value) -> Result<Response, ModelError> {
-    if let Some(err) = failure(value) {
+/// Reads a whole (non-streamed) response from the model labelled `label`.
+fn parse_response(source: &Source, value: &Value, label: &str) -> Result<Response, ModelError> {
+    if let Some(err) = failure(source, value) {
         return Err(err);
     }
     let object = ResponseObject::deserialize(value)
@@ -295,31 +370,54 @@ fn parse_response(value: &Value) -> Result<Response, ModelError> {
         .as_ref()
         .map(WireUsage::usage)
         .unwrap_or_default();
-    let (text, tool_calls) = object.reply();
+    let output = object.reply()?;
     Ok(Response {
-        text,
-        tool_calls,
+        text: output.text,
+        tool_calls: output.tool_calls,
         usage,
+        carry: carry(label, output.reasoning),
+        model: String::new(),
     })
+}
+
+fn carry(label: &str, items: Vec<Value>) -> Carry {
+    if items.is_empty() {
+        return Carry::default();
+    }
+    Carry {
+        origin: label.to_string(),
+        items,
+    }
 }
 
 /// A streamed reply put together event by event.
 #[derive(Debug, Default)]
 struct StreamAssembly {
+    /// The model's label, the origin of its carry.
+    label: String,
     text: String,
     /// The item the last text delta belonged to; text of a new item starts
     /// after a blank line, as in a whole response.
     text_item: Option<String>,
     tool_calls: Vec<ToolCall>,
+    reasoning: Vec<Value>,
     usage: Usage,
     /// `response.completed` arrived: the reply is whole.
     completed: bool,
 }
 
 impl StreamAssembly {
+    fn new(label: String) -> StreamAssembly {
+        StreamAssembly {
+            label,
+            ..StreamAssembly::default()
+        }
+    }
+
     /// Takes one event.
     fn take(
         &mut self,
+        source: &Source,
         event: &SseEvent,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Flow, ModelError> {
@@ -355,6 +453,10 @@ impl StreamAssembly {
             }
             "response.output_item.done" => {
                 let item = value.get("item").unwrap_or(&Value::Null);
+                if item.get("type").and_then(Value::as_str) == Some("reasoning") {
+                    self.reasoning.extend(resendable(item));
+                    return Ok(Flow::More);
+                }
                 let item = OutputItem::deserialize(item)
                     .map_err(|err| http::garbage("an output item", err, &event.data))?;
                 if let OutputItem::FunctionCall {
@@ -378,30 +480,34 @@ impl StreamAssembly {
                     self.usage = usage.usage();
                 }
                 // A server that sent no deltas still sends the output whole.
-                if self.text.is_empty() && self.tool_calls.is_empty() {
-                    let (text, tool_calls) = object.reply();
-                    if !text.is_empty() {
-                        on_text(&text);
+                let events_empty = self.text.is_empty() && self.tool_calls.is_empty();
+                if events_empty || self.reasoning.is_empty() {
+                    let output = object.reply()?;
+                    if events_empty {
+                        if !output.text.is_empty() {
+                            on_text(&output.text);
+                        }
+                        self.text = output.text;
+                        self.tool_calls = output.tool_calls;
                     }
-                    self.text = text;
-                    self.tool_calls = tool_calls;
+                    if self.reasoning.is_empty() {
+                        self.reasoning = output.reasoning;
+                    }
                 }
                 self.completed = true;
                 return Ok(Flow::Stop);
             }
             "response.failed" | "response.incomplete" => {
                 let response = value.get("response").unwrap_or(&Value::Null);
-                return Err(failure(response)
+                return Err(failure(source, response)
                     .unwrap_or_else(|| ModelError::Failed(format!("the model sent {kind}"))));
             }
             "error" => {
-                let message = value
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .or_else(|| http::error_in(&value))
-                    .unwrap_or_else(|| "the stream reported an error".into());
-                return Err(ModelError::Failed(message));
+                let error = http::wire_error(&value).unwrap_or_else(|| WireError {
+                    message: "the stream reported an error".into(),
+                    ..Default::default()
+                });
+                return Err(classify(source, None, &error, None));
             }
             _ => {}
         }
@@ -412,12 +518,14 @@ impl StreamAssembly {
     /// before `response.completed` was cut off.
     fn finish(self) -> Result<Response, ModelError> {
         if !self.completed {
-            return Err(ModelError::Failed("the stream ended early".into()));
+            return Err(ModelError::Cut);
         }
         Ok(Response {
             text: self.text,
             tool_calls: self.tool_calls,
             usage: self.usage,
+            carry: carry(&self.label, self.reasoning),
+            model: String::new(),
         })
     }
 }

@@ -17,7 +17,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::answer::{Answer, Call, Exchange, StreamEnd};
 use super::http::{self, RequestError};
 use super::script::Reply;
-use super::{chat_completions, responses};
+use super::{anthropic, chat_completions, responses};
 
 /// A scripted OpenAI-style model API on `127.0.0.1`, serving until dropped.
 ///
@@ -67,6 +67,8 @@ struct Script {
 enum Endpoint {
     ChatCompletions,
     Responses,
+    /// Anthropic's Messages API.
+    Messages,
 }
 
 impl FakeModel {
@@ -194,6 +196,7 @@ impl Endpoint {
         match (method, path) {
             ("POST", "/v1/chat/completions") => Some(Endpoint::ChatCompletions),
             ("POST", "/v1/responses") => Some(Endpoint::Responses),
+            ("POST", "/v1/messages") => Some(Endpoint::Messages),
             _ => None,
         }
     }
@@ -245,7 +248,7 @@ async fn serve_request(stream: &mut TcpStream, shared: &Shared) -> io::Result<()
 
     let Some(endpoint) = endpoint else {
         let message = format!(
-            "fake model: no endpoint {what}; expected POST /v1/chat/completions or POST /v1/responses"
+            "fake model: no endpoint {what}; expected POST /v1/chat/completions, /v1/responses or /v1/messages"
         );
         return http::write_json(stream, 404, &error_body(&message, "invalid_request_error")).await;
     };
@@ -305,12 +308,14 @@ async fn answer(
         let object = match endpoint {
             Endpoint::ChatCompletions => chat_completions::completion(&answer, exchange),
             Endpoint::Responses => responses::response(&answer, exchange),
+            Endpoint::Messages => anthropic::message(&answer, exchange),
         };
         return http::write_json(stream, 200, &object).await;
     }
     let frames = match endpoint {
         Endpoint::ChatCompletions => chat_completions::stream(&answer, exchange, end),
         Endpoint::Responses => responses::stream(&answer, exchange, end),
+        Endpoint::Messages => anthropic::stream(&answer, exchange, end),
     };
     http::write_stream_head(stream, "text/event-stream").await?;
     for frame in frames {

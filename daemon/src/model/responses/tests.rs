@@ -3,6 +3,16 @@
 use super::*;
 use crate::config::Config;
 use crate::model::ToolSpec;
+
+const LABEL: &str = "openai/gpt-test";
+
+fn source() -> Source<'static> {
+    Source {
+        provider: "openai",
+        model: "gpt-test",
+        key_hint: "check the key".into(),
+    }
+}
 use serde_json::json;
 use std::path::Path;
 
@@ -27,6 +37,7 @@ fn request() -> Request {
                 text: "list files".into(),
             },
             Item::Assistant {
+                carry: Carry::default(),
                 text: Some("Looking.".into()),
                 tool_calls: vec![ToolCall {
                     id: "call_1".into(),
@@ -53,11 +64,11 @@ fn event(name: &str, data: Value) -> SseEvent {
 
 /// Feeds canned events and returns the reply and the streamed text.
 fn assemble(events: &[SseEvent]) -> (Result<Response, ModelError>, Vec<String>) {
-    let mut assembly = StreamAssembly::default();
+    let mut assembly = StreamAssembly::new(LABEL.into());
     let mut pieces = Vec::new();
     let mut on_text = |text: &str| pieces.push(text.to_string());
     for event in events {
-        match assembly.take(event, &mut on_text) {
+        match assembly.take(&source(), event, &mut on_text) {
             Ok(Flow::More) => {}
             Ok(Flow::Stop) => break,
             Err(err) => return (Err(err), pieces),
@@ -77,7 +88,7 @@ fn completed(usage: Value) -> SseEvent {
 fn streaming_request_serializes_exactly() {
     let config = config("effort = \"low\"\n");
     let request = request();
-    let body = serde_json::to_string(&request_body(&config, &request, true)).unwrap();
+    let body = serde_json::to_string(&request_body(&config, &request, LABEL, true)).unwrap();
     let expected = concat!(
         r#"{"model":"gpt-test","instructions":"Be brief.","input":["#,
         r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"list files"}]},"#,
@@ -86,7 +97,8 @@ fn streaming_request_serializes_exactly() {
         r#"{"type":"function_call_output","call_id":"call_1","output":"a.txt"}],"#,
         r#""tools":[{"type":"function","name":"shell","description":"Run a command.","#,
         r#""parameters":{"properties":{"command":{"type":"string"}},"required":["command"],"type":"object"},"strict":false}],"#,
-        r#""reasoning":{"effort":"low"},"store":false,"prompt_cache_key":"agent-hearth","stream":true}"#
+        r#""reasoning":{"effort":"low"},"store":false,"include":["reasoning.encrypted_content"],"#,
+        r#""prompt_cache_key":"agent-hearth","stream":true}"#
     );
     assert_eq!(body, expected);
 }
@@ -98,6 +110,7 @@ fn plain_request_omits_what_is_unset() {
         instructions: "x".into(),
         tools: vec![],
         items: vec![Item::Assistant {
+            carry: Carry::default(),
             text: None,
             tool_calls: vec![ToolCall {
                 id: "call_2".into(),
@@ -108,7 +121,7 @@ fn plain_request_omits_what_is_unset() {
         cache_key: None,
         cache_marks: vec![],
     };
-    let body = serde_json::to_string(&request_body(&config, &request, false)).unwrap();
+    let body = serde_json::to_string(&request_body(&config, &request, LABEL, false)).unwrap();
     assert_eq!(
         body,
         r#"{"model":"gpt-test","instructions":"x","input":[{"type":"function_call","call_id":"call_2","name":"date","arguments":"{}"}],"store":false,"stream":false}"#
@@ -190,7 +203,7 @@ fn done_sentinel_after_completed_is_accepted() {
     let (reply, _) = assemble(&[completed(usage), done.clone()]);
     assert_eq!(reply.unwrap().usage.input, 5);
     let (reply, _) = assemble(&[done]);
-    assert!(matches!(reply, Err(ModelError::Failed(ref m)) if m == "the stream ended early"));
+    assert!(matches!(reply, Err(ModelError::Cut)));
 }
 
 #[test]
@@ -222,10 +235,7 @@ fn stream_cut_before_completed_fails() {
         "response.output_text.delta",
         json!({"type":"response.output_text.delta","item_id":"m","delta":"hi"}),
     )]);
-    assert!(
-        matches!(reply, Err(ModelError::Failed(ref m)) if m == "the stream ended early"),
-        "{reply:?}"
-    );
+    assert!(matches!(reply, Err(ModelError::Cut)), "{reply:?}");
 }
 
 #[test]
@@ -235,7 +245,7 @@ fn failure_events_fail_with_their_message() {
         json!({"type":"error","code":"rate_limit_exceeded","message":"Rate limit reached","param":null,"sequence_number":1}),
     )]);
     assert!(
-        matches!(reply, Err(ModelError::Failed(ref m)) if m == "Rate limit reached"),
+        matches!(reply, Err(ModelError::Unavailable { ref message, .. }) if message == "Rate limit reached"),
         "{reply:?}"
     );
     let (reply, _) = assemble(&[event(
@@ -243,7 +253,7 @@ fn failure_events_fail_with_their_message() {
         json!({"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"The server had an error"},"output":[]}}),
     )]);
     assert!(
-        matches!(reply, Err(ModelError::Failed(ref m)) if m == "The server had an error"),
+        matches!(reply, Err(ModelError::Unavailable { ref message, .. }) if message == "The server had an error"),
         "{reply:?}"
     );
     let (reply, _) = assemble(&[event(
@@ -284,7 +294,7 @@ fn whole_response_parses() {
         "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 64},
                   "output_tokens": 7, "total_tokens": 107}
     });
-    let reply = parse_response(&value).unwrap();
+    let reply = parse_response(&source(), &value, LABEL).unwrap();
     assert_eq!(reply.text, "Looking.");
     assert_eq!(
         reply.tool_calls,
@@ -307,22 +317,98 @@ fn whole_response_parses() {
 
 #[test]
 fn whole_response_failure_and_garbage() {
-    let failed =
-        parse_response(&json!({"status": "failed", "error": {"message": "boom"}, "output": []}));
+    let failed = parse_response(
+        &source(),
+        &json!({"status": "failed", "error": {"message": "boom"}, "output": []}),
+        LABEL,
+    );
     assert!(
         matches!(failed, Err(ModelError::Failed(ref m)) if m == "boom"),
         "{failed:?}"
     );
-    let error = parse_response(&json!({"error": {"message": "bad key"}}));
+    let error = parse_response(&source(), &json!({"error": {"message": "bad key"}}), LABEL);
     assert!(
         matches!(error, Err(ModelError::Failed(ref m)) if m == "bad key"),
         "{error:?}"
     );
-    let missing = parse_response(&json!({"status": "completed"}));
+    let missing = parse_response(&source(), &json!({"status": "completed"}), LABEL);
     assert!(
         matches!(missing, Err(ModelError::Garbage(_))),
         "{missing:?}"
     );
-    let wrong = parse_response(&json!({"output": "text"}));
+    let wrong = parse_response(&source(), &json!({"output": "text"}), LABEL);
     assert!(matches!(wrong, Err(ModelError::Garbage(_))), "{wrong:?}");
+}
+
+#[test]
+fn a_too_long_input_in_a_failed_response_is_a_context_length_error() {
+    let (reply, _) = assemble(&[event(
+        "response.failed",
+        json!({"type":"response.failed","response":{"status":"failed","error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model."},"output":[]}}),
+    )]);
+    assert!(
+        matches!(reply, Err(ModelError::ContextLength { .. })),
+        "{reply:?}"
+    );
+}
+
+#[test]
+fn encrypted_reasoning_is_carried_without_its_id() {
+    let reasoning = json!({"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA","status":"completed"});
+    let (reply, _) = assemble(&[
+        event(
+            "response.output_item.done",
+            json!({"type":"response.output_item.done","item": reasoning}),
+        ),
+        event(
+            "response.output_item.done",
+            json!({"type":"response.output_item.done","item":{"type":"reasoning","id":"rs_2","summary":[]}}),
+        ),
+        event(
+            "response.output_item.done",
+            json!({"type":"response.output_item.done","item":{"type":"function_call","id":"fc_1","call_id":"call_a","name":"date","arguments":"{}"}}),
+        ),
+        completed(json!({"input_tokens":5,"output_tokens":1})),
+    ]);
+    let reply = reply.unwrap();
+    assert_eq!(
+        reply.carry,
+        Carry {
+            origin: LABEL.into(),
+            items: vec![json!({"type":"reasoning","summary":[],"encrypted_content":"gAAA"})],
+        }
+    );
+
+    // The next request re-sends it before the calls it led to; another
+    // model's carry is left out.
+    let mut request = request();
+    request.items[1] = Item::Assistant {
+        text: None,
+        tool_calls: reply.tool_calls.clone(),
+        carry: reply.carry.clone(),
+    };
+    let config = config("effort = \"low\"\n");
+    let body = serde_json::to_value(request_body(&config, &request, LABEL, true)).unwrap();
+    assert_eq!(
+        body["input"][1],
+        json!({"type":"reasoning","summary":[],"encrypted_content":"gAAA"})
+    );
+    assert_eq!(body["input"][2]["type"], "function_call");
+    let other =
+        serde_json::to_value(request_body(&config, &request, "openai/other", true)).unwrap();
+    assert_eq!(other["input"][1]["type"], "function_call");
+}
+
+#[test]
+fn whole_response_carries_its_encrypted_reasoning() {
+    let value = json!({"status":"completed","output":[
+        {"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gBBB"},
+        {"type":"message","content":[{"type":"output_text","text":"hi"}]}
+    ]});
+    let reply = parse_response(&source(), &value, LABEL).unwrap();
+    assert_eq!(reply.text, "hi");
+    assert_eq!(
+        reply.carry.items,
+        vec![json!({"type":"reasoning","summary":[],"encrypted_content":"gBBB"})]
+    );
 }

@@ -1,0 +1,411 @@
+//! What can go wrong with a model call, sorted by what can be done about it.
+//!
+//! A provider's error (an HTTP error body, or an error event inside a
+//! stream) is read into a [`WireError`] and sorted by [`classify`] into one
+//! [`ModelError`] variant: failures that may pass by themselves (overload,
+//! rate limits, server errors, broken connections) are *transient* and worth
+//! a retry and a fallback; the others need the user to change something (the
+//! key, the billing, the layout or model) and say what. Callers tell them
+//! apart by variant, never by message.
+
+use std::time::Duration;
+
+/// Why a model call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The provider refused the key, or the key may not use this model.
+    #[error("{provider} refused the API key ({status}: {message}); {hint}")]
+    Auth {
+        provider: &'static str,
+        status: u16,
+        message: String,
+        /// What to check: which variable the key comes from, or that none
+        /// was found.
+        hint: String,
+    },
+    /// The account is out of credit or over its spend limit: no retry helps.
+    #[error(
+        "{provider} refuses work until its billing is fixed ({message}); \
+         add credit or raise the spend limit in the provider's console"
+    )]
+    Quota {
+        provider: &'static str,
+        message: String,
+    },
+    /// The request does not fit the model's context window.
+    #[error(
+        "the request is too long for {model} ({message}); \
+         set `layout = \"small\"` in [agent] or use a model with a larger context window"
+    )]
+    ContextLength { model: String, message: String },
+    /// Any other HTTP error. 408, 409, 429 and 5xx are transient.
+    #[error("{provider} answered {status}: {message}")]
+    Status {
+        provider: &'static str,
+        status: u16,
+        message: String,
+        /// The wait the provider asked for (`retry-after-ms`, `retry-after`).
+        retry_after: Option<Duration>,
+    },
+    /// The provider reported a passing failure inside an answer (an
+    /// `overloaded_error` event, a server error in a stream).
+    #[error("{provider} is unavailable: {message}")]
+    Unavailable {
+        provider: &'static str,
+        message: String,
+    },
+    /// No connection, or it broke.
+    #[error("cannot reach {url}: {message}")]
+    Network { url: String, message: String },
+    #[error("no progress from the model for {0} seconds")]
+    Timeout(u64),
+    /// The answer's stream ended before the provider said it was whole.
+    #[error("the answer's stream ended before it was complete")]
+    Cut,
+    /// The provider answered something this daemon cannot read.
+    #[error("unreadable answer from the model: {0}")]
+    Garbage(String),
+    /// The provider reported a failure that is none of the above.
+    #[error("the model failed: {0}")]
+    Failed(String),
+}
+
+impl ModelError {
+    /// Whether the failure may pass by itself, so the same call is worth
+    /// another try, and another model after the retries.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ModelError::Status { status, .. } => is_transient_status(*status),
+            ModelError::Unavailable { .. }
+            | ModelError::Network { .. }
+            | ModelError::Timeout(_)
+            | ModelError::Cut => true,
+            ModelError::Auth { .. }
+            | ModelError::Quota { .. }
+            | ModelError::ContextLength { .. }
+            | ModelError::Garbage(_)
+            | ModelError::Failed(_) => false,
+        }
+    }
+
+    /// The wait the provider asked for before the next try, if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ModelError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// HTTP statuses worth another try: timeout, conflict, rate limit, and every
+/// server error (529 is Anthropic's overload).
+pub fn is_transient_status(status: u16) -> bool {
+    matches!(status, 408 | 409 | 429 | 500..=599)
+}
+
+/// A provider's error as it was sent: `error.type`, `error.code` (or
+/// Anthropic's `error.details.error_code`) and the message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WireError {
+    pub kind: Option<String>,
+    pub code: Option<String>,
+    pub message: String,
+}
+
+/// Names for the messages of a failure of one configured model.
+#[derive(Debug, Clone)]
+pub struct Source<'a> {
+    pub provider: &'static str,
+    pub model: &'a str,
+    /// What to check when the key is refused.
+    pub key_hint: String,
+}
+
+/// Error types and codes that mean the account cannot pay.
+const QUOTA_MARKS: &[&str] = &[
+    "insufficient_quota",
+    "billing_error",
+    "enforced_spend_limit_reached",
+    "billing_hard_limit_reached",
+    "billing_not_active",
+];
+
+/// Error types and codes that mean the request is too long.
+const CONTEXT_MARKS: &[&str] = &["context_length_exceeded", "request_too_large"];
+
+/// Error types and codes of passing failures reported inside an answer.
+const TRANSIENT_MARKS: &[&str] = &[
+    "overloaded_error",
+    "api_error",
+    "rate_limit_error",
+    "timeout_error",
+    "server_error",
+    "rate_limit_exceeded",
+    "overloaded",
+];
+
+/// Sorts a provider's error into a [`ModelError`]. `status` is the HTTP
+/// status, or `None` for an error reported inside a streamed answer.
+///
+/// Billing and context-length errors are recognised by their type or code,
+/// and, where providers send only prose (Anthropic's low credit balance and
+/// its `prompt is too long`, compatible servers' `maximum context length`),
+/// by the provider's own wording.
+pub fn classify(
+    source: &Source,
+    status: Option<u16>,
+    error: &WireError,
+    retry_after: Option<Duration>,
+) -> ModelError {
+    let marks = [error.kind.as_deref(), error.code.as_deref()];
+    let marked = |list: &[&str]| marks.iter().flatten().any(|mark| list.contains(mark));
+    let prose = error.message.to_lowercase();
+    let message = if error.message.trim().is_empty() {
+        status
+            .and_then(|status| reqwest::StatusCode::from_u16(status).ok())
+            .and_then(|status| status.canonical_reason())
+            .unwrap_or("no message")
+            .to_string()
+    } else {
+        error.message.clone()
+    };
+
+    let quota_prose = [
+        "credit balance",
+        "spend limit",
+        "exceeded your current quota",
+    ];
+    if marked(QUOTA_MARKS)
+        || status == Some(402)
+        || quota_prose.iter().any(|phrase| prose.contains(phrase))
+    {
+        return ModelError::Quota {
+            provider: source.provider,
+            message,
+        };
+    }
+    // Rate limits speak of tokens too; only a refused request is too long.
+    let refused = matches!(status, None | Some(400) | Some(413));
+    let context_prose = [
+        "prompt is too long",
+        "maximum context length",
+        "context window",
+        "exceed context limit",
+        "context_length_exceeded",
+    ];
+    if refused
+        && (marked(CONTEXT_MARKS)
+            || status == Some(413)
+            || context_prose.iter().any(|phrase| prose.contains(phrase)))
+    {
+        return ModelError::ContextLength {
+            model: source.model.to_string(),
+            message,
+        };
+    }
+    let auth_marks = [
+        "authentication_error",
+        "permission_error",
+        "invalid_api_key",
+    ];
+    if matches!(status, Some(401) | Some(403)) || marked(&auth_marks) {
+        return ModelError::Auth {
+            provider: source.provider,
+            status: status.unwrap_or(401),
+            message,
+            hint: source.key_hint.clone(),
+        };
+    }
+    match status {
+        Some(status) => ModelError::Status {
+            provider: source.provider,
+            status,
+            message,
+            retry_after: retry_after.filter(|_| is_transient_status(status)),
+        },
+        None if marked(TRANSIENT_MARKS) || error.code.as_deref().is_some_and(is_server_code) => {
+            ModelError::Unavailable {
+                provider: source.provider,
+                message,
+            }
+        }
+        None => ModelError::Failed(message),
+    }
+}
+
+/// A numeric code of a server error, as OpenRouter puts in stream errors.
+fn is_server_code(code: &str) -> bool {
+    code.parse::<u16>().is_ok_and(is_transient_status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source() -> Source<'static> {
+        Source {
+            provider: "anthropic",
+            model: "claude-test",
+            key_hint: "check $ANTHROPIC_API_KEY".into(),
+        }
+    }
+
+    fn wire(kind: Option<&str>, code: Option<&str>, message: &str) -> WireError {
+        WireError {
+            kind: kind.map(str::to_string),
+            code: code.map(str::to_string),
+            message: message.to_string(),
+        }
+    }
+
+    #[test]
+    fn openai_insufficient_quota_is_quota_even_on_429() {
+        let error = wire(
+            Some("insufficient_quota"),
+            Some("insufficient_quota"),
+            "You exceeded your current quota, please check your plan and billing details.",
+        );
+        let err = classify(&source(), Some(429), &error, Some(Duration::from_secs(1)));
+        assert!(matches!(err, ModelError::Quota { .. }), "{err:?}");
+        assert!(!err.is_transient());
+        assert!(err.to_string().contains("add credit"), "{err}");
+    }
+
+    #[test]
+    fn anthropic_spend_limit_and_low_credit_are_quota() {
+        let limit = wire(
+            Some("rate_limit_error"),
+            Some("enforced_spend_limit_reached"),
+            "spend limit reached",
+        );
+        let err = classify(&source(), Some(429), &limit, None);
+        assert!(matches!(err, ModelError::Quota { .. }), "{err:?}");
+        let credit = wire(
+            Some("invalid_request_error"),
+            None,
+            "Your credit balance is too low to access the Anthropic API.",
+        );
+        let err = classify(&source(), Some(400), &credit, None);
+        assert!(matches!(err, ModelError::Quota { .. }), "{err:?}");
+        let billing = wire(Some("billing_error"), None, "billing");
+        assert!(matches!(
+            classify(&source(), Some(402), &billing, None),
+            ModelError::Quota { .. }
+        ));
+    }
+
+    #[test]
+    fn too_long_prompts_name_the_model_and_the_small_layout() {
+        let anthropic = wire(
+            Some("invalid_request_error"),
+            None,
+            "prompt is too long: 208310 tokens > 200000 maximum",
+        );
+        let err = classify(&source(), Some(400), &anthropic, None);
+        assert!(matches!(err, ModelError::ContextLength { .. }), "{err:?}");
+        let said = err.to_string();
+        assert!(said.contains("claude-test"), "{said}");
+        assert!(said.contains("layout = \"small\""), "{said}");
+        let openai = wire(
+            Some("invalid_request_error"),
+            Some("context_length_exceeded"),
+            "Your input exceeds the context window of this model.",
+        );
+        assert!(matches!(
+            classify(&source(), Some(400), &openai, None),
+            ModelError::ContextLength { .. }
+        ));
+        assert!(matches!(
+            classify(
+                &source(),
+                Some(413),
+                &wire(Some("request_too_large"), None, ""),
+                None
+            ),
+            ModelError::ContextLength { .. }
+        ));
+        // A rate limit on tokens per minute is not a long prompt.
+        let rate = wire(
+            Some("rate_limit_error"),
+            None,
+            "exceeds the maximum context length rate limit of 30000 input tokens per minute",
+        );
+        assert!(matches!(
+            classify(&source(), Some(429), &rate, None),
+            ModelError::Status { status: 429, .. }
+        ));
+    }
+
+    #[test]
+    fn refused_keys_say_what_to_check() {
+        let err = classify(
+            &source(),
+            Some(401),
+            &wire(Some("authentication_error"), None, "invalid x-api-key"),
+            None,
+        );
+        assert!(
+            matches!(err, ModelError::Auth { status: 401, .. }),
+            "{err:?}"
+        );
+        assert!(!err.is_transient());
+        assert!(err.to_string().contains("$ANTHROPIC_API_KEY"), "{err}");
+    }
+
+    #[test]
+    fn statuses_keep_the_wait_only_when_transient() {
+        let wait = Some(Duration::from_secs(2));
+        let overloaded = classify(
+            &source(),
+            Some(529),
+            &wire(Some("overloaded_error"), None, "Overloaded"),
+            wait,
+        );
+        assert!(overloaded.is_transient());
+        assert_eq!(overloaded.retry_after(), wait);
+        let bad = classify(&source(), Some(400), &wire(None, None, "bad"), wait);
+        assert!(!bad.is_transient());
+        assert_eq!(bad.retry_after(), None);
+        let empty = classify(&source(), Some(503), &WireError::default(), None);
+        assert_eq!(
+            empty.to_string(),
+            "anthropic answered 503: Service Unavailable"
+        );
+    }
+
+    #[test]
+    fn stream_errors_are_transient_only_when_they_say_so() {
+        let overloaded = classify(
+            &source(),
+            None,
+            &wire(Some("overloaded_error"), None, "Overloaded"),
+            None,
+        );
+        assert!(matches!(overloaded, ModelError::Unavailable { .. }));
+        assert!(overloaded.is_transient());
+        let numeric = classify(
+            &source(),
+            None,
+            &wire(None, Some("502"), "bad gateway"),
+            None,
+        );
+        assert!(numeric.is_transient());
+        let other = classify(
+            &source(),
+            None,
+            &wire(Some("invalid_request_error"), None, "no"),
+            None,
+        );
+        assert!(matches!(other, ModelError::Failed(ref m) if m == "no"));
+    }
+
+    #[test]
+    fn transient_statuses() {
+        for status in [408, 409, 429, 500, 502, 503, 504, 529] {
+            assert!(is_transient_status(status), "{status}");
+        }
+        for status in [400, 401, 403, 404, 413, 422] {
+            assert!(!is_transient_status(status), "{status}");
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! [`Model`]: the configured model and its fallbacks, tried in order.
+//!
+//! A call goes to the first model that is not cooling down. When it keeps
+//! failing for a passing reason (its retries spent) before it produced any
+//! output, it cools down for [`COOL_DOWN`] and the next model takes the same
+//! request; each such switch is told to the caller as a note. A failure the
+//! user must fix (key, billing, a request too long) or one after output
+//! ends the call at once: another model would not fix it, or would repeat
+//! what the clients already saw. When every model is cooling down, all are
+//! tried anyway, in order: a call is never refused untried.
+
+use super::provider::Provider;
+use super::retry::{self, Attempt, RetryPolicy};
+use super::{ModelError, Request, Response};
+use crate::config::ModelConfig;
+use futures_util::future::BoxFuture;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long a model that kept failing is skipped.
+pub const COOL_DOWN: Duration = Duration::from_secs(5 * 60);
+
+/// The models a call may go to, in order, and how they have fared. Clones
+/// share the cool-downs.
+#[derive(Clone)]
+pub struct Model {
+    /// The configured model first, then its fallbacks.
+    providers: Arc<[Provider]>,
+    state: Arc<Mutex<ChainState>>,
+}
+
+/// What the chain remembers between calls.
+#[derive(Debug, Default)]
+struct ChainState {
+    /// Per model: skipped until then, after it kept failing.
+    cooling_until: Vec<Option<Instant>>,
+    /// The model that served the last call, so going back to an earlier
+    /// one is noted.
+    serving: usize,
+}
+
+impl Model {
+    /// Builds the chain of `config` and its fallbacks; `key_for` finds the
+    /// key in the environment variable each one names.
+    pub fn new(config: ModelConfig, key_for: impl Fn(&str) -> Option<String>) -> Model {
+        let providers: Vec<Provider> = config
+            .chain()
+            .into_iter()
+            .map(|config| {
+                let key = key_for(config.key_env());
+                Provider::new(config, key)
+            })
+            .collect();
+        let state = ChainState {
+            cooling_until: vec![None; providers.len()],
+            serving: 0,
+        };
+        Model {
+            providers: providers.into(),
+            state: Arc::new(Mutex::new(state)),
+        }
+    }
+
+    /// `provider/model` of the configured model, for status and errors.
+    pub fn label(&self) -> String {
+        self.providers
+            .first()
+            .map(Provider::label)
+            .unwrap_or_default()
+    }
+
+    /// `provider/model` of every model, fallbacks after the configured one.
+    pub fn labels(&self) -> Vec<String> {
+        self.providers.iter().map(Provider::label).collect()
+    }
+
+    /// Sends one request, retrying and falling back as the module says.
+    /// `on_text` receives reply text as it streams; `on_note` receives a
+    /// line for the log each time the call switches models. On success the
+    /// response's `model` names the model that answered. On failure the
+    /// error is the last model's.
+    pub async fn complete(
+        &self,
+        request: &Request,
+        on_text: &mut (dyn FnMut(&str) + Send),
+        on_note: &mut (dyn FnMut(String) + Send),
+    ) -> Result<Response, ModelError> {
+        let live = Live {
+            providers: &self.providers,
+            request,
+        };
+        run(&live, &self.state, on_text, on_note).await
+    }
+}
+
+impl fmt::Debug for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Model")
+            .field("providers", &self.providers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The models a call can go to: one try at one of them.
+pub(super) trait Transport: Sync {
+    fn len(&self) -> usize;
+    fn label(&self, target: usize) -> String;
+    fn policy(&self, target: usize) -> RetryPolicy;
+    fn send<'a>(
+        &'a self,
+        target: usize,
+        on_text: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<Response, ModelError>>;
+}
+
+/// The configured providers and the request they are sent.
+struct Live<'r> {
+    providers: &'r [Provider],
+    request: &'r Request,
+}
+
+impl Transport for Live<'_> {
+    fn len(&self) -> usize {
+        self.providers.len()
+    }
+
+    fn label(&self, target: usize) -> String {
+        self.providers[target].label()
+    }
+
+    fn policy(&self, target: usize) -> RetryPolicy {
+        RetryPolicy::of(&self.providers[target].config)
+    }
+
+    fn send<'a>(
+        &'a self,
+        target: usize,
+        on_text: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<Response, ModelError>> {
+        Box::pin(self.providers[target].complete(self.request, on_text))
+    }
+}
+
+/// One of the models, as one call's retries see it.
+struct To<'t, T> {
+    transport: &'t T,
+    target: usize,
+}
+
+impl<T: Transport> Attempt for To<'_, T> {
+    fn attempt<'a>(
+        &'a self,
+        on_text: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<Response, ModelError>> {
+        self.transport.send(self.target, on_text)
+    }
+}
+
+/// One call through the chain.
+async fn run(
+    transport: &impl Transport,
+    state: &Mutex<ChainState>,
+    on_text: &mut (dyn FnMut(&str) + Send),
+    on_note: &mut (dyn FnMut(String) + Send),
+) -> Result<Response, ModelError> {
+    let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+    let (order, serving) = {
+        let state = lock();
+        let now = Instant::now();
+        let ready: Vec<usize> = (0..transport.len())
+            .filter(|&target| {
+                state
+                    .cooling_until
+                    .get(target)
+                    .copied()
+                    .flatten()
+                    .is_none_or(|until| until <= now)
+            })
+            .collect();
+        let order = if ready.is_empty() {
+            (0..transport.len()).collect()
+        } else {
+            ready
+        };
+        (order, state.serving)
+    };
+    if let Some(&first) = order.first() {
+        if first < serving {
+            on_note(format!(
+                "trying {} again after its cool-down",
+                transport.label(first)
+            ));
+        }
+    }
+    let mut last_error = None;
+    for (position, &target) in order.iter().enumerate() {
+        let policy = transport.policy(target);
+        let call = To { transport, target };
+        let sent = retry::with_retries(&policy, &call, on_text).await;
+        let failure = match sent {
+            Ok(mut response) => {
+                lock().serving = target;
+                response.model = transport.label(target);
+                return Ok(response);
+            }
+            Err(failure) => failure,
+        };
+        if failure.after_output || !failure.error.is_transient() {
+            return Err(failure.error);
+        }
+        if let Some(until) = lock().cooling_until.get_mut(target) {
+            *until = Some(Instant::now() + COOL_DOWN);
+        }
+        if let Some(&next) = order.get(position + 1) {
+            let minutes = COOL_DOWN.as_secs() / 60;
+            on_note(format!(
+                "{} keeps failing ({}); switching to {} and skipping it for {minutes} minutes",
+                transport.label(target),
+                failure.error,
+                transport.label(next),
+            ));
+        }
+        last_error = Some(failure.error);
+    }
+    Err(last_error.unwrap_or_else(|| ModelError::Failed("no model is configured".into())))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,154 @@
+//! The Anthropic Messages wire format (`POST /v1/messages`): a finished
+//! `message` object, or the SSE events of a streamed one, each
+//! `event: <type>` + `data: <json>` with the same `type`: `message_start`,
+//! `ping`, per block `content_block_start`, its deltas (`text_delta`,
+//! `input_json_delta`) and `content_block_stop`, then `message_delta` with
+//! the stop reason and usage, and `message_stop` (no `[DONE]`).
+
+use serde_json::{json, Value};
+
+use super::answer::{pieces, Answer, Call, Exchange, StreamEnd};
+use super::script::Reply;
+
+/// An HTTP error in Anthropic's envelope:
+/// `{"type":"error","error":{"type":error_type,"message":message},"request_id":..}`,
+/// e.g. `error(529, "overloaded_error", "Overloaded")`.
+pub fn error(status: u16, error_type: &str, message: &str) -> Reply {
+    Reply::Error {
+        status,
+        body: json!({
+            "type": "error",
+            "error": {"type": error_type, "message": message},
+            "request_id": "req_fake",
+        }),
+    }
+}
+
+/// The non-streamed response body.
+pub(crate) fn message(answer: &Answer, exchange: &Exchange) -> Value {
+    let mut content = Vec::new();
+    if let Some(text) = answer.text() {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    content.extend(answer.calls.iter().map(|call| {
+        json!({"type": "tool_use", "id": tool_use_id(call), "name": call.name, "input": input(call)})
+    }));
+    json!({
+        "id": exchange.message_id(),
+        "type": "message",
+        "role": "assistant",
+        "model": exchange.model,
+        "content": content,
+        "stop_reason": stop_reason(answer),
+        "stop_sequence": null,
+        "usage": usage(exchange, answer.output_tokens()),
+    })
+}
+
+/// The SSE frames of a streamed response: `message_start` (empty content,
+/// the input usage), a `ping`, the text as a text block in several
+/// `text_delta`s, each call as a `tool_use` block whose input arrives in
+/// `input_json_delta` fragments (the first one empty, as the real API
+/// sends), then `message_delta` and `message_stop`. With
+/// [`StreamEnd::Hold`] the frames stop after the text deltas.
+pub(crate) fn stream(answer: &Answer, exchange: &Exchange, end: StreamEnd) -> Vec<String> {
+    let mut frames = Vec::new();
+    let mut push = |data: Value| {
+        let kind = data["type"].as_str().unwrap_or_default().to_string();
+        frames.push(format!("event: {kind}\ndata: {data}\n\n"));
+    };
+    push(json!({
+        "type": "message_start",
+        "message": {
+            "id": exchange.message_id(),
+            "type": "message",
+            "role": "assistant",
+            "model": exchange.model,
+            "content": [],
+            "stop_reason": null,
+            "stop_sequence": null,
+            "usage": usage(exchange, 1),
+        },
+    }));
+    push(json!({"type": "ping"}));
+
+    let mut index = 0;
+    if let Some(text) = answer.text() {
+        push(json!({
+            "type": "content_block_start",
+            "index": index,
+            "content_block": {"type": "text", "text": ""},
+        }));
+        for piece in pieces(text) {
+            push(json!({
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "text_delta", "text": piece},
+            }));
+        }
+        if end == StreamEnd::Hold {
+            return frames;
+        }
+        push(json!({"type": "content_block_stop", "index": index}));
+        index += 1;
+    }
+    if end == StreamEnd::Hold {
+        return frames;
+    }
+    for call in &answer.calls {
+        push(json!({
+            "type": "content_block_start",
+            "index": index,
+            "content_block": {"type": "tool_use", "id": tool_use_id(call), "name": call.name, "input": {}},
+        }));
+        let fragments = std::iter::once("").chain(pieces(&call.arguments));
+        for fragment in fragments {
+            push(json!({
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": fragment},
+            }));
+        }
+        push(json!({"type": "content_block_stop", "index": index}));
+        index += 1;
+    }
+    push(json!({
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason(answer), "stop_sequence": null},
+        "usage": {"output_tokens": answer.output_tokens()},
+    }));
+    push(json!({"type": "message_stop"}));
+    frames
+}
+
+/// `toolu_<n>` for the server's `call_<n>`.
+fn tool_use_id(call: &Call) -> String {
+    call.call_id.replacen("call_", "toolu_", 1)
+}
+
+/// The call's arguments as the object the API sends; arguments that are
+/// not a JSON object become an empty one.
+fn input(call: &Call) -> Value {
+    match serde_json::from_str::<Value>(&call.arguments) {
+        Ok(object @ Value::Object(_)) => object,
+        _ => json!({}),
+    }
+}
+
+fn stop_reason(answer: &Answer) -> &'static str {
+    if answer.calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    }
+}
+
+/// Usage with the whole prompt uncached: the fake keeps no cache.
+fn usage(exchange: &Exchange, output_tokens: u64) -> Value {
+    json!({
+        "input_tokens": exchange.input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": output_tokens,
+    })
+}
