@@ -190,3 +190,53 @@ async fn a_summary_that_keeps_failing_gets_a_mechanical_line_and_an_error() {
     let last: Value = model.requests()[3].body.clone();
     assert!(!is_compaction(&model.requests()[3]), "{last}");
 }
+
+#[tokio::test]
+async fn an_over_long_summary_is_asked_again_and_the_shortest_kept() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model, &layout(80, 4000, 2000));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    model.push(Reply::Text("far too long a summary ".repeat(10)));
+    model.push(Reply::Text("short summary".into()));
+    model.push(Reply::Text("Done.".into()));
+    let long = "tell me about everything that happened at the meeting ".repeat(3);
+    let (id, _) = client.submit(&long, "terminal", None).await;
+    client.reply_to(id).await;
+    model.push(Reply::Text("Fine.".into()));
+    let (next, _) = client.submit("ok", "terminal", None).await;
+    client.reply_to(next).await;
+    let requests = model.requests();
+    assert!(is_compaction(&requests[0]) && is_compaction(&requests[1]));
+    let view = view_text(requests.last().unwrap());
+    assert!(view.contains(&format!("{id}+1|short summary")), "{view}");
+}
+
+#[tokio::test]
+async fn a_crash_mid_compaction_loses_no_summary_and_builds_none_twice() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model, &layout(80, 4000, 2000));
+    let mut daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    model.push(Reply::Hang {
+        text_before: String::new(),
+    });
+    let long = "a long note about the plans for the new kitchen and the budget ".repeat(3);
+    let (id, _) = client.submit(&long, "terminal", None).await;
+    model.wait_for_requests(1).await;
+    daemon.kill9();
+
+    model.push(Reply::Text("kitchen plans".into()));
+    model.push(Reply::Text("Noted.".into()));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", Some(id)).await;
+    client.reply_to(id).await;
+    model.push(Reply::Text("Sure.".into()));
+    let (next, _) = client.submit("thanks", "terminal", None).await;
+    client.reply_to(next).await;
+    let requests = model.requests();
+    let compactions = requests.iter().filter(|r| is_compaction(r)).count();
+    assert_eq!(compactions, 2, "the cut call, and one more after the restart");
+    let view = view_text(requests.last().unwrap());
+    assert_eq!(view.matches("kitchen plans").count(), 1, "{view}");
+}

@@ -290,6 +290,37 @@ mod tests {
         assert_eq!(request.cache_marks, vec![0, 3]);
     }
 
+    /// The bytes a provider's cache keys on. A change to this snapshot moves
+    /// every cached prefix: review it as such.
+    #[test]
+    fn snapshot_of_a_rendered_request() {
+        let log = vec![
+            entry(0, Kind::User, "hello", None),
+            entry(1, Kind::Reply, "hi", None),
+            entry(2, Kind::User, "what now?", None),
+        ];
+        let view = vec![
+            "0+1|user: hello".to_string(),
+            "1+1|reply: hi".to_string(),
+        ];
+        let turn = TurnRecord {
+            seq: 1,
+            start_id: 3,
+            taken_after: 0,
+            taken_through: 2,
+        };
+        let request = build(&context(&view, &log, turn));
+        let rendered: Vec<String> = request.items.iter().map(|item| format!("{item:?}")).collect();
+        assert_eq!(
+            rendered.join("\n"),
+            "User { text: \"<chat>\\n0+1|user: hello\\n1+1|reply: hi\" }\n\
+             User { text: \"</chat>\\nnow\" }\n\
+             User { text: \"2+0|user from terminal: what now?\" }"
+        );
+        assert_eq!(request.instructions, "be kind");
+        assert_eq!(request.cache_marks, vec![0, 2]);
+    }
+
     #[test]
     fn chain_puts_mid_turn_messages_after_the_step_results() {
         let call = |id: u64, call_id: &str, step: u32| {
