@@ -120,6 +120,25 @@ fn sse_events(body: &str) -> Vec<SseEvent> {
         .collect()
 }
 
+/// The text of the complete chat chunks in a raw, possibly unfinished,
+/// streamed response.
+fn streamed_chat_text(raw: &[u8]) -> String {
+    let raw = String::from_utf8_lossy(raw);
+    let Some((_head, body)) = raw.split_once("\r\n\r\n") else {
+        return String::new();
+    };
+    let complete = &body[..body.rfind("\n\n").map_or(0, |end| end + 2)];
+    sse_events(complete)
+        .iter()
+        .filter_map(|event| serde_json::from_str::<Value>(&event.data).ok())
+        .filter_map(|chunk| {
+            chunk["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(String::from)
+        })
+        .collect()
+}
+
 fn chat_request(stream: bool) -> Value {
     json!({
         "model": "gpt-test",
@@ -425,7 +444,7 @@ async fn hanging_stream_sends_its_text_and_never_finishes() {
     .await;
     let mut raw = Vec::new();
     let mut chunk = [0u8; 1024];
-    while !String::from_utf8_lossy(&raw).contains(r#""content":"hard""#) {
+    while streamed_chat_text(&raw) != "thinking hard" {
         let read = stream.read(&mut chunk).await.expect("read");
         assert!(read > 0, "stream ended before its text");
         raw.extend_from_slice(&chunk[..read]);
@@ -434,16 +453,18 @@ async fn hanging_stream_sends_its_text_and_never_finishes() {
     drop(model);
     stream.read_to_end(&mut raw).await.expect("read");
     let response = parse_response(&raw);
-    let text: String = sse_events(&response.body)
-        .iter()
-        .map(|event| serde_json::from_str::<Value>(&event.data).expect("chunk is JSON"))
-        .filter_map(|chunk| {
-            chunk["choices"][0]["delta"]["content"]
-                .as_str()
-                .map(String::from)
-        })
-        .collect();
-    assert_eq!(text, "thinking hard");
+    assert_eq!(streamed_chat_text(&raw), "thinking hard");
     assert!(!response.body.contains("finish_reason\":\"stop"));
     assert!(!response.body.contains("[DONE]"));
+}
+
+#[tokio::test]
+async fn garbage_reply_is_sent_raw_with_status_200() {
+    let model = FakeModel::start().await;
+    model.push(Reply::Garbage("<html>not json".to_string()));
+
+    let response = post(&model, "/v1/responses", &[], &responses_request(false)).await;
+
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, "<html>not json");
 }

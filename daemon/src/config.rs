@@ -45,6 +45,19 @@ pub struct Config {
     /// The WhatsApp bridge's table, likewise.
     #[serde(default)]
     pub whatsapp: Option<toml::Table>,
+    /// The memory's compactor (`[memory]`).
+    #[serde(default)]
+    pub memory: MemorySettings,
+}
+
+/// `[memory]`: how summaries are written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySettings {
+    /// The model that writes summaries, on the same provider, address and key
+    /// as `[model]` (a cheaper one, say); `[model]`'s own when absent.
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 /// Which wire protocol a model speaks.

@@ -104,15 +104,25 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let log = Log::open(&home.database(), events.clone())?;
 
-    let model = config.model.clone().map(|model_config| {
-        Model::new(model_config, |env| {
+    let open_model = |model_config| {
+        Model::new(model_config, |env: &str| {
             let key = find_secret(&home.secrets_file(), env);
             if key.is_none() {
                 tracing::info!("no API key in ${env} or secrets.env; sending requests without one");
             }
             key
         })
-    });
+    };
+    let model = config.model.clone().map(open_model);
+    // The compactor's model: `[memory] model` on the same provider, or the turns' own.
+    let compactor_model = match (&config.model, &config.memory.model) {
+        (Some(model_config), Some(name)) => {
+            let mut model_config = model_config.clone();
+            model_config.model = name.clone();
+            Some(open_model(model_config))
+        }
+        _ => model.clone(),
+    };
     match &model {
         Some(model) => tracing::info!("model: {}", model.labels().join(", then ")),
         None => tracing::warn!(
@@ -139,7 +149,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         MemoryConfig {
             agent: agent_name.clone(),
             layout: layout.clone(),
-            model: model.clone(),
+            model: compactor_model,
             prompt_file: prompt_file.clone(),
             tools: tools.specs(),
             events: events.clone(),
