@@ -326,7 +326,15 @@ impl Agent {
                     Some(text.to_string()),
                 ));
             };
-            let response: Response = match model.complete(&request, &mut on_text, &mut |_| {}).await {
+            // Switches to a fallback model, logged as notes whatever the outcome.
+            let mut notes = Vec::new();
+            let result = model
+                .complete(&request, &mut on_text, &mut |note| notes.push(note))
+                .await;
+            for note in notes {
+                self.log.append(name, Agent::note(note)).await?;
+            }
+            let response: Response = match result {
                 Ok(response) => response,
                 Err(err) => return Ok(Ending::Failed(describe(model, &err))),
             };

@@ -123,7 +123,9 @@ pub(super) async fn read_json(
 
 /// Reads an SSE body, passing each event to `handle` as it arrives, until
 /// `handle` says [`Flow::Stop`], returns an error, or the stream ends. Whether
-/// an ended stream was whole is for the caller to judge.
+/// an ended stream was whole is for the caller to judge; a body that does
+/// not even begin like an event stream (a proxy's HTML page) is
+/// [`ModelError::Garbage`].
 pub(super) async fn read_events(
     provider: &Provider,
     response: reqwest::Response,
@@ -132,13 +134,29 @@ pub(super) async fn read_events(
     let url = response.url().to_string();
     let mut parser = SseParser::new();
     let mut chunks = response.bytes_stream();
+    let mut any_event = false;
+    // The start of the body, for the error when no event ever comes.
+    let mut head = Vec::new();
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk.map_err(|err| transport_error(provider, &url, err))?;
+        if !any_event && head.len() < GARBAGE_CHARS * 4 {
+            head.extend_from_slice(&chunk[..chunk.len().min(GARBAGE_CHARS * 4)]);
+        }
         for event in parser.feed(&chunk) {
+            any_event = true;
             if handle(event)? == Flow::Stop {
                 return Ok(());
             }
         }
+    }
+    let head = String::from_utf8_lossy(&head);
+    let start = head.trim_start();
+    // Comments (keep-alives) before a cut are still a stream, only cut.
+    let stream_like = ["data", "event", "id", "retry", ":"]
+        .iter()
+        .any(|field| start.starts_with(field));
+    if !any_event && !start.is_empty() && !stream_like {
+        return Err(garbage("the event stream", "it holds no event", &head));
     }
     Ok(())
 }
