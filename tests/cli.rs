@@ -24,7 +24,11 @@ fn scripted_commands_fail_at_once_without_a_daemon() {
     ] {
         let output = home.hearth(args);
         assert_eq!(output.status.code(), Some(1), "{args:?}");
-        assert!(stderr(&output).contains("no hearthd is running"), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains("no hearthd is running"),
+            "{}",
+            stderr(&output)
+        );
     }
     assert!(!home.socket().exists(), "no daemon was started");
 }
@@ -37,7 +41,9 @@ async fn send_wait_prints_the_reply_and_log_json_shows_the_exchange() {
     let _daemon = home.start();
 
     model.push(Reply::Text("Four.".into()));
-    let output = home.hearth_async(&["send", "--wait", "what", "is", "2+2?"]).await;
+    let output = home
+        .hearth_async(&["send", "--wait", "what", "is", "2+2?"])
+        .await;
     assert!(output.status.success(), "{}", stderr(&output));
     let said = stdout(&output);
     assert!(said.contains("Four."), "{said}");
@@ -49,7 +55,12 @@ async fn send_wait_prints_the_reply_and_log_json_shows_the_exchange() {
         .map(|line| serde_json::from_str(line).expect("one JSON object a line"))
         .collect();
     assert_eq!(lines.len(), 2);
-    let keys: Vec<&str> = lines[0].as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = lines[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     for key in ["id", "kind", "source", "text", "status", "at"] {
         assert!(keys.contains(&key), "{key} in {keys:?}");
     }
@@ -87,8 +98,48 @@ async fn home_may_come_before_the_subcommand() {
     assert!(first.status.success(), "{}", stderr(&first));
     assert_eq!(stdout(&first).trim(), "0");
     let again = home.hearth_async(&["send", "--key", "k1", "hi"]).await;
-    assert_eq!(stdout(&again).trim(), "0", "the same key names the same message");
+    assert_eq!(
+        stdout(&again).trim(),
+        "0",
+        "the same key names the same message"
+    );
     let status = home.hearth_async(&["status", "--json"]).await;
     let status: serde_json::Value = serde_json::from_str(stdout(&status).trim()).unwrap();
     assert_eq!(status["agent"], "hearth");
+}
+
+#[tokio::test]
+async fn backup_writes_a_consistent_copy_while_the_daemon_runs() {
+    let home = TestHome::new(bins!());
+    let _daemon = home.start();
+    let sent = home.hearth_async(&["send", "keep this"]).await;
+    assert!(sent.status.success(), "{}", stderr(&sent));
+    let copy = home.path().join("backup.db");
+    let output = home
+        .hearth_async(&["backup", copy.to_str().unwrap()])
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let bytes = std::fs::read(&copy).unwrap();
+    assert!(bytes.starts_with(b"SQLite format 3\0"));
+    assert!(bytes.windows(9).any(|w| w == b"keep this"));
+    // An existing file is never overwritten.
+    let again = home
+        .hearth_async(&["backup", copy.to_str().unwrap()])
+        .await;
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("must not exist"), "{}", stderr(&again));
+}
+
+#[test]
+fn a_secrets_file_other_users_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = TestHome::new(bins!());
+    let secrets = home.path().join("secrets.env");
+    std::fs::write(&secrets, "OPENAI_API_KEY=sk-do-not-leak\n").unwrap();
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = home.run_daemon_to_end();
+    assert!(!output.status.success());
+    let said = stderr(&output);
+    assert!(said.contains("chmod 600"), "{said}");
+    assert!(!said.contains("sk-do-not-leak"));
 }

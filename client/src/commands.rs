@@ -444,6 +444,17 @@ pub async fn status(
     }
 }
 
+/// Seconds as `3d 4h`, `2h 5m`, `7m 12s` or `40s`.
+pub fn uptime(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
 /// The human form of a status frame, one `name  value` line per field.
 pub fn status_text(status: &Status) -> String {
     let last = status.last_id.map_or_else(
@@ -456,8 +467,8 @@ pub fn status_text(status: &Status) -> String {
         .unwrap_or_else(|| "none configured".to_string());
     let state = if status.busy { "busy" } else { "idle" };
     format!(
-        "agent    {}\nstate    {state}\nlast     {last}\nwaiting  {}\nmodel    {model}\nclients  {}\npid      {}\nversion  {}\n",
-        status.agent, status.waiting, status.clients, status.pid, status.version
+        "agent    {}\nstate    {state}\nlast     {last}\nwaiting  {}\nmodel    {model}\nclients  {}\nuptime   {}\npid      {}\nversion  {}\n",
+        status.agent, status.waiting, status.clients, uptime(status.uptime_secs), status.pid, status.version
     )
 }
 
@@ -638,12 +649,14 @@ mod tests {
             clients: 3,
             pid: 1234,
             version: "0.1.0".into(),
+            uptime_secs: 3_700,
         };
         let text = status_text(&status);
         assert!(text.contains("state    busy\n"), "{text}");
         assert!(text.contains("last     #41\n"), "{text}");
         assert!(text.contains("model    none configured\n"), "{text}");
         assert!(text.contains("pid      1234\n"), "{text}");
+        assert!(text.contains("uptime   1h 1m\n"), "{text}");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! - `connection.rs`: a greeted WebSocket connection to `hearthd`'s Unix socket.
 //! - `terminal.rs`: the interactive terminal client (`hearth` with no subcommand).
 //! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
+//! - `service.rs`: `hearth backup` and `hearth service install`.
+//! - `telegram/`: the Telegram bridge (`hearth telegram`).
 //!
 //! Where a home's files live (the socket among them) is `hearth_protocol::home`,
 //! shared with the daemon. The binary's thin `main.rs` is built by the root
@@ -10,6 +12,8 @@
 
 pub mod commands;
 pub mod connection;
+pub mod service;
+pub mod telegram;
 pub mod terminal;
 
 pub use connection::{ConnectError, Connection, Welcome};

@@ -1,11 +1,12 @@
 //! `hearth`: attach to the agent in the terminal, or script it.
 //!
 //! Parses the command line, sets up tracing and calls into hearth-client:
-//! `terminal::run` for the interactive client, `commands` for the rest.
+//! `terminal::run` for the interactive client, `telegram::run` for the
+//! Telegram bridge, `commands` for the rest.
 
 use clap::{Parser, Subcommand};
 use hearth_client::commands::{self, CommandError, LogRequest, SendRequest};
-use hearth_client::terminal;
+use hearth_client::{service, telegram, terminal};
 use hearth_protocol::home::Home;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,17 +63,41 @@ enum Subcommands {
     },
     /// End the running turn, if any
     Interrupt,
+    /// Write a consistent copy of the database to FILE while the daemon runs
+    Backup {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Run hearthd as a service
+    Service {
+        #[command(subcommand)]
+        action: ServiceAction,
+    },
+    /// Run the Telegram bridge: relay the allowed users' messages to the agent and its replies back (hearthd starts it when config.toml has a [telegram] table)
+    Telegram,
+}
+
+#[derive(Subcommand)]
+enum ServiceAction {
+    /// Write a systemd user unit for hearthd and print how to enable it
+    Install,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The bridge is a service whose output goes to hearthd's log: it says
+    // what it does. The interactive commands stay quiet.
+    let level = match cli.command {
+        Some(Subcommands::Telegram) => "info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level)),
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     match run(cli).await {
         Ok(code) => code,
         Err(err) => {
@@ -118,6 +143,37 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Subcommands::Status { json }) => commands::status(&home, json, &mut stdout).await?,
         Some(Subcommands::Interrupt) => commands::interrupt(&home, &mut stdout).await?,
+        Some(Subcommands::Backup { file }) => service::backup(&home, &file, &mut stdout).await?,
+        Some(Subcommands::Service {
+            action: ServiceAction::Install,
+        }) => service::install(explicit_home.as_deref(), &mut stdout)?,
+        Some(Subcommands::Telegram) => match telegram::run(&home, stop_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("hearth telegram: {err}");
+                return Ok(if err.is_config() {
+                    ExitCode::from(telegram::EXIT_CONFIG)
+                } else {
+                    ExitCode::FAILURE
+                });
+            }
+        },
     };
     Ok(code)
+}
+
+/// Completes on SIGTERM or SIGINT, so the bridge stops between two steps.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without handlers the default actions still stop the process.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
 }

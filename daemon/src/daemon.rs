@@ -59,6 +59,8 @@ pub enum StartError {
     },
     #[error(transparent)]
     Log(#[from] LogError),
+    #[error("{0} can be read by other users; run `chmod 600 {0}`")]
+    OpenSecrets(PathBuf),
     #[error("cannot load the memory: {0}")]
     Memory(String),
     #[error("{path}: {source}")]
@@ -101,6 +103,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         fs::write(&prompt_file, DEFAULT_PROMPT).map_err(io("cannot write", &prompt_file))?;
     }
 
+    check_secrets_file(&home.secrets_file())?;
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let log = Log::open(&home.database(), events.clone())?;
 
@@ -183,6 +186,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         agent: handle,
         model: model_label,
         clients: AtomicU64::new(0),
+        started: std::time::Instant::now(),
     });
     let server_task = tokio::spawn(server::serve(listener, shared, stopped));
     // Bridges are clients: they start once the socket listens.
@@ -239,6 +243,15 @@ fn listen(socket: &Path) -> Result<UnixListener, StartError> {
     Ok(listener)
 }
 
+/// A `secrets.env` that other users can read is refused: its keys would be
+/// theirs too.
+fn check_secrets_file(path: &Path) -> Result<(), StartError> {
+    match fs::metadata(path) {
+        Ok(meta) if meta.permissions().mode() & 0o077 != 0 => Err(StartError::OpenSecrets(path.to_path_buf())),
+        _ => Ok(()),
+    }
+}
+
 /// A secret from the environment, else from `secrets.env` (`NAME=value`
 /// lines, `#` comments, optional quotes), so a service that does not inherit
 /// a shell's environment still finds it.
@@ -246,15 +259,8 @@ pub fn find_secret(secrets_file: &Path, name: &str) -> Option<String> {
     if let Some(value) = std::env::var(name).ok().filter(|v| !v.is_empty()) {
         return Some(value);
     }
+    check_secrets_file(secrets_file).ok()?;
     let text = fs::read_to_string(secrets_file).ok()?;
-    if let Ok(meta) = fs::metadata(secrets_file) {
-        if meta.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(
-                "{} is readable by others; run chmod 600 on it",
-                secrets_file.display()
-            );
-        }
-    }
     parse_secret(&text, name)
 }
 

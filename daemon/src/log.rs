@@ -31,6 +31,8 @@ pub enum LogError {
     Stopped,
     #[error("the log could not commit: {0}")]
     Commit(String),
+    #[error("the database was written by a newer hearth (schema {found}; this hearthd knows up to {known}); run the newer hearthd")]
+    NewerSchema { found: i64, known: i64 },
     #[error("cannot open the log at {path}: {message}")]
     Open { path: String, message: String },
 }
@@ -109,6 +111,8 @@ type Delivery = Box<dyn FnOnce(Result<(), String>) + Send>;
 #[derive(Clone)]
 pub struct Log {
     jobs: mpsc::Sender<Job>,
+    /// The database file, for backups through a second connection.
+    path: std::path::PathBuf,
 }
 
 impl Log {
@@ -128,7 +132,10 @@ impl Log {
                 path: path.display().to_string(),
                 message: err.to_string(),
             })?;
-        Ok(Log { jobs })
+        Ok(Log {
+            jobs,
+            path: path.to_path_buf(),
+        })
     }
 
     /// Runs `job` on the writer thread inside a transaction and returns its
@@ -435,6 +442,22 @@ impl Log {
         .await
     }
 
+    /// Writes a consistent copy of the whole database to `path` (which must
+    /// not exist) while the daemon runs; returns its size in bytes.
+    pub async fn backup(&self, path: &Path) -> Result<u64, LogError> {
+        // VACUUM cannot run inside the writer's transactions; a second
+        // connection reads one consistent snapshot of the WAL database.
+        let source = self.path.clone();
+        let target = path.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            let connection = Connection::open(&source)?;
+            connection.execute("VACUUM INTO ?1", params![target.to_string_lossy()])?;
+            Ok(std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0))
+        })
+        .await
+        .map_err(|_| LogError::Stopped)?
+    }
+
     pub async fn get_state(&self, name: &str) -> Result<Option<String>, LogError> {
         let name = name.to_string();
         self.run(move |tx, _| {
@@ -463,12 +486,31 @@ impl Log {
     }
 }
 
-/// Creates the schema and sets the pragmas: WAL, and full sync so that an
-/// acknowledged write survives a power cut, not only a crash.
-fn prepare(connection: &Connection) -> Result<(), rusqlite::Error> {
+/// The schema this binary writes. A database with a newer one is refused; an
+/// older one is migrated forward at start.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Sets the pragmas (WAL, and full sync so that an acknowledged write
+/// survives a power cut, not only a crash) and brings the schema up to date.
+fn prepare(connection: &Connection) -> Result<(), LogError> {
     connection.pragma_update(None, "journal_mode", "WAL")?;
     connection.pragma_update(None, "synchronous", "FULL")?;
     connection.busy_timeout(std::time::Duration::from_secs(5))?;
+    let version: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(LogError::NewerSchema {
+            found: version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    create(connection)?;
+    // Migrations from older versions go here, one step per version.
+    connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    Ok(())
+}
+
+/// Creates every table that does not exist yet (schema version 1).
+fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
     connection.execute_batch(
         "CREATE TABLE IF NOT EXISTS messages (
             agent  TEXT NOT NULL,
@@ -664,6 +706,31 @@ mod tests {
         let (events, receiver) = broadcast::channel(64);
         let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
         (dir, log, receiver)
+    }
+
+    #[tokio::test]
+    async fn a_backup_is_a_consistent_copy() {
+        let (dir, log, _events) = open();
+        log.append("a", NewMessage::new(Kind::User, "t", "keep"))
+            .await
+            .unwrap();
+        let copy = dir.path().join("copy.db");
+        assert!(log.backup(&copy).await.unwrap() > 0);
+        let (events, _) = broadcast::channel(4);
+        let restored = Log::open(&copy, events).unwrap();
+        assert_eq!(restored.page("a", None, 10).await.unwrap()[0].text, "keep");
+    }
+
+    #[tokio::test]
+    async fn a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hearth.db");
+        let connection = Connection::open(&path).unwrap();
+        connection.pragma_update(None, "user_version", 99).unwrap();
+        drop(connection);
+        let (events, _) = broadcast::channel(4);
+        let err = Log::open(&path, events).err().unwrap().to_string();
+        assert!(err.contains("schema 99"), "{err}");
     }
 
     #[tokio::test]

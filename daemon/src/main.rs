@@ -16,18 +16,40 @@ struct Args {
     /// prompts; the XDG folders when absent.
     #[arg(long, env = "HEARTH_HOME", global = true)]
     home: Option<PathBuf>,
+    /// Append the daemon's log to this file instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    log_file: Option<PathBuf>,
 }
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let args = Args::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let subscriber = tracing_subscriber::fmt().with_env_filter(filter);
+    match &args.log_file {
+        Some(path) => {
+            let file = match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
+                Ok(file) => file,
+                Err(err) => {
+                    eprintln!(
+                        "hearthd: cannot open the log file {}: {err}",
+                        path.display()
+                    );
+                    std::process::exit(1);
+                }
+            };
+            subscriber
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(file))
+                .init();
+        }
+        None => subscriber.with_writer(std::io::stderr).init(),
+    }
     let home = Home::resolve(args.home.as_deref());
     if let Err(err) = hearth_daemon::daemon::run(home, stop_signal()).await {
         eprintln!("hearthd: {err}");

@@ -42,6 +42,8 @@ pub struct Shared {
     pub model: Option<String>,
     /// Clients attached now.
     pub clients: AtomicU64,
+    /// When the daemon started, for `status`.
+    pub started: std::time::Instant,
 }
 
 type Sink = SplitSink<WebSocketStream<UnixStream>, WsMessage>;
@@ -281,6 +283,17 @@ async fn handle(
             let status = status(shared).await?;
             send(sink, &ServerFrame::Status(status)).await
         }
+        ClientFrame::Backup { path } => {
+            let target = std::path::Path::new(&path);
+            if !target.is_absolute() || target.exists() {
+                let why = format!("the backup path must be absolute and must not exist yet: {path}");
+                return refuse(sink, ErrorCode::Refused, why).await;
+            }
+            match shared.log.backup(target).await {
+                Ok(bytes) => send(sink, &ServerFrame::BackedUp { path, bytes }).await,
+                Err(err) => refuse(sink, ErrorCode::Refused, format!("the backup failed: {err}")).await,
+            }
+        }
         ClientFrame::StateGet { name } => {
             let value = shared.log.get_state(&name).await?;
             send(sink, &ServerFrame::State { name, value }).await
@@ -331,5 +344,6 @@ async fn status(shared: &Shared) -> Result<Status, LogError> {
         clients: shared.clients.load(Ordering::Relaxed),
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_string(),
+        uptime_secs: shared.started.elapsed().as_secs(),
     })
 }

@@ -256,6 +256,9 @@ pub enum ClientFrame {
     },
     /// Ask for a `status` frame.
     Status,
+    /// Write a consistent copy of the database to `path` (absolute, not yet
+    /// existing) while the daemon runs. Answered with `backed_up`.
+    Backup { path: String },
     /// Read a client's small named state (a bridge's offset or cursor).
     StateGet { name: String },
     /// Write a client's small named state; answered with `state` once durable.
@@ -283,6 +286,9 @@ pub struct Status {
     pub clients: u64,
     pub pid: u32,
     pub version: String,
+    /// Seconds since the daemon started.
+    #[serde(default)]
+    pub uptime_secs: u64,
 }
 
 /// Why the daemon refused a frame.
@@ -334,6 +340,8 @@ pub enum ServerFrame {
         messages: Vec<Message>,
     },
     Status(Status),
+    /// The answer to `backup`: the copy's size.
+    BackedUp { path: String, bytes: u64 },
     /// The answer to `state_get` and `state_set`.
     State {
         name: String,
@@ -362,8 +370,9 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 8] = [
+const CLIENT_TYPES: [&str; 9] = [
     "hello",
+    "backup",
     "submit",
     "note",
     "interrupt",
