@@ -1,6 +1,7 @@
 //! hearth-daemon: the daemon `hearthd`.
 //!
 //! - `daemon.rs`: start-up, the home's lock, the socket, shutdown.
+//! - `bridges.rs`: the bridge processes the config enables (`hearth telegram`).
 //! - `config.rs`: `config.toml`, read once at start.
 //! - `layout.rs`: the built-in layouts that size the view.
 //! - `log.rs`: the append-only SQLite log and its one writer thread.
@@ -9,6 +10,7 @@
 //! - `server.rs`: the WebSocket protocol over the Unix socket.
 //! - `model/`: the providers, one file per wire protocol.
 //! - `tools/`: the agent's tools, one file per family.
+pub mod bridges;
 pub mod config;
 pub mod daemon;
 pub mod layout;

@@ -22,7 +22,8 @@
 pub mod anthropic;
 mod answer;
 mod chat_completions;
-mod http;
+/// Shared with the fake Telegram API.
+pub(crate) mod http;
 mod responses;
 mod script;
 mod server;

@@ -4,8 +4,11 @@
 //! - [`fake_model`]: a scripted OpenAI-style model server on `127.0.0.1:0`
 //!   that speaks the Chat Completions and Responses wire formats, streaming
 //!   or not.
+//! - [`fake_telegram`]: a fake Telegram Bot API on `127.0.0.1:0` (long
+//!   polling, sending, scripted failures) for the bridge's tests.
 
 pub mod fake_model;
+pub mod fake_telegram;
 
 /// Real `hearthd` processes on temporary homes, clients on their sockets.
 pub mod harness;

@@ -1,0 +1,350 @@
+//! The bridge's configuration: the `[telegram]` table of the home's
+//! `config.toml` (the daemon keeps it opaque and only checks that it is
+//! there), and the bot token from the environment or `secrets.env`.
+
+use hearth_protocol::home::Home;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Where the Bot API lives when `api_base` is not set.
+pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
+
+/// The variable (or `secrets.env` entry) holding the token when `token_env`
+/// is not set.
+pub const DEFAULT_TOKEN_ENV: &str = "TELEGRAM_BOT_TOKEN";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} has no [telegram] table; add one with at least `allow = [your user id]` (see the README)")]
+    Missing { path: PathBuf },
+    #[error("{path} line {line}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{path}: [telegram] {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("no Telegram bot token: set ${env}, or add a line `{env}=…` to {secrets} (chmod 600); @BotFather gives the token when you create the bot")]
+    MissingToken { env: String, secrets: PathBuf },
+}
+
+/// What goes out to Telegram beside the replies, which always do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outgoing {
+    /// The agent's answers that end a turn (always sent; naming it is allowed).
+    Reply,
+    /// What the agent says beside its tool calls.
+    Echo,
+    /// Subagents' reports.
+    Work,
+    /// Failed turns (live `error` events; they are not logged, so an error
+    /// while the bridge was down is not sent later).
+    Error,
+    /// The daemon's notes (an interrupt, a restart), except the bridge's own.
+    Note,
+}
+
+/// How text is marked up for Telegram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum ParseMode {
+    /// The agent's Markdown (bold, code, links, headings) as Telegram HTML;
+    /// a chunk Telegram cannot parse is sent again as plain text.
+    #[default]
+    #[serde(rename = "HTML")]
+    Html,
+    /// Exactly the agent's text, no markup.
+    #[serde(rename = "none")]
+    Plain,
+}
+
+/// The `[telegram]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelegramConfig {
+    /// The environment variable (or `secrets.env` entry) with the bot token.
+    #[serde(default = "default_token_env")]
+    pub token_env: String,
+    /// The Telegram user ids whose messages reach the agent, and whose
+    /// private chats get its replies. Required; empty lets nobody in.
+    pub allow: Vec<i64>,
+    /// The Bot API address without `/bot<token>`.
+    #[serde(default = "default_api_base")]
+    pub api_base: String,
+    /// How long one `getUpdates` long poll waits for a message.
+    #[serde(default = "default_poll_timeout")]
+    pub poll_timeout_secs: u64,
+    /// What goes out besides replies.
+    #[serde(default = "default_send")]
+    pub send: Vec<Outgoing>,
+    #[serde(default)]
+    pub parse_mode: ParseMode,
+}
+
+fn default_token_env() -> String {
+    DEFAULT_TOKEN_ENV.to_string()
+}
+
+fn default_api_base() -> String {
+    DEFAULT_API_BASE.to_string()
+}
+
+fn default_poll_timeout() -> u64 {
+    30
+}
+
+fn default_send() -> Vec<Outgoing> {
+    vec![Outgoing::Reply, Outgoing::Error, Outgoing::Work]
+}
+
+/// The longest long poll accepted: Telegram's servers end polls themselves
+/// after about a minute, so longer would only look like a hang.
+const MAX_POLL_TIMEOUT_SECS: u64 = 50;
+
+/// The whole file as the bridge sees it: every other table is the daemon's.
+#[derive(Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    telegram: Option<TelegramConfig>,
+}
+
+impl TelegramConfig {
+    /// Reads the `[telegram]` table of the home's `config.toml`.
+    pub fn load(home: &Home) -> Result<TelegramConfig, ConfigError> {
+        let path = home.config_file();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ConfigError::Missing { path })
+            }
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        TelegramConfig::parse(&path, &text)
+    }
+
+    /// Reads the `[telegram]` table of a config file's text.
+    pub fn parse(path: &Path, text: &str) -> Result<TelegramConfig, ConfigError> {
+        let file: ConfigFile = toml::from_str(text).map_err(|err| ConfigError::Parse {
+            path: path.to_path_buf(),
+            line: err.span().map_or(1, |span| line_of(text, span.start)),
+            message: err.message().trim().to_string(),
+        })?;
+        let mut config = file.telegram.ok_or_else(|| ConfigError::Missing {
+            path: path.to_path_buf(),
+        })?;
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        config.api_base = config.api_base.trim_end_matches('/').to_string();
+        if !(config.api_base.starts_with("http://") || config.api_base.starts_with("https://")) {
+            return Err(invalid(format!(
+                "api_base `{}` is not an http(s) address; the default is {DEFAULT_API_BASE}",
+                config.api_base
+            )));
+        }
+        if !(1..=MAX_POLL_TIMEOUT_SECS).contains(&config.poll_timeout_secs) {
+            return Err(invalid(format!(
+                "poll_timeout_secs must be 1 to {MAX_POLL_TIMEOUT_SECS}, not {}",
+                config.poll_timeout_secs
+            )));
+        }
+        if config.token_env.trim().is_empty() {
+            return Err(invalid("token_env must name a variable".to_string()));
+        }
+        Ok(config)
+    }
+
+    /// Whether `kind` goes out (replies always do).
+    pub fn sends(&self, kind: Outgoing) -> bool {
+        kind == Outgoing::Reply || self.send.contains(&kind)
+    }
+
+    /// Whether `user` may talk to the agent.
+    pub fn allows(&self, user: i64) -> bool {
+        self.allow.contains(&user)
+    }
+
+    /// The bot token: from the variable `token_env` names, else from the
+    /// home's `secrets.env`.
+    pub fn token(&self, home: &Home) -> Result<String, ConfigError> {
+        let secrets = home.secrets_file();
+        std::env::var(&self.token_env)
+            .ok()
+            .map(|value| value.trim().to_string())
+            .filter(|value| !value.is_empty())
+            .or_else(|| {
+                let text = std::fs::read_to_string(&secrets).ok()?;
+                warn_if_shared(&secrets);
+                secret_in(&text, &self.token_env)
+            })
+            .ok_or(ConfigError::MissingToken {
+                env: self.token_env.clone(),
+                secrets,
+            })
+    }
+}
+
+/// Says so when others may read the secrets file.
+fn warn_if_shared(secrets: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(secrets) {
+        if meta.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(
+                "{} is readable by others; run chmod 600 on it",
+                secrets.display()
+            );
+        }
+    }
+}
+
+/// The 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    let offset = offset.min(text.len());
+    text.as_bytes()[..offset]
+        .iter()
+        .filter(|&&byte| byte == b'\n')
+        .count()
+        + 1
+}
+
+/// The value of `name` in `secrets.env` text: `NAME=value` lines, `#`
+/// comments, an optional `export `, optional quotes. The same format the
+/// daemon reads its model keys from.
+pub fn secret_in(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let line = line.trim();
+        if line.starts_with('#') {
+            return None;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let (key, value) = line.split_once('=')?;
+        if key.trim() != name {
+            return None;
+        }
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+            .unwrap_or(value);
+        (!value.is_empty()).then(|| value.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<TelegramConfig, ConfigError> {
+        TelegramConfig::parse(Path::new("config.toml"), text)
+    }
+
+    #[test]
+    fn a_minimal_table_takes_the_defaults() {
+        let config = parse("[model]\nprovider = \"x\"\n\n[telegram]\nallow = [42]\n").unwrap();
+        assert_eq!(config.allow, vec![42]);
+        assert_eq!(config.token_env, "TELEGRAM_BOT_TOKEN");
+        assert_eq!(config.api_base, "https://api.telegram.org");
+        assert_eq!(config.poll_timeout_secs, 30);
+        assert_eq!(config.parse_mode, ParseMode::Html);
+        assert!(config.sends(Outgoing::Reply));
+        assert!(config.sends(Outgoing::Error));
+        assert!(config.sends(Outgoing::Work));
+        assert!(!config.sends(Outgoing::Echo));
+        assert!(!config.sends(Outgoing::Note));
+        assert!(config.allows(42) && !config.allows(43));
+    }
+
+    #[test]
+    fn every_setting_reads() {
+        let text = "[telegram]\ntoken_env = \"MY_BOT\"\nallow = []\napi_base = \"http://127.0.0.1:8081/\"\npoll_timeout_secs = 5\nsend = [\"echo\", \"note\"]\nparse_mode = \"none\"\n";
+        let config = parse(text).unwrap();
+        assert_eq!(config.token_env, "MY_BOT");
+        assert!(config.allow.is_empty());
+        assert_eq!(config.api_base, "http://127.0.0.1:8081");
+        assert_eq!(config.poll_timeout_secs, 5);
+        assert!(config.sends(Outgoing::Reply), "replies always go out");
+        assert!(config.sends(Outgoing::Echo) && config.sends(Outgoing::Note));
+        assert!(!config.sends(Outgoing::Error));
+        assert_eq!(config.parse_mode, ParseMode::Plain);
+    }
+
+    #[test]
+    fn mistakes_name_the_line_and_what_is_wrong() {
+        let err = parse("[telegram]\nallow = [1]\ntokn_env = \"X\"\n").unwrap_err();
+        let said = err.to_string();
+        assert!(said.starts_with("config.toml line 3:"), "{said}");
+        assert!(said.contains("tokn_env"), "{said}");
+
+        let said = parse("[telegram]\ntoken_env = \"X\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("allow"), "allow is required: {said}");
+
+        let said = parse("[telegram]\nallow = [1]\nsend = [\"everything\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            said.contains("line 3") && said.contains("everything"),
+            "{said}"
+        );
+
+        let said = parse("[telegram]\nallow = [1]\npoll_timeout_secs = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("poll_timeout_secs must be 1 to 50"), "{said}");
+
+        let said = parse("[telegram]\nallow = [1]\napi_base = \"api.telegram.org\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("not an http(s) address"), "{said}");
+    }
+
+    #[test]
+    fn a_file_without_the_table_says_how_to_add_it() {
+        let err = parse("[model]\nprovider = \"openai\"\n").unwrap_err();
+        assert!(matches!(err, ConfigError::Missing { .. }));
+        assert!(err.to_string().contains("allow = [your user id]"));
+    }
+
+    #[test]
+    fn secrets_file_lines_read() {
+        let text = "# keys\nexport TELEGRAM_BOT_TOKEN=\"123:abc\"\nOTHER='x'\nEMPTY=\n#MISSING=y\n";
+        assert_eq!(
+            secret_in(text, "TELEGRAM_BOT_TOKEN").as_deref(),
+            Some("123:abc")
+        );
+        assert_eq!(secret_in(text, "OTHER").as_deref(), Some("x"));
+        assert_eq!(secret_in(text, "EMPTY"), None);
+        assert_eq!(secret_in(text, "MISSING"), None);
+    }
+
+    #[test]
+    fn the_token_comes_from_secrets_env_and_its_absence_says_where_to_put_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let config =
+            parse("[telegram]\ntoken_env = \"HEARTH_UNIT_TEST_NO_SUCH_VAR\"\nallow = []\n")
+                .unwrap();
+        let said = config.token(&home).unwrap_err().to_string();
+        assert!(said.contains("$HEARTH_UNIT_TEST_NO_SUCH_VAR"), "{said}");
+        assert!(
+            said.contains("secrets.env") && said.contains("@BotFather"),
+            "{said}"
+        );
+
+        std::fs::write(
+            home.secrets_file(),
+            "HEARTH_UNIT_TEST_NO_SUCH_VAR=42:token\n",
+        )
+        .unwrap();
+        assert_eq!(config.token(&home).unwrap(), "42:token");
+    }
+}

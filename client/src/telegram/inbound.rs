@@ -1,0 +1,366 @@
+//! The inbound half: long-polls Telegram for messages and submits the
+//! allowed users' words to the daemon; refuses everyone else.
+//!
+//! A batch of updates is confirmed to Telegram (by the next `getUpdates`
+//! offset, which is also stored in the daemon) only after the daemon
+//! acknowledged every message in it. Each message is submitted with the
+//! key `telegram:<chat>:<message>`, so a batch seen again after a crash is
+//! acknowledged as duplicates and logged once.
+
+use super::api::{Api, Backoff, Failure, Message, Update};
+use super::bridge::BridgeError;
+use super::config::TelegramConfig;
+use super::link::{self, CHATS_STATE, OFFSET_STATE, SOURCE};
+use crate::connection::Connection;
+use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame};
+use std::collections::{BTreeSet, HashSet};
+use std::convert::Infallible;
+use tokio::sync::watch;
+
+/// What a stranger is told, once per bridge run.
+pub const REFUSAL: &str =
+    "Sorry, this is a private assistant: it only talks with the people its owner allowed.";
+
+/// What to do with one incoming message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incoming {
+    /// An allowed user's words for the agent.
+    Relay {
+        chat_id: i64,
+        key: String,
+        text: String,
+    },
+    /// Someone not on the allowlist, in a private chat.
+    Refuse {
+        chat_id: i64,
+        user_id: i64,
+        handle: String,
+    },
+    /// Nothing to do, and why.
+    Ignore(&'static str),
+}
+
+/// Decides what to do with a message. Only private chats count: in a group
+/// the agent's replies would reach people nobody allowed, and strangers
+/// there are not answered either.
+pub fn classify(message: &Message, config: &TelegramConfig) -> Incoming {
+    let Some(from) = &message.from else {
+        return Incoming::Ignore("a message without a sender");
+    };
+    if message.chat.kind != "private" {
+        return Incoming::Ignore("not a private chat");
+    }
+    if from.is_bot {
+        return Incoming::Ignore("a message from a bot");
+    }
+    if !config.allows(from.id) {
+        return Incoming::Refuse {
+            chat_id: message.chat.id,
+            user_id: from.id,
+            handle: from.handle(),
+        };
+    }
+    match message_text(message) {
+        Some(text) => Incoming::Relay {
+            chat_id: message.chat.id,
+            key: format!("telegram:{}:{}", message.chat.id, message.message_id),
+            text,
+        },
+        None => Incoming::Ignore("nothing to relay"),
+    }
+}
+
+/// The words a message gives the agent: its text, else its caption, else a
+/// placeholder naming what was sent. Images and voice are not read yet.
+pub fn message_text(message: &Message) -> Option<String> {
+    let words = message
+        .text
+        .as_deref()
+        .or(message.caption.as_deref())
+        .map(str::trim)
+        .filter(|words| !words.is_empty());
+    if let Some(words) = words {
+        return Some(words.to_string());
+    }
+    let placeholder = if message.photo.is_some() {
+        "[photo]".to_string()
+    } else if message.voice.is_some() {
+        "[voice message]".to_string()
+    } else if message.video_note.is_some() || message.video.is_some() {
+        "[video]".to_string()
+    } else if message.audio.is_some() {
+        "[audio]".to_string()
+    } else if let Some(document) = &message.document {
+        match &document.file_name {
+            Some(name) => format!("[file: {name}]"),
+            None => "[file]".to_string(),
+        }
+    } else if let Some(sticker) = &message.sticker {
+        match &sticker.emoji {
+            Some(emoji) => format!("[sticker {emoji}]"),
+            None => "[sticker]".to_string(),
+        }
+    } else {
+        return None;
+    };
+    Some(placeholder)
+}
+
+/// The inbound half's state.
+pub struct Inbound<'a> {
+    api: &'a Api,
+    config: &'a TelegramConfig,
+    /// Submits, notes and state writes. The live events the daemon also
+    /// sends here are read and dropped: the outbound half has its own.
+    connection: Connection,
+    /// The next `getUpdates` offset; `None` asks for every unconfirmed update.
+    offset: Option<i64>,
+    /// The chats that get the agent's messages, shared with the outbound half.
+    chats: watch::Sender<BTreeSet<i64>>,
+    /// Users refused in this run, so each is told once.
+    refused: HashSet<i64>,
+}
+
+impl<'a> Inbound<'a> {
+    pub fn new(
+        api: &'a Api,
+        config: &'a TelegramConfig,
+        connection: Connection,
+        offset: Option<i64>,
+        chats: watch::Sender<BTreeSet<i64>>,
+    ) -> Inbound<'a> {
+        Inbound {
+            api,
+            config,
+            connection,
+            offset,
+            chats,
+            refused: HashSet::new(),
+        }
+    }
+
+    /// Polls and relays until something fails for good.
+    pub async fn run(mut self) -> Result<Infallible, BridgeError> {
+        let mut backoff = Backoff::default();
+        loop {
+            let poll = self
+                .api
+                .get_updates(self.offset, self.config.poll_timeout_secs);
+            let polled = link::beside(&mut self.connection, poll, &mut |_| {}).await?;
+            let updates = match polled {
+                Ok(updates) => {
+                    backoff.reset();
+                    updates
+                }
+                Err(error) => {
+                    let wait = match error.failure() {
+                        Failure::Unauthorized => {
+                            return Err(BridgeError::Unauthorized {
+                                error,
+                                env: self.config.token_env.clone(),
+                            })
+                        }
+                        Failure::Wait(wait) => wait,
+                        _ => {
+                            let wait = backoff.next_wait();
+                            tracing::warn!("getUpdates failed: {error}; trying again in {wait:?}");
+                            wait
+                        }
+                    };
+                    let pause = tokio::time::sleep(wait);
+                    link::beside(&mut self.connection, pause, &mut |_| {}).await?;
+                    continue;
+                }
+            };
+            let Some(last) = updates.iter().map(|update| update.update_id).max() else {
+                continue;
+            };
+            for update in updates {
+                self.take(update).await?;
+            }
+            // Only now is the batch confirmed: every message in it is durable.
+            let next = last + 1;
+            link::set_state(
+                &mut self.connection,
+                OFFSET_STATE,
+                next.to_string(),
+                &mut |_| {},
+            )
+            .await?;
+            self.offset = Some(next);
+        }
+    }
+
+    /// Relays, refuses or skips one update.
+    async fn take(&mut self, update: Update) -> Result<(), BridgeError> {
+        let Some(message) = update.message else {
+            tracing::debug!("skipping update {}: not a message", update.update_id);
+            return Ok(());
+        };
+        match classify(&message, self.config) {
+            Incoming::Relay { chat_id, key, text } => self.relay(chat_id, key, text).await,
+            Incoming::Refuse {
+                chat_id,
+                user_id,
+                handle,
+            } => self.refuse(chat_id, user_id, &handle).await,
+            Incoming::Ignore(why) => {
+                tracing::debug!("skipping update {}: {why}", update.update_id);
+                Ok(())
+            }
+        }
+    }
+
+    async fn relay(&mut self, chat_id: i64, key: String, text: String) -> Result<(), BridgeError> {
+        let frame = ClientFrame::Submit {
+            text,
+            source: SOURCE.to_string(),
+            key: Some(key.clone()),
+        };
+        match link::request(&mut self.connection, frame, &mut |_| {}).await {
+            Ok(ServerFrame::Ack { id, duplicate }) => {
+                tracing::debug!("{key} is message #{id} (duplicate: {duplicate})");
+            }
+            Ok(other) => return Err(BridgeError::Unexpected(other.encode())),
+            // The daemon will never take this message; do not stall the rest.
+            Err(BridgeError::Refused {
+                code: ErrorCode::Refused,
+                message,
+            }) => {
+                let text = format!("telegram: hearthd refused message {key}: {message}");
+                link::note(&mut self.connection, text, &mut |_| {}).await?;
+            }
+            Err(err) => return Err(err),
+        }
+        if !self.chats.borrow().contains(&chat_id) {
+            // Shared at once, so the reply to this very message finds the chat.
+            self.chats.send_modify(|chats| {
+                chats.insert(chat_id);
+            });
+            let value = serde_json::to_string(&*self.chats.borrow()).unwrap_or_default();
+            link::set_state(&mut self.connection, CHATS_STATE, value, &mut |_| {}).await?;
+        }
+        Ok(())
+    }
+
+    async fn refuse(
+        &mut self,
+        chat_id: i64,
+        user_id: i64,
+        handle: &str,
+    ) -> Result<(), BridgeError> {
+        if !self.refused.insert(user_id) {
+            tracing::info!("telegram: refused another message from user {user_id}");
+            return Ok(());
+        }
+        let text = format!("telegram: refused a message from user {user_id} ({handle})");
+        link::note(&mut self.connection, text, &mut |_| {}).await?;
+        let send = self.api.send_message(chat_id, REFUSAL, None);
+        if let Err(err) = link::beside(&mut self.connection, send, &mut |_| {}).await? {
+            tracing::warn!("cannot tell user {user_id} they are refused: {err}");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telegram::api::parse_updates;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn config() -> TelegramConfig {
+        TelegramConfig::parse(Path::new("c"), "[telegram]\nallow = [42]\n").unwrap()
+    }
+
+    fn message(value: serde_json::Value) -> Message {
+        let update = json!([{"update_id": 1, "message": value}]);
+        parse_updates(update).unwrap().remove(0).message.unwrap()
+    }
+
+    fn private(from: i64, extra: serde_json::Value) -> Message {
+        let mut value = json!({
+            "message_id": 9, "date": 0,
+            "from": {"id": from, "is_bot": false, "first_name": "Eve", "username": "eve"},
+            "chat": {"id": from, "type": "private"},
+        });
+        for (key, field) in extra.as_object().unwrap() {
+            value[key] = field.clone();
+        }
+        message(value)
+    }
+
+    #[test]
+    fn an_allowed_users_text_is_relayed_with_its_key() {
+        assert_eq!(
+            classify(&private(42, json!({"text": " hello "})), &config()),
+            Incoming::Relay {
+                chat_id: 42,
+                key: "telegram:42:9".into(),
+                text: "hello".into()
+            }
+        );
+    }
+
+    #[test]
+    fn strangers_are_refused_and_groups_and_bots_ignored() {
+        assert_eq!(
+            classify(&private(7, json!({"text": "hi"})), &config()),
+            Incoming::Refuse {
+                chat_id: 7,
+                user_id: 7,
+                handle: "@eve".into()
+            }
+        );
+        let group = private(
+            42,
+            json!({"text": "hi", "chat": {"id": -100, "type": "group"}}),
+        );
+        assert_eq!(
+            classify(&group, &config()),
+            Incoming::Ignore("not a private chat")
+        );
+        let bot = private(
+            42,
+            json!({"from": {"id": 42, "is_bot": true, "first_name": "B"}}),
+        );
+        assert_eq!(
+            classify(&bot, &config()),
+            Incoming::Ignore("a message from a bot")
+        );
+        let nobody = TelegramConfig::parse(Path::new("c"), "[telegram]\nallow = []\n").unwrap();
+        assert!(matches!(
+            classify(&private(42, json!({"text": "hi"})), &nobody),
+            Incoming::Refuse { .. }
+        ));
+    }
+
+    #[test]
+    fn captions_and_placeholders_stand_for_media() {
+        let text = |extra| message_text(&private(42, extra));
+        let photo = json!([{"file_id": "a", "file_unique_id": "b", "width": 1, "height": 1}]);
+        assert_eq!(
+            text(json!({"photo": photo, "caption": "my cat"})).as_deref(),
+            Some("my cat")
+        );
+        assert_eq!(text(json!({"photo": photo})).as_deref(), Some("[photo]"));
+        assert_eq!(
+            text(json!({"voice": {"file_id": "v", "file_unique_id": "w", "duration": 3}}))
+                .as_deref(),
+            Some("[voice message]")
+        );
+        assert_eq!(
+            text(
+                json!({"document": {"file_id": "d", "file_unique_id": "e", "file_name": "a.pdf"}})
+            )
+            .as_deref(),
+            Some("[file: a.pdf]")
+        );
+        assert_eq!(text(json!({"new_chat_title": "x"})), None);
+        assert_eq!(
+            classify(&private(42, json!({"pinned_message": {}})), &config()),
+            Incoming::Ignore("nothing to relay")
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! The bridges hearthd runs beside itself: `hearth telegram` when
+//! `config.toml` has a `[telegram]` table.
+//!
+//! A bridge is an ordinary client in its own process (the `hearth` binary
+//! found next to `hearthd`), so a crash in it never touches the daemon and
+//! it keeps no state of its own. One that exits is started again after a
+//! backoff (1 s, doubling to a minute; reset after a minute of running),
+//! except when it exits with [`EXIT_CONFIG`]: its configuration cannot work
+//! and it has said why. Each bridge is killed when the daemon stops.
+
+use crate::config::Config;
+use hearth_protocol::home::Home;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::Command;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// The exit status of a bridge whose configuration cannot work (sysexits'
+/// `EX_CONFIG`); the bridge's own crate uses the same number.
+pub const EXIT_CONFIG: i32 = 78;
+
+/// The first wait before a restart; it doubles up to [`LONGEST_WAIT`].
+const FIRST_WAIT: Duration = Duration::from_secs(1);
+const LONGEST_WAIT: Duration = Duration::from_secs(60);
+/// A bridge that ran this long before exiting is restarted after the first wait again.
+const STEADY: Duration = Duration::from_secs(60);
+
+/// The running bridges' supervisors.
+pub struct Bridges {
+    stop: watch::Sender<bool>,
+    supervisors: Vec<JoinHandle<()>>,
+}
+
+/// How to start one bridge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// `telegram`: the name in logs and the `hearth` subcommand.
+    pub name: &'static str,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+/// The bridges `config` enables, as commands for `home`. The `hearth` binary
+/// is looked for next to `hearthd` (`exe_dir`), else on `PATH`. A home in one
+/// folder is passed as `--home`; an XDG home is found by the bridge the same
+/// way the daemon found it, from the environment it inherits.
+pub fn launches(config: &Config, home: &Home, exe_dir: Option<&Path>) -> Vec<Launch> {
+    let program = exe_dir
+        .map(|dir| dir.join("hearth"))
+        .filter(|path| path.is_file())
+        .unwrap_or_else(|| PathBuf::from("hearth"));
+    let one_folder = home.config_dir == home.data_dir && home.data_dir == home.runtime_dir;
+    let mut launches = Vec::new();
+    if config.telegram.is_some() {
+        let mut args = vec!["telegram".to_string()];
+        if one_folder {
+            args.push("--home".to_string());
+            args.push(home.config_dir.display().to_string());
+        }
+        launches.push(Launch {
+            name: "telegram",
+            program: program.clone(),
+            args,
+        });
+    }
+    launches
+}
+
+/// Starts a supervisor for each bridge `config` enables. Call once the
+/// socket listens, so the bridges find the daemon.
+pub fn start(config: &Config, home: &Home) -> Bridges {
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf));
+    let (stop, on_stop) = watch::channel(false);
+    let supervisors = launches(config, home, exe_dir.as_deref())
+        .into_iter()
+        .map(|launch| tokio::spawn(supervise(launch, on_stop.clone())))
+        .collect();
+    Bridges { stop, supervisors }
+}
+
+impl Bridges {
+    /// Kills every bridge and waits until they are gone.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for supervisor in self.supervisors {
+            let _ = supervisor.await;
+        }
+    }
+}
+
+/// Keeps one bridge running until `stop` turns true.
+async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>) {
+    let mut wait = FIRST_WAIT;
+    loop {
+        let started = Instant::now();
+        let spawned = Command::new(&launch.program)
+            .args(&launch.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .kill_on_drop(true)
+            .spawn();
+        match spawned {
+            Err(err) => tracing::error!(
+                "cannot start the {} bridge ({}): {err}; install `hearth` next to hearthd",
+                launch.name,
+                launch.program.display()
+            ),
+            Ok(mut child) => {
+                tracing::info!(
+                    "{} bridge started (pid {})",
+                    launch.name,
+                    child.id().unwrap_or_default()
+                );
+                let status = tokio::select! {
+                    status = child.wait() => status,
+                    () = stopped(&mut stop) => {
+                        let _ = child.kill().await;
+                        return;
+                    }
+                };
+                match status {
+                    Ok(status) if status.code() == Some(EXIT_CONFIG) => {
+                        tracing::error!(
+                            "the {} bridge cannot run as configured (it said why above); fix config.toml and restart hearthd",
+                            launch.name
+                        );
+                        return;
+                    }
+                    Ok(status) => tracing::warn!("the {} bridge exited ({status})", launch.name),
+                    Err(err) => tracing::warn!("the {} bridge is lost: {err}", launch.name),
+                }
+                if started.elapsed() >= STEADY {
+                    wait = FIRST_WAIT;
+                }
+            }
+        }
+        tracing::info!("starting the {} bridge again in {wait:?}", launch.name);
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = stopped(&mut stop) => return,
+        }
+        wait = (wait * 2).min(LONGEST_WAIT);
+    }
+}
+
+/// Completes once the daemon stops (or its `Bridges` is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns is dropped here, never held across an await.
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        Config::parse(Path::new("config.toml"), text).unwrap()
+    }
+
+    #[test]
+    fn only_configured_bridges_start_with_the_home_they_share() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("hearth"), "").unwrap();
+        let home = Home::at(Path::new("/h"));
+        assert!(launches(&config(""), &home, Some(dir.path())).is_empty());
+
+        let telegram = config("[telegram]\nallow = [1]\n");
+        let launched = launches(&telegram, &home, Some(dir.path()));
+        assert_eq!(
+            launched,
+            vec![Launch {
+                name: "telegram",
+                program: dir.path().join("hearth"),
+                args: vec!["telegram".into(), "--home".into(), "/h".into()],
+            }]
+        );
+
+        let xdg = Home {
+            config_dir: "/c/hearth".into(),
+            data_dir: "/d/hearth".into(),
+            runtime_dir: "/r/hearth".into(),
+        };
+        let launched = launches(&telegram, &xdg, Some(Path::new("/nonexistent")));
+        assert_eq!(launched[0].program, PathBuf::from("hearth"));
+        assert_eq!(launched[0].args, vec!["telegram".to_string()]);
+    }
+}

@@ -1,0 +1,458 @@
+//! A fake Telegram Bot API for end-to-end tests of the bridge.
+//!
+//! [`FakeTelegram::start`] binds `127.0.0.1:0` and answers
+//! `POST /bot<TOKEN>/getUpdates`, `/sendMessage` and `/sendChatAction` with
+//! the Bot API's JSON envelopes. A test plays the people who write to the
+//! bot ([`FakeTelegram::write`]), scripts failures of `sendMessage`
+//! ([`FakeTelegram::fail_next_send`]), can hold every `sendMessage` until
+//! the client goes away ([`FakeTelegram::hold_sends`]), and reads what the
+//! bridge did ([`FakeTelegram::calls`], [`FakeTelegram::wait_until`]).
+//!
+//! `getUpdates` behaves like Telegram's: a long poll that holds until an
+//! update is queued or its `timeout` passes, and an `offset` confirms (and
+//! forgets) every update before it. The HTTP is the fake model's: one
+//! request per connection.
+
+use crate::fake_model::http::{self, RequestError};
+use crate::harness::DEADLINE;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Notify};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// The bot token the fake accepts.
+pub const TOKEN: &str = "123456:TEST-token";
+
+/// Someone who writes to the bot; their private chat has their id.
+#[derive(Clone, Copy, Debug)]
+pub struct Person {
+    pub id: i64,
+    pub first_name: &'static str,
+    pub username: Option<&'static str>,
+}
+
+/// One `sendMessage` request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sent {
+    pub chat_id: i64,
+    pub text: String,
+    pub parse_mode: Option<String>,
+}
+
+/// One `getUpdates` request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Poll {
+    pub offset: Option<i64>,
+    pub timeout: Option<u64>,
+    pub allowed_updates: Value,
+}
+
+/// How the next `sendMessage` fails, as Telegram says it.
+#[derive(Clone, Copy, Debug)]
+pub enum Failure {
+    /// 429 with `parameters.retry_after`.
+    TooManyRequests { retry_after: u64 },
+    /// 400 "Bad Request: can't parse entities: …".
+    CantParseEntities,
+    /// 403 "Forbidden: bot was blocked by the user".
+    Blocked,
+    /// 400 "Bad Request: chat not found".
+    ChatNotFound,
+}
+
+impl Failure {
+    fn answer(self) -> (u16, Value) {
+        let (code, description, parameters) = match self {
+            Failure::TooManyRequests { retry_after } => (
+                429,
+                format!("Too Many Requests: retry after {retry_after}"),
+                Some(json!({"retry_after": retry_after})),
+            ),
+            Failure::CantParseEntities => (
+                400,
+                "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"
+                    .to_string(),
+                None,
+            ),
+            Failure::Blocked => (
+                403,
+                "Forbidden: bot was blocked by the user".to_string(),
+                None,
+            ),
+            Failure::ChatNotFound => (400, "Bad Request: chat not found".to_string(), None),
+        };
+        let mut body = json!({"ok": false, "error_code": code, "description": description});
+        if let Some(parameters) = parameters {
+            body["parameters"] = parameters;
+        }
+        (code, body)
+    }
+}
+
+/// What the bridge did so far.
+#[derive(Clone, Debug, Default)]
+pub struct Calls {
+    pub polls: Vec<Poll>,
+    /// Every `sendMessage` answered, successful or not, in order.
+    pub attempts: Vec<Sent>,
+    /// The `sendMessage` requests answered with success: what people saw.
+    pub sent: Vec<Sent>,
+    /// `sendChatAction` requests: chat and action.
+    pub actions: Vec<(i64, String)>,
+    /// `sendMessage` requests held by [`FakeTelegram::hold_sends`] now.
+    pub held: Vec<Sent>,
+}
+
+impl Calls {
+    /// The texts a chat received, in order.
+    pub fn sent_to(&self, chat_id: i64) -> Vec<String> {
+        self.sent
+            .iter()
+            .filter(|sent| sent.chat_id == chat_id)
+            .map(|sent| sent.text.clone())
+            .collect()
+    }
+}
+
+/// The fake API, serving until dropped.
+pub struct FakeTelegram {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept_loop: JoinHandle<()>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Bumped on every change, for [`FakeTelegram::wait_until`] and held sends.
+    changed: watch::Sender<u64>,
+    /// Wakes long polls when an update is queued.
+    queued: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    calls: Calls,
+    /// Updates not yet confirmed, oldest first.
+    updates: Vec<Value>,
+    next_update_id: i64,
+    next_message_id: i64,
+    failures: VecDeque<Failure>,
+    hold: bool,
+}
+
+impl FakeTelegram {
+    /// Binds `127.0.0.1:0` and serves in the background.
+    pub async fn start() -> FakeTelegram {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("fake telegram: cannot bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("a bound address");
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                next_update_id: 500_000,
+                next_message_id: 1,
+                ..State::default()
+            }),
+            changed: watch::channel(0).0,
+            queued: Notify::new(),
+        });
+        let accept_loop = tokio::spawn(accept_loop(listener, shared.clone()));
+        FakeTelegram {
+            addr,
+            shared,
+            accept_loop,
+        }
+    }
+
+    /// The `api_base` a bridge is configured with.
+    pub fn api_base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `from` writes `text` to the bot in their private chat; returns the
+    /// message id.
+    pub fn write(&self, from: &Person, text: &str) -> i64 {
+        self.queue_message(from, json!({"text": text}))
+    }
+
+    /// `from` sends a photo, with a caption or without.
+    pub fn send_photo(&self, from: &Person, caption: Option<&str>) -> i64 {
+        let mut fields = json!({"photo": [
+            {"file_id": "small", "file_unique_id": "s", "width": 90, "height": 90},
+            {"file_id": "large", "file_unique_id": "l", "width": 1280, "height": 1280}
+        ]});
+        if let Some(caption) = caption {
+            fields["caption"] = json!(caption);
+        }
+        self.queue_message(from, fields)
+    }
+
+    fn queue_message(&self, from: &Person, fields: Value) -> i64 {
+        let message_id = {
+            let mut state = self.shared.lock();
+            let update_id = state.next_update_id;
+            let message_id = state.next_message_id;
+            state.next_update_id += 1;
+            state.next_message_id += 1;
+            let user = json!({"id": from.id, "is_bot": false, "first_name": from.first_name, "username": from.username});
+            let mut message = json!({
+                "message_id": message_id,
+                "from": user,
+                "chat": {"id": from.id, "type": "private", "first_name": from.first_name},
+                "date": 1_767_225_600 + message_id,
+            });
+            for (key, value) in fields.as_object().into_iter().flatten() {
+                message[key] = value.clone();
+            }
+            state
+                .updates
+                .push(json!({"update_id": update_id, "message": message}));
+            message_id
+        };
+        self.shared.queued.notify_waiters();
+        self.shared.bump();
+        message_id
+    }
+
+    /// The next `sendMessage` (after any failures queued before) fails so.
+    pub fn fail_next_send(&self, failure: Failure) {
+        self.shared.lock().failures.push_back(failure);
+    }
+
+    /// While on, every `sendMessage` is held unanswered (and shown in
+    /// [`Calls::held`]); a held request whose client goes away is dropped
+    /// unrecorded, and turning this off answers the rest.
+    pub fn hold_sends(&self, hold: bool) {
+        self.shared.lock().hold = hold;
+        self.shared.bump();
+    }
+
+    /// What the bridge did so far.
+    pub fn calls(&self) -> Calls {
+        self.shared.lock().calls.clone()
+    }
+
+    /// Waits until `done` holds for the calls so far and returns them.
+    ///
+    /// # Panics
+    /// After [`DEADLINE`], naming `what` and showing the calls.
+    pub async fn wait_until(&self, what: &str, done: impl Fn(&Calls) -> bool) -> Calls {
+        let mut changed = self.shared.changed.subscribe();
+        let waited = tokio::time::timeout(DEADLINE, async {
+            loop {
+                let calls = self.calls();
+                if done(&calls) {
+                    return calls;
+                }
+                // Errs only if the sender is dropped, which `self` prevents.
+                let _ = changed.changed().await;
+            }
+        })
+        .await;
+        match waited {
+            Ok(calls) => calls,
+            Err(_) => panic!(
+                "fake telegram: waited in vain for {what}; calls: {:#?}",
+                self.calls()
+            ),
+        }
+    }
+}
+
+impl Drop for FakeTelegram {
+    fn drop(&mut self) {
+        self.accept_loop.abort();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every change under the lock is a single step; a panicking test
+        // cannot leave it half done.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|count| *count += 1);
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                if let Ok((stream, _)) = accepted {
+                    let shared = shared.clone();
+                    connections.spawn(async move {
+                        let mut stream = stream;
+                        // A failed write means the client left: nothing to do.
+                        let _ = serve(&mut stream, &shared).await;
+                    });
+                }
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
+    let request = match http::read_request(stream).await {
+        Ok(request) => request,
+        Err(RequestError::Disconnected) => return Ok(()),
+        Err(RequestError::Malformed(message)) => {
+            return http::write_json(stream, 400, &refusal(400, &message)).await
+        }
+    };
+    let prefix = format!("/bot{TOKEN}/");
+    let Some(method) = request.path.strip_prefix(&prefix) else {
+        return http::write_json(stream, 401, &refusal(401, "Unauthorized")).await;
+    };
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    match method {
+        "getUpdates" => get_updates(stream, shared, &body).await,
+        "sendMessage" => send_message(stream, shared, &body).await,
+        "sendChatAction" => {
+            let chat_id = body["chat_id"].as_i64().unwrap_or_default();
+            let action = body["action"].as_str().unwrap_or_default().to_string();
+            shared.lock().calls.actions.push((chat_id, action));
+            shared.bump();
+            http::write_json(stream, 200, &json!({"ok": true, "result": true})).await
+        }
+        _ => http::write_json(stream, 404, &refusal(404, "Not Found")).await,
+    }
+}
+
+fn refusal(code: u16, description: &str) -> Value {
+    json!({"ok": false, "error_code": code, "description": description})
+}
+
+async fn get_updates(stream: &mut TcpStream, shared: &Shared, body: &Value) -> io::Result<()> {
+    let offset = body["offset"].as_i64();
+    let timeout = body["timeout"].as_u64();
+    {
+        let mut state = shared.lock();
+        state.calls.polls.push(Poll {
+            offset,
+            timeout,
+            allowed_updates: body["allowed_updates"].clone(),
+        });
+        if let Some(offset) = offset {
+            // Confirmed: Telegram forgets them.
+            state
+                .updates
+                .retain(|update| update["update_id"].as_i64().unwrap_or_default() >= offset);
+        }
+    }
+    shared.bump();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout.unwrap_or(0));
+    loop {
+        let queued = shared.queued.notified();
+        tokio::pin!(queued);
+        queued.as_mut().enable();
+        let pending = shared.lock().updates.clone();
+        if !pending.is_empty() {
+            return http::write_json(stream, 200, &json!({"ok": true, "result": pending})).await;
+        }
+        tokio::select! {
+            () = &mut queued => {}
+            () = tokio::time::sleep_until(deadline) => {
+                return http::write_json(stream, 200, &json!({"ok": true, "result": []})).await;
+            }
+            () = http::client_gone(stream) => return Ok(()),
+        }
+    }
+}
+
+async fn send_message(stream: &mut TcpStream, shared: &Shared, body: &Value) -> io::Result<()> {
+    let sent = Sent {
+        chat_id: body["chat_id"].as_i64().unwrap_or_default(),
+        text: body["text"].as_str().unwrap_or_default().to_string(),
+        parse_mode: body["parse_mode"].as_str().map(str::to_string),
+    };
+    if !hold(stream, shared, &sent).await {
+        return Ok(());
+    }
+    let visible = match sent.parse_mode.as_deref() {
+        Some("HTML") => visible_text(&sent.text),
+        _ => sent.text.clone(),
+    };
+    let (status, answer) = {
+        let mut state = shared.lock();
+        state.calls.attempts.push(sent.clone());
+        let failure = state.failures.pop_front();
+        let units = visible.encode_utf16().count();
+        if let Some(failure) = failure {
+            failure.answer()
+        } else if visible.trim().is_empty() {
+            (400, refusal(400, "Bad Request: message text is empty"))
+        } else if units > 4096 {
+            (400, refusal(400, "Bad Request: message is too long"))
+        } else {
+            state.calls.sent.push(sent.clone());
+            let message_id = state.next_message_id;
+            state.next_message_id += 1;
+            let message = json!({
+                "message_id": message_id,
+                "from": {"id": 1, "is_bot": true, "first_name": "hearth", "username": "hearth_bot"},
+                "chat": {"id": sent.chat_id, "type": "private"},
+                "date": 1_767_225_600 + message_id,
+                "text": visible,
+            });
+            (200, json!({"ok": true, "result": message}))
+        }
+    };
+    shared.bump();
+    http::write_json(stream, status, &answer).await
+}
+
+/// Holds a `sendMessage` while holding is on. False when the client went
+/// away meanwhile: the request is dropped unrecorded.
+async fn hold(stream: &mut TcpStream, shared: &Shared, sent: &Sent) -> bool {
+    let mut changed = shared.changed.subscribe();
+    if !shared.lock().hold {
+        return true;
+    }
+    shared.lock().calls.held.push(sent.clone());
+    shared.bump();
+    let released = loop {
+        if !shared.lock().hold {
+            break true;
+        }
+        tokio::select! {
+            _ = changed.changed() => {}
+            () = http::client_gone(stream) => break false,
+        }
+    };
+    {
+        let mut state = shared.lock();
+        if let Some(at) = state.calls.held.iter().position(|held| held == sent) {
+            state.calls.held.remove(at);
+        }
+    }
+    shared.bump();
+    released
+}
+
+/// The text Telegram shows for HTML: tags dropped, entities read.
+fn visible_text(html: &str) -> String {
+    let mut text = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            _ if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}

@@ -1,0 +1,485 @@
+//! End-to-end: the Telegram bridge. A real `hearthd` starts `hearth
+//! telegram` from its `[telegram]` table; the bridge talks to a fake Bot API
+//! on 127.0.0.1, and the agent to a fake model.
+
+use hearth_client::telegram::inbound::REFUSAL;
+use hearth_protocol::{ClientFrame, EventKind, Kind, Message, ServerFrame};
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Gate, Reply};
+use hearth_tests::fake_telegram::{Failure, FakeTelegram, Person, Sent, TOKEN};
+use hearth_tests::harness::{Daemon, TestHome, DEADLINE};
+use serde_json::json;
+use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::time::Duration;
+
+const OWNER: Person = Person {
+    id: 4242,
+    first_name: "Ada",
+    username: Some("ada"),
+};
+
+const STRANGER: Person = Person {
+    id: 999,
+    first_name: "Mallory",
+    username: Some("mallory"),
+};
+
+fn home() -> TestHome {
+    TestHome::new(bins!())
+}
+
+/// The fake model, and a `[telegram]` table for the fake Bot API that allows
+/// the owner; the token in `secrets.env`, as a service would find it.
+fn configure(home: &TestHome, model: &FakeModel, telegram: &FakeTelegram) {
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
+        model.base_url(),
+        OWNER.id,
+        telegram.api_base()
+    ));
+    let secrets = home.path().join("secrets.env");
+    std::fs::write(&secrets, format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n")).expect("secrets");
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+}
+
+/// The whole log, oldest first.
+async fn history(home: &TestHome) -> Vec<Message> {
+    let mut client = home.connect("history", None).await;
+    match client
+        .request(ClientFrame::History {
+            before: None,
+            limit: Some(1000),
+        })
+        .await
+    {
+        ServerFrame::History { messages } => messages,
+        other => panic!("expected history, got {other:?}"),
+    }
+}
+
+/// Waits (checking every few milliseconds, up to the deadline) until
+/// `check` gives a value.
+async fn eventually<T, F>(what: &str, mut check: impl FnMut() -> F) -> T
+where
+    F: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited in vain for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The pid of the bridge the daemon started last, from its log.
+async fn bridge_pid(daemon: &Daemon) -> u32 {
+    eventually("the daemon to start a bridge", || {
+        let log = daemon.log_text();
+        let pid = log
+            .rsplit_once("telegram bridge started (pid ")
+            .and_then(|(_, after)| after.split(')').next()?.parse().ok());
+        std::future::ready(pid)
+    })
+    .await
+}
+
+/// The delivery cursor the bridge stored in the daemon.
+async fn stored_cursor(home: &TestHome) -> Option<String> {
+    let mut client = home.connect("state", None).await;
+    match client
+        .request(ClientFrame::StateGet {
+            name: "telegram.cursor".into(),
+        })
+        .await
+    {
+        ServerFrame::State { value, .. } => value,
+        other => panic!("expected state, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_owners_message_reaches_the_agent_and_the_reply_comes_back() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+    let mut watcher = home.connect("watcher", None).await;
+
+    let gate = Gate::new();
+    model.push(Reply::gated(
+        Reply::text("Hello, **Ada**! Note that `x < y`."),
+        &gate,
+    ));
+    let message_id = telegram.write(&OWNER, "hi from my phone");
+    let user = watcher.wait_for(|e| e.kind == EventKind::User).await;
+    assert_eq!(user.source.as_deref(), Some("telegram"));
+    assert_eq!(user.text.as_deref(), Some("hi from my phone"));
+
+    // While the agent works, the chat shows "typing…".
+    telegram
+        .wait_until("typing in the owner's chat", |calls| {
+            calls.actions.contains(&(OWNER.id, "typing".to_string()))
+        })
+        .await;
+    gate.open();
+    let calls = telegram
+        .wait_until("the reply", |calls| !calls.sent.is_empty())
+        .await;
+    assert_eq!(
+        calls.sent,
+        vec![Sent {
+            chat_id: OWNER.id,
+            text: "Hello, <b>Ada</b>! Note that <code>x &lt; y</code>.".into(),
+            parse_mode: Some("HTML".into()),
+        }],
+        "only the reply goes out, never the owner's own words"
+    );
+    assert_eq!(calls.polls[0].allowed_updates, json!(["message"]));
+    assert_eq!(calls.polls[0].timeout, Some(30));
+
+    // The update is confirmed after the daemon acknowledged it, and the
+    // platform's message id is the idempotency key.
+    let calls = telegram
+        .wait_until("the next poll confirms the update", |calls| {
+            calls.polls.iter().any(|poll| poll.offset.is_some())
+        })
+        .await;
+    assert_eq!(calls.polls[0].offset, None);
+    let key = format!("telegram:{}:{message_id}", OWNER.id);
+    let (id, duplicate) = watcher.submit("again", "telegram", Some(&key)).await;
+    assert!(duplicate);
+    assert_eq!(Some(id), user.id);
+
+    // A photo's caption goes in (the image itself is not read yet).
+    model.push(Reply::text("Nice cat."));
+    telegram.send_photo(&OWNER, Some("my cat"));
+    let photo = watcher
+        .wait_for(|e| e.kind == EventKind::User && e.id > user.id)
+        .await;
+    assert_eq!(photo.text.as_deref(), Some("my cat"));
+    let calls = telegram
+        .wait_until("the second reply", |calls| calls.sent.len() == 2)
+        .await;
+    assert_eq!(calls.sent[1].text, "Nice cat.");
+}
+
+#[tokio::test]
+async fn a_stranger_is_refused_once_and_the_agent_never_sees_the_message() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+
+    telegram.write(&STRANGER, "let me in");
+    telegram.write(&STRANGER, "pretty please");
+    model.push(Reply::text("Hi Ada."));
+    telegram.write(&OWNER, "hello");
+    // The bridge takes updates in order: once the owner is answered, both
+    // of the stranger's messages were handled.
+    let calls = telegram
+        .wait_until("the owner's reply", |calls| {
+            calls.sent_to(OWNER.id) == ["Hi Ada."]
+        })
+        .await;
+    assert_eq!(calls.sent_to(STRANGER.id), vec![REFUSAL.to_string()]);
+
+    let log = history(&home).await;
+    let notes: Vec<&str> = log
+        .iter()
+        .filter(|m| m.kind == Kind::Note)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(
+        notes,
+        vec!["telegram: refused a message from user 999 (@mallory)"]
+    );
+    let users: Vec<&str> = log
+        .iter()
+        .filter(|m| m.kind == Kind::User)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(users, vec!["hello"]);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    let body = requests[0].body.to_string();
+    assert!(
+        !body.contains("let me in") && !body.contains("pretty please"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_long_reply_is_split_on_paragraphs() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+
+    let paragraph = "All work and no play makes Jack a dull boy. "
+        .repeat(40)
+        .trim_end()
+        .to_string();
+    let story = vec![paragraph.clone(); 5].join("\n\n");
+    assert!(story.chars().count() > 2 * 4096);
+    model.push(Reply::text(story.clone()));
+    telegram.write(&OWNER, "tell me a long story");
+    let calls = telegram
+        .wait_until("three parts", |calls| calls.sent.len() == 3)
+        .await;
+    let parts = calls.sent_to(OWNER.id);
+    for part in &parts {
+        assert!(part.chars().count() <= 4096);
+    }
+    assert_eq!(parts[0], format!("{paragraph}\n\n{paragraph}"));
+    assert_eq!(parts.join("\n\n"), story);
+}
+
+#[tokio::test]
+async fn markup_telegram_cannot_parse_is_sent_again_as_plain_text() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+
+    telegram.fail_next_send(Failure::CantParseEntities);
+    model.push(Reply::text("Use **bold** here."));
+    telegram.write(&OWNER, "format something");
+    let calls = telegram
+        .wait_until("the reply", |calls| !calls.sent.is_empty())
+        .await;
+    assert_eq!(calls.attempts.len(), 2);
+    assert_eq!(calls.attempts[0].text, "Use <b>bold</b> here.");
+    assert_eq!(calls.attempts[0].parse_mode.as_deref(), Some("HTML"));
+    assert_eq!(
+        calls.sent,
+        vec![Sent {
+            chat_id: OWNER.id,
+            text: "Use **bold** here.".into(),
+            parse_mode: None,
+        }]
+    );
+}
+
+#[tokio::test]
+async fn flood_control_is_waited_out_and_the_reply_sent_once() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+
+    telegram.fail_next_send(Failure::TooManyRequests { retry_after: 1 });
+    model.push(Reply::text("Slowly now."));
+    telegram.write(&OWNER, "hurry");
+    let calls = telegram
+        .wait_until("the reply", |calls| !calls.sent.is_empty())
+        .await;
+    assert_eq!(calls.attempts.len(), 2, "one refused, one sent");
+    assert_eq!(calls.sent_to(OWNER.id), vec!["Slowly now.".to_string()]);
+}
+
+#[tokio::test]
+async fn a_chat_that_blocked_the_bot_is_skipped_with_a_note() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+    let mut watcher = home.connect("watcher", None).await;
+
+    telegram.fail_next_send(Failure::Blocked);
+    model.push(Reply::text("You will not see this."));
+    telegram.write(&OWNER, "one");
+    let reply = watcher.wait_for(|e| e.kind == EventKind::Reply).await;
+    let note = watcher
+        .wait_for(|e| e.kind == EventKind::Note && e.source.as_deref() == Some("telegram"))
+        .await;
+    let text = note.text.unwrap_or_default();
+    assert!(
+        text.contains(&format!("could not deliver message #{}", reply.id.unwrap()))
+            && text.contains("blocked"),
+        "{text}"
+    );
+
+    model.push(Reply::text("But this."));
+    telegram.write(&OWNER, "two");
+    let calls = telegram
+        .wait_until("the next reply", |calls| !calls.sent.is_empty())
+        .await;
+    assert_eq!(calls.sent_to(OWNER.id), vec!["But this.".to_string()]);
+}
+
+#[tokio::test]
+async fn a_message_acknowledged_before_its_offset_was_stored_is_logged_and_answered_once() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+    configure(&home, &model, &telegram);
+
+    // One batch: the owner's message is acknowledged, then the bridge is
+    // stuck refusing the stranger, before it stores the batch's offset.
+    telegram.hold_sends(true);
+    telegram.write(&OWNER, "remember the milk");
+    telegram.write(&STRANGER, "hello?");
+    model.push(Reply::text("Noted."));
+    let daemon = home.start();
+    telegram
+        .wait_until("the refusal held", |calls| {
+            calls.held.iter().any(|sent| sent.chat_id == STRANGER.id)
+        })
+        .await;
+    let first = bridge_pid(&daemon).await;
+    let killed = Command::new("kill")
+        .args(["-KILL", &first.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    telegram
+        .wait_until("the killed bridge's sends dropped", |calls| {
+            calls.held.is_empty()
+        })
+        .await;
+    telegram.hold_sends(false);
+
+    // hearthd starts the bridge again; it gets the same batch once more.
+    let calls = telegram
+        .wait_until("the reply", |calls| calls.sent_to(OWNER.id) == ["Noted."])
+        .await;
+    assert!(
+        calls
+            .polls
+            .iter()
+            .filter(|poll| poll.offset.is_none())
+            .count()
+            >= 2
+    );
+    assert_ne!(bridge_pid(&daemon).await, first);
+
+    model.push(Reply::text("Eggs too, noted."));
+    telegram.write(&OWNER, "and eggs");
+    let calls = telegram
+        .wait_until("the second reply", |calls| {
+            calls.sent_to(OWNER.id).len() == 2
+        })
+        .await;
+    assert_eq!(
+        calls.sent_to(OWNER.id),
+        vec!["Noted.".to_string(), "Eggs too, noted.".to_string()]
+    );
+    let users: Vec<String> = history(&home)
+        .await
+        .into_iter()
+        .filter(|m| m.kind == Kind::User)
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(users, vec!["remember the milk", "and eggs"]);
+    assert_eq!(model.requests().len(), 2, "each message answered once");
+}
+
+#[tokio::test]
+async fn replies_logged_while_the_bridge_was_down_are_delivered_in_order() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+
+    configure(&home, &model, &telegram);
+    let mut daemon = home.start();
+    let mut watcher = home.connect("watcher", None).await;
+    model.push(Reply::text("hi"));
+    telegram.write(&OWNER, "hello");
+    let reply = watcher.wait_for(|e| e.kind == EventKind::Reply).await;
+    let reply_id = reply.id.unwrap().to_string();
+    // Stored right after the send; waited for, so nothing is sent twice.
+    let (home_ref, reply_id) = (&home, reply_id.as_str());
+    eventually("the cursor stored", || async move {
+        (stored_cursor(home_ref).await.as_deref() == Some(reply_id)).then_some(())
+    })
+    .await;
+    assert_eq!(telegram.calls().sent_to(OWNER.id), vec!["hi".to_string()]);
+    assert!(daemon.stop());
+
+    // Without the bridge, the terminal talks to the agent.
+    home.use_model("openai-chat", &model.base_url());
+    let mut daemon = home.start();
+    let mut terminal = home.connect("terminal", None).await;
+    for answer in ["one", "two", "three"] {
+        model.push(Reply::text(answer));
+        let (id, _) = terminal
+            .submit(&format!("question {answer}"), "terminal", None)
+            .await;
+        terminal.reply_to(id).await;
+    }
+    assert!(daemon.stop());
+
+    // The bridge is back: what it missed arrives in order, once.
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+    let calls = telegram
+        .wait_until("the missed replies", |calls| {
+            calls.sent_to(OWNER.id).len() >= 4
+        })
+        .await;
+    assert_eq!(calls.sent_to(OWNER.id), vec!["hi", "one", "two", "three"]);
+    model.push(Reply::text("four"));
+    telegram.write(&OWNER, "and now?");
+    let calls = telegram
+        .wait_until("the live reply", |calls| calls.sent_to(OWNER.id).len() >= 5)
+        .await;
+    assert_eq!(
+        calls.sent_to(OWNER.id),
+        vec!["hi", "one", "two", "three", "four"]
+    );
+}
+
+#[test]
+fn hearth_telegram_refuses_to_start_without_a_token_or_a_table() {
+    let home = home();
+    home.write_config("[telegram]\ntoken_env = \"HEARTH_TEST_NO_SUCH_TOKEN\"\nallow = [1]\n");
+    let output = home.hearth(&["telegram"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(78), "{stderr}");
+    assert!(
+        stderr.contains("no Telegram bot token: set $HEARTH_TEST_NO_SUCH_TOKEN")
+            && stderr.contains("secrets.env"),
+        "{stderr}"
+    );
+
+    home.write_config("[model]\nprovider = \"openai\"\nmodel = \"m\"\n");
+    let output = home.hearth(&["telegram"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("has no [telegram] table"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_bridge_that_cannot_start_leaves_a_note_and_the_daemon_runs_on() {
+    let home = home();
+    home.write_config("[telegram]\ntoken_env = \"HEARTH_TEST_NO_SUCH_TOKEN\"\nallow = [1]\n");
+    let mut daemon = home.start();
+    let home_ref = &home;
+    let note = eventually("the bridge's note", || async move {
+        history(home_ref)
+            .await
+            .into_iter()
+            .find(|m| m.kind == Kind::Note && m.source == "telegram")
+    })
+    .await;
+    assert!(
+        note.text
+            .starts_with("telegram: the bridge cannot start: no Telegram bot token"),
+        "{}",
+        note.text
+    );
+    assert!(daemon.is_running());
+}
