@@ -166,6 +166,35 @@ async fn an_anthropic_tool_loop_streams_and_sends_the_results_back() {
 }
 
 #[tokio::test]
+async fn a_whole_anthropic_answer_is_read_when_streaming_is_off() {
+    let model = FakeModel::start().await;
+    let home = home();
+    home.write_config(&format!(
+        "{}stream = false\n",
+        anthropic_model(&model.base_url())
+    ));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    model.push(Reply::tool_call("date", "{}"));
+    model.push(Reply::text("It is now."));
+    let (id, _) = client.submit("what time is it?", "terminal", None).await;
+    assert_eq!(
+        client.reply_to(id).await.text.as_deref(),
+        Some("It is now.")
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].body["stream"], false);
+    let messages = unmarked(&requests[1]);
+    let call = &messages[1]["content"][0];
+    assert_eq!(call["type"], "tool_use");
+    assert_eq!(messages[2]["content"][0]["tool_use_id"], call["id"]);
+    let log = history(&home).await;
+    assert_eq!(log.iter().filter(|m| m.kind == Kind::Tool).count(), 1);
+}
+
+#[tokio::test]
 async fn cache_marks_sit_on_the_tools_the_instructions_the_view_and_the_end() {
     let model = FakeModel::start().await;
     let home = home();
