@@ -6,6 +6,7 @@
 //! - `layout.rs`: the built-in layouts that size the view.
 //! - `log.rs`: the append-only SQLite log and its one writer thread.
 //! - `request.rs`: how a turn's request is laid out from the log (pure).
+//! - `schedule.rs`: schedules and the notify queue, delivered between chains.
 //! - `turn.rs`: the turn loop of one agent.
 //! - `server.rs`: the WebSocket protocol over the Unix socket.
 //! - `model/`: the providers, one file per wire protocol.
@@ -18,6 +19,7 @@ pub mod log;
 pub mod memory;
 pub mod model;
 pub mod request;
+pub mod schedule;
 pub mod server;
 pub mod tools;
 pub mod turn;

@@ -5,8 +5,9 @@
 //! ids are dense per agent. Beside it: `turns` (what each turn took and
 //! whether it finished), `tool_calls` (calls running now, so a crash can log
 //! them as interrupted), `nodes` and `views` (the memory's summary tree and
-//! saved views, written by `memory/store.rs`) and `client_state` (a bridge's
-//! offsets and cursors).
+//! saved views, written by `memory/store.rs`), `schedules` and `notify`
+//! (written by `schedule.rs`) and `client_state` (a bridge's offsets and
+//! cursors).
 //!
 //! Every operation is a job run on the writer thread. Jobs that arrive
 //! together share one transaction (group commit); each job's answer is sent
@@ -565,6 +566,23 @@ fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
             nodes    TEXT NOT NULL,
             PRIMARY KEY (agent, name)
         );
+        CREATE TABLE IF NOT EXISTS schedules (
+            id      INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent   TEXT NOT NULL,
+            spec    TEXT NOT NULL,
+            text    TEXT NOT NULL,
+            next_at INTEGER NOT NULL,
+            active  INTEGER NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS notify (
+            seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent     TEXT NOT NULL,
+            key       TEXT NOT NULL,
+            text      TEXT NOT NULL,
+            source    TEXT NOT NULL,
+            delivered INTEGER NOT NULL,
+            UNIQUE (agent, key)
+        );
         CREATE TABLE IF NOT EXISTS client_state (
             name  TEXT PRIMARY KEY,
             value TEXT NOT NULL
@@ -632,7 +650,9 @@ fn waiting(tx: &Connection, agent: &str, after: i64) -> Result<Vec<u64>, rusqlit
     rows.collect()
 }
 
-fn append(
+/// Appends one message inside a job's transaction; its event is broadcast
+/// once the transaction is durable.
+pub(crate) fn append(
     tx: &Connection,
     agent: &str,
     message: NewMessage,

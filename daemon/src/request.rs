@@ -10,9 +10,10 @@
 //! mid-turn after them).
 
 use crate::log::{Entry, TurnRecord};
-use crate::model::{Item, Request, ToolCall, ToolSpec};
+use crate::model::{Carry, Item, Request, ToolCall, ToolSpec};
 use hearth_protocol::Kind;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// What the model is told about the shape of its context, before the agent's prompt.
 pub const PREAMBLE: &str = "You are a personal agent in a conversation that never ends. \
@@ -20,6 +21,9 @@ Your memory of it is shown between <chat> and </chat>, one line per message: \
 `id+n|kind: text`, where kind is user (a person), reply (your answers), echo (what you said \
 beside tool calls), tool (a call and its result), note (what the daemon recorded) or work \
 (a subagent's report). After </chat> come the current state and then the new messages, whole.";
+
+/// No reasoning to hand back: for a chain's first request, and for replays.
+pub static NO_CARRIES: BTreeMap<u32, Carry> = BTreeMap::new();
 
 /// A turn's instructions: the fixed preamble, then the agent's prompt file.
 /// A missing or unreadable file leaves the preamble alone; an edit applies at
@@ -43,6 +47,10 @@ pub struct TurnContext<'a> {
     /// Lines per view message.
     pub block_lines: usize,
     pub cache_key: Option<String>,
+    /// What each step's model needs to continue its reasoning (encrypted
+    /// reasoning, thinking blocks), kept in memory for the chain only: never
+    /// logged, never shown.
+    pub carries: &'a BTreeMap<u32, Carry>,
 }
 
 impl TurnContext<'_> {
@@ -138,7 +146,8 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
     let mut calls: Vec<ToolCall> = Vec::new();
     let mut results: Vec<Item> = Vec::new();
     let mut deferred: Vec<Item> = Vec::new();
-    let flush = |echo: &mut Option<String>,
+    let flush = |step: Option<u32>,
+                 echo: &mut Option<String>,
                  calls: &mut Vec<ToolCall>,
                  results: &mut Vec<Item>,
                  deferred: &mut Vec<Item>,
@@ -147,7 +156,9 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
             items.push(Item::Assistant {
                 text: echo.take(),
                 tool_calls: std::mem::take(calls),
-                carry: Default::default(),
+                carry: step
+                    .and_then(|step| context.carries.get(&step).cloned())
+                    .unwrap_or_default(),
             });
         }
         items.append(results);
@@ -162,7 +173,14 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
             Kind::Echo | Kind::Tool => {
                 let this_step = step_of(entry);
                 if this_step != step {
-                    flush(&mut echo, &mut calls, &mut results, &mut deferred, items);
+                    flush(
+                        step,
+                        &mut echo,
+                        &mut calls,
+                        &mut results,
+                        &mut deferred,
+                        items,
+                    );
                     step = this_step;
                 }
                 if entry.message.kind == Kind::Echo {
@@ -181,7 +199,14 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
             _ => {}
         }
     }
-    flush(&mut echo, &mut calls, &mut results, &mut deferred, items);
+    flush(
+        step,
+        &mut echo,
+        &mut calls,
+        &mut results,
+        &mut deferred,
+        items,
+    );
 }
 
 fn step_of(entry: &Entry) -> Option<u32> {
@@ -246,6 +271,7 @@ mod tests {
             state: "now",
             block_lines: 2,
             cache_key: None,
+            carries: &NO_CARRIES,
         }
     }
 
@@ -299,10 +325,7 @@ mod tests {
             entry(1, Kind::Reply, "hi", None),
             entry(2, Kind::User, "what now?", None),
         ];
-        let view = vec![
-            "0+1|user: hello".to_string(),
-            "1+1|reply: hi".to_string(),
-        ];
+        let view = vec!["0+1|user: hello".to_string(), "1+1|reply: hi".to_string()];
         let turn = TurnRecord {
             seq: 1,
             start_id: 3,
@@ -310,7 +333,11 @@ mod tests {
             taken_through: 2,
         };
         let request = build(&context(&view, &log, turn));
-        let rendered: Vec<String> = request.items.iter().map(|item| format!("{item:?}")).collect();
+        let rendered: Vec<String> = request
+            .items
+            .iter()
+            .map(|item| format!("{item:?}"))
+            .collect();
         assert_eq!(
             rendered.join("\n"),
             "User { text: \"<chat>\\n0+1|user: hello\\n1+1|reply: hi\" }\n\

@@ -11,11 +11,13 @@
 //! version, a frame out of sequence — gets an `error` frame and changes nothing.
 
 use crate::log::{Log, LogError, NewMessage};
+use crate::schedule::{Schedule, When};
 use crate::turn::AgentHandle;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{
-    ClientFrame, ErrorCode, Event, Kind, ServerFrame, Status, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    ClientFrame, ErrorCode, Event, Kind, ReceiptStatus, ScheduleInfo, ServerFrame, Status,
+    MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -283,15 +285,83 @@ async fn handle(
             let status = status(shared).await?;
             send(sink, &ServerFrame::Status(status)).await
         }
+        ClientFrame::Notify { key, text, source } => {
+            if let Some(why) = check_submit(&text, &source, Some(&key)) {
+                return refuse(sink, ErrorCode::Refused, why).await;
+            }
+            match shared.log.notify(agent, &key, &text, &source).await {
+                Ok((seq, duplicate)) => {
+                    let status = if duplicate {
+                        ReceiptStatus::Duplicate
+                    } else {
+                        shared.agent.wake();
+                        ReceiptStatus::Accepted
+                    };
+                    send(sink, &ServerFrame::Receipt { status, seq }).await
+                }
+                Err(err) => {
+                    refuse(
+                        sink,
+                        ErrorCode::Storage,
+                        format!("the event was not stored: {err}"),
+                    )
+                    .await
+                }
+            }
+        }
+        ClientFrame::ScheduleAdd { when, text } => {
+            if text.trim().is_empty() {
+                return refuse(
+                    sink,
+                    ErrorCode::Refused,
+                    "the schedule's text is empty".into(),
+                )
+                .await;
+            }
+            match When::parse(&when, chrono::Utc::now()) {
+                Ok(when) => {
+                    let schedule = shared.log.add_schedule(agent, when, &text).await?;
+                    shared.agent.wake();
+                    send(sink, &schedules(vec![schedule])).await
+                }
+                Err(err) => refuse(sink, ErrorCode::Refused, err.to_string()).await,
+            }
+        }
+        ClientFrame::ScheduleList => {
+            let list = shared.log.schedules(agent).await?;
+            send(sink, &schedules(list)).await
+        }
+        ClientFrame::ScheduleCancel { id } => {
+            let before = shared.log.schedules(agent).await?;
+            if shared.log.cancel_schedule(agent, id).await? {
+                let cancelled = before.into_iter().filter(|s| s.id == id).collect();
+                send(sink, &schedules(cancelled)).await
+            } else {
+                refuse(
+                    sink,
+                    ErrorCode::Refused,
+                    format!("there is no active schedule #{id}"),
+                )
+                .await
+            }
+        }
         ClientFrame::Backup { path } => {
             let target = std::path::Path::new(&path);
             if !target.is_absolute() || target.exists() {
-                let why = format!("the backup path must be absolute and must not exist yet: {path}");
+                let why =
+                    format!("the backup path must be absolute and must not exist yet: {path}");
                 return refuse(sink, ErrorCode::Refused, why).await;
             }
             match shared.log.backup(target).await {
                 Ok(bytes) => send(sink, &ServerFrame::BackedUp { path, bytes }).await,
-                Err(err) => refuse(sink, ErrorCode::Refused, format!("the backup failed: {err}")).await,
+                Err(err) => {
+                    refuse(
+                        sink,
+                        ErrorCode::Refused,
+                        format!("the backup failed: {err}"),
+                    )
+                    .await
+                }
             }
         }
         ClientFrame::StateGet { name } => {
@@ -309,6 +379,20 @@ async fn handle(
             )
             .await
         }
+    }
+}
+
+fn schedules(list: Vec<Schedule>) -> ServerFrame {
+    ServerFrame::Schedules {
+        schedules: list
+            .into_iter()
+            .map(|s| ScheduleInfo {
+                id: s.id,
+                when: s.when,
+                text: s.text,
+                next: s.next,
+            })
+            .collect(),
     }
 }
 

@@ -15,11 +15,12 @@
 use crate::config::Limits;
 use crate::log::{Log, LogError, NewMessage, RunningCall, TurnRecord};
 use crate::memory::Memory;
-use crate::model::{Model, ModelError, Response};
+use crate::model::{Carry, Model, Response};
 use crate::request::{self, TurnContext};
 use crate::tools::{self, Tools};
 use hearth_protocol::{Event, EventKind, Kind};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch, Notify};
@@ -162,6 +163,9 @@ impl AgentLoop {
             if *shutdown.borrow() {
                 return Ok(());
             }
+            // External events enter the log between chains.
+            self.agent.log.fire_due(&name, chrono::Utc::now()).await?;
+            self.agent.log.deliver_notify(&name).await?;
             if let Some(turn) = self.agent.log.begin_turn(&name, taken_through).await? {
                 if self.drive(turn, shutdown).await? {
                     return Ok(());
@@ -172,9 +176,11 @@ impl AgentLoop {
                 }
                 continue;
             }
+            let next_due = self.agent.log.next_due(&name).await?;
             tokio::select! {
                 _ = self.wake.notified() => {}
                 _ = shutdown.changed() => {}
+                _ = until(next_due) => {}
             }
         }
     }
@@ -285,14 +291,20 @@ impl Agent {
         let first = taken_before.first().copied().unwrap_or(turn.start_id);
         let view = match self.memory.settle(turn.start_id, taken_before).await {
             Ok(view) => view,
-            Err(err) => return Ok(Ending::Failed(format!("the memory is not available: {err}"))),
+            Err(err) => {
+                return Ok(Ending::Failed(format!(
+                    "the memory is not available: {err}"
+                )))
+            }
         };
+        // Reasoning to hand back to the model within this chain only.
+        let mut carries: BTreeMap<u32, Carry> = BTreeMap::new();
         loop {
             *turn = self.log.take_more(name, *turn).await?;
             let Some(model) = &self.model else {
                 return Ok(Ending::Failed(format!(
                     "no model is configured: add a [model] section to {} \
-                     (provider = \"openai\" or \"openai-chat\", model = \"…\", and base_url for a \
+                     (provider = \"openai\", \"anthropic\" or \"openai-chat\", model = \"…\", and base_url for a \
                      local server such as Ollama), then restart hearthd",
                     self.config_file.display()
                 )));
@@ -313,6 +325,7 @@ impl Agent {
                 state: &state,
                 block_lines: self.block_lines,
                 cache_key: Some(format!("hearth-{name}")),
+                carries: &carries,
             };
             let request = request::build(&context);
             let step = context.next_step();
@@ -336,7 +349,7 @@ impl Agent {
             }
             let response: Response = match result {
                 Ok(response) => response,
-                Err(err) => return Ok(Ending::Failed(describe(model, &err))),
+                Err(err) => return Ok(Ending::Failed(err.to_string())),
             };
             rounds += 1;
             if response.tool_calls.is_empty() {
@@ -344,6 +357,9 @@ impl Agent {
                     .with_data(json!({ "answers": taken }));
                 self.log.finish_turn(name, *turn, vec![reply]).await?;
                 return Ok(Ending::Replied);
+            }
+            if !response.carry.is_empty() {
+                carries.insert(step, response.carry.clone());
             }
             let echo = (!response.text.trim().is_empty()).then(|| {
                 NewMessage::new(Kind::Echo, name, response.text.clone())
@@ -375,6 +391,17 @@ impl Agent {
     }
 }
 
+/// Completes when `at` has come (never, for none).
+async fn until(at: Option<chrono::DateTime<chrono::Utc>>) {
+    match at {
+        Some(at) => {
+            let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+            tokio::time::sleep(wait).await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
 /// A `tool` message: the call and its result, readable as one line.
 fn tool_message(agent: &str, call: &RunningCall, output: &str, status: &str) -> NewMessage {
     NewMessage::new(
@@ -390,11 +417,6 @@ fn tool_message(agent: &str, call: &RunningCall, output: &str, status: &str) -> 
         "output": output,
         "step": call.step,
     }))
-}
-
-/// What a failed model call tells the user.
-fn describe(model: &Model, err: &ModelError) -> String {
-    format!("{} failed: {err}", model.label())
 }
 
 /// Keeps the head and tail of a long tool output, at most `limit` characters.

@@ -256,6 +256,22 @@ pub enum ClientFrame {
     },
     /// Ask for a `status` frame.
     Status,
+    /// An event from another program, with an idempotency key. Stored
+    /// durably and answered to this client alone with `receipt`; it enters the
+    /// log between turns, once, however often the key arrives.
+    Notify {
+        key: String,
+        text: String,
+        #[serde(default = "default_notify_source")]
+        source: String,
+    },
+    /// Add a schedule: `when` is a local time (`2026-12-24 18:00`) or a
+    /// 5-field cron expression. Answered with `schedules` (the new one).
+    ScheduleAdd { when: String, text: String },
+    /// Answered with `schedules`, soonest first.
+    ScheduleList,
+    /// Answered with `schedules` (the cancelled one), or an error.
+    ScheduleCancel { id: i64 },
     /// Write a consistent copy of the database to `path` (absolute, not yet
     /// existing) while the daemon runs. Answered with `backed_up`.
     Backup { path: String },
@@ -267,6 +283,31 @@ pub enum ClientFrame {
 
 fn default_source() -> String {
     "terminal".to_string()
+}
+
+fn default_notify_source() -> String {
+    "notify".to_string()
+}
+
+/// A stored schedule.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ScheduleInfo {
+    pub id: i64,
+    /// The cron expression, or the one-off time.
+    pub when: String,
+    pub text: String,
+    /// The next firing, local RFC 3339.
+    pub next: String,
+}
+
+/// How a notify event was taken.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceiptStatus {
+    /// Stored; it will enter the log once.
+    Accepted,
+    /// Its key was seen before; nothing new was stored.
+    Duplicate,
 }
 
 /// The agent's state, as `status` reports it.
@@ -340,8 +381,20 @@ pub enum ServerFrame {
         messages: Vec<Message>,
     },
     Status(Status),
+    /// The answer to `notify`, to its sender alone.
+    Receipt {
+        status: ReceiptStatus,
+        seq: i64,
+    },
+    /// The answer to the schedule frames.
+    Schedules {
+        schedules: Vec<ScheduleInfo>,
+    },
     /// The answer to `backup`: the copy's size.
-    BackedUp { path: String, bytes: u64 },
+    BackedUp {
+        path: String,
+        bytes: u64,
+    },
     /// The answer to `state_get` and `state_set`.
     State {
         name: String,
@@ -370,8 +423,12 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 9] = [
+const CLIENT_TYPES: [&str; 13] = [
     "hello",
+    "notify",
+    "schedule_add",
+    "schedule_list",
+    "schedule_cancel",
     "backup",
     "submit",
     "note",
