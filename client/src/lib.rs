@@ -3,6 +3,7 @@
 //! - `connection.rs`: a greeted WebSocket connection to `hearthd`'s Unix socket.
 //! - `terminal.rs`: the interactive terminal client (`hearth` with no subcommand).
 //! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
+//! - `inbox.rs`: `hearth notify` and `hearth schedule`.
 //! - `service.rs`: `hearth backup` and `hearth service install`.
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
 //!
@@ -12,6 +13,7 @@
 
 pub mod commands;
 pub mod connection;
+pub mod inbox;
 pub mod service;
 pub mod telegram;
 pub mod terminal;

@@ -6,6 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use hearth_client::commands::{self, CommandError, LogRequest, SendRequest};
+use hearth_client::inbox::{self, ScheduleCommand};
 use hearth_client::{service, telegram, terminal};
 use hearth_protocol::home::Home;
 use std::path::PathBuf;
@@ -63,6 +64,22 @@ enum Subcommands {
     },
     /// End the running turn, if any
     Interrupt,
+    /// Push an event from another program; the same key is processed once
+    Notify {
+        /// The event's idempotency key (a message id, a build number, …)
+        #[arg(long)]
+        key: String,
+        /// Where the event comes from
+        #[arg(long, default_value = "notify")]
+        source: String,
+        #[arg(required = true, value_name = "TEXT")]
+        words: Vec<String>,
+    },
+    /// List, add or remove schedules
+    Schedule {
+        #[command(subcommand)]
+        action: ScheduleAction,
+    },
     /// Write a consistent copy of the database to FILE while the daemon runs
     Backup {
         #[arg(value_name = "FILE")]
@@ -75,6 +92,20 @@ enum Subcommands {
     },
     /// Run the Telegram bridge: relay the allowed users' messages to the agent and its replies back (hearthd starts it when config.toml has a [telegram] table)
     Telegram,
+}
+
+#[derive(Subcommand)]
+enum ScheduleAction {
+    /// The active schedules, soonest first
+    List,
+    /// Deliver TEXT at WHEN: a local time (`2026-12-24 18:00`) or a 5-field cron expression (`0 9 * * 1-5`)
+    Add {
+        when: String,
+        #[arg(required = true, value_name = "TEXT")]
+        words: Vec<String>,
+    },
+    /// Cancel schedule ID
+    Rm { id: i64 },
 }
 
 #[derive(Subcommand)]
@@ -143,6 +174,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Subcommands::Status { json }) => commands::status(&home, json, &mut stdout).await?,
         Some(Subcommands::Interrupt) => commands::interrupt(&home, &mut stdout).await?,
+        Some(Subcommands::Notify { key, source, words }) => {
+            let text = commands::join_words(&words).ok_or(CommandError::NothingToSend)?;
+            inbox::notify(&home, key, text, source, &mut stdout).await?
+        }
+        Some(Subcommands::Schedule { action }) => {
+            let command = match action {
+                ScheduleAction::List => ScheduleCommand::List,
+                ScheduleAction::Add { when, words } => ScheduleCommand::Add {
+                    when,
+                    text: commands::join_words(&words).ok_or(CommandError::NothingToSend)?,
+                },
+                ScheduleAction::Rm { id } => ScheduleCommand::Remove { id },
+            };
+            inbox::schedule(&home, command, &mut stdout).await?
+        }
         Some(Subcommands::Backup { file }) => service::backup(&home, &file, &mut stdout).await?,
         Some(Subcommands::Service {
             action: ServiceAction::Install,
