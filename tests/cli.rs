@@ -115,19 +115,19 @@ async fn backup_writes_a_consistent_copy_while_the_daemon_runs() {
     let sent = home.hearth_async(&["send", "keep this"]).await;
     assert!(sent.status.success(), "{}", stderr(&sent));
     let copy = home.path().join("backup.db");
-    let output = home
-        .hearth_async(&["backup", copy.to_str().unwrap()])
-        .await;
+    let output = home.hearth_async(&["backup", copy.to_str().unwrap()]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let bytes = std::fs::read(&copy).unwrap();
     assert!(bytes.starts_with(b"SQLite format 3\0"));
     assert!(bytes.windows(9).any(|w| w == b"keep this"));
     // An existing file is never overwritten.
-    let again = home
-        .hearth_async(&["backup", copy.to_str().unwrap()])
-        .await;
+    let again = home.hearth_async(&["backup", copy.to_str().unwrap()]).await;
     assert_eq!(again.status.code(), Some(1));
-    assert!(stderr(&again).contains("must not exist"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("must not exist"),
+        "{}",
+        stderr(&again)
+    );
 }
 
 #[test]

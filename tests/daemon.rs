@@ -93,7 +93,10 @@ async fn reconnect_with_since_misses_nothing_and_receives_nothing_twice() {
     let live_reply = again.reply_to(live).await.id.unwrap();
     let ids = again.message_ids();
     let expected: Vec<u64> = (seen + 1..=live_reply).collect();
-    assert_eq!(ids, expected, "every message after {seen}, once each, in order");
+    assert_eq!(
+        ids, expected,
+        "every message after {seen}, once each, in order"
+    );
     assert!(ids.contains(&missed) && ids.contains(&missed_reply));
 }
 
@@ -159,13 +162,19 @@ async fn a_message_acknowledged_before_a_crash_is_answered_exactly_once() {
     let without_state = |body: &serde_json::Value| {
         let mut body = body.clone();
         for message in body["messages"].as_array_mut().unwrap() {
-            if message["content"].as_str().is_some_and(|t| t.starts_with("</chat>")) {
+            if message["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("</chat>"))
+            {
                 message["content"] = "</chat>".into();
             }
         }
         serde_json::to_string(&body).unwrap()
     };
-    assert_eq!(without_state(&requests[0].body), without_state(&requests[1].body));
+    assert_eq!(
+        without_state(&requests[0].body),
+        without_state(&requests[1].body)
+    );
 
     // Another restart answers nothing again; the next message is the next turn.
     let _daemon = home.start();
@@ -302,9 +311,11 @@ async fn malformed_and_oversized_frames_get_errors_and_the_daemon_stays_up() {
     // Before hello.
     raw.send(r#"{"type":"submit","text":"too early"}"#).await;
     assert_eq!(raw.error().await, ErrorCode::Sequence);
-    raw.send(r#"{"type":"hello","client":"x","version":99}"#).await;
+    raw.send(r#"{"type":"hello","client":"x","version":99}"#)
+        .await;
     assert_eq!(raw.error().await, ErrorCode::Version);
-    raw.send(r#"{"type":"hello","client":"raw","version":1}"#).await;
+    raw.send(r#"{"type":"hello","client":"raw","version":1}"#)
+        .await;
     assert!(matches!(raw.frame().await, ServerFrame::Welcome { .. }));
 
     raw.send("this is not json").await;
@@ -327,7 +338,11 @@ async fn malformed_and_oversized_frames_get_errors_and_the_daemon_stays_up() {
     assert_eq!(raw.error().await, ErrorCode::BadFrame);
 
     // A client that vanishes mid-handshake harms nothing.
-    drop(tokio::net::UnixStream::connect(home.socket()).await.unwrap());
+    drop(
+        tokio::net::UnixStream::connect(home.socket())
+            .await
+            .unwrap(),
+    );
 
     // Nothing was logged by any of that, and the daemon still serves.
     assert!(history(&home).await.is_empty());
@@ -360,7 +375,10 @@ async fn the_socket_and_home_are_private_to_their_user() {
     use std::os::unix::fs::PermissionsExt;
     let home = home();
     let _daemon = home.start();
-    let mode = std::fs::metadata(home.socket()).unwrap().permissions().mode();
+    let mode = std::fs::metadata(home.socket())
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
     let prompt = home.path().join("agents/hearth/prompt.md");
     assert!(std::fs::read_to_string(prompt).unwrap().contains("hearth"));

@@ -96,7 +96,10 @@ async fn a_long_message_is_summarized_and_the_view_shows_its_line() {
     assert!(contents(&requests[1]).iter().any(|c| c.contains(&long)));
     // The next turn sees its summary line, and the long text nowhere.
     let view = view_text(&requests[2]);
-    assert!(view.contains(&format!("{id}+1|garden story noted")), "{view}");
+    assert!(
+        view.contains(&format!("{id}+1|garden story noted")),
+        "{view}"
+    );
     assert!(!requests[2].body.to_string().contains(&long[..60]));
 }
 
@@ -109,7 +112,9 @@ async fn the_view_stays_within_budget_and_merges_old_lines() {
     let mut client = home.connect("terminal", None).await;
     for n in 0..12 {
         model.push(Reply::Text(format!("answer {n}")));
-        let (id, _) = client.submit(&format!("question {n}"), "terminal", None).await;
+        let (id, _) = client
+            .submit(&format!("question {n}"), "terminal", None)
+            .await;
         client.reply_to(id).await;
     }
     let requests = model.requests();
@@ -124,7 +129,8 @@ async fn the_view_stays_within_budget_and_merges_old_lines() {
     }
     let last = view_text(requests.last().unwrap());
     assert!(
-        last.lines().any(|l| l.starts_with("0+4|") || l.starts_with("0+8|") || l.starts_with("0+16|")),
+        last.lines()
+            .any(|l| l.starts_with("0+4|") || l.starts_with("0+8|") || l.starts_with("0+16|")),
         "old lines were merged: {last}"
     );
     // Between batches the view only grows at its end.
@@ -143,7 +149,9 @@ async fn the_view_renders_byte_identically_after_a_restart() {
     let mut client = home.connect("terminal", None).await;
     for n in 0..5 {
         model.push(Reply::Text(format!("answer {n}")));
-        let (id, _) = client.submit(&format!("question {n}"), "terminal", None).await;
+        let (id, _) = client
+            .submit(&format!("question {n}"), "terminal", None)
+            .await;
         client.reply_to(id).await;
     }
     daemon.kill9();
@@ -155,7 +163,10 @@ async fn the_view_renders_byte_identically_after_a_restart() {
     let requests = model.requests();
     let before = view_text(&requests[requests.len() - 2]);
     let after = view_text(&requests[requests.len() - 1]);
-    assert!(after.starts_with(&before), "before:\n{before}\nafter:\n{after}");
+    assert!(
+        after.starts_with(&before),
+        "before:\n{before}\nafter:\n{after}"
+    );
     // Instructions and tools are the same bytes too.
     let prefix = |r: &Recorded| (r.body["messages"][0].clone(), r.body["tools"].clone());
     assert_eq!(prefix(&requests[0]), prefix(requests.last().unwrap()));
@@ -236,7 +247,10 @@ async fn a_crash_mid_compaction_loses_no_summary_and_builds_none_twice() {
     client.reply_to(next).await;
     let requests = model.requests();
     let compactions = requests.iter().filter(|r| is_compaction(r)).count();
-    assert_eq!(compactions, 2, "the cut call, and one more after the restart");
+    assert_eq!(
+        compactions, 2,
+        "the cut call, and one more after the restart"
+    );
     let view = view_text(requests.last().unwrap());
     assert_eq!(view.matches("kitchen plans").count(), 1, "{view}");
 }

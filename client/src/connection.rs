@@ -45,12 +45,13 @@ impl Connection {
         client: &str,
         since: Option<u64>,
     ) -> Result<(Connection, Welcome), ConnectError> {
-        let stream = UnixStream::connect(socket_path)
-            .await
-            .map_err(|source| ConnectError::NoDaemon {
-                path: socket_path.to_path_buf(),
-                source,
-            })?;
+        let stream =
+            UnixStream::connect(socket_path)
+                .await
+                .map_err(|source| ConnectError::NoDaemon {
+                    path: socket_path.to_path_buf(),
+                    source,
+                })?;
         let (socket, _) = tokio_tungstenite::client_async("ws://hearthd/", stream).await?;
         let mut connection = Connection { socket };
         connection

@@ -247,7 +247,9 @@ fn listen(socket: &Path) -> Result<UnixListener, StartError> {
 /// theirs too.
 fn check_secrets_file(path: &Path) -> Result<(), StartError> {
     match fs::metadata(path) {
-        Ok(meta) if meta.permissions().mode() & 0o077 != 0 => Err(StartError::OpenSecrets(path.to_path_buf())),
+        Ok(meta) if meta.permissions().mode() & 0o077 != 0 => {
+            Err(StartError::OpenSecrets(path.to_path_buf()))
+        }
         _ => Ok(()),
     }
 }

@@ -155,7 +155,9 @@ pub async fn compact(
     }
     match best {
         Some(line) => Ok(cut(&line, layout.line_guard)),
-        None => Err(ModelError::Garbage("the model answered with an empty line".into())),
+        None => Err(ModelError::Garbage(
+            "the model answered with an empty line".into(),
+        )),
     }
 }
 
@@ -165,7 +167,10 @@ mod tests {
 
     #[test]
     fn clean_strips_a_copied_head_and_line_breaks() {
-        assert_eq!(clean("12+4|user asked\nabout rust"), "user asked about rust");
+        assert_eq!(
+            clean("12+4|user asked\nabout rust"),
+            "user asked about rust"
+        );
         assert_eq!(clean("  \"plain line\" "), "plain line");
         assert_eq!(clean("a|b stays"), "a|b stays");
     }

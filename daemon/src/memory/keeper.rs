@@ -78,7 +78,10 @@ impl Memory {
         for built in log.load_nodes(&agent).await? {
             lines.insert(built.node, built.text);
         }
-        let turn = log.load_view(&agent, ViewName::Turn).await?.unwrap_or_default();
+        let turn = log
+            .load_view(&agent, ViewName::Turn)
+            .await?
+            .unwrap_or_default();
         let compaction = log
             .load_view(&agent, ViewName::Compaction)
             .await?
@@ -333,7 +336,9 @@ impl Keeper {
             tracing::warn!(agent = %self.config.agent, "compacting {node} failed: {why}; will try again");
         }
         if count < layout.compactor_failures {
-            let wait = layout.compactor_backoff_ms.saturating_mul(1 << (count - 1).min(10));
+            let wait = layout
+                .compactor_backoff_ms
+                .saturating_mul(1 << (count - 1).min(10));
             self.not_before
                 .insert(node, Instant::now() + Duration::from_millis(wait));
             return Ok(());
@@ -379,10 +384,15 @@ impl Keeper {
     async fn advance(&mut self) -> Result<(), LogError> {
         let agent = self.config.agent.clone();
         let before = self.compaction.clone();
-        self.compaction
-            .advance(self.known, self.config.layout.compaction_budgets(), &self.lines);
+        self.compaction.advance(
+            self.known,
+            self.config.layout.compaction_budgets(),
+            &self.lines,
+        );
         if self.compaction != before {
-            self.log.save_view(&agent, ViewName::Compaction, &self.compaction).await?;
+            self.log
+                .save_view(&agent, ViewName::Compaction, &self.compaction)
+                .await?;
         }
         let Some(target) = self.settles.iter().map(|s| s.through).max() else {
             self.urgent = None;
@@ -393,7 +403,9 @@ impl Keeper {
             .turn
             .advance(target, self.config.layout.turn_budgets(), &self.lines);
         if self.turn != before {
-            self.log.save_view(&agent, ViewName::Turn, &self.turn).await?;
+            self.log
+                .save_view(&agent, ViewName::Turn, &self.turn)
+                .await?;
         }
         self.urgent = match progress {
             Progress::Waiting(node) => Some(node),
@@ -438,9 +450,11 @@ impl Keeper {
                 .take(layout.compactor_ahead)
                 .map(|&id| Node::message(id)),
         );
-        candidates.extend(self.merges.iter().map(|&(first, level)| {
-            Node::new(level, first >> level)
-        }));
+        candidates.extend(
+            self.merges
+                .iter()
+                .map(|&(first, level)| Node::new(level, first >> level)),
+        );
         for node in candidates {
             if self.running.len() >= layout.compactor_concurrency {
                 break;

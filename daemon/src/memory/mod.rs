@@ -11,8 +11,8 @@ mod store;
 mod tree;
 mod view;
 
+pub use compactor::{clean as clean_answer, request as compaction_request, Task};
 pub use keeper::{Memory, MemoryConfig, MemoryError};
 pub use store::{Built, ViewName};
-pub use compactor::{clean as clean_answer, request as compaction_request, Task};
 pub use tree::{cut, free_join, message_line, one_line, Node};
 pub use view::{line_size, render_line, Budgets, Lines, Progress, View};
