@@ -4,6 +4,7 @@
 
 use hearth_protocol::home::Home;
 use serde::Deserialize;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// Where the Bot API lives when `api_base` is not set.
@@ -30,6 +31,8 @@ pub enum ConfigError {
     },
     #[error("{path}: [telegram] {message}")]
     Invalid { path: PathBuf, message: String },
+    #[error("{path} is readable by other users; run `chmod 600 {path}`")]
+    OpenSecrets { path: PathBuf },
     #[error("no Telegram bot token: set ${env}, or add a line `{env}=…` to {secrets} (chmod 600); @BotFather gives the token when you create the bot")]
     MissingToken { env: String, secrets: PathBuf },
 }
@@ -175,32 +178,26 @@ impl TelegramConfig {
     /// home's `secrets.env`.
     pub fn token(&self, home: &Home) -> Result<String, ConfigError> {
         let secrets = home.secrets_file();
-        std::env::var(&self.token_env)
+        let from_env = std::env::var(&self.token_env)
             .ok()
             .map(|value| value.trim().to_string())
-            .filter(|value| !value.is_empty())
-            .or_else(|| {
-                let text = std::fs::read_to_string(&secrets).ok()?;
-                warn_if_shared(&secrets);
-                secret_in(&text, &self.token_env)
-            })
+            .filter(|value| !value.is_empty());
+        if let Some(token) = from_env {
+            return Ok(token);
+        }
+        // Like the daemon, never use a secret that others could read too.
+        if let Ok(meta) = std::fs::metadata(&secrets) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                return Err(ConfigError::OpenSecrets { path: secrets });
+            }
+        }
+        std::fs::read_to_string(&secrets)
+            .ok()
+            .and_then(|text| secret_in(&text, &self.token_env))
             .ok_or(ConfigError::MissingToken {
                 env: self.token_env.clone(),
                 secrets,
             })
-    }
-}
-
-/// Says so when others may read the secrets file.
-fn warn_if_shared(secrets: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    if let Ok(meta) = std::fs::metadata(secrets) {
-        if meta.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(
-                "{} is readable by others; run chmod 600 on it",
-                secrets.display()
-            );
-        }
     }
 }
 
@@ -340,11 +337,12 @@ mod tests {
             "{said}"
         );
 
-        std::fs::write(
-            home.secrets_file(),
-            "HEARTH_UNIT_TEST_NO_SUCH_VAR=42:token\n",
-        )
-        .unwrap();
+        let secrets = home.secrets_file();
+        std::fs::write(&secrets, "HEARTH_UNIT_TEST_NO_SUCH_VAR=42:token\n").unwrap();
+        std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let said = config.token(&home).unwrap_err().to_string();
+        assert!(said.contains("readable by other users"), "{said}");
+        std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(config.token(&home).unwrap(), "42:token");
     }
 }
