@@ -35,6 +35,13 @@ pub struct Config {
     pub agent: AgentConfig,
     #[serde(default)]
     pub limits: Limits,
+    /// Spending limits over all requests (`[budget] daily_usd`, `monthly_usd`).
+    #[serde(default)]
+    pub budget: crate::usage::Budget,
+    /// Prices per model (`[prices."model-name"]`, USD per million tokens),
+    /// over the built-in table.
+    #[serde(default)]
+    pub prices: std::collections::BTreeMap<String, crate::usage::PriceConfig>,
     /// What the tools may do (`[tools]`).
     #[serde(default)]
     pub tools: crate::tools::ToolsConfig,
@@ -48,6 +55,27 @@ pub struct Config {
     /// The memory's compactor (`[memory]`).
     #[serde(default)]
     pub memory: MemorySettings,
+    /// The top agent's subagents (`[[agents]]`).
+    #[serde(default)]
+    pub agents: Vec<SubagentConfig>,
+}
+
+/// One `[[agents]]` entry: a subagent of the top agent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentConfig {
+    /// Its name: letters, digits, `-` and `_`; its prompt is `agents/NAME/prompt.md`.
+    pub name: String,
+    /// What it is for, shown to the parent in every turn's state.
+    pub responsibility: String,
+    /// A model name on `[model]`'s provider; the parent's model when absent.
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default = "default_layout")]
+    pub layout: String,
+    /// Its tools' folder; `HOME/agents/NAME/work` when absent.
+    #[serde(default)]
+    pub workdir: Option<PathBuf>,
 }
 
 /// `[memory]`: how summaries are written.
@@ -353,6 +381,21 @@ mod tests {
         assert!(chain.iter().all(|m| m.fallback.is_empty()));
         assert_eq!(chain[0].max_retries, 1);
         assert_eq!(chain[1].key_env(), "ANTHROPIC_API_KEY");
+    }
+
+    #[test]
+    fn budget_and_prices_read() {
+        let text = "[budget]\ndaily_usd = 2.5\n\n[prices.\"qwen3:8b\"]\ninput = 0.1\noutput = 0.4\n\n\
+                    [prices.\"gpt-5\"]\ninput = 1.0\ncached_input = 0.1\ncache_write = 1.0\noutput = 8.0\n";
+        let config = Config::parse(Path::new("c"), text).unwrap();
+        assert_eq!(config.budget.daily_usd, Some(2.5));
+        assert_eq!(config.budget.monthly_usd, None);
+        assert_eq!(config.prices["qwen3:8b"].output, 0.4);
+        assert_eq!(config.prices["gpt-5"].cached_input, Some(0.1));
+        let said = Config::parse(Path::new("c"), "[budget]\ndaily = 1.0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(said.starts_with("c line 2:"), "{said}");
     }
 
     #[test]

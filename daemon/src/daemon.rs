@@ -14,7 +14,9 @@ use crate::memory::{Memory, MemoryConfig};
 use crate::model::Model;
 use crate::server::{self, Shared};
 use crate::tools::{Processes, Tools, Workspace};
-use crate::turn::Agent;
+use crate::subagents::Subagents;
+use crate::turn::{Agent, AgentHandle, AgentLoop, Family};
+use hearth_protocol::Event;
 use hearth_protocol::home::Home;
 use std::fs::{self, File, OpenOptions};
 use std::future::Future;
@@ -61,6 +63,8 @@ pub enum StartError {
     Log(#[from] LogError),
     #[error("{0} can be read by other users; run `chmod 600 {0}`")]
     OpenSecrets(PathBuf),
+    #[error("agent name `{0}` is not allowed: use 1 to 64 letters, digits, `-` or `_`, each name once")]
+    AgentName(String),
     #[error("cannot load the memory: {0}")]
     Memory(String),
     #[error("{path}: {source}")]
@@ -91,19 +95,8 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     }
     let _lock = lock(&home.lock_file())?;
     let config = Config::load(&home.config_file())?;
-    let agent_name = config.agent.name.clone();
-    let layout = Layout::find(&config.agent.layout).map_err(|source| StartError::Layout {
-        path: home.config_file(),
-        source,
-    })?;
-    let agent_dir = home.agent_dir(&agent_name);
-    private_dir(&agent_dir)?;
-    let prompt_file = agent_dir.join("prompt.md");
-    if !prompt_file.exists() {
-        fs::write(&prompt_file, DEFAULT_PROMPT).map_err(io("cannot write", &prompt_file))?;
-    }
-
     check_secrets_file(&home.secrets_file())?;
+    check_agents(&config)?;
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let log = Log::open(&home.database(), events.clone())?;
 
@@ -116,16 +109,17 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
             key
         })
     };
-    let model = config.model.clone().map(open_model);
-    // The compactor's model: `[memory] model` on the same provider, or the turns' own.
-    let compactor_model = match (&config.model, &config.memory.model) {
+    // A model name on `[model]`'s provider, address and key; `[model]`'s own when none.
+    let model_named = |name: Option<&String>| match (&config.model, name) {
         (Some(model_config), Some(name)) => {
             let mut model_config = model_config.clone();
             model_config.model = name.clone();
             Some(open_model(model_config))
         }
-        _ => model.clone(),
+        (Some(model_config), None) => Some(open_model(model_config.clone())),
+        (None, _) => None,
     };
+    let model = model_named(None);
     match &model {
         Some(model) => tracing::info!("model: {}", model.labels().join(", then ")),
         None => tracing::warn!(
@@ -135,55 +129,70 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     }
     let model_label = model.as_ref().map(Model::label);
 
-    // The tools' folder: configured (relative to the config's folder), or
-    // the agent's own `work` folder.
-    let workdir = match &config.agent.workdir {
-        Some(dir) => home.config_dir.join(dir),
-        None => agent_dir.join("work"),
-    };
-    private_dir(&workdir)?;
     let processes = Processes::new();
-    let workspace = Workspace::new(&workdir, &agent_dir, &config.tools, processes.clone())
-        .map_err(io("cannot open the working folder", &workdir))?;
-    tracing::info!("tools work in {}", workspace.root().display());
-    let tools = Tools::new(&agent_name, log.clone()).with_workspace(workspace);
-    let memory = Memory::start(
-        log.clone(),
-        MemoryConfig {
-            agent: agent_name.clone(),
-            layout: layout.clone(),
-            model: compactor_model,
-            prompt_file: prompt_file.clone(),
-            tools: tools.specs(),
-            events: events.clone(),
-        },
-    )
-    .await
-    .map_err(|err| StartError::Memory(err.to_string()))?;
-    let agent = Agent {
-        name: agent_name.clone(),
-        log: log.clone(),
-        model,
-        tools,
-        memory,
-        limits: config.limits.clone(),
-        prompt_file,
-        config_file: home.config_file(),
-        events: events.clone(),
-        block_lines: layout.block_lines,
+    let subagents = Arc::new(Subagents::new(&config.agent.name, log.clone(), events.clone()));
+    let starter = Starter {
+        home: &home,
+        config: &config,
+        log: &log,
+        events: &events,
+        processes: &processes,
     };
-    let (agent_loop, handle) = agent.start();
+    let mut loops = Vec::new();
+    let mut agents = std::collections::BTreeMap::new();
+    for child in &config.agents {
+        subagents.declare(&child.name, &child.responsibility);
+        let model = model_named(child.model.as_ref());
+        let prompt = child_prompt(&config.agent.name, &child.name, &child.responsibility);
+        let spec = AgentSpec {
+            name: &child.name,
+            layout: &child.layout,
+            workdir: child.workdir.as_deref(),
+            compactor_model: model_named(config.memory.model.as_ref().or(child.model.as_ref())),
+            model,
+            default_prompt: &prompt,
+            family: Family::Child(subagents.clone()),
+        };
+        let (agent_loop, handle) = starter.start(spec).await?;
+        subagents.attach_child(&child.name, handle.clone());
+        agents.insert(child.name.clone(), handle);
+        loops.push(agent_loop);
+    }
+    let family = if subagents.is_empty() {
+        Family::Alone
+    } else {
+        Family::Parent(subagents.clone())
+    };
+    let spec = AgentSpec {
+        name: &config.agent.name,
+        layout: &config.agent.layout,
+        workdir: config.agent.workdir.as_deref(),
+        compactor_model: model_named(config.memory.model.as_ref()),
+        model,
+        default_prompt: DEFAULT_PROMPT,
+        family,
+    };
+    let (agent_loop, handle) = starter.start(spec).await?;
+    subagents.attach_parent(handle.clone());
+    agents.insert(config.agent.name.clone(), handle.clone());
+    loops.push(agent_loop);
+    // Reports that a crash cut off are sent before anything else runs.
+    subagents.recover().await?;
 
     let socket = home.socket();
     let listener = listen(&socket)?;
     tracing::info!("listening on {}", socket.display());
 
     let (stop, stopped) = watch::channel(false);
-    let agent_task = tokio::spawn(agent_loop.run(stopped.clone()));
+    let agent_tasks: Vec<_> = loops
+        .into_iter()
+        .map(|agent_loop| tokio::spawn(agent_loop.run(stopped.clone())))
+        .collect();
     let shared = Arc::new(Shared {
         log,
         events,
         agent: handle,
+        agents,
         model: model_label,
         clients: AtomicU64::new(0),
         started: std::time::Instant::now(),
@@ -197,12 +206,122 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     bridges.stop().await;
     let _ = stop.send(true);
     let _ = server_task.await;
-    // The loop stops at once; a turn it cut off continues at the next start.
-    let _ = tokio::time::timeout(Duration::from_secs(10), agent_task).await;
+    // The loops stop at once; a turn they cut off continues at the next start.
+    for task in agent_tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+    }
     // Stopping the loop dropped a running tool, which killed its processes;
     // whatever is still listed dies here, so no child outlives the daemon.
     processes.kill_all(Duration::from_secs(5)).await;
     let _ = fs::remove_file(&socket);
+    Ok(())
+}
+
+/// What differs between the agents a daemon starts.
+struct AgentSpec<'a> {
+    name: &'a str,
+    layout: &'a str,
+    workdir: Option<&'a Path>,
+    model: Option<Model>,
+    compactor_model: Option<Model>,
+    /// Written to `agents/NAME/prompt.md` at first start.
+    default_prompt: &'a str,
+    family: Family,
+}
+
+/// What every agent of a daemon shares.
+struct Starter<'a> {
+    home: &'a Home,
+    config: &'a Config,
+    log: &'a Log,
+    events: &'a broadcast::Sender<Event>,
+    processes: &'a Processes,
+}
+
+impl Starter<'_> {
+    /// Prepares one agent's folder, prompt, tools and memory; returns its
+    /// loop (not yet running) and the handle to reach it.
+    async fn start(&self, spec: AgentSpec<'_>) -> Result<(AgentLoop, AgentHandle), StartError> {
+        let home = self.home;
+        let layout = Layout::find(spec.layout).map_err(|source| StartError::Layout {
+            path: home.config_file(),
+            source,
+        })?;
+        let agent_dir = home.agent_dir(spec.name);
+        private_dir(&agent_dir)?;
+        let prompt_file = agent_dir.join("prompt.md");
+        if !prompt_file.exists() {
+            fs::write(&prompt_file, spec.default_prompt).map_err(io("cannot write", &prompt_file))?;
+        }
+        // The tools' folder: configured (relative to the config's folder), or
+        // the agent's own `work` folder.
+        let workdir = match spec.workdir {
+            Some(dir) => home.config_dir.join(dir),
+            None => agent_dir.join("work"),
+        };
+        private_dir(&workdir)?;
+        let workspace = Workspace::new(&workdir, &agent_dir, &self.config.tools, self.processes.clone())
+            .map_err(io("cannot open the working folder", &workdir))?;
+        tracing::info!(agent = spec.name, "tools work in {}", workspace.root().display());
+        let tools = Tools::new(spec.name, self.log.clone()).with_workspace(workspace);
+        let memory = Memory::start(
+            self.log.clone(),
+            MemoryConfig {
+                agent: spec.name.to_string(),
+                layout: layout.clone(),
+                model: spec.compactor_model,
+                prompt_file: prompt_file.clone(),
+                tools: tools.specs(),
+                events: self.events.clone(),
+            },
+        )
+        .await
+        .map_err(|err| StartError::Memory(err.to_string()))?;
+        let agent = Agent {
+            name: spec.name.to_string(),
+            log: self.log.clone(),
+            model: spec.model,
+            tools,
+            memory,
+            limits: self.config.limits.clone(),
+            prompt_file,
+            config_file: home.config_file(),
+            events: self.events.clone(),
+            block_lines: layout.block_lines,
+            family: spec.family,
+        };
+        Ok(agent.start())
+    }
+}
+
+/// A subagent's first prompt.
+fn child_prompt(parent: &str, name: &str, responsibility: &str) -> String {
+    format!(
+        "# Who you are\n\n\
+         You are {name}, a subagent of {parent}. Your responsibility: {responsibility}\n\n\
+         {parent} gives you tasks. Do each with your tools, then answer with a short report of \
+         what you did and found: your answer is your report to {parent}.\n\n\
+         Edit this file to change how the subagent behaves; the change applies at the next turn.\n"
+    )
+}
+
+/// Agent names must be usable as folder names and distinct.
+fn check_agents(config: &Config) -> Result<(), StartError> {
+    let mut seen = vec![config.agent.name.as_str()];
+    for name in std::iter::once(&config.agent.name).chain(config.agents.iter().map(|a| &a.name)) {
+        let fine = !name.is_empty()
+            && name.len() <= 64
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !fine {
+            return Err(StartError::AgentName(name.clone()));
+        }
+    }
+    for child in &config.agents {
+        if seen.contains(&child.name.as_str()) {
+            return Err(StartError::AgentName(format!("{} (used twice)", child.name)));
+        }
+        seen.push(&child.name);
+    }
     Ok(())
 }
 

@@ -7,19 +7,25 @@
 //! - `log.rs`: the append-only SQLite log and its one writer thread.
 //! - `request.rs`: how a turn's request is laid out from the log (pure).
 //! - `schedule.rs`: schedules and the notify queue, delivered between chains.
+//! - `subagents.rs`: the top agent's children and their runs.
 //! - `turn.rs`: the turn loop of one agent.
 //! - `server.rs`: the WebSocket protocol over the Unix socket.
+//! - `usage.rs`: every request's tokens and cost; prices and budgets.
+//! - `local.rs`: a local Ollama server, used when no model is configured.
 //! - `model/`: the providers, one file per wire protocol.
 //! - `tools/`: the agent's tools, one file per family.
 pub mod bridges;
 pub mod config;
 pub mod daemon;
 pub mod layout;
+pub mod local;
 pub mod log;
 pub mod memory;
 pub mod model;
 pub mod request;
 pub mod schedule;
 pub mod server;
+pub mod subagents;
 pub mod tools;
 pub mod turn;
+pub mod usage;

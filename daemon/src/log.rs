@@ -583,6 +583,13 @@ fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
             delivered INTEGER NOT NULL,
             UNIQUE (agent, key)
         );
+        CREATE TABLE IF NOT EXISTS runs (
+            id      INTEGER PRIMARY KEY AUTOINCREMENT,
+            parent  TEXT NOT NULL,
+            child   TEXT NOT NULL,
+            task_id INTEGER NOT NULL,
+            status  TEXT NOT NULL
+        );
         CREATE TABLE IF NOT EXISTS client_state (
             name  TEXT PRIMARY KEY,
             value TEXT NOT NULL
@@ -642,7 +649,8 @@ fn next_id(tx: &Connection, agent: &str) -> Result<u64, rusqlite::Error> {
 
 fn waiting(tx: &Connection, agent: &str, after: i64) -> Result<Vec<u64>, rusqlite::Error> {
     let mut statement = tx.prepare_cached(
-        "SELECT id FROM messages WHERE agent = ?1 AND id > ?2 AND kind IN ('user', 'work') ORDER BY id",
+        "SELECT id FROM messages WHERE agent = ?1 AND id > ?2
+         AND (kind = 'user' OR (kind = 'work' AND COALESCE(status, '') != 'stopped')) ORDER BY id",
     )?;
     let rows = statement.query_map(params![agent, after], |row| {
         row.get::<_, i64>(0).map(|id| id as u64)

@@ -57,7 +57,13 @@ impl TurnContext<'_> {
     /// Whether the turn took this message (a user message or report it answers).
     pub fn took(&self, entry: &Entry) -> bool {
         let id = entry.message.id as i64;
-        matches!(entry.message.kind, Kind::User | Kind::Work)
+        let waits = match entry.message.kind {
+            Kind::User => true,
+            // A stopped run's report joins no turn (see `subagents.rs`).
+            Kind::Work => entry.message.status.as_deref() != Some("stopped"),
+            _ => false,
+        };
+        waits
             && id > self.turn.taken_after
             && id <= self.turn.taken_through as i64
     }

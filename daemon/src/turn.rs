@@ -15,6 +15,7 @@
 use crate::config::Limits;
 use crate::log::{Log, LogError, NewMessage, RunningCall, TurnRecord};
 use crate::memory::Memory;
+use crate::subagents::{Subagents, TurnOutcome};
 use crate::model::{Carry, Model, Response};
 use crate::request::{self, TurnContext};
 use crate::tools::{self, Tools};
@@ -76,11 +77,23 @@ pub struct Agent {
     pub events: broadcast::Sender<Event>,
     /// Lines per view message in requests.
     pub block_lines: usize,
+    /// Its place among agents: a parent of subagents, a child, or alone.
+    pub family: Family,
+}
+
+/// An agent's place among agents.
+#[derive(Clone)]
+pub enum Family {
+    Alone,
+    /// The top agent, with its children.
+    Parent(Arc<Subagents>),
+    /// A subagent, which reports its runs to its parent.
+    Child(Arc<Subagents>),
 }
 
 /// How a turn ended.
 enum Ending {
-    Replied,
+    Replied(String),
     Failed(String),
     Interrupted,
     OutOfRounds(u32),
@@ -235,8 +248,16 @@ impl AgentLoop {
             .into_iter()
             .filter(|id| *id <= turn.taken_through)
             .collect::<Vec<_>>();
+        let outcome = match &ending {
+            Ending::Replied(text) => TurnOutcome::Replied(text.clone()),
+            Ending::Failed(why) => TurnOutcome::Failed(why.clone()),
+            Ending::Interrupted => TurnOutcome::Interrupted,
+            Ending::OutOfRounds(rounds) => {
+                TurnOutcome::Failed(format!("stopped after {rounds} model requests"))
+            }
+        };
         match ending {
-            Ending::Replied => {}
+            Ending::Replied(_) => {}
             Ending::Failed(why) => {
                 tracing::warn!(agent = %name, "turn failed: {why}");
                 log.finish_turn(
@@ -245,7 +266,7 @@ impl AgentLoop {
                     vec![Agent::note(format!("turn failed: {why}"))],
                 )
                 .await?;
-                self.agent.emit(EventKind::Error, Some(why), taken);
+                self.agent.emit(EventKind::Error, Some(why), taken.clone());
             }
             Ending::Interrupted => {
                 for call in log.running_calls(&name).await? {
@@ -265,8 +286,11 @@ impl AgentLoop {
                     format!("the turn stopped after {rounds} model requests (limits.max_rounds)");
                 log.finish_turn(&name, turn, vec![Agent::note(why.clone())])
                     .await?;
-                self.agent.emit(EventKind::Error, Some(why), taken);
+                self.agent.emit(EventKind::Error, Some(why), taken.clone());
             }
+        }
+        if let Family::Child(family) = &self.agent.family {
+            family.turn_ended(&name, &taken, outcome).await?;
         }
         let _ = self.busy.send(false);
         self.agent.emit(EventKind::Idle, None, Vec::new());
@@ -312,10 +336,21 @@ impl Agent {
             let entries = self.log.range(name, first, u64::MAX, u32::MAX).await?;
             let instructions = request::instructions(&self.prompt_file);
             let specs = self.tools.specs();
-            let state = format!(
+            let mut state = format!(
                 "Local time: {}\nYou are the agent `{name}`.",
                 tools::date_now()
             );
+            match &self.family {
+                Family::Parent(family) => {
+                    state.push('\n');
+                    state.push_str(&family.describe().await?);
+                }
+                Family::Child(family) => state.push_str(&format!(
+                    "\nYou are a subagent of `{}`: your answer to a task is your report to it.",
+                    family.parent()
+                )),
+                Family::Alone => {}
+            }
             let context = TurnContext {
                 instructions: &instructions,
                 tools: &specs,
@@ -353,10 +388,10 @@ impl Agent {
             };
             rounds += 1;
             if response.tool_calls.is_empty() {
-                let reply = NewMessage::new(Kind::Reply, name, response.text)
+                let reply = NewMessage::new(Kind::Reply, name, response.text.clone())
                     .with_data(json!({ "answers": taken }));
                 self.log.finish_turn(name, *turn, vec![reply]).await?;
-                return Ok(Ending::Replied);
+                return Ok(Ending::Replied(response.text));
             }
             if !response.carry.is_empty() {
                 carries.insert(step, response.carry.clone());
@@ -496,6 +531,7 @@ mod recovery_tests {
             config_file: dir.path().join("config.toml"),
             events,
             block_lines: 4,
+            family: Family::Alone,
         };
         let mut seen = agent.events.subscribe();
         let (agent_loop, _handle) = agent.start();

@@ -1,0 +1,363 @@
+//! Subagents: named children of the top agent, each with its own log,
+//! memory, prompt, folder and turn loop.
+//!
+//! The parent starts a run of a child with a task: the task is logged in the
+//! child's log as a `user` message (source: the parent) and wakes the child.
+//! When the child's turn that took the task ends, its answer is logged in the
+//! parent as `work` — text starting with the child's name, status `finished`
+//! or `failed` — and wakes the parent. A run the parent stops is reported as
+//! `stopped` and does not wake it. Runs are stored, so a run that a daemon
+//! stop cut off resumes at the next start (the child's turn continues) and
+//! the parent gets exactly one report: reporting and marking the run done
+//! are one transaction.
+
+use crate::log::{append as append_in, Log, LogError, NewMessage};
+use crate::turn::AgentHandle;
+use hearth_protocol::{Event, EventKind, Kind, Message};
+use rusqlite::{params, OptionalExtension};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
+use tokio::sync::broadcast;
+
+/// One declared child.
+struct Child {
+    responsibility: String,
+    /// Set once its loop has started.
+    handle: Option<AgentHandle>,
+}
+
+/// A stored run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub id: i64,
+    pub child: String,
+    /// The task's id in the child's log.
+    pub task_id: u64,
+}
+
+/// How a child's turn ended, as its run reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnOutcome {
+    Replied(String),
+    Failed(String),
+    Interrupted,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubagentError {
+    #[error("there is no subagent `{name}`; the subagents are: {known}")]
+    Unknown { name: String, known: String },
+    #[error("`{0}` is already running a task; stop it first or wait for its report")]
+    Busy(String),
+    #[error("`{0}` is not running a task")]
+    Idle(String),
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+/// The top agent's children and their runs.
+pub struct Subagents {
+    parent: String,
+    log: Log,
+    events: broadcast::Sender<Event>,
+    children: Mutex<BTreeMap<String, Child>>,
+    parent_handle: OnceLock<AgentHandle>,
+}
+
+impl Subagents {
+    pub fn new(parent: &str, log: Log, events: broadcast::Sender<Event>) -> Subagents {
+        Subagents {
+            parent: parent.to_string(),
+            log,
+            events,
+            children: Mutex::new(BTreeMap::new()),
+            parent_handle: OnceLock::new(),
+        }
+    }
+
+    pub fn parent(&self) -> &str {
+        &self.parent
+    }
+
+    fn children(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Child>> {
+        // A poisoned lock only means a panic elsewhere while holding it; the
+        // map itself is still whole.
+        self.children.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Declares a child before its loop starts.
+    pub fn declare(&self, name: &str, responsibility: &str) {
+        self.children().insert(
+            name.to_string(),
+            Child {
+                responsibility: responsibility.to_string(),
+                handle: None,
+            },
+        );
+    }
+
+    pub fn attach_child(&self, name: &str, handle: AgentHandle) {
+        if let Some(child) = self.children().get_mut(name) {
+            child.handle = Some(handle);
+        }
+    }
+
+    pub fn attach_parent(&self, handle: AgentHandle) {
+        let _ = self.parent_handle.set(handle);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.children().is_empty()
+    }
+
+    fn handle(&self, name: &str) -> Result<Option<AgentHandle>, SubagentError> {
+        let children = self.children();
+        match children.get(name) {
+            Some(child) => Ok(child.handle.clone()),
+            None => Err(SubagentError::Unknown {
+                name: name.to_string(),
+                known: children.keys().cloned().collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
+
+    /// Starts a run: logs the task in the child's log and wakes it.
+    pub async fn start(&self, name: &str, task: &str) -> Result<Run, SubagentError> {
+        let handle = self.handle(name)?;
+        if self.log.running_run(&self.parent, name).await?.is_some() {
+            return Err(SubagentError::Busy(name.to_string()));
+        }
+        let run = self.log.start_run(&self.parent, name, task).await?;
+        let mut event = Event::signal(
+            EventKind::Subagent,
+            &self.parent,
+            Some(format!("{name} started: {task}")),
+        );
+        event.source = Some(name.to_string());
+        let _ = self.events.send(event);
+        if let Some(handle) = handle {
+            handle.wake();
+        }
+        Ok(run)
+    }
+
+    /// Stops a run: reports it `stopped` (without waking the parent) and
+    /// interrupts the child's turn.
+    pub async fn stop(&self, name: &str) -> Result<Message, SubagentError> {
+        let handle = self.handle(name)?;
+        let run = self
+            .log
+            .running_run(&self.parent, name)
+            .await?
+            .ok_or_else(|| SubagentError::Idle(name.to_string()))?;
+        let text = format!("stopped by {} before it finished", self.parent);
+        let report = self
+            .log
+            .finish_run(&self.parent, &run, &text, "stopped")
+            .await?
+            .ok_or_else(|| SubagentError::Idle(name.to_string()))?;
+        if let Some(handle) = handle {
+            handle.interrupt();
+        }
+        Ok(report)
+    }
+
+    /// Each child, its responsibility and whether it runs, as the parent's
+    /// per-turn state shows them.
+    pub async fn describe(&self) -> Result<String, LogError> {
+        let running: Vec<String> = self
+            .log
+            .running_runs(&self.parent)
+            .await?
+            .into_iter()
+            .map(|run| run.child)
+            .collect();
+        let children: Vec<(String, String)> = self
+            .children()
+            .iter()
+            .map(|(name, child)| (name.clone(), child.responsibility.clone()))
+            .collect();
+        let mut text = String::from("Your subagents (start them with subagent_start):");
+        for (name, responsibility) in children {
+            let state = if running.contains(&name) { "running" } else { "idle" };
+            text.push_str(&format!("\n- {name} ({state}): {responsibility}"));
+        }
+        Ok(text)
+    }
+
+    /// Called by a child's loop when one of its turns ended: reports the run
+    /// whose task that turn took.
+    pub async fn turn_ended(&self, child: &str, taken: &[u64], outcome: TurnOutcome) -> Result<(), LogError> {
+        let Some(run) = self.log.running_run(&self.parent, child).await? else {
+            return Ok(());
+        };
+        if !taken.contains(&run.task_id) {
+            return Ok(());
+        }
+        let (text, status) = match outcome {
+            TurnOutcome::Replied(text) => (text, "finished"),
+            TurnOutcome::Failed(why) => (format!("failed: {why}"), "failed"),
+            TurnOutcome::Interrupted => ("interrupted before it finished".to_string(), "stopped"),
+        };
+        if self.log.finish_run(&self.parent, &run, &text, status).await?.is_some() && status != "stopped" {
+            if let Some(parent) = self.parent_handle.get() {
+                parent.wake();
+            }
+        }
+        Ok(())
+    }
+
+    /// At start: reports runs whose child turn already ended before a crash
+    /// cut the report off. Runs still in progress resume in the child's loop.
+    pub async fn recover(&self) -> Result<(), LogError> {
+        for run in self.log.running_runs(&self.parent).await? {
+            let entries = self.log.range(&run.child, run.task_id, u64::MAX, u32::MAX).await?;
+            let reply = entries.iter().find(|entry| {
+                entry.message.kind == Kind::Reply && entry.message.answers.contains(&run.task_id)
+            });
+            if let Some(reply) = reply {
+                let text = reply.message.text.clone();
+                self.turn_ended(&run.child, &[run.task_id], TurnOutcome::Replied(text)).await?;
+                continue;
+            }
+            if let Some((turn, true)) = self.log.last_turn(&run.child).await? {
+                let took = turn.taken_after < run.task_id as i64 && run.task_id <= turn.taken_through;
+                if took {
+                    let outcome = TurnOutcome::Failed("the run ended without a report".into());
+                    self.turn_ended(&run.child, &[run.task_id], outcome).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Log {
+    /// Logs a task in the child's log and records the run, in one transaction.
+    pub async fn start_run(&self, parent: &str, child: &str, task: &str) -> Result<Run, LogError> {
+        let (parent, child, task) = (parent.to_string(), child.to_string(), task.to_string());
+        self.run(move |tx, appended| {
+            let message = append_in(tx, &child, NewMessage::new(Kind::User, &parent, task), appended)?;
+            tx.execute(
+                "INSERT INTO runs (parent, child, task_id, status) VALUES (?1, ?2, ?3, 'running')",
+                params![parent, child, message.id as i64],
+            )?;
+            Ok(Run {
+                id: tx.last_insert_rowid(),
+                child,
+                task_id: message.id,
+            })
+        })
+        .await
+    }
+
+    /// Reports a run in the parent's log and marks it done — once: a run that
+    /// is no longer running is not reported again (returns none).
+    pub async fn finish_run(&self, parent: &str, run: &Run, text: &str, status: &str) -> Result<Option<Message>, LogError> {
+        let (parent, run, status) = (parent.to_string(), run.clone(), status.to_string());
+        let text = format!("{}: {text}", run.child);
+        self.run(move |tx, appended| {
+            let changed = tx.execute(
+                "UPDATE runs SET status = ?2 WHERE id = ?1 AND status = 'running'",
+                params![run.id, status],
+            )?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            let report = NewMessage::new(Kind::Work, &run.child, text)
+                .with_status(&status)
+                .with_data(json!({ "run": run.id }));
+            append_in(tx, &parent, report, appended).map(Some)
+        })
+        .await
+    }
+
+    pub async fn running_run(&self, parent: &str, child: &str) -> Result<Option<Run>, LogError> {
+        let (parent, child) = (parent.to_string(), child.to_string());
+        self.run(move |tx, _| {
+            tx.query_row(
+                "SELECT id, child, task_id FROM runs WHERE parent = ?1 AND child = ?2 AND status = 'running'",
+                params![parent, child],
+                |row| {
+                    Ok(Run {
+                        id: row.get(0)?,
+                        child: row.get(1)?,
+                        task_id: row.get::<_, i64>(2)? as u64,
+                    })
+                },
+            )
+            .optional()
+        })
+        .await
+    }
+
+    pub async fn running_runs(&self, parent: &str) -> Result<Vec<Run>, LogError> {
+        let parent = parent.to_string();
+        self.run(move |tx, _| {
+            let mut statement = tx.prepare_cached(
+                "SELECT id, child, task_id FROM runs WHERE parent = ?1 AND status = 'running' ORDER BY id",
+            )?;
+            let rows = statement.query_map(params![parent], |row| {
+                Ok(Run {
+                    id: row.get(0)?,
+                    child: row.get(1)?,
+                    task_id: row.get::<_, i64>(2)? as u64,
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_run_is_reported_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = broadcast::channel(16);
+        let log = Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
+        let subagents = Subagents::new("top", log.clone(), events);
+        subagents.declare("scout", "looks things up");
+        let run = subagents.start("scout", "find the train times").await.unwrap();
+        assert!(matches!(
+            subagents.start("scout", "again").await,
+            Err(SubagentError::Busy(_))
+        ));
+        assert!(subagents.describe().await.unwrap().contains("- scout (running): looks things up"));
+        subagents
+            .turn_ended("scout", &[run.task_id], TurnOutcome::Replied("the 9:14".into()))
+            .await
+            .unwrap();
+        subagents
+            .turn_ended("scout", &[run.task_id], TurnOutcome::Replied("the 9:14".into()))
+            .await
+            .unwrap();
+        let parent = log.page("top", None, 10).await.unwrap();
+        assert_eq!(parent.len(), 1);
+        assert_eq!(parent[0].kind, Kind::Work);
+        assert_eq!(parent[0].text, "scout: the 9:14");
+        assert_eq!(parent[0].status.as_deref(), Some("finished"));
+        assert!(matches!(
+            subagents.start("nobody", "x").await,
+            Err(SubagentError::Unknown { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_stopped_run_reports_stopped_and_waits_for_no_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = broadcast::channel(16);
+        let log = Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
+        let subagents = Subagents::new("top", log.clone(), events);
+        subagents.declare("scout", "looks things up");
+        subagents.start("scout", "find it").await.unwrap();
+        let report = subagents.stop("scout").await.unwrap();
+        assert_eq!(report.status.as_deref(), Some("stopped"));
+        assert!(log.waiting("top", -1).await.unwrap().is_empty());
+        assert!(matches!(subagents.stop("scout").await, Err(SubagentError::Idle(_))));
+    }
+}
