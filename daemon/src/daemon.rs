@@ -16,6 +16,7 @@ use crate::server::{self, Shared};
 use crate::tools::{Processes, Tools, Workspace};
 use crate::subagents::Subagents;
 use crate::turn::{Agent, AgentHandle, AgentLoop, Family};
+use crate::usage::{Meter, Prices};
 use hearth_protocol::Event;
 use hearth_protocol::home::Home;
 use std::fs::{self, File, OpenOptions};
@@ -94,11 +95,28 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         private_dir(dir)?;
     }
     let _lock = lock(&home.lock_file())?;
-    let config = Config::load(&home.config_file())?;
+    let mut config = Config::load(&home.config_file())?;
     check_secrets_file(&home.secrets_file())?;
     check_agents(&config)?;
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let log = Log::open(&home.database(), events.clone())?;
+    // No model configured: a local Ollama server's, when one answers.
+    let local_note = match config.model {
+        Some(_) => None,
+        None => crate::local::detect().await.map(|local| {
+            config.model = Some(local.config);
+            local.note
+        }),
+    };
+    if let Some(note) = local_note {
+        tracing::info!("{note}");
+        let note = crate::log::NewMessage::new(
+            hearth_protocol::Kind::Note,
+            crate::turn::DAEMON_SOURCE,
+            note,
+        );
+        log.append(&config.agent.name, note).await?;
+    }
 
     let open_model = |model_config| {
         Model::new(model_config, |env: &str| {
@@ -264,6 +282,13 @@ impl Starter<'_> {
             .map_err(io("cannot open the working folder", &workdir))?;
         tracing::info!(agent = spec.name, "tools work in {}", workspace.root().display());
         let tools = Tools::new(spec.name, self.log.clone()).with_workspace(workspace);
+        let meter = Meter::new(
+            self.log.clone(),
+            spec.name,
+            Prices::new(&self.config.prices),
+            self.config.budget,
+            home.config_file(),
+        );
         let memory = Memory::start(
             self.log.clone(),
             MemoryConfig {
@@ -273,6 +298,7 @@ impl Starter<'_> {
                 prompt_file: prompt_file.clone(),
                 tools: tools.specs(),
                 events: self.events.clone(),
+                meter: meter.clone(),
             },
         )
         .await
@@ -289,6 +315,7 @@ impl Starter<'_> {
             events: self.events.clone(),
             block_lines: layout.block_lines,
             family: spec.family,
+            meter,
         };
         Ok(agent.start())
     }

@@ -6,8 +6,9 @@
 //! whether it finished), `tool_calls` (calls running now, so a crash can log
 //! them as interrupted), `nodes` and `views` (the memory's summary tree and
 //! saved views, written by `memory/store.rs`), `schedules` and `notify`
-//! (written by `schedule.rs`) and `client_state` (a bridge's offsets and
-//! cursors).
+//! (written by `schedule.rs`), `usage` and `budget_notes` (every model
+//! request's tokens and cost, and the budget warnings sent; written by
+//! `usage.rs`) and `client_state` (a bridge's offsets and cursors).
 //!
 //! Every operation is a job run on the writer thread. Jobs that arrive
 //! together share one transaction (group commit); each job's answer is sent
@@ -593,6 +594,26 @@ fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
         CREATE TABLE IF NOT EXISTS client_state (
             name  TEXT PRIMARY KEY,
             value TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS usage (
+            seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent        TEXT NOT NULL,
+            purpose      TEXT NOT NULL,
+            model        TEXT NOT NULL,
+            input        INTEGER NOT NULL,
+            cached_input INTEGER NOT NULL,
+            cache_write  INTEGER NOT NULL,
+            output       INTEGER NOT NULL,
+            latency_ms   INTEGER NOT NULL,
+            cost_usd     REAL NOT NULL,
+            priced       INTEGER NOT NULL,
+            day          TEXT NOT NULL,
+            at           TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS usage_by_day ON usage (day);
+        CREATE TABLE IF NOT EXISTS budget_notes (
+            period TEXT PRIMARY KEY,
+            at     TEXT NOT NULL
         );",
     )
 }

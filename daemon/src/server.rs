@@ -379,6 +379,13 @@ async fn handle(
             )
             .await
         }
+        ClientFrame::Stats { days } => {
+            let days = days.unwrap_or(7).clamp(1, 3660);
+            let today = chrono::Local::now().date_naive();
+            let since = crate::usage::window_start(today, days);
+            let rows = shared.log.usage_stats(since).await?;
+            send(sink, &ServerFrame::Stats { days, rows }).await
+        }
     }
 }
 

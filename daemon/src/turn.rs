@@ -19,6 +19,7 @@ use crate::subagents::{Subagents, TurnOutcome};
 use crate::model::{Carry, Model, Response};
 use crate::request::{self, TurnContext};
 use crate::tools::{self, Tools};
+use crate::usage::{Meter, Purpose};
 use hearth_protocol::{Event, EventKind, Kind};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -79,6 +80,8 @@ pub struct Agent {
     pub block_lines: usize,
     /// Its place among agents: a parent of subagents, a child, or alone.
     pub family: Family,
+    /// Stores what each request cost; refuses requests once a budget is spent.
+    pub meter: Meter,
 }
 
 /// An agent's place among agents.
@@ -333,6 +336,9 @@ impl Agent {
                     self.config_file.display()
                 )));
             };
+            if let Some(spent) = self.meter.refusal().await? {
+                return Ok(Ending::Failed(spent));
+            }
             let entries = self.log.range(name, first, u64::MAX, u32::MAX).await?;
             let instructions = request::instructions(&self.prompt_file);
             let specs = self.tools.specs();
@@ -376,14 +382,19 @@ impl Agent {
             };
             // Switches to a fallback model, logged as notes whatever the outcome.
             let mut notes = Vec::new();
+            let started = std::time::Instant::now();
             let result = model
                 .complete(&request, &mut on_text, &mut |note| notes.push(note))
                 .await;
+            let latency = started.elapsed();
             for note in notes {
                 self.log.append(name, Agent::note(note)).await?;
             }
             let response: Response = match result {
-                Ok(response) => response,
+                Ok(response) => {
+                    self.meter.record(Purpose::Turn, &response, latency).await?;
+                    response
+                }
                 Err(err) => return Ok(Ending::Failed(err.to_string())),
             };
             rounds += 1;
@@ -507,6 +518,13 @@ mod recovery_tests {
         };
         log.start_calls("a", turn, None, vec![call]).await.unwrap();
 
+        let meter = Meter::new(
+            log.clone(),
+            "a",
+            crate::usage::Prices::default(),
+            crate::usage::Budget::default(),
+            dir.path().join("config.toml"),
+        );
         let memory = crate::memory::Memory::start(
             log.clone(),
             crate::memory::MemoryConfig {
@@ -516,6 +534,7 @@ mod recovery_tests {
                 prompt_file: dir.path().join("prompt.md"),
                 tools: vec![],
                 events: events.clone(),
+                meter: meter.clone(),
             },
         )
         .await
@@ -532,6 +551,7 @@ mod recovery_tests {
             events,
             block_lines: 4,
             family: Family::Alone,
+            meter,
         };
         let mut seen = agent.events.subscribe();
         let (agent_loop, _handle) = agent.start();

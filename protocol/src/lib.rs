@@ -279,6 +279,12 @@ pub enum ClientFrame {
     StateGet { name: String },
     /// Write a client's small named state; answered with `state` once durable.
     StateSet { name: String, value: String },
+    /// Model usage and cost per day and agent over the last `days` days
+    /// (today included; 7 when absent). Answered with `stats`.
+    Stats {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        days: Option<u32>,
+    },
 }
 
 fn default_source() -> String {
@@ -298,6 +304,27 @@ pub struct ScheduleInfo {
     pub text: String,
     /// The next firing, local RFC 3339.
     pub next: String,
+}
+
+/// One day's model requests of one agent, as `stats` reports them.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct StatsRow {
+    /// The local day, `YYYY-MM-DD`.
+    pub day: String,
+    pub agent: String,
+    /// Model requests: turns' and compactions'.
+    pub requests: u64,
+    /// Every input token, cached or not.
+    pub input_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cached_input_tokens: u64,
+    /// Input tokens written to the prompt cache, where the provider says.
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
+    /// What the priced requests cost, in USD.
+    pub cost_usd: f64,
+    /// Requests to models without a price (local ones), counted at 0.
+    pub unpriced_requests: u64,
 }
 
 /// How a notify event was taken.
@@ -401,6 +428,12 @@ pub enum ServerFrame {
         #[serde(default)]
         value: Option<String>,
     },
+    /// The answer to `stats`: one row per day and agent with requests,
+    /// oldest day first, over the `days` days ending today.
+    Stats {
+        days: u32,
+        rows: Vec<StatsRow>,
+    },
     /// A frame was refused; nothing changed.
     Error {
         code: ErrorCode,
@@ -423,7 +456,7 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 13] = [
+const CLIENT_TYPES: [&str; 14] = [
     "hello",
     "notify",
     "schedule_add",
@@ -437,6 +470,7 @@ const CLIENT_TYPES: [&str; 13] = [
     "status",
     "state_get",
     "state_set",
+    "stats",
 ];
 
 impl ClientFrame {
@@ -539,6 +573,14 @@ mod tests {
             ClientFrame::decode(&big).unwrap_err().code,
             ErrorCode::TooLarge
         );
+    }
+
+    #[test]
+    fn stats_asks_for_a_week_unless_told() {
+        let frame = ClientFrame::decode(r#"{"type":"stats"}"#).unwrap();
+        assert_eq!(frame, ClientFrame::Stats { days: None });
+        let frame = ClientFrame::Stats { days: Some(30) };
+        assert_eq!(frame.encode(), r#"{"type":"stats","days":30}"#);
     }
 
     #[test]

@@ -6,11 +6,13 @@
 //! then the compaction view before the node, then the task as the last user
 //! message with a ruler of as many dashes as the line budget, because models
 //! cannot count bytes. An answer still over budget is asked again, up to the
-//! layout's tries; the shortest is kept and cut at the guard.
+//! layout's tries; the shortest is kept and cut at the guard. Each try is
+//! a request of its own, and its usage is stored as one.
 
 use super::tree::{cut, one_line, Node};
 use crate::layout::Layout;
 use crate::model::{Item, Model, ModelError, Request, ToolSpec};
+use crate::usage::{Meter, Purpose};
 
 /// What a compaction call is asked to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,9 +131,11 @@ pub fn clean(answer: &str) -> String {
     line.trim_matches('"').trim().to_string()
 }
 
-/// Runs the tries of one compaction; the shortest answer wins, cut at the guard.
+/// Runs the tries of one compaction; the shortest answer wins, cut at the
+/// guard. Every answered try is stored through `meter`.
 pub async fn compact(
     model: &Model,
+    meter: &Meter,
     instructions: &str,
     tools: &[ToolSpec],
     context: &[String],
@@ -141,7 +145,13 @@ pub async fn compact(
     let request = request(instructions, tools, context, layout, task);
     let mut best: Option<String> = None;
     for _ in 0..layout.compactor_tries {
+        let started = std::time::Instant::now();
         let response = model.complete(&request, &mut |_| {}, &mut |_| {}).await?;
+        let latency = started.elapsed();
+        if let Err(err) = meter.record(Purpose::Compaction, &response, latency).await {
+            // The keeper stops on the log's next failure; the line is still good.
+            tracing::error!("cannot store a compaction's usage: {err}");
+        }
         let line = clean(&response.text);
         if line.is_empty() {
             continue;

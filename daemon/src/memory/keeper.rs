@@ -19,6 +19,7 @@ use crate::layout::Layout;
 use crate::log::{Log, LogError};
 use crate::model::{Model, ToolSpec};
 use crate::request;
+use crate::usage::Meter;
 use hearth_protocol::{Event, EventKind};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
@@ -48,6 +49,9 @@ pub struct MemoryConfig {
     pub prompt_file: PathBuf,
     pub tools: Vec<ToolSpec>,
     pub events: broadcast::Sender<Event>,
+    /// Stores what each compaction call cost; while a budget is spent, no
+    /// call is made and lines are cut mechanically instead.
+    pub meter: Meter,
 }
 
 /// A handle to the keeper. Cheap to clone.
@@ -103,6 +107,7 @@ impl Memory {
             settles: Vec::new(),
             urgent: None,
             inputs: inputs.clone(),
+            budget_spent: false,
         };
         keeper.recover_queues();
         tokio::spawn(keeper.run(receiver, appended));
@@ -160,6 +165,9 @@ struct Keeper {
     /// The node the turn view waits for: built first.
     urgent: Option<Node>,
     inputs: mpsc::UnboundedSender<Input>,
+    /// A budget was found spent and the clients were told; reset once
+    /// calls are allowed again, so each spell is told once.
+    budget_spent: bool,
 }
 
 impl Keeper {
@@ -455,12 +463,20 @@ impl Keeper {
                 .iter()
                 .map(|&(first, level)| Node::new(level, first >> level)),
         );
+        let mut allowed = false;
         for node in candidates {
-            if self.running.len() >= layout.compactor_concurrency {
+            if self.running.len() >= self.config.layout.compactor_concurrency {
                 break;
             }
             if !ready(&node, &self.running, &self.not_before) {
                 continue;
+            }
+            if !allowed {
+                if let Some(why) = self.config.meter.refusal().await? {
+                    return self.cut_while_spent(why).await;
+                }
+                self.budget_spent = false;
+                allowed = true;
             }
             let Some(task) = self.task(node).await? else {
                 continue;
@@ -483,6 +499,7 @@ impl Keeper {
                 };
                 let result = compactor::compact(
                     &model,
+                    &config.meter,
                     &instructions,
                     &config.tools,
                     &context,
@@ -495,6 +512,53 @@ impl Keeper {
             });
         }
         Ok(())
+    }
+
+    /// While a budget is spent: every queued node gets a mechanical line
+    /// (its text cut at the line budget) without a model call, so turns never
+    /// wait on summaries that cannot be paid for; the clients are told once.
+    async fn cut_while_spent(&mut self, why: String) -> Result<(), LogError> {
+        if !self.budget_spent {
+            self.budget_spent = true;
+            tracing::warn!(agent = %self.config.agent, "compaction paused: {why}");
+            let _ = self.config.events.send(Event::signal(
+                EventKind::Error,
+                &self.config.agent,
+                Some(format!(
+                    "{why}; meanwhile long messages and merges keep their text cut to {} bytes",
+                    self.config.layout.line_budget
+                )),
+            ));
+        }
+        let mut done: HashSet<Node> = HashSet::new();
+        loop {
+            let queued: Vec<Node> = self
+                .unbuilt
+                .iter()
+                .map(|&id| Node::message(id))
+                .chain(
+                    self.merges
+                        .iter()
+                        .map(|&(first, level)| Node::new(level, first >> level)),
+                )
+                .filter(|node| !self.running.contains(node) && !done.contains(node))
+                .collect();
+            if queued.is_empty() {
+                // The lines were built after this step's advance: advance
+                // again, so a turn waiting for them goes on now.
+                return self.advance().await;
+            }
+            let mut lines = Vec::new();
+            for node in queued {
+                done.insert(node);
+                if let Some(task) = self.task(node).await? {
+                    lines.push((node, task.mechanical(self.config.layout.line_budget), true));
+                }
+            }
+            // Building a merge's line may queue its parent: the loop goes on
+            // until nothing new is queued.
+            self.build(lines).await?;
+        }
     }
 
     fn next_retry(&self) -> Option<Instant> {
