@@ -5,6 +5,7 @@
 //! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
 //! - `service.rs`: `hearth backup` and `hearth service install`.
+//! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
 //!
 //! Where a home's files live (the socket among them) is `hearth_protocol::home`,
@@ -15,6 +16,7 @@ pub mod commands;
 pub mod connection;
 pub mod inbox;
 pub mod service;
+pub mod stats;
 pub mod telegram;
 pub mod terminal;
 

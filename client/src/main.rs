@@ -7,7 +7,7 @@
 use clap::{Parser, Subcommand};
 use hearth_client::commands::{self, CommandError, LogRequest, SendRequest};
 use hearth_client::inbox::{self, ScheduleCommand};
-use hearth_client::{service, telegram, terminal};
+use hearth_client::{service, stats, telegram, terminal};
 use hearth_protocol::home::Home;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -79,6 +79,15 @@ enum Subcommands {
     Schedule {
         #[command(subcommand)]
         action: ScheduleAction,
+    },
+    /// Model requests, tokens and cost per day and agent
+    Stats {
+        /// The last N days, today included
+        #[arg(long, value_name = "N", default_value_t = stats::DEFAULT_DAYS)]
+        days: u32,
+        /// One JSON object per line: day, agent, requests, tokens, cached_share, cost_usd
+        #[arg(long)]
+        json: bool,
     },
     /// Write a consistent copy of the database to FILE while the daemon runs
     Backup {
@@ -188,6 +197,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ScheduleAction::Rm { id } => ScheduleCommand::Remove { id },
             };
             inbox::schedule(&home, command, &mut stdout).await?
+        }
+        Some(Subcommands::Stats { days, json }) => {
+            stats::stats(&home, days, json, &mut stdout).await?
         }
         Some(Subcommands::Backup { file }) => service::backup(&home, &file, &mut stdout).await?,
         Some(Subcommands::Service {
