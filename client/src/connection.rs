@@ -25,6 +25,15 @@ pub enum ConnectError {
     BadFrame(String),
 }
 
+/// The agent this process talks to: the top agent unless the command line
+/// named a subagent (`--agent NAME`). Set once, before connecting.
+static AGENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Makes every connection of this process follow agent `name`.
+pub fn follow_agent(name: &str) {
+    let _ = AGENT.set(name.to_string());
+}
+
 /// What `welcome` said.
 #[derive(Debug, Clone)]
 pub struct Welcome {
@@ -59,7 +68,7 @@ impl Connection {
                 client: client.to_string(),
                 version: PROTOCOL_VERSION,
                 since,
-                agent: None,
+                agent: AGENT.get().cloned(),
             })
             .await?;
         match connection.next().await? {

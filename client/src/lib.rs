@@ -3,18 +3,24 @@
 //! - `connection.rs`: a greeted WebSocket connection to `hearthd`'s Unix socket.
 //! - `terminal.rs`: the interactive terminal client (`hearth` with no subcommand).
 //! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
+//! - `launch.rs`: attaching, with `hearthd` started in the background.
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
 //! - `service.rs`: `hearth backup` and `hearth service install`.
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
+//! - `bridge/`: what the bridges share: the daemon link, ordered delivery
+//!   from a stored cursor, splitting, the allowlist's refusal, the lock.
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
+//! - `whatsapp/`: the WhatsApp Cloud API bridge (`hearth whatsapp`).
 //!
 //! Where a home's files live (the socket among them) is `hearth_protocol::home`,
 //! shared with the daemon. The binary's thin `main.rs` is built by the root
 //! package.
 
+pub mod bridge;
 pub mod commands;
 pub mod connection;
 pub mod inbox;
+pub mod launch;
 pub mod service;
 pub mod stats;
 pub mod telegram;

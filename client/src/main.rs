@@ -23,6 +23,10 @@ struct Cli {
     #[arg(long, global = true, env = "HEARTH_HOME", value_name = "DIR")]
     home: Option<PathBuf>,
 
+    /// Talk to this agent (a subagent's name) instead of the top agent
+    #[arg(long, global = true, value_name = "NAME")]
+    agent: Option<String>,
+
     #[command(subcommand)]
     command: Option<Subcommands>,
 }
@@ -154,6 +158,9 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Some(agent) = &cli.agent {
+        hearth_client::connection::follow_agent(agent);
+    }
     let explicit_home = cli.home.filter(|dir| !dir.as_os_str().is_empty());
     let home = Home::resolve(explicit_home.as_deref());
     let mut stdout = std::io::stdout();

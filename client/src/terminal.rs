@@ -12,38 +12,26 @@
 //! while the user types are printed above the line being typed instead of
 //! into it. The async side owns the connection and the [`Session`] state.
 
-use crate::commands::{daemon_absent, describe_home};
-use crate::connection::{ConnectError, Connection, Welcome};
+use crate::connection::{ConnectError, Connection};
+use crate::launch;
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, Event, EventKind, Message, ServerFrame};
 use rustyline::error::ReadlineError;
 use rustyline::{DefaultEditor, ExternalPrinter};
 use std::collections::{BTreeSet, HashSet, VecDeque};
-use std::fs::{File, OpenOptions};
-use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
-use std::os::unix::process::CommandExt;
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 /// The source of the lines typed here, and this client's name in `hello`.
 pub const SOURCE: &str = "terminal";
 
 /// How many recent messages are shown on attach.
 const RECENT: u32 = 20;
-
-/// How long a freshly started daemon gets to answer on its socket.
-const START_WAIT: Duration = Duration::from_secs(10);
-
-/// How often the socket is tried while the daemon starts.
-const START_POLL: Duration = Duration::from_millis(100);
-
-/// How many lines of the daemon's output are shown when it exits at start.
-const LOG_TAIL_LINES: usize = 30;
 
 /// Tool messages are shown as their first line, cut to this many characters.
 const TOOL_SUMMARY_CHARS: usize = 100;
@@ -86,7 +74,7 @@ pub enum TerminalError {
 /// until the user quits (`Ok`) or the connection drops (`Err`).
 /// `explicit_home` is the `--home` given, passed on to a daemon started here.
 pub async fn run(home: &Home, explicit_home: Option<&Path>) -> Result<(), TerminalError> {
-    let (mut connection, welcome) = attach(home, explicit_home).await?;
+    let (mut connection, welcome) = launch::attach(home, explicit_home).await?;
     let style = Style::detect();
     let mut session = Session::new(welcome.busy, style);
 
@@ -285,121 +273,6 @@ async fn on_ctrl_c(
     session.ctrl_c_armed = true;
     screen.show(session.style.dim("(Ctrl-C again to quit, or Ctrl-D)"));
     Ok(CtrlC::Stay)
-}
-
-/// Connects to the home's daemon, starting one in the background when none
-/// answers.
-async fn attach(
-    home: &Home,
-    explicit_home: Option<&Path>,
-) -> Result<(Connection, Welcome), TerminalError> {
-    let socket = home.socket();
-    match Connection::open(&socket, SOURCE, None).await {
-        Ok(pair) => return Ok(pair),
-        Err(err) if daemon_absent(&err) => {}
-        Err(err) => return Err(err.into()),
-    }
-    let (mut daemon, log_start) = start_daemon(home, explicit_home)?;
-    eprintln!("starting hearthd for home {}…", describe_home(home));
-    let deadline = Instant::now() + START_WAIT;
-    loop {
-        tokio::time::sleep(START_POLL).await;
-        match Connection::open(&socket, SOURCE, None).await {
-            Ok(pair) => return Ok(pair),
-            Err(err) if daemon_absent(&err) => {}
-            Err(err) => return Err(err.into()),
-        }
-        if let Ok(Some(status)) = daemon.try_wait() {
-            // Another `hearth` may have started the daemon first, and ours
-            // quit because it was taken: one last look.
-            if let Ok(pair) = Connection::open(&socket, SOURCE, None).await {
-                return Ok(pair);
-            }
-            let log = home.daemon_log();
-            let tail = read_log_tail(&log, log_start);
-            return Err(TerminalError::DaemonExited { status, log, tail });
-        }
-        if Instant::now() >= deadline {
-            return Err(TerminalError::StartTimeout {
-                socket,
-                seconds: START_WAIT.as_secs(),
-                log: home.daemon_log(),
-            });
-        }
-    }
-}
-
-/// Starts `hearthd` detached from this terminal: its own process group (so
-/// Ctrl-C here never reaches it), no stdin, output appended to the home's
-/// daemon log. Returns the child and where its output starts in the log.
-fn start_daemon(home: &Home, explicit_home: Option<&Path>) -> Result<(Child, u64), TerminalError> {
-    let prepare = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| TerminalError::Prepare { path, source }
-    };
-    std::fs::create_dir_all(&home.data_dir).map_err(prepare(&home.data_dir))?;
-    let log_path = home.daemon_log();
-    let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .map_err(prepare(&log_path))?;
-    let log_start = log.metadata().map(|meta| meta.len()).unwrap_or(0);
-    let log_err = log.try_clone().map_err(prepare(&log_path))?;
-
-    let mut command = Command::new(hearthd_program());
-    if let Some(dir) = explicit_home {
-        // Absolute, so the daemon finds the same home whatever it does with
-        // its working directory.
-        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-        command.arg("--home").arg(dir);
-    }
-    command
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log_err)
-        .process_group(0);
-    match command.spawn() {
-        Ok(child) => Ok((child, log_start)),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Err(TerminalError::DaemonMissing(err)),
-        Err(err) => Err(TerminalError::Spawn(err)),
-    }
-}
-
-/// `hearthd` beside the running executable when it is there, else the name,
-/// for a PATH lookup.
-fn hearthd_program() -> PathBuf {
-    if let Ok(exe) = std::env::current_exe() {
-        let beside = exe.with_file_name("hearthd");
-        if beside.is_file() {
-            return beside;
-        }
-    }
-    PathBuf::from("hearthd")
-}
-
-/// What the daemon wrote to its log since `start`, its last lines only.
-fn read_log_tail(path: &Path, start: u64) -> String {
-    let mut text = String::new();
-    if let Ok(mut file) = File::open(path) {
-        if file.seek(SeekFrom::Start(start)).is_ok() {
-            let mut bytes = Vec::new();
-            let _ = file.read_to_end(&mut bytes);
-            text = String::from_utf8_lossy(&bytes).into_owned();
-        }
-    }
-    let tail = last_lines(&text, LOG_TAIL_LINES);
-    if tail.trim().is_empty() {
-        "(it wrote nothing)".to_string()
-    } else {
-        tail
-    }
-}
-
-/// The last `count` lines of `text`, without a trailing newline.
-pub fn last_lines(text: &str, count: usize) -> String {
-    let lines: Vec<&str> = text.trim_end().lines().collect();
-    lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
 /// What the line reader hands to the async side.
@@ -894,8 +767,8 @@ mod tests {
 
     #[test]
     fn log_tail_keeps_the_last_lines() {
-        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc");
-        assert_eq!(last_lines("a\n", 5), "a");
-        assert_eq!(last_lines("", 5), "");
+        assert_eq!(launch::last_lines("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(launch::last_lines("a\n", 5), "a");
+        assert_eq!(launch::last_lines("", 5), "");
     }
 }
