@@ -69,6 +69,7 @@ impl Connection {
                 version: PROTOCOL_VERSION,
                 since,
                 agent: AGENT.get().cloned(),
+                token: None,
             })
             .await?;
         match connection.next().await? {

@@ -55,9 +55,38 @@ pub struct Config {
     /// The memory's compactor (`[memory]`).
     #[serde(default)]
     pub memory: MemorySettings,
+    /// Network listeners besides the Unix socket (`[listen]`).
+    #[serde(default)]
+    pub listen: ListenConfig,
     /// The top agent's subagents (`[[agents]]`).
     #[serde(default)]
     pub agents: Vec<SubagentConfig>,
+}
+
+/// `[listen]`: an optional TCP listener for clients on other machines. It
+/// requires a token; without one the daemon refuses to start.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenConfig {
+    /// `host:port`, e.g. `127.0.0.1:7420`.
+    #[serde(default)]
+    pub tcp: Option<String>,
+    /// The variable (or `secrets.env` entry) holding the token.
+    #[serde(default = "default_token_env")]
+    pub token_env: String,
+}
+
+impl Default for ListenConfig {
+    fn default() -> Self {
+        ListenConfig {
+            tcp: None,
+            token_env: default_token_env(),
+        }
+    }
+}
+
+fn default_token_env() -> String {
+    "HEARTH_TOKEN".to_string()
 }
 
 /// One `[[agents]]` entry: a subagent of the top agent.

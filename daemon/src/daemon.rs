@@ -12,7 +12,7 @@ use crate::layout::{Layout, LayoutError};
 use crate::log::{Log, LogError};
 use crate::memory::{Memory, MemoryConfig};
 use crate::model::Model;
-use crate::server::{self, Shared};
+use crate::server::{self, Listener, Shared};
 use crate::tools::{Processes, Tools, Workspace};
 use crate::subagents::Subagents;
 use crate::turn::{Agent, AgentHandle, AgentLoop, Family};
@@ -66,6 +66,8 @@ pub enum StartError {
     OpenSecrets(PathBuf),
     #[error("agent name `{0}` is not allowed: use 1 to 64 letters, digits, `-` or `_`, each name once")]
     AgentName(String),
+    #[error("[listen] tcp needs a token of at least 16 characters in ${0} or secrets.env")]
+    NoToken(String),
     #[error("cannot load the memory: {0}")]
     Memory(String),
     #[error("{path}: {source}")]
@@ -198,6 +200,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     subagents.recover().await?;
 
     let socket = home.socket();
+    let tcp = listen_tcp(&config, &home).await?;
     let listener = listen(&socket)?;
     tracing::info!("listening on {}", socket.display());
 
@@ -215,7 +218,14 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         clients: AtomicU64::new(0),
         started: std::time::Instant::now(),
     });
-    let server_task = tokio::spawn(server::serve(listener, shared, stopped));
+    let mut server_tasks = vec![tokio::spawn(server::serve(
+        Listener::Unix(listener),
+        shared.clone(),
+        stopped.clone(),
+    ))];
+    if let Some(tcp) = tcp {
+        server_tasks.push(tokio::spawn(server::serve(tcp, shared, stopped)));
+    }
     // Bridges are clients: they start once the socket listens.
     let bridges = crate::bridges::start(&config, &home);
 
@@ -223,7 +233,9 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     tracing::info!("stopping");
     bridges.stop().await;
     let _ = stop.send(true);
-    let _ = server_task.await;
+    for task in server_tasks {
+        let _ = task.await;
+    }
     // The loops stop at once; a turn they cut off continues at the next start.
     for task in agent_tasks {
         let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
@@ -319,6 +331,27 @@ impl Starter<'_> {
         };
         Ok(agent.start())
     }
+}
+
+/// The TCP listener `[listen] tcp` asks for, with its token.
+async fn listen_tcp(config: &Config, home: &Home) -> Result<Option<Listener>, StartError> {
+    let Some(address) = &config.listen.tcp else {
+        return Ok(None);
+    };
+    let env = &config.listen.token_env;
+    let token = find_secret(&home.secrets_file(), env)
+        .filter(|token| token.len() >= 16)
+        .ok_or_else(|| StartError::NoToken(env.clone()))?;
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|source| StartError::Io {
+            what: "cannot listen on",
+            path: PathBuf::from(address),
+            source,
+        })?;
+    let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    tracing::info!("listening on tcp {bound} (token required)");
+    Ok(Some(Listener::Tcp { listener, token }))
 }
 
 /// A subagent's first prompt.

@@ -21,7 +21,8 @@ use hearth_protocol::{
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::net::{UnixListener, UnixStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::{broadcast, watch};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -40,6 +41,8 @@ pub struct Shared {
     pub events: broadcast::Sender<Event>,
     /// The top agent.
     pub agent: AgentHandle,
+    /// Every agent by name, the top one and its subagents.
+    pub agents: std::collections::BTreeMap<String, AgentHandle>,
     /// `provider/model`, or none.
     pub model: Option<String>,
     /// Clients attached now.
@@ -48,32 +51,81 @@ pub struct Shared {
     pub started: std::time::Instant,
 }
 
-type Sink = SplitSink<WebSocketStream<UnixStream>, WsMessage>;
-type Source = SplitStream<WebSocketStream<UnixStream>>;
+/// A client's byte stream: the Unix socket, or TCP with a token.
+trait ClientStream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> ClientStream for T {}
+type Stream = Box<dyn ClientStream>;
+
+type Sink = SplitSink<WebSocketStream<Stream>, WsMessage>;
+type Source = SplitStream<WebSocketStream<Stream>>;
+
+/// Where clients connect.
+pub enum Listener {
+    /// The private Unix socket: its file mode is the access check.
+    Unix(UnixListener),
+    /// A TCP address: a client must say the token in its hello first.
+    Tcp { listener: TcpListener, token: String },
+}
 
 /// Accepts clients until `shutdown` turns true.
-pub async fn serve(
-    listener: UnixListener,
-    shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+pub async fn serve(listener: Listener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let shared = shared.clone();
-                    tokio::spawn(async move {
-                        shared.clients.fetch_add(1, Ordering::Relaxed);
-                        if let Err(err) = connection(stream, &shared).await {
-                            tracing::debug!("client connection ended: {err}");
-                        }
-                        shared.clients.fetch_sub(1, Ordering::Relaxed);
-                    });
-                }
-                Err(err) => tracing::warn!("cannot accept a client: {err}"),
-            },
+        let accepted: std::io::Result<(Stream, Option<String>)> = tokio::select! {
+            accepted = accept(&listener) => accepted,
             _ = shutdown.changed() => return,
+        };
+        match accepted {
+            Ok((stream, token)) => {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    shared.clients.fetch_add(1, Ordering::Relaxed);
+                    if let Err(err) = connection(stream, token.as_deref(), &shared).await {
+                        tracing::debug!("client connection ended: {err}");
+                    }
+                    shared.clients.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            Err(err) => tracing::warn!("cannot accept a client: {err}"),
         }
+    }
+}
+
+async fn accept(listener: &Listener) -> std::io::Result<(Stream, Option<String>)> {
+    match listener {
+        Listener::Unix(listener) => {
+            let (stream, _) = listener.accept().await?;
+            Ok((Box::new(stream), None))
+        }
+        Listener::Tcp { listener, token } => {
+            let (stream, peer) = listener.accept().await?;
+            tracing::debug!("TCP client from {peer}");
+            Ok((Box::new(stream), Some(token.clone())))
+        }
+    }
+}
+
+/// Compares a given token with the expected one in time that does not
+/// depend on where they differ.
+pub fn token_matches(given: &str, expected: &str) -> bool {
+    let (given, expected) = (given.as_bytes(), expected.as_bytes());
+    let mut difference = given.len() ^ expected.len();
+    for (at, byte) in expected.iter().enumerate() {
+        difference |= usize::from(byte ^ given.get(at).copied().unwrap_or(0));
+    }
+    difference == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::token_matches;
+
+    #[test]
+    fn tokens_match_only_when_equal() {
+        assert!(token_matches("s3cret-token", "s3cret-token"));
+        assert!(!token_matches("s3cret-tokem", "s3cret-token"));
+        assert!(!token_matches("s3cret", "s3cret-token"));
+        assert!(!token_matches("s3cret-token-and-more", "s3cret-token"));
+        assert!(!token_matches("", "s3cret-token"));
     }
 }
 
@@ -125,15 +177,16 @@ async fn next_frame(
     }
 }
 
-async fn connection(stream: UnixStream, shared: &Shared) -> Result<(), ConnectionError> {
+/// One client. Over TCP (`token` is set), nothing but a hello with the right
+/// token is answered with anything but a refusal.
+async fn connection(stream: Stream, token: Option<&str>, shared: &Shared) -> Result<(), ConnectionError> {
     let config = WebSocketConfig::default()
         .max_message_size(Some(HARD_FRAME_LIMIT))
         .max_frame_size(Some(HARD_FRAME_LIMIT));
     let socket = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await?;
     let (mut sink, mut source) = socket.split();
-    let agent = shared.agent.name.clone();
 
-    let since = loop {
+    let (since, handle) = loop {
         match next_frame(&mut source, &mut sink).await? {
             None => return Ok(()),
             Some(ClientFrame::Hello { version, .. }) if version != PROTOCOL_VERSION => {
@@ -142,19 +195,39 @@ async fn connection(stream: UnixStream, shared: &Shared) -> Result<(), Connectio
                 );
                 refuse(&mut sink, ErrorCode::Version, message).await?;
             }
-            Some(ClientFrame::Hello {
-                agent: Some(name), ..
-            }) if name != agent => {
-                let message = format!("there is no agent `{name}`; this daemon runs `{agent}`");
-                refuse(&mut sink, ErrorCode::Refused, message).await?;
+            Some(ClientFrame::Hello { token: given, .. })
+                if token.is_some_and(|token| !given.as_deref().is_some_and(|g| token_matches(g, token))) =>
+            {
+                let message = "this listener needs the right `token` in hello".to_string();
+                refuse(&mut sink, ErrorCode::Unauthorized, message).await?;
+                return Ok(());
             }
-            Some(ClientFrame::Hello { since, .. }) => break since,
+            Some(ClientFrame::Hello { since, agent, .. }) => {
+                let wanted = agent.unwrap_or_else(|| shared.agent.name.clone());
+                match shared.agents.get(&wanted) {
+                    Some(handle) => break (since, handle.clone()),
+                    None => {
+                        let known: Vec<&str> = shared.agents.keys().map(String::as_str).collect();
+                        let message = format!(
+                            "there is no agent `{wanted}`; this daemon runs {}",
+                            known.join(", ")
+                        );
+                        refuse(&mut sink, ErrorCode::Refused, message).await?;
+                    }
+                }
+            }
+            Some(_) if token.is_some() => {
+                let message = "say hello with the listener's token first".to_string();
+                refuse(&mut sink, ErrorCode::Unauthorized, message).await?;
+                return Ok(());
+            }
             Some(_) => {
                 refuse(&mut sink, ErrorCode::Sequence, "say hello first".into()).await?;
             }
         }
     };
 
+    let agent = handle.name.clone();
     // Subscribe before reading where the log ends, so nothing falls between.
     let mut events = shared.events.subscribe();
     let next_id = shared.log.next_id(&agent).await?;
@@ -165,7 +238,7 @@ async fn connection(stream: UnixStream, shared: &Shared) -> Result<(), Connectio
             version: PROTOCOL_VERSION,
             agent: agent.clone(),
             last_id,
-            busy: shared.agent.is_busy(),
+            busy: handle.is_busy(),
         },
     )
     .await?;
@@ -179,7 +252,7 @@ async fn connection(stream: UnixStream, shared: &Shared) -> Result<(), Connectio
         tokio::select! {
             frame = next_frame(&mut source, &mut sink) => {
                 let Some(frame) = frame? else { return Ok(()) };
-                handle(frame, &mut sink, shared).await?;
+                answer(frame, &mut sink, shared, &handle).await?;
             }
             event = events.recv() => match event {
                 Ok(event) => {
@@ -225,12 +298,13 @@ async fn catch_up(
     }
 }
 
-async fn handle(
+async fn answer(
     frame: ClientFrame,
     sink: &mut Sink,
     shared: &Shared,
+    handle: &AgentHandle,
 ) -> Result<(), ConnectionError> {
-    let agent = &shared.agent.name;
+    let agent = &handle.name;
     match frame {
         ClientFrame::Hello { .. } => {
             refuse(sink, ErrorCode::Sequence, "hello was already said".into()).await
@@ -244,7 +318,7 @@ async fn handle(
             match shared.log.submit(agent, message).await {
                 Ok((id, duplicate)) => {
                     if !duplicate {
-                        shared.agent.wake();
+                        handle.wake();
                     }
                     send(sink, &ServerFrame::Ack { id, duplicate }).await
                 }
@@ -273,7 +347,7 @@ async fn handle(
             .await
         }
         ClientFrame::Interrupt => {
-            let running = shared.agent.interrupt();
+            let running = handle.interrupt();
             send(sink, &ServerFrame::Interrupted { running }).await
         }
         ClientFrame::History { before, limit } => {
@@ -282,7 +356,7 @@ async fn handle(
             send(sink, &ServerFrame::History { messages }).await
         }
         ClientFrame::Status => {
-            let status = status(shared).await?;
+            let status = status(shared, handle).await?;
             send(sink, &ServerFrame::Status(status)).await
         }
         ClientFrame::Notify { key, text, source } => {
@@ -294,7 +368,7 @@ async fn handle(
                     let status = if duplicate {
                         ReceiptStatus::Duplicate
                     } else {
-                        shared.agent.wake();
+                        handle.wake();
                         ReceiptStatus::Accepted
                     };
                     send(sink, &ServerFrame::Receipt { status, seq }).await
@@ -321,7 +395,7 @@ async fn handle(
             match When::parse(&when, chrono::Utc::now()) {
                 Ok(when) => {
                     let schedule = shared.log.add_schedule(agent, when, &text).await?;
-                    shared.agent.wake();
+                    handle.wake();
                     send(sink, &schedules(vec![schedule])).await
                 }
                 Err(err) => refuse(sink, ErrorCode::Refused, err.to_string()).await,
@@ -417,8 +491,8 @@ fn check_submit(text: &str, source: &str, key: Option<&str>) -> Option<String> {
     None
 }
 
-async fn status(shared: &Shared) -> Result<Status, LogError> {
-    let agent = &shared.agent.name;
+async fn status(shared: &Shared, handle: &AgentHandle) -> Result<Status, LogError> {
+    let agent = &handle.name;
     let next_id = shared.log.next_id(agent).await?;
     let taken_after = shared
         .log
@@ -428,7 +502,7 @@ async fn status(shared: &Shared) -> Result<Status, LogError> {
     let waiting = shared.log.waiting(agent, taken_after).await?.len() as u64;
     Ok(Status {
         agent: agent.clone(),
-        busy: shared.agent.is_busy(),
+        busy: handle.is_busy(),
         last_id: next_id.checked_sub(1),
         waiting,
         model: shared.model.clone(),

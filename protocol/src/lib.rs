@@ -227,6 +227,9 @@ pub enum ClientFrame {
         /// Which agent's log to follow; the top agent when absent.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         agent: Option<String>,
+        /// Over TCP: the listener's token. The Unix socket needs none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
     },
     /// A user message. Answered with `ack` once it is durable. The same `key`
     /// again is acknowledged with the first message's id and logged once.
@@ -377,6 +380,8 @@ pub enum ErrorCode {
     Refused,
     /// The log could not be written; nothing was accepted.
     Storage,
+    /// Over TCP: no token, or the wrong one. The connection is closed.
+    Unauthorized,
 }
 
 /// Frames the daemon sends.

@@ -81,10 +81,14 @@ pub(super) async fn post_json(
     // The body only explains the status; when it cannot be read, the status
     // alone still says what happened.
     let body = response.text().await.unwrap_or_default();
-    let error = error_in_body(&body).unwrap_or_else(|| WireError {
+    let mut error = error_in_body(&body).unwrap_or_else(|| WireError {
         message: clip(body.trim(), ERROR_BODY_CHARS),
         ..WireError::default()
     });
+    // A server may quote the key it refused; it goes no further than here.
+    if let Some(key) = provider.key.as_deref().filter(|key| !key.is_empty()) {
+        error.message = error.message.replace(key, "[redacted key]");
+    }
     tracing::debug!(url = %url, status = status.as_u16(), message = %error.message, "model request refused");
     Err(classify(
         &provider.source(),

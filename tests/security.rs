@@ -1,0 +1,179 @@
+//! End-to-end: who can reach the daemon. The Unix socket is private to its
+//! user; the optional TCP listener refuses everything before a hello with
+//! the right token; secrets never reach the logs.
+
+use futures_util::{SinkExt, StreamExt};
+use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame, PROTOCOL_VERSION};
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Reply};
+use hearth_tests::harness::{TestHome, DEADLINE};
+use std::os::unix::fs::PermissionsExt;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+const TOKEN: &str = "a-long-test-token-0123456789";
+
+fn home_with_tcp() -> TestHome {
+    let home = TestHome::new(bins!());
+    home.write_config("[listen]\ntcp = \"127.0.0.1:0\"\n");
+    let secrets = home.path().join("secrets.env");
+    std::fs::write(&secrets, format!("HEARTH_TOKEN={TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    home
+}
+
+/// The TCP address the daemon said it listens on.
+fn tcp_address(output: &str) -> String {
+    let line = output
+        .lines()
+        .find(|line| line.contains("listening on tcp "))
+        .expect("a TCP listener");
+    let rest = &line[line.find("listening on tcp ").unwrap() + "listening on tcp ".len()..];
+    rest.split_whitespace().next().unwrap().to_string()
+}
+
+struct Tcp(WebSocketStream<TcpStream>);
+
+impl Tcp {
+    async fn connect(address: &str) -> Tcp {
+        let stream = TcpStream::connect(address).await.unwrap();
+        let (socket, _) = tokio_tungstenite::client_async(format!("ws://{address}/"), stream)
+            .await
+            .unwrap();
+        Tcp(socket)
+    }
+
+    async fn send(&mut self, frame: &ClientFrame) {
+        self.0.send(Message::Text(frame.encode().into())).await.unwrap();
+    }
+
+    /// The next frame, or none once the daemon closed the connection.
+    async fn frame(&mut self) -> Option<ServerFrame> {
+        loop {
+            let next = tokio::time::timeout(DEADLINE, self.0.next()).await.expect("in time");
+            match next {
+                Some(Ok(Message::Text(text))) => return Some(ServerFrame::decode(&text).unwrap()),
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
+                Some(Ok(_)) => continue,
+            }
+        }
+    }
+}
+
+fn hello(token: Option<&str>) -> ClientFrame {
+    ClientFrame::Hello {
+        client: "remote".into(),
+        version: PROTOCOL_VERSION,
+        since: None,
+        agent: None,
+        token: token.map(str::to_string),
+    }
+}
+
+fn refused_and_closed(first: Option<ServerFrame>) -> bool {
+    matches!(first, Some(ServerFrame::Error { code: ErrorCode::Unauthorized, .. }))
+}
+
+#[tokio::test]
+async fn the_tcp_listener_refuses_everything_before_a_good_hello() {
+    let home = home_with_tcp();
+    let daemon = home.start();
+    let address = tcp_address(&daemon.log_text());
+
+    let mut anonymous = Tcp::connect(&address).await;
+    anonymous.send(&hello(None)).await;
+    assert!(refused_and_closed(anonymous.frame().await));
+    assert!(anonymous.frame().await.is_none(), "closed after the refusal");
+
+    let mut wrong = Tcp::connect(&address).await;
+    wrong.send(&hello(Some("a-long-test-token-0123456780"))).await;
+    assert!(refused_and_closed(wrong.frame().await));
+
+    let mut eager = Tcp::connect(&address).await;
+    eager
+        .send(&ClientFrame::Submit { text: "let me in".into(), source: "x".into(), key: None })
+        .await;
+    assert!(refused_and_closed(eager.frame().await));
+
+    let mut owner = Tcp::connect(&address).await;
+    owner.send(&hello(Some(TOKEN))).await;
+    assert!(matches!(owner.frame().await, Some(ServerFrame::Welcome { .. })));
+    owner
+        .send(&ClientFrame::Submit { text: "hello from afar".into(), source: "remote".into(), key: None })
+        .await;
+    loop {
+        match owner.frame().await {
+            Some(ServerFrame::Ack { id, .. }) => {
+                assert_eq!(id, 0, "only the owner's message was logged");
+                break;
+            }
+            Some(ServerFrame::Event(_)) => continue,
+            other => panic!("expected an ack, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_tcp_listener_without_a_token_does_not_start() {
+    let home = TestHome::new(bins!());
+    home.write_config("[listen]\ntcp = \"127.0.0.1:0\"\n");
+    let output = home.run_daemon_to_end();
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("needs a token"), "{said}");
+}
+
+#[tokio::test]
+async fn the_socket_and_its_folder_are_private_without_a_home_flag() {
+    let root = tempfile::tempdir().unwrap();
+    let runtime = root.path().join("run");
+    std::fs::create_dir(&runtime).unwrap();
+    let mut child = std::process::Command::new(bins!().hearthd)
+        .env_remove("HEARTH_HOME")
+        .env("HOME", root.path())
+        .env("XDG_CONFIG_HOME", root.path().join("config"))
+        .env("XDG_DATA_HOME", root.path().join("data"))
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let socket = runtime.join("hearth").join("hearth.sock");
+    let mut client = None;
+    for _ in 0..600 {
+        if let Ok(connected) = hearth_client::Connection::open(&socket, "probe", None).await {
+            client = Some(connected);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(client.is_some(), "the daemon answered on the XDG runtime socket");
+    let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&socket), 0o600);
+    assert_eq!(mode(&runtime.join("hearth")), 0o700);
+    assert_eq!(mode(&root.path().join("data").join("hearth")), 0o700);
+    assert_eq!(mode(&root.path().join("config").join("hearth")), 0o700);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test]
+async fn api_keys_never_reach_the_daemon_log() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.use_model("openai-chat", &model.base_url());
+    let daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    model.push(Reply::Error {
+        status: 401,
+        body: serde_json::json!({"error": {"message": "Incorrect API key provided: sk-test-secret"}}),
+    });
+    let (id, _) = client.submit("hello", "terminal", None).await;
+    client
+        .wait_for(|e| e.kind == hearth_protocol::EventKind::Error && e.answers.contains(&id))
+        .await;
+    // The key went to the model server, and nowhere else the daemon writes.
+    let sent = &model.requests()[0].headers["authorization"];
+    assert_eq!(sent, "Bearer sk-test-secret");
+    assert!(!daemon.log_text().contains("sk-test-secret"));
+}
