@@ -6,11 +6,14 @@
 //! real wire formats: a JSON body, or server-sent events when the request
 //! asks for `"stream": true`. A test queues one
 //! [`Reply`] per expected request with [`FakeModel::push`] and afterwards
-//! reads what the client sent with [`FakeModel::requests`].
+//! reads what the client sent with [`FakeModel::requests`]. A reply can
+//! report scripted token counts ([`Reply::with_usage`]), and the server can
+//! pose as a local Ollama server listing models at `GET /api/tags`
+//! ([`FakeModel::serve_local_models`]).
 //!
 //! Where each part lives:
 //! - `server.rs`: [`FakeModel`], the accept loop, and [`Recorded`] requests.
-//! - `script.rs`: [`Reply`] and [`Gate`], what a test can script.
+//! - `script.rs`: [`Reply`], [`Gate`] and [`Usage`], what a test can script.
 //! - `http.rs`: the minimal HTTP/1.1 reading and writing (one request per
 //!   connection, `Connection: close`).
 //! - `answer.rs`: one reply turned into wire-neutral values (ids, usage,
@@ -19,8 +22,8 @@
 //!   functions rendering an answer in each API's format, whole or as SSE
 //!   frames; `anthropic::error` makes an error in Anthropic's envelope.
 
-pub mod anthropic;
 mod answer;
+pub mod anthropic;
 mod chat_completions;
 /// Shared with the fake Telegram API.
 pub(crate) mod http;
@@ -28,5 +31,5 @@ mod responses;
 mod script;
 mod server;
 
-pub use script::{Gate, Reply};
+pub use script::{Gate, Reply, Usage};
 pub use server::{FakeModel, Recorded};

@@ -13,6 +13,12 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The variable naming the local Ollama server `hearthd` probes when no
+/// model is configured. The harness sets it to `off` for every process it
+/// starts, so no test reaches a real Ollama; [`Daemon::start_with_env`]
+/// points it at a fake.
+pub const OLLAMA_URL_ENV: &str = "HEARTH_OLLAMA_URL";
+
 /// How long a test waits for something before it fails.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -77,6 +83,7 @@ impl TestHome {
             .arg("--home")
             .arg(self.path())
             .env_remove("HEARTH_HOME")
+            .env(OLLAMA_URL_ENV, "off")
             .output()
             .expect("hearthd runs")
     }
@@ -88,6 +95,7 @@ impl TestHome {
             .arg("--home")
             .arg(self.path())
             .env_remove("HEARTH_HOME")
+            .env(OLLAMA_URL_ENV, "off")
             .stdin(Stdio::null())
             .output()
             .expect("hearth runs")
@@ -102,6 +110,7 @@ impl TestHome {
             .arg("--home")
             .arg(self.path())
             .env_remove("HEARTH_HOME")
+            .env(OLLAMA_URL_ENV, "off")
             .stdin(Stdio::null());
         tokio::task::spawn_blocking(move || command.output().expect("hearth runs"))
             .await
@@ -123,12 +132,20 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `hearthd` and returns once it listens (it says so on stderr).
     pub fn start(home: &TestHome) -> Daemon {
+        Daemon::start_with_env(home, &[])
+    }
+
+    /// Starts `hearthd` with these environment variables set as well (they
+    /// win over the harness's own).
+    pub fn start_with_env(home: &TestHome, env: &[(&str, &str)]) -> Daemon {
         let mut child = Command::new(&home.bins.hearthd)
             .arg("--home")
             .arg(home.path())
             .env_remove("HEARTH_HOME")
+            .env(OLLAMA_URL_ENV, "off")
             .env("RUST_LOG", "info")
             .env("HEARTH_TEST_KEY", "sk-test-secret")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

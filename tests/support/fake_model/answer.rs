@@ -7,6 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+use super::script::Usage;
+
 /// What the model says in one answer.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Answer {
@@ -14,6 +16,8 @@ pub(crate) struct Answer {
     pub text: String,
     /// Function calls, in output order, after the text.
     pub calls: Vec<Call>,
+    /// The usage a test scripted; the rough counts when none.
+    pub usage: Option<Usage>,
 }
 
 /// One function call the model makes.
@@ -36,8 +40,22 @@ impl Answer {
 
     /// A rough token count (four bytes a token, at least one) for usage.
     pub fn output_tokens(&self) -> u64 {
+        if let Some(usage) = self.usage {
+            return usage.output;
+        }
         let bytes = self.text.len() + self.calls.iter().map(|c| c.arguments.len()).sum::<usize>();
         (bytes as u64 / 4).max(1)
+    }
+
+    /// The usage this answer reports for `exchange`: the scripted one, or
+    /// the request's rough size uncached and the rough output.
+    pub fn usage(&self, exchange: &Exchange) -> Usage {
+        self.usage.unwrap_or(Usage {
+            input: exchange.input_tokens,
+            cached_input: 0,
+            cache_write: 0,
+            output: self.output_tokens(),
+        })
     }
 }
 

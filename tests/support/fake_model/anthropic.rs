@@ -41,7 +41,7 @@ pub(crate) fn message(answer: &Answer, exchange: &Exchange) -> Value {
         "content": content,
         "stop_reason": stop_reason(answer),
         "stop_sequence": null,
-        "usage": usage(exchange, answer.output_tokens()),
+        "usage": usage(answer, exchange, answer.output_tokens()),
     })
 }
 
@@ -67,7 +67,7 @@ pub(crate) fn stream(answer: &Answer, exchange: &Exchange, end: StreamEnd) -> Ve
             "content": [],
             "stop_reason": null,
             "stop_sequence": null,
-            "usage": usage(exchange, 1),
+            "usage": usage(answer, exchange, 1),
         },
     }));
     push(json!({"type": "ping"}));
@@ -143,12 +143,16 @@ fn stop_reason(answer: &Answer) -> &'static str {
     }
 }
 
-/// Usage with the whole prompt uncached: the fake keeps no cache.
-fn usage(exchange: &Exchange, output_tokens: u64) -> Value {
+/// Usage as Anthropic reports it: `input_tokens` counts only what is
+/// neither read from nor written to the cache. Unscripted, the whole prompt
+/// is uncached: the fake keeps no cache.
+fn usage(answer: &Answer, exchange: &Exchange, output_tokens: u64) -> Value {
+    let usage = answer.usage(exchange);
+    let special = usage.cached_input + usage.cache_write;
     json!({
-        "input_tokens": exchange.input_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "input_tokens": usage.input.saturating_sub(special),
+        "cache_creation_input_tokens": usage.cache_write,
+        "cache_read_input_tokens": usage.cached_input,
         "output_tokens": output_tokens,
     })
 }

@@ -118,13 +118,18 @@ fn finish_reason(answer: &Answer) -> &'static str {
 }
 
 fn usage(answer: &Answer, exchange: &Exchange) -> Value {
-    let prompt = exchange.input_tokens;
-    let completion = answer.output_tokens();
+    let usage = answer.usage(exchange);
+    let (prompt, completion) = (usage.input, usage.output);
+    let mut details = json!({"cached_tokens": usage.cached_input});
+    if usage.cache_write > 0 {
+        // Not OpenAI's; some compatible servers report it here.
+        details["cache_write_tokens"] = json!(usage.cache_write);
+    }
     json!({
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": 0},
+        "prompt_tokens_details": details,
         "completion_tokens_details": {"reasoning_tokens": 0},
     })
 }

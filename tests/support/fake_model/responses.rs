@@ -181,11 +181,15 @@ fn call_item(call: &Call, arguments: &str, status: &str) -> Value {
 }
 
 fn usage(answer: &Answer, exchange: &Exchange) -> Value {
-    let input = exchange.input_tokens;
-    let output = answer.output_tokens();
+    let usage = answer.usage(exchange);
+    let (input, output) = (usage.input, usage.output);
+    let mut details = json!({"cached_tokens": usage.cached_input});
+    if usage.cache_write > 0 {
+        details["cache_write_tokens"] = json!(usage.cache_write);
+    }
     json!({
         "input_tokens": input,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": details,
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input + output,

@@ -31,10 +31,29 @@ pub enum Reply {
     /// the server is dropped. Not streamed: never answers at all. For
     /// interrupt and timeout tests.
     Hang { text_before: String },
+    /// Reads the request and closes the connection at once without a byte
+    /// of answer (a TCP reset): a server that dropped the connection.
+    Reset,
     /// Holds the request until `gate` is opened, then sends `reply`, so a
     /// test can act while the model is "thinking". If the client disconnects
     /// first, nothing is sent.
     Gate { reply: Box<Reply>, gate: Gate },
+    /// `reply`, reporting `usage` instead of the rough counts (input: body
+    /// bytes / 4, nothing cached), in whichever format the request takes.
+    WithUsage { reply: Box<Reply>, usage: Usage },
+}
+
+/// Token counts a reply reports, as hearth counts them: `input` includes
+/// the cached and the cache-written tokens. Each format reports them its
+/// own way: Chat Completions and Responses as `cached_tokens` (and
+/// `cache_write_tokens`) within the input, Anthropic with `input_tokens`
+/// counting only what is neither read from nor written to the cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input: u64,
+    pub cached_input: u64,
+    pub cache_write: u64,
+    pub output: u64,
 }
 
 impl Reply {
@@ -66,6 +85,14 @@ impl Reply {
     pub fn hang(text_before: impl Into<String>) -> Reply {
         Reply::Hang {
             text_before: text_before.into(),
+        }
+    }
+
+    /// `reply`, reporting `usage`.
+    pub fn with_usage(reply: Reply, usage: Usage) -> Reply {
+        Reply::WithUsage {
+            reply: Box::new(reply),
+            usage,
         }
     }
 

@@ -60,6 +60,10 @@ struct Shared {
 struct Script {
     replies: VecDeque<Reply>,
     requests: Vec<Recorded>,
+    /// What `GET /api/tags` lists, as a local Ollama server would.
+    local_models: Vec<String>,
+    /// The answer to every request that finds no reply queued; none: HTTP 500.
+    default: Option<Reply>,
 }
 
 /// The model endpoints the server answers.
@@ -110,10 +114,25 @@ impl FakeModel {
 
     /// Queues `reply` as the answer to the next model request that finds no
     /// earlier reply queued (FIFO, across both endpoints). A request that
-    /// finds the queue empty is answered HTTP 500 with an error saying
+    /// finds the queue empty is answered with the default reply
+    /// ([`FakeModel::set_default`]), or else HTTP 500 with an error saying
     /// "fake model: no scripted reply".
     pub fn push(&self, reply: Reply) {
         self.shared.lock().replies.push_back(reply);
+    }
+
+    /// Makes `reply` the answer to every model request that finds no reply
+    /// queued, instead of HTTP 500: for long or randomized workloads that
+    /// cannot script every request. Queued replies still go first.
+    pub fn set_default(&self, reply: Reply) {
+        self.shared.lock().default = Some(reply);
+    }
+
+    /// Makes the server answer `GET /api/tags` like an Ollama server with
+    /// these models (none until called: an empty list), so the daemon can
+    /// find it as a local model server.
+    pub fn serve_local_models(&self, names: &[&str]) {
+        self.shared.lock().local_models = names.iter().map(|name| name.to_string()).collect();
     }
 
     /// How many pushed replies no request has taken yet.
@@ -165,7 +184,8 @@ impl Shared {
             let mut script = self.lock();
             script.requests.push(request);
             let reply = if takes_reply {
-                script.replies.pop_front()
+                let queued = script.replies.pop_front();
+                queued.or_else(|| script.default.clone())
             } else {
                 None
             };
@@ -187,7 +207,11 @@ impl Shared {
                 )
             })
             .collect();
-        Answer { text, calls }
+        Answer {
+            text,
+            calls,
+            usage: None,
+        }
     }
 }
 
@@ -246,6 +270,15 @@ async fn serve_request(stream: &mut TcpStream, shared: &Shared) -> io::Result<()
         endpoint.is_some(),
     );
 
+    if what == "GET /api/tags" {
+        let models: Vec<Value> = shared
+            .lock()
+            .local_models
+            .iter()
+            .map(|name| json!({"name": name, "model": name, "size": 1}))
+            .collect();
+        return http::write_json(stream, 200, &json!({ "models": models })).await;
+    }
     let Some(endpoint) = endpoint else {
         let message = format!(
             "fake model: no endpoint {what}; expected POST /v1/chat/completions, /v1/responses or /v1/messages"
@@ -270,8 +303,16 @@ async fn answer(
     mut reply: Reply,
 ) -> io::Result<()> {
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let (answer, end) = loop {
+    let mut usage = None;
+    let (mut answer, end) = loop {
         match reply {
+            Reply::WithUsage {
+                reply: inner,
+                usage: scripted,
+            } => {
+                usage = Some(scripted);
+                reply = *inner;
+            }
             Reply::Gate { reply: held, gate } => {
                 tokio::select! {
                     () = gate.opened() => reply = *held,
@@ -279,6 +320,11 @@ async fn answer(
                 }
             }
             Reply::Error { status, body } => return http::write_json(stream, status, &body).await,
+            Reply::Reset => {
+                // Zero linger: closing sends a reset, not an orderly end.
+                let _ = stream.set_zero_linger();
+                return Ok(());
+            }
             Reply::Garbage(raw) => {
                 let content_type = if streaming {
                     "text/event-stream"
@@ -304,6 +350,7 @@ async fn answer(
         }
     };
 
+    answer.usage = usage;
     if !streaming {
         let object = match endpoint {
             Endpoint::ChatCompletions => chat_completions::completion(&answer, exchange),
