@@ -25,5 +25,6 @@ pub mod service;
 pub mod stats;
 pub mod telegram;
 pub mod terminal;
+pub mod whatsapp;
 
 pub use connection::{ConnectError, Connection, Welcome};

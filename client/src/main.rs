@@ -1,13 +1,14 @@
 //! `hearth`: attach to the agent in the terminal, or script it.
 //!
 //! Parses the command line, sets up tracing and calls into hearth-client:
-//! `terminal::run` for the interactive client, `telegram::run` for the
-//! Telegram bridge, `commands` for the rest.
+//! `terminal::run` for the interactive client, `telegram::run` and
+//! `whatsapp::run` for the bridges, `commands` for the rest.
 
 use clap::{Parser, Subcommand};
+use hearth_client::bridge::EXIT_CONFIG;
 use hearth_client::commands::{self, CommandError, LogRequest, SendRequest};
 use hearth_client::inbox::{self, ScheduleCommand};
-use hearth_client::{service, stats, telegram, terminal};
+use hearth_client::{service, stats, telegram, terminal, whatsapp};
 use hearth_protocol::home::Home;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -105,6 +106,8 @@ enum Subcommands {
     },
     /// Run the Telegram bridge: relay the allowed users' messages to the agent and its replies back (hearthd starts it when config.toml has a [telegram] table)
     Telegram,
+    /// Run the WhatsApp Cloud API bridge: a webhook for the allowed numbers' messages, the agent's replies sent back (hearthd starts it when config.toml has a [whatsapp] table)
+    Whatsapp,
 }
 
 #[derive(Subcommand)]
@@ -133,7 +136,7 @@ async fn main() -> ExitCode {
     // The bridge is a service whose output goes to hearthd's log: it says
     // what it does. The interactive commands stay quiet.
     let level = match cli.command {
-        Some(Subcommands::Telegram) => "info",
+        Some(Subcommands::Telegram | Subcommands::Whatsapp) => "info",
         _ => "warn",
     };
     tracing_subscriber::fmt()
@@ -214,17 +217,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }) => service::install(explicit_home.as_deref(), &mut stdout)?,
         Some(Subcommands::Telegram) => match telegram::run(&home, stop_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
-            Err(err) => {
-                eprintln!("hearth telegram: {err}");
-                return Ok(if err.is_config() {
-                    ExitCode::from(telegram::EXIT_CONFIG)
-                } else {
-                    ExitCode::FAILURE
-                });
-            }
+            Err(err) => bridge_failed("telegram", &err, err.is_config()),
+        },
+        Some(Subcommands::Whatsapp) => match whatsapp::run(&home, stop_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => bridge_failed("whatsapp", &err, err.is_config()),
         },
     };
     Ok(code)
+}
+
+/// Says why a bridge stopped; a configuration that cannot work exits with
+/// [`EXIT_CONFIG`], so hearthd does not start it again and again.
+fn bridge_failed(name: &str, err: &dyn std::fmt::Display, is_config: bool) -> ExitCode {
+    eprintln!("hearth {name}: {err}");
+    if is_config {
+        ExitCode::from(EXIT_CONFIG)
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// Completes on SIGTERM or SIGINT, so the bridge stops between two steps.

@@ -1,5 +1,6 @@
 //! The bridges hearthd runs beside itself: `hearth telegram` when
-//! `config.toml` has a `[telegram]` table.
+//! `config.toml` has a `[telegram]` table, `hearth whatsapp` when it has a
+//! `[whatsapp]` table.
 //!
 //! A bridge is an ordinary client in its own process (the `hearth` binary
 //! found next to `hearthd`), so a crash in it never touches the daemon and
@@ -37,7 +38,7 @@ pub struct Bridges {
 /// How to start one bridge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
-    /// `telegram`: the name in logs and the `hearth` subcommand.
+    /// `telegram` or `whatsapp`: the name in logs and the `hearth` subcommand.
     pub name: &'static str,
     pub program: PathBuf,
     pub args: Vec<String>,
@@ -54,14 +55,18 @@ pub fn launches(config: &Config, home: &Home, exe_dir: Option<&Path>) -> Vec<Lau
         .unwrap_or_else(|| PathBuf::from("hearth"));
     let one_folder = home.config_dir == home.data_dir && home.data_dir == home.runtime_dir;
     let mut launches = Vec::new();
-    if config.telegram.is_some() {
-        let mut args = vec!["telegram".to_string()];
+    let tables = [
+        ("telegram", config.telegram.is_some()),
+        ("whatsapp", config.whatsapp.is_some()),
+    ];
+    for (name, _) in tables.into_iter().filter(|(_, present)| *present) {
+        let mut args = vec![name.to_string()];
         if one_folder {
             args.push("--home".to_string());
             args.push(home.config_dir.display().to_string());
         }
         launches.push(Launch {
-            name: "telegram",
+            name,
             program: program.clone(),
             args,
         });
@@ -188,5 +193,21 @@ mod tests {
         let launched = launches(&telegram, &xdg, Some(Path::new("/nonexistent")));
         assert_eq!(launched[0].program, PathBuf::from("hearth"));
         assert_eq!(launched[0].args, vec!["telegram".to_string()]);
+
+        let both =
+            config("[telegram]\nallow = [1]\n\n[whatsapp]\nphone_number_id = \"1\"\nallow = []\n");
+        let launched = launches(&both, &home, Some(dir.path()));
+        let names: Vec<_> = launched
+            .iter()
+            .map(|l| (l.name, l.args[0].as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![("telegram", "telegram"), ("whatsapp", "whatsapp")]
+        );
+        assert_eq!(
+            launched[1].args[1..],
+            ["--home".to_string(), "/h".to_string()]
+        );
     }
 }

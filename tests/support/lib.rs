@@ -6,9 +6,14 @@
 //!   or not.
 //! - [`fake_telegram`]: a fake Telegram Bot API on `127.0.0.1:0` (long
 //!   polling, sending, scripted failures) for the bridge's tests.
+//! - [`fake_graph`]: a fake WhatsApp Cloud API on `127.0.0.1:0` (sending,
+//!   read marks, media, scripted failures), and [`meta_webhook`], which
+//!   plays Meta towards the WhatsApp bridge's webhook.
 
+pub mod fake_graph;
 pub mod fake_model;
 pub mod fake_telegram;
+pub mod meta_webhook;
 
 /// Real `hearthd` processes on temporary homes, clients on their sockets.
 pub mod harness;

@@ -79,28 +79,6 @@ impl ApiError {
     }
 }
 
-/// Waits between attempts after failures: 1 s, doubling up to a minute.
-#[derive(Debug, Default)]
-pub struct Backoff {
-    failures: u32,
-}
-
-impl Backoff {
-    const LONGEST: Duration = Duration::from_secs(60);
-
-    /// The wait before the next attempt; each call waits longer.
-    pub fn next_wait(&mut self) -> Duration {
-        let wait = Duration::from_secs(1u64 << self.failures.min(6)).min(Backoff::LONGEST);
-        self.failures = self.failures.saturating_add(1);
-        wait
-    }
-
-    /// After a success, the next failure waits briefly again.
-    pub fn reset(&mut self) {
-        self.failures = 0;
-    }
-}
-
 /// One entry of `getUpdates`. Only messages are asked for; anything else,
 /// or a message this client cannot read, has `message: None` and is
 /// skipped, its `update_id` still confirmed.
@@ -445,15 +423,6 @@ mod tests {
             read_envelope(200, r#"{"ok":true,"result":true}"#).unwrap(),
             json!(true)
         );
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_a_minute_and_resets() {
-        let mut backoff = Backoff::default();
-        let waits: Vec<u64> = (0..8).map(|_| backoff.next_wait().as_secs()).collect();
-        assert_eq!(waits, vec![1, 2, 4, 8, 16, 32, 60, 60]);
-        backoff.reset();
-        assert_eq!(backoff.next_wait(), Duration::from_secs(1));
     }
 
     #[test]

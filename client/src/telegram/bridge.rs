@@ -10,23 +10,34 @@
 use super::api::{Api, ApiError};
 use super::config::{ConfigError, TelegramConfig};
 use super::inbound::Inbound;
-use super::link::{self, CHATS_STATE, CURSOR_STATE, OFFSET_STATE};
-use super::outbound::{Cursor, Outbound};
-use crate::commands::{connect_running, CommandError};
-use crate::connection::ConnectError;
+use super::outbound::Outbound;
+use crate::bridge::delivery::Cursor;
+use crate::bridge::link::{self, LinkError};
+use crate::bridge::lock::{lock, LockError};
+use crate::bridge::people::parse_chats;
+use crate::commands::connect_running;
 use hearth_protocol::home::Home;
-use hearth_protocol::ErrorCode;
 use std::collections::BTreeSet;
-use std::fs::{File, OpenOptions};
 use std::future::Future;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// The exit status of a bridge that cannot run as configured (sysexits'
-/// `EX_CONFIG`): hearthd does not restart it until its own next start.
-pub const EXIT_CONFIG: u8 = 78;
+pub use crate::bridge::EXIT_CONFIG;
+
+/// What the bridge's messages and notes say they came from.
+pub const SOURCE: &str = "telegram";
+
+/// One past the last update whose message the daemon acknowledged: the
+/// next `getUpdates` offset.
+pub const OFFSET_STATE: &str = "telegram.offset";
+
+/// The id of the last log message delivered or skipped, or `start` when
+/// none was yet and the log was empty.
+pub const CURSOR_STATE: &str = "telegram.cursor";
+
+/// The private chats of allowed users that have written to the bot, as a
+/// JSON list of ids.
+pub const CHATS_STATE: &str = "telegram.chats";
 
 /// How long a bridge that cannot start tries to tell the daemon why.
 const NOTE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -35,23 +46,10 @@ const NOTE_TIMEOUT: Duration = Duration::from_secs(5);
 pub enum BridgeError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("another Telegram bridge is already running for this home ({0} is locked); hearthd starts one itself when config.toml has a [telegram] table")]
-    AlreadyRunning(PathBuf),
-    #[error("cannot lock {path}: {source}")]
-    Lock {
-        path: PathBuf,
-        source: std::io::Error,
-    },
     #[error(transparent)]
-    Command(#[from] CommandError),
+    Lock(#[from] LockError),
     #[error(transparent)]
-    Connection(#[from] ConnectError),
-    #[error("hearthd refused: {message}")]
-    Refused { code: ErrorCode, message: String },
-    #[error("hearthd answered with an unexpected frame: {0}")]
-    Unexpected(String),
-    #[error("the bridge's state `{name}` in hearthd is unreadable: {value:?}")]
-    BadState { name: &'static str, value: String },
+    Link(#[from] LinkError),
     #[error("Telegram refused the bot token ({error}); check ${env} or secrets.env")]
     Unauthorized { error: ApiError, env: String },
     #[error(transparent)]
@@ -81,21 +79,22 @@ pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), 
         Ok(setup) => setup,
         Err(err) => {
             let text = format!("telegram: the bridge cannot start: {err}");
-            let _ = tokio::time::timeout(NOTE_TIMEOUT, tell_daemon(home, text)).await;
+            let _ = tokio::time::timeout(NOTE_TIMEOUT, link::tell_daemon(home, SOURCE, text)).await;
             return Err(err.into());
         }
     };
-    let _lock = lock(&home.data_dir.join("telegram.lock"))?;
+    let _lock = lock(&home.data_dir.join("telegram.lock"), "Telegram", "telegram")?;
     let api = Api::new(&config.api_base, &token)?;
 
-    let (mut control, _) = connect_running(home, "telegram", None).await?;
-    let offset = read_state(&mut control, OFFSET_STATE, |text| text.parse::<i64>().ok()).await?;
-    let cursor = read_state(&mut control, CURSOR_STATE, Cursor::parse).await?;
-    let chats: BTreeSet<i64> = read_state(&mut control, CHATS_STATE, |text| {
-        serde_json::from_str(text).ok()
-    })
-    .await?
-    .unwrap_or_default();
+    let (mut control, _) = connect_running(home, "telegram", None)
+        .await
+        .map_err(LinkError::from)?;
+    let offset =
+        link::read_state(&mut control, OFFSET_STATE, |text| text.parse::<i64>().ok()).await?;
+    let cursor = link::read_state(&mut control, CURSOR_STATE, Cursor::parse).await?;
+    let chats: BTreeSet<i64> = link::read_state(&mut control, CHATS_STATE, parse_chats)
+        .await?
+        .unwrap_or_default();
     let (chats_out, chats_in) = watch::channel(chats);
 
     // The outbound half starts first: it fixes where delivery begins before
@@ -110,67 +109,5 @@ pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), 
         result = inbound.run() => result.map(|never| match never {}),
         result = outbound.run() => result.map(|never| match never {}),
         () = shutdown => Ok(()),
-    }
-}
-
-/// A state read from the daemon and parsed; `None` when never written.
-async fn read_state<T>(
-    connection: &mut crate::connection::Connection,
-    name: &'static str,
-    parse: impl Fn(&str) -> Option<T>,
-) -> Result<Option<T>, BridgeError> {
-    match link::get_state(connection, name, &mut |_| {}).await? {
-        None => Ok(None),
-        Some(value) => match parse(value.trim()) {
-            Some(parsed) => Ok(Some(parsed)),
-            None => Err(BridgeError::BadState { name, value }),
-        },
-    }
-}
-
-/// Logs `text` as a note in the daemon, if one runs; failures are ignored.
-async fn tell_daemon(home: &Home, text: String) {
-    if let Ok((mut connection, _)) = connect_running(home, "telegram", None).await {
-        let _ = link::note(&mut connection, text, &mut |_| {}).await;
-        connection.close().await;
-    }
-}
-
-/// Takes the lock that keeps one bridge per home (two would poll the same
-/// bot, which Telegram answers with 409, and deliver every reply twice). The
-/// lock dies with the process.
-fn lock(path: &Path) -> Result<File, BridgeError> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|source| BridgeError::Lock {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            Err(BridgeError::AlreadyRunning(path.to_path_buf()))
-        }
-        Err(std::fs::TryLockError::Error(source)) => Err(BridgeError::Lock {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_second_bridge_on_the_same_home_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("telegram.lock");
-        let _first = lock(&path).unwrap();
-        assert!(matches!(lock(&path), Err(BridgeError::AlreadyRunning(_))));
     }
 }

@@ -2,10 +2,12 @@
 //! `config.toml` (the daemon keeps it opaque and only checks that it is
 //! there), and the bot token from the environment or `secrets.env`.
 
+use crate::bridge::config::{self as shared, default_send};
 use hearth_protocol::home::Home;
 use serde::Deserialize;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+pub use crate::bridge::config::{ConfigError, Outgoing};
 
 /// Where the Bot API lives when `api_base` is not set.
 pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
@@ -14,45 +16,9 @@ pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
 /// is not set.
 pub const DEFAULT_TOKEN_ENV: &str = "TELEGRAM_BOT_TOKEN";
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path} has no [telegram] table; add one with at least `allow = [your user id]` (see the README)")]
-    Missing { path: PathBuf },
-    #[error("{path} line {line}: {message}")]
-    Parse {
-        path: PathBuf,
-        line: usize,
-        message: String,
-    },
-    #[error("{path}: [telegram] {message}")]
-    Invalid { path: PathBuf, message: String },
-    #[error("{path} is readable by other users; run `chmod 600 {path}`")]
-    OpenSecrets { path: PathBuf },
-    #[error("no Telegram bot token: set ${env}, or add a line `{env}=…` to {secrets} (chmod 600); @BotFather gives the token when you create the bot")]
-    MissingToken { env: String, secrets: PathBuf },
-}
-
-/// What goes out to Telegram beside the replies, which always do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outgoing {
-    /// The agent's answers that end a turn (always sent; naming it is allowed).
-    Reply,
-    /// What the agent says beside its tool calls.
-    Echo,
-    /// Subagents' reports.
-    Work,
-    /// Failed turns (live `error` events; they are not logged, so an error
-    /// while the bridge was down is not sent later).
-    Error,
-    /// The daemon's notes (an interrupt, a restart), except the bridge's own.
-    Note,
-}
+/// The table's name, and what it needs at least.
+const TABLE: &str = "telegram";
+const EXAMPLE: &str = "allow = [your user id]";
 
 /// How text is marked up for Telegram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -102,10 +68,6 @@ fn default_poll_timeout() -> u64 {
     30
 }
 
-fn default_send() -> Vec<Outgoing> {
-    vec![Outgoing::Reply, Outgoing::Error, Outgoing::Work]
-}
-
 /// The longest long poll accepted: Telegram's servers end polls themselves
 /// after about a minute, so longer would only look like a hang.
 const MAX_POLL_TIMEOUT_SECS: u64 = 50;
@@ -120,38 +82,25 @@ struct ConfigFile {
 impl TelegramConfig {
     /// Reads the `[telegram]` table of the home's `config.toml`.
     pub fn load(home: &Home) -> Result<TelegramConfig, ConfigError> {
-        let path = home.config_file();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ConfigError::Missing { path })
-            }
-            Err(source) => return Err(ConfigError::Read { path, source }),
-        };
+        let (path, text) = shared::read_config(home, TABLE, EXAMPLE)?;
         TelegramConfig::parse(&path, &text)
     }
 
     /// Reads the `[telegram]` table of a config file's text.
     pub fn parse(path: &Path, text: &str) -> Result<TelegramConfig, ConfigError> {
-        let file: ConfigFile = toml::from_str(text).map_err(|err| ConfigError::Parse {
-            path: path.to_path_buf(),
-            line: err.span().map_or(1, |span| line_of(text, span.start)),
-            message: err.message().trim().to_string(),
-        })?;
-        let mut config = file.telegram.ok_or_else(|| ConfigError::Missing {
-            path: path.to_path_buf(),
-        })?;
+        let mut config =
+            shared::parse_table(path, text, TABLE, EXAMPLE, |file: ConfigFile| file.telegram)?;
         let invalid = |message: String| ConfigError::Invalid {
             path: path.to_path_buf(),
+            table: TABLE,
             message,
         };
-        config.api_base = config.api_base.trim_end_matches('/').to_string();
-        if !(config.api_base.starts_with("http://") || config.api_base.starts_with("https://")) {
-            return Err(invalid(format!(
+        config.api_base = shared::http_base(&config.api_base).ok_or_else(|| {
+            invalid(format!(
                 "api_base `{}` is not an http(s) address; the default is {DEFAULT_API_BASE}",
                 config.api_base
-            )));
-        }
+            ))
+        })?;
         if !(1..=MAX_POLL_TIMEOUT_SECS).contains(&config.poll_timeout_secs) {
             return Err(invalid(format!(
                 "poll_timeout_secs must be 1 to {MAX_POLL_TIMEOUT_SECS}, not {}",
@@ -177,67 +126,19 @@ impl TelegramConfig {
     /// The bot token: from the variable `token_env` names, else from the
     /// home's `secrets.env`.
     pub fn token(&self, home: &Home) -> Result<String, ConfigError> {
-        let secrets = home.secrets_file();
-        let from_env = std::env::var(&self.token_env)
-            .ok()
-            .map(|value| value.trim().to_string())
-            .filter(|value| !value.is_empty());
-        if let Some(token) = from_env {
-            return Ok(token);
-        }
-        // Like the daemon, never use a secret that others could read too.
-        if let Ok(meta) = std::fs::metadata(&secrets) {
-            if meta.permissions().mode() & 0o077 != 0 {
-                return Err(ConfigError::OpenSecrets { path: secrets });
-            }
-        }
-        std::fs::read_to_string(&secrets)
-            .ok()
-            .and_then(|text| secret_in(&text, &self.token_env))
-            .ok_or(ConfigError::MissingToken {
-                env: self.token_env.clone(),
-                secrets,
-            })
+        shared::secret(
+            home,
+            &self.token_env,
+            "Telegram bot token",
+            "@BotFather gives the token when you create the bot",
+        )
     }
-}
-
-/// The 1-based line of a byte offset.
-fn line_of(text: &str, offset: usize) -> usize {
-    let offset = offset.min(text.len());
-    text.as_bytes()[..offset]
-        .iter()
-        .filter(|&&byte| byte == b'\n')
-        .count()
-        + 1
-}
-
-/// The value of `name` in `secrets.env` text: `NAME=value` lines, `#`
-/// comments, an optional `export `, optional quotes. The same format the
-/// daemon reads its model keys from.
-pub fn secret_in(text: &str, name: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let line = line.trim();
-        if line.starts_with('#') {
-            return None;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let (key, value) = line.split_once('=')?;
-        if key.trim() != name {
-            return None;
-        }
-        let value = value.trim();
-        let value = value
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-            .unwrap_or(value);
-        (!value.is_empty()).then(|| value.to_string())
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn parse(text: &str) -> Result<TelegramConfig, ConfigError> {
         TelegramConfig::parse(Path::new("config.toml"), text)
@@ -309,18 +210,6 @@ mod tests {
         let err = parse("[model]\nprovider = \"openai\"\n").unwrap_err();
         assert!(matches!(err, ConfigError::Missing { .. }));
         assert!(err.to_string().contains("allow = [your user id]"));
-    }
-
-    #[test]
-    fn secrets_file_lines_read() {
-        let text = "# keys\nexport TELEGRAM_BOT_TOKEN=\"123:abc\"\nOTHER='x'\nEMPTY=\n#MISSING=y\n";
-        assert_eq!(
-            secret_in(text, "TELEGRAM_BOT_TOKEN").as_deref(),
-            Some("123:abc")
-        );
-        assert_eq!(secret_in(text, "OTHER").as_deref(), Some("x"));
-        assert_eq!(secret_in(text, "EMPTY"), None);
-        assert_eq!(secret_in(text, "MISSING"), None);
     }
 
     #[test]

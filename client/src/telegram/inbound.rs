@@ -7,19 +7,19 @@
 //! key `telegram:<chat>:<message>`, so a batch seen again after a crash is
 //! acknowledged as duplicates and logged once.
 
-use super::api::{Api, Backoff, Failure, Message, Update};
-use super::bridge::BridgeError;
+use super::api::{Api, Failure, Message, Update};
+use super::bridge::{BridgeError, CHATS_STATE, OFFSET_STATE, SOURCE};
 use super::config::TelegramConfig;
-use super::link::{self, CHATS_STATE, OFFSET_STATE, SOURCE};
+use crate::bridge::backoff::Backoff;
+use crate::bridge::link::{self, LinkError};
+use crate::bridge::people::{refusal_note, remember_chat, Strangers};
 use crate::connection::Connection;
 use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::convert::Infallible;
 use tokio::sync::watch;
 
-/// What a stranger is told, once per bridge run.
-pub const REFUSAL: &str =
-    "Sorry, this is a private assistant: it only talks with the people its owner allowed.";
+pub use crate::bridge::people::REFUSAL;
 
 /// What to do with one incoming message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +118,7 @@ pub struct Inbound<'a> {
     /// The chats that get the agent's messages, shared with the outbound half.
     chats: watch::Sender<BTreeSet<i64>>,
     /// Users refused in this run, so each is told once.
-    refused: HashSet<i64>,
+    refused: Strangers<i64>,
 }
 
 impl<'a> Inbound<'a> {
@@ -135,7 +135,7 @@ impl<'a> Inbound<'a> {
             connection,
             offset,
             chats,
-            refused: HashSet::new(),
+            refused: Strangers::default(),
         }
     }
 
@@ -221,25 +221,18 @@ impl<'a> Inbound<'a> {
             Ok(ServerFrame::Ack { id, duplicate }) => {
                 tracing::debug!("{key} is message #{id} (duplicate: {duplicate})");
             }
-            Ok(other) => return Err(BridgeError::Unexpected(other.encode())),
+            Ok(other) => return Err(LinkError::Unexpected(other.encode()).into()),
             // The daemon will never take this message; do not stall the rest.
-            Err(BridgeError::Refused {
+            Err(LinkError::Refused {
                 code: ErrorCode::Refused,
                 message,
             }) => {
                 let text = format!("telegram: hearthd refused message {key}: {message}");
-                link::note(&mut self.connection, text, &mut |_| {}).await?;
+                link::note(&mut self.connection, SOURCE, text, &mut |_| {}).await?;
             }
-            Err(err) => return Err(err),
+            Err(err) => return Err(err.into()),
         }
-        if !self.chats.borrow().contains(&chat_id) {
-            // Shared at once, so the reply to this very message finds the chat.
-            self.chats.send_modify(|chats| {
-                chats.insert(chat_id);
-            });
-            let value = serde_json::to_string(&*self.chats.borrow()).unwrap_or_default();
-            link::set_state(&mut self.connection, CHATS_STATE, value, &mut |_| {}).await?;
-        }
+        remember_chat(&mut self.connection, CHATS_STATE, &self.chats, chat_id).await?;
         Ok(())
     }
 
@@ -249,12 +242,12 @@ impl<'a> Inbound<'a> {
         user_id: i64,
         handle: &str,
     ) -> Result<(), BridgeError> {
-        if !self.refused.insert(user_id) {
+        if !self.refused.first_time(user_id) {
             tracing::info!("telegram: refused another message from user {user_id}");
             return Ok(());
         }
-        let text = format!("telegram: refused a message from user {user_id} ({handle})");
-        link::note(&mut self.connection, text, &mut |_| {}).await?;
+        let text = refusal_note(SOURCE, &format!("user {user_id} ({handle})"));
+        link::note(&mut self.connection, SOURCE, text, &mut |_| {}).await?;
         let send = self.api.send_message(chat_id, REFUSAL, None);
         if let Err(err) = link::beside(&mut self.connection, send, &mut |_| {}).await? {
             tracing::warn!("cannot tell user {user_id} they are refused: {err}");

@@ -1,13 +1,14 @@
-//! Splitting long text into Telegram-sized messages (pure).
+//! Splitting long text into messages a platform takes (pure).
 //!
-//! Telegram takes at most 4,096 characters per message. Text is cut on the
-//! last paragraph break that keeps a part within the limit, else the last
-//! line break, else the last space, and only as a last resort inside a word;
-//! a break is used only when it leaves the part at least half full, so a
-//! long text is not cut into slivers.
+//! Telegram and WhatsApp take at most 4,096 characters per message. Text is
+//! cut on the last paragraph break that keeps a part within the limit, else
+//! the last line break, else the last space, and only as a last resort
+//! inside a word; a break is used only when it leaves the part at least half
+//! full, so a long text is not cut into slivers.
 
-/// Telegram's limit per message. Counted in UTF-16 code units, as Telegram
-/// counts entity offsets, so text with emoji never goes over.
+/// Both platforms' limit per message. Counted in UTF-16 code units, as
+/// Telegram counts entity offsets, so text with emoji never goes over on
+/// either (a character is never fewer units than one).
 pub const MAX_MESSAGE_UNITS: usize = 4096;
 
 /// The parts of `text`, each at most `limit` UTF-16 code units, in order;
@@ -57,7 +58,7 @@ fn prefix_within(text: &str, limit: usize) -> usize {
     text.len()
 }
 
-/// The length Telegram sees.
+/// The length Telegram sees (never less than the characters WhatsApp counts).
 pub fn units(text: &str) -> usize {
     text.encode_utf16().count()
 }

@@ -1,0 +1,369 @@
+//! Delivery: the agent's messages out to the platform, in log order, from a
+//! cursor kept in the daemon, and a sign that the agent works while it does.
+//!
+//! The cursor (the id of the last message delivered or skipped) is stored in
+//! the daemon after each send, and a restarted bridge says
+//! `hello {since: cursor}`. A crash between a send and storing the cursor
+//! repeats that one message; nothing is lost. User messages are never sent:
+//! the chat shows the person's own words already, and mirroring what was
+//! typed elsewhere would read as if the owner had said it there.
+//!
+//! [`Feed`] is the daemon's side, the same for every bridge; a
+//! [`Courier`] is the platform's side: who gets what, and how it is sent.
+
+use super::config::Outgoing;
+use super::link::{self, LinkError};
+use crate::commands::{connect_running, LogWalk};
+use crate::connection::{ConnectError, Connection};
+use hearth_protocol::home::Home;
+use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::future::Future;
+use std::time::Duration;
+use tokio::time::{interval, MissedTickBehavior};
+
+/// Where delivery stands: the last log message delivered or skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cursor {
+    /// Nothing yet: the log was empty when the bridge first ran, so every
+    /// message, from id 0, is still to come.
+    Start,
+    After(u64),
+}
+
+impl Cursor {
+    /// Reads the stored form: `start` or an id.
+    pub fn parse(text: &str) -> Option<Cursor> {
+        match text {
+            "start" => Some(Cursor::Start),
+            id => id.parse().ok().map(Cursor::After),
+        }
+    }
+
+    /// The stored form.
+    pub fn encode(self) -> String {
+        match self {
+            Cursor::Start => "start".to_string(),
+            Cursor::After(id) => id.to_string(),
+        }
+    }
+
+    /// Whether message `id` was already delivered or skipped.
+    fn covers(self, id: u64) -> bool {
+        matches!(self, Cursor::After(last) if id <= last)
+    }
+}
+
+/// The text that goes out for an event, if any (pure): replies always;
+/// echoes, work reports, notes and errors when `send` names them; never a
+/// note of the bridge itself (`own_source`), since one about a failed
+/// delivery would otherwise be delivered, fail again and be noted again.
+pub fn outgoing_text(event: &Event, send: &[Outgoing], own_source: &str) -> Option<String> {
+    let sends = |kind| send.contains(&kind);
+    let text = event.text.as_deref().unwrap_or_default().trim();
+    let text = match event.kind {
+        EventKind::Reply => text.to_string(),
+        EventKind::Echo if sends(Outgoing::Echo) => text.to_string(),
+        EventKind::Work if sends(Outgoing::Work) => text.to_string(),
+        EventKind::Note if sends(Outgoing::Note) && event.source.as_deref() != Some(own_source) => {
+            format!("note: {text}")
+        }
+        EventKind::Error if sends(Outgoing::Error) => format!("error: {text}"),
+        _ => return None,
+    };
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// The platform's side of delivery.
+// The bridges run on one thread, so nothing needs these futures to be `Send`.
+#[allow(async_fn_in_trait)]
+pub trait Courier {
+    type Error: From<LinkError>;
+
+    /// How often the sign that the agent works is shown again while it does.
+    fn busy_every(&self) -> Duration;
+
+    /// The text that goes out for an event, if any.
+    fn outgoing(&self, event: &Event) -> Option<String>;
+
+    /// Whether anyone would get a message now. A message nobody would get
+    /// is skipped (the cursor moves past it).
+    fn has_recipients(&self) -> bool;
+
+    /// Sends `text` (message `id`'s, or a live signal's when `None`) to every
+    /// recipient. Trouble worth waiting out is retried; a recipient that can
+    /// never take it is skipped with [`Feed::note`]. Calls to the platform go
+    /// through [`Feed::beside`].
+    async fn deliver(
+        &mut self,
+        feed: &mut Feed,
+        id: Option<u64>,
+        text: &str,
+    ) -> Result<(), Self::Error>;
+
+    /// Shows that the agent works ("typing…"); a failure only costs the hint.
+    async fn show_busy(&mut self, feed: &mut Feed) -> Result<(), Self::Error>;
+}
+
+/// The daemon's side of delivery: a connection that follows the log from
+/// the stored cursor.
+pub struct Feed {
+    /// Says `hello {since: cursor}`; its events are what goes out.
+    connection: Connection,
+    /// The bridge's name as a message source (`telegram`), for its notes.
+    source: &'static str,
+    /// The name of the state holding the cursor (`telegram.cursor`).
+    cursor_state: &'static str,
+    cursor: Cursor,
+    /// The cursor moved past skipped messages and is not stored yet; it is
+    /// stored before the feed waits again, so a restart does not re-read them.
+    unsaved: bool,
+    /// Events read while a request or a send was under way, in order.
+    backlog: VecDeque<Event>,
+    /// Between `busy` and `idle`: the sign that the agent works is shown.
+    busy: bool,
+}
+
+impl Feed {
+    /// Connects (as client `client`) from where delivery stands. With no
+    /// stored cursor (the first run on this home) delivery starts after the
+    /// log's newest message, and that is stored at once.
+    pub async fn start(
+        home: &Home,
+        client: &str,
+        source: &'static str,
+        cursor_state: &'static str,
+        stored: Option<Cursor>,
+    ) -> Result<Feed, LinkError> {
+        let since = match stored {
+            Some(Cursor::After(id)) => Some(id),
+            _ => None,
+        };
+        let (connection, welcome) = connect_running(home, client, since).await?;
+        let mut feed = Feed {
+            connection,
+            source,
+            cursor_state,
+            cursor: stored.unwrap_or(Cursor::Start),
+            unsaved: false,
+            backlog: VecDeque::new(),
+            busy: welcome.busy,
+        };
+        match stored {
+            Some(Cursor::After(_)) => {}
+            Some(Cursor::Start) => feed.read_log_through(welcome.last_id).await?,
+            None => {
+                feed.cursor = welcome.last_id.map_or(Cursor::Start, Cursor::After);
+                feed.save_cursor().await?;
+            }
+        }
+        Ok(feed)
+    }
+
+    /// Queues every message up to `last` (`hello` cannot ask for the log
+    /// from id 0), ahead of the live events that arrive meanwhile.
+    async fn read_log_through(&mut self, last: Option<u64>) -> Result<(), LinkError> {
+        let Some(last) = last else { return Ok(()) };
+        let mut walk = LogWalk::new(None, None);
+        let mut live = Vec::new();
+        while let Some((before, limit)) = walk.next_page() {
+            let frame = ClientFrame::History {
+                before,
+                limit: Some(limit),
+            };
+            match link::request(&mut self.connection, frame, &mut |e| live.push(e)).await? {
+                ServerFrame::History { messages } => walk.take_page(messages),
+                other => return Err(LinkError::Unexpected(other.encode())),
+            }
+        }
+        let logged = walk.into_messages().into_iter().filter(|m| m.id <= last);
+        self.backlog
+            .extend(logged.map(|message| Event::message(&message)));
+        self.backlog.extend(live);
+        Ok(())
+    }
+
+    /// Delivers through `courier` until something fails for good.
+    pub async fn run<C: Courier>(mut self, courier: &mut C) -> Result<Infallible, C::Error> {
+        // The first tick is at once: a turn already running shows the sign.
+        let mut busy_sign = interval(courier.busy_every());
+        busy_sign.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            if let Some(event) = self.backlog.pop_front() {
+                if event.kind == EventKind::Busy {
+                    busy_sign.reset();
+                }
+                self.take(courier, event).await?;
+                continue;
+            }
+            if self.unsaved {
+                self.save_cursor().await?;
+                continue;
+            }
+            tokio::select! {
+                frame = self.connection.next() => match frame.map_err(LinkError::from)? {
+                    None => return Err(LinkError::from(ConnectError::Closed).into()),
+                    Some(ServerFrame::Event(event)) => self.backlog.push_back(event),
+                    Some(other) => tracing::warn!("unexpected frame from hearthd: {}", other.encode()),
+                },
+                _ = busy_sign.tick(), if self.busy => courier.show_busy(&mut self).await?,
+            }
+        }
+    }
+
+    /// Acts on one event.
+    async fn take<C: Courier>(&mut self, courier: &mut C, event: Event) -> Result<(), C::Error> {
+        match event.kind {
+            EventKind::Busy => {
+                self.busy = true;
+                return courier.show_busy(self).await;
+            }
+            EventKind::Idle => self.busy = false,
+            _ => {}
+        }
+        let logged = event.kind.message_kind().is_some();
+        let id = match (logged, event.id) {
+            (true, Some(id)) if self.cursor.covers(id) => return Ok(()),
+            (true, Some(id)) => Some(id),
+            (true, None) => return Ok(()),
+            // Live signals (an error) have no place in the log.
+            (false, _) => None,
+        };
+        let delivered = match courier.outgoing(&event) {
+            Some(text) if courier.has_recipients() => {
+                courier.deliver(self, id, &text).await?;
+                true
+            }
+            _ => false,
+        };
+        if let Some(id) = id {
+            self.cursor = Cursor::After(id);
+            self.unsaved = true;
+            if delivered {
+                self.save_cursor().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `work` (a send, a wait) while the connection keeps being read;
+    /// the events read meanwhile are delivered after, in order.
+    pub async fn beside<F: Future>(&mut self, work: F) -> Result<F::Output, LinkError> {
+        let backlog = &mut self.backlog;
+        link::beside(&mut self.connection, work, &mut |e| backlog.push_back(e)).await
+    }
+
+    /// Logs a note from the bridge (a message it could not deliver, say).
+    pub async fn note(&mut self, text: String) -> Result<(), LinkError> {
+        let backlog = &mut self.backlog;
+        link::note(&mut self.connection, self.source, text, &mut |e| {
+            backlog.push_back(e)
+        })
+        .await
+    }
+
+    async fn save_cursor(&mut self) -> Result<(), LinkError> {
+        let backlog = &mut self.backlog;
+        let value = self.cursor.encode();
+        link::set_state(&mut self.connection, self.cursor_state, value, &mut |e| {
+            backlog.push_back(e)
+        })
+        .await?;
+        self.unsaved = false;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hearth_protocol::{Kind, Message};
+
+    fn event(kind: Kind, source: &str, text: &str) -> Event {
+        Event::message(&Message {
+            agent: "hearth".into(),
+            id: 3,
+            kind,
+            source: source.into(),
+            text: text.into(),
+            status: None,
+            at: String::new(),
+            answers: Vec::new(),
+        })
+    }
+
+    const ALL: [Outgoing; 4] = [
+        Outgoing::Echo,
+        Outgoing::Work,
+        Outgoing::Note,
+        Outgoing::Error,
+    ];
+
+    #[test]
+    fn replies_always_go_out_and_user_messages_never() {
+        assert_eq!(
+            outgoing_text(&event(Kind::Reply, "hearth", "Hi."), &[], "telegram").as_deref(),
+            Some("Hi.")
+        );
+        for source in ["telegram", "terminal"] {
+            assert_eq!(
+                outgoing_text(&event(Kind::User, source, "mine"), &ALL, "telegram"),
+                None
+            );
+        }
+        assert_eq!(
+            outgoing_text(&event(Kind::Tool, "hearth", "ls"), &ALL, "telegram"),
+            None
+        );
+        assert_eq!(
+            outgoing_text(&event(Kind::Reply, "hearth", "  \n"), &ALL, "telegram"),
+            None
+        );
+    }
+
+    #[test]
+    fn echoes_work_notes_and_errors_go_out_as_configured() {
+        for kind in [Kind::Echo, Kind::Work] {
+            assert_eq!(
+                outgoing_text(&event(kind, "hearth", "x"), &ALL, "telegram").as_deref(),
+                Some("x")
+            );
+            assert_eq!(
+                outgoing_text(&event(kind, "hearth", "x"), &[], "telegram"),
+                None
+            );
+        }
+        assert_eq!(
+            outgoing_text(&event(Kind::Note, "hearthd", "restarted"), &ALL, "telegram").as_deref(),
+            Some("note: restarted")
+        );
+        assert_eq!(
+            outgoing_text(
+                &event(Kind::Note, "whatsapp", "could not deliver"),
+                &ALL,
+                "whatsapp"
+            ),
+            None,
+            "the bridge's own notes stay home"
+        );
+        let error = Event::signal(EventKind::Error, "hearth", Some("no model".into()));
+        assert_eq!(
+            outgoing_text(&error, &ALL, "telegram").as_deref(),
+            Some("error: no model")
+        );
+        assert_eq!(outgoing_text(&error, &[], "telegram"), None);
+        let busy = Event::signal(EventKind::Busy, "hearth", None);
+        assert_eq!(outgoing_text(&busy, &ALL, "telegram"), None);
+    }
+
+    #[test]
+    fn the_cursor_reads_back_what_it_stores() {
+        for cursor in [Cursor::Start, Cursor::After(0), Cursor::After(41)] {
+            assert_eq!(Cursor::parse(&cursor.encode()), Some(cursor));
+        }
+        assert_eq!(Cursor::parse("-1"), None);
+        assert!(Cursor::After(5).covers(5) && !Cursor::After(5).covers(6));
+        assert!(!Cursor::Start.covers(0));
+    }
+}

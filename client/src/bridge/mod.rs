@@ -1,0 +1,27 @@
+//! What the Telegram and WhatsApp bridges share. A bridge is a client of
+//! the daemon like the terminal: it relays the allowed people's messages in
+//! and the agent's messages out, keeps everything it must remember in the
+//! daemon's database, and can be killed at any moment.
+//!
+//! - `config.rs`: a bridge's table of `config.toml`, its secrets from the
+//!   environment or `secrets.env`, what goes out besides replies.
+//! - `link.rs`: requests, state and notes over the daemon connections.
+//! - `delivery.rs`: the agent's messages out in log order from a cursor
+//!   stored in the daemon; the platform sends through a [`delivery::Courier`].
+//! - `people.rs`: the refusal strangers get (once per run) and the chats
+//!   that get the agent's messages.
+//! - `lock.rs`: one bridge of a kind per home.
+//! - `backoff.rs` and `split.rs`: waits between retries, and long text in
+//!   parts a platform takes (pure).
+
+pub mod backoff;
+pub mod config;
+pub mod delivery;
+pub mod link;
+pub mod lock;
+pub mod people;
+pub mod split;
+
+/// The exit status of a bridge that cannot run as configured (sysexits'
+/// `EX_CONFIG`): hearthd does not restart it until its own next start.
+pub const EXIT_CONFIG: u8 = 78;

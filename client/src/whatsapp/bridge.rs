@@ -1,0 +1,152 @@
+//! The bridge's life: read the configuration and secrets, take the home's
+//! bridge lock, read the bridge's state from the daemon, start delivery,
+//! then listen for the webhook and run until a half fails, the daemon goes
+//! away or the process is told to stop.
+//!
+//! Everything the bridge must remember lives in the daemon's database (the
+//! delivery cursor, the numbers that wrote) or with Meta (a delivery not
+//! answered 200 is sent again), so the process keeps nothing and may be
+//! killed at any moment: hearthd starts it again.
+
+use super::config::WhatsAppConfig;
+use super::graph::{Graph, GraphError};
+use super::inbound::Inbound;
+use super::outbound::Outbound;
+use super::webhook;
+use crate::bridge::config::ConfigError;
+use crate::bridge::delivery::Cursor;
+use crate::bridge::link::{self, LinkError};
+use crate::bridge::lock::{lock, LockError};
+use crate::bridge::people::parse_chats;
+use crate::commands::connect_running;
+use hearth_protocol::home::Home;
+use std::collections::BTreeSet;
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+
+/// What the bridge's messages and notes say they came from.
+pub const SOURCE: &str = "whatsapp";
+
+/// The id of the last log message delivered or skipped, or `start` when
+/// none was yet and the log was empty.
+pub const CURSOR_STATE: &str = "whatsapp.cursor";
+
+/// The allowed numbers that have written, as a JSON list of WhatsApp ids.
+pub const CHATS_STATE: &str = "whatsapp.chats";
+
+/// How long a bridge that cannot start tries to tell the daemon why.
+const NOTE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Deliveries waiting for the inbound half; the webhook waits beyond that.
+const DELIVERY_QUEUE: usize = 16;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(transparent)]
+    Link(#[from] LinkError),
+    #[error("WhatsApp refused the access token ({error}); check ${env} or secrets.env")]
+    Unauthorized { error: GraphError, env: String },
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    #[error("cannot listen for the WhatsApp webhook on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the WhatsApp webhook stopped: {0}")]
+    Webhook(std::io::Error),
+    #[error("the WhatsApp webhook stopped handing over deliveries")]
+    WebhookGone,
+}
+
+impl BridgeError {
+    /// Whether the bridge cannot run until its configuration (or a secret)
+    /// is fixed, so starting it again would only fail again.
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self,
+            BridgeError::Config(_) | BridgeError::Unauthorized { .. }
+        )
+    }
+}
+
+/// Runs the bridge for `home` until `shutdown` completes or it fails. A
+/// configuration or token that cannot work is also told to the daemon as a
+/// note, when one runs, so the user sees it in `hearth`.
+pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), BridgeError> {
+    let result = run_until(home, shutdown).await;
+    if let Err(err) = &result {
+        if err.is_config() {
+            let text = format!("whatsapp: the bridge cannot run: {err}");
+            let _ = tokio::time::timeout(NOTE_TIMEOUT, link::tell_daemon(home, SOURCE, text)).await;
+        }
+    }
+    result
+}
+
+async fn run_until(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), BridgeError> {
+    let config = WhatsAppConfig::load(home)?;
+    let secrets = config.secrets(home)?;
+    let _lock = lock(&home.data_dir.join("whatsapp.lock"), "WhatsApp", "whatsapp")?;
+    let graph = Graph::new(
+        &config.graph_base,
+        &config.phone_number_id,
+        &secrets.access_token,
+    )?;
+
+    let (mut control, _) = connect_running(home, "whatsapp", None)
+        .await
+        .map_err(LinkError::from)?;
+    let cursor = link::read_state(&mut control, CURSOR_STATE, Cursor::parse).await?;
+    let chats: BTreeSet<String> = link::read_state(&mut control, CHATS_STATE, parse_chats)
+        .await?
+        .unwrap_or_default();
+    let (chats_out, chats_in) = watch::channel(chats);
+    let (last_out, last_in) = watch::channel(None);
+
+    // The outbound half starts first: it fixes where delivery begins before
+    // any new message can be logged by the inbound half.
+    let outbound = Outbound::start(home, &graph, &config, cursor, chats_in, last_in).await?;
+
+    let listener =
+        TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| BridgeError::Listen {
+                addr: config.listen,
+                source,
+            })?;
+    let addr = listener.local_addr().map_err(BridgeError::Webhook)?;
+    let (deliveries_out, deliveries_in) = mpsc::channel(DELIVERY_QUEUE);
+    let routes = webhook::router(
+        &config.path,
+        secrets.verify_token.clone(),
+        secrets.app_secret.clone(),
+        deliveries_out,
+    );
+    let server = axum::serve(listener, routes).into_future();
+    let inbound = Inbound::new(&graph, &config, control, deliveries_in, chats_out, last_out);
+    tracing::info!(
+        "whatsapp webhook listening on {addr} (path {})",
+        config.path
+    );
+    tracing::info!(
+        "whatsapp bridge running for {} allowed number(s)",
+        config.allow.len()
+    );
+    tokio::select! {
+        result = inbound.run() => result.map(|never| match never {}),
+        result = outbound.run() => result.map(|never| match never {}),
+        result = server => match result {
+            Ok(()) => Err(BridgeError::WebhookGone),
+            Err(err) => Err(BridgeError::Webhook(err)),
+        },
+        () = shutdown => Ok(()),
+    }
+}

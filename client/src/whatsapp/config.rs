@@ -1,0 +1,410 @@
+//! The bridge's configuration: the `[whatsapp]` table of the home's
+//! `config.toml`, and its three secrets (the webhook's verify token, the
+//! app secret that signs deliveries, the access token that sends) from the
+//! environment or `secrets.env`.
+
+use crate::bridge::config::{self as shared, default_send, ConfigError, Outgoing};
+use hearth_protocol::home::Home;
+use serde::Deserialize;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// The Graph API, up to and including the version, when `graph_base` is not set.
+pub const DEFAULT_GRAPH_BASE: &str = "https://graph.facebook.com/v23.0";
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8443";
+pub const DEFAULT_PATH: &str = "/webhook";
+pub const DEFAULT_VERIFY_TOKEN_ENV: &str = "WHATSAPP_VERIFY_TOKEN";
+pub const DEFAULT_APP_SECRET_ENV: &str = "WHATSAPP_APP_SECRET";
+pub const DEFAULT_ACCESS_TOKEN_ENV: &str = "WHATSAPP_ACCESS_TOKEN";
+
+const TABLE: &str = "whatsapp";
+const EXAMPLE: &str = "phone_number_id = \"…\" and allow = [\"+your number\"]";
+
+/// The `[whatsapp]` table as written.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    /// Where the webhook listens. Loopback by default: a reverse proxy with
+    /// TLS exposes it; every delivery is checked against its signature.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+    /// The webhook's path, as given to Meta in the callback URL.
+    #[serde(default = "default_path")]
+    pub path: String,
+    /// The variable with the token Meta echoes when it verifies the webhook.
+    #[serde(default = "default_verify_token_env")]
+    pub verify_token_env: String,
+    /// The variable with the app secret that signs Meta's deliveries.
+    #[serde(default = "default_app_secret_env")]
+    pub app_secret_env: String,
+    /// The variable with the access token the bridge sends with.
+    #[serde(default = "default_access_token_env")]
+    pub access_token_env: String,
+    /// The business phone number's id (not the number itself): messages go
+    /// out from it, and only messages to it are relayed.
+    pub phone_number_id: NumberText,
+    #[serde(default = "default_graph_base")]
+    pub graph_base: String,
+    /// The numbers whose messages reach the agent and that get its replies,
+    /// with country code; read back as WhatsApp ids (digits only). Required;
+    /// empty lets nobody in.
+    pub allow: Vec<NumberText>,
+    /// What goes out besides replies.
+    #[serde(default = "default_send")]
+    pub send: Vec<Outgoing>,
+}
+
+/// A number that may be written as TOML text or as an integer.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum NumberText {
+    Text(String),
+    Number(u64),
+}
+
+impl NumberText {
+    fn as_text(&self) -> String {
+        match self {
+            NumberText::Text(text) => text.clone(),
+            NumberText::Number(number) => number.to_string(),
+        }
+    }
+}
+
+fn default_listen() -> String {
+    DEFAULT_LISTEN.to_string()
+}
+fn default_path() -> String {
+    DEFAULT_PATH.to_string()
+}
+fn default_verify_token_env() -> String {
+    DEFAULT_VERIFY_TOKEN_ENV.to_string()
+}
+fn default_app_secret_env() -> String {
+    DEFAULT_APP_SECRET_ENV.to_string()
+}
+fn default_access_token_env() -> String {
+    DEFAULT_ACCESS_TOKEN_ENV.to_string()
+}
+fn default_graph_base() -> String {
+    DEFAULT_GRAPH_BASE.to_string()
+}
+
+/// The whole file as the bridge sees it: every other table is the daemon's.
+#[derive(Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    whatsapp: Option<Table>,
+}
+
+/// The `[whatsapp]` table, checked and normalized.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WhatsAppConfig {
+    pub listen: SocketAddr,
+    pub path: String,
+    pub verify_token_env: String,
+    pub app_secret_env: String,
+    pub access_token_env: String,
+    pub phone_number_id: String,
+    /// Without a trailing `/`.
+    pub graph_base: String,
+    /// WhatsApp ids: the numbers' digits, country code first.
+    pub allow: Vec<String>,
+    pub send: Vec<Outgoing>,
+}
+
+/// A phone number as WhatsApp ids it (`wa_id`): its digits, without `+`,
+/// spaces, dashes, dots or parentheses. `None` when anything else is left,
+/// or too few or too many digits for a number with its country code.
+pub fn normalize_number(text: &str) -> Option<String> {
+    let digits: String = text
+        .chars()
+        .filter(|c| !matches!(c, '+' | ' ' | '-' | '.' | '(' | ')'))
+        .collect();
+    let plausible = (6..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
+    plausible.then_some(digits)
+}
+
+impl WhatsAppConfig {
+    /// Reads the `[whatsapp]` table of the home's `config.toml`.
+    pub fn load(home: &Home) -> Result<WhatsAppConfig, ConfigError> {
+        let (path, text) = shared::read_config(home, TABLE, EXAMPLE)?;
+        WhatsAppConfig::parse(&path, &text)
+    }
+
+    /// Reads and checks the `[whatsapp]` table of a config file's text.
+    pub fn parse(path: &Path, text: &str) -> Result<WhatsAppConfig, ConfigError> {
+        let table =
+            shared::parse_table(path, text, TABLE, EXAMPLE, |file: ConfigFile| file.whatsapp)?;
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            table: TABLE,
+            message,
+        };
+        let listen = table.listen.trim().parse::<SocketAddr>().map_err(|_| {
+            invalid(format!(
+                "listen `{}` is not an address and port like {DEFAULT_LISTEN}",
+                table.listen
+            ))
+        })?;
+        if !table.path.starts_with('/') || table.path.contains(['?', '#', ' ']) {
+            return Err(invalid(format!(
+                "path `{}` must be a URL path starting with `/`, like {DEFAULT_PATH}",
+                table.path
+            )));
+        }
+        let graph_base = shared::http_base(&table.graph_base).ok_or_else(|| {
+            invalid(format!(
+                "graph_base `{}` is not an http(s) address; the default is {DEFAULT_GRAPH_BASE}",
+                table.graph_base
+            ))
+        })?;
+        let phone_number_id = table.phone_number_id.as_text().trim().to_string();
+        if phone_number_id.is_empty() || !phone_number_id.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid(format!(
+                "phone_number_id `{phone_number_id}` is not an id; WhatsApp Manager (API Setup) shows the phone number's id"
+            )));
+        }
+        let allow = table
+            .allow
+            .iter()
+            .map(|entry| {
+                let entry = entry.as_text();
+                normalize_number(&entry).ok_or_else(|| {
+                    invalid(format!(
+                        "allow: `{entry}` is not a phone number; write it with its country code, like \"+15551234567\""
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for (name, env) in [
+            ("verify_token_env", &table.verify_token_env),
+            ("app_secret_env", &table.app_secret_env),
+            ("access_token_env", &table.access_token_env),
+        ] {
+            if env.trim().is_empty() {
+                return Err(invalid(format!("{name} must name a variable")));
+            }
+        }
+        Ok(WhatsAppConfig {
+            listen,
+            path: table.path,
+            verify_token_env: table.verify_token_env,
+            app_secret_env: table.app_secret_env,
+            access_token_env: table.access_token_env,
+            phone_number_id,
+            graph_base,
+            allow,
+            send: table.send,
+        })
+    }
+
+    /// Whether the number `wa_id` may talk to the agent.
+    pub fn allows(&self, wa_id: &str) -> bool {
+        self.allow.iter().any(|allowed| allowed == wa_id)
+    }
+
+    /// The three secrets, from their variables or `secrets.env`.
+    pub fn secrets(&self, home: &Home) -> Result<Secrets, ConfigError> {
+        Ok(Secrets {
+            verify_token: shared::secret(
+                home,
+                &self.verify_token_env,
+                "WhatsApp webhook verify token",
+                "it is any random string you choose and also type into the app's webhook settings",
+            )?,
+            app_secret: shared::secret(
+                home,
+                &self.app_secret_env,
+                "WhatsApp app secret",
+                "the Meta app's dashboard shows it under App settings → Basic",
+            )?,
+            access_token: shared::secret(
+                home,
+                &self.access_token_env,
+                "WhatsApp access token",
+                "create a system user's permanent token in Meta Business settings",
+            )?,
+        })
+    }
+}
+
+/// The bridge's secrets. Never logged: `Debug` shows none of them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secrets {
+    /// Meta echoes it when it verifies the webhook (GET).
+    pub verify_token: String,
+    /// The key of the signature on every delivery (POST).
+    pub app_secret: String,
+    /// The Bearer token of every Graph API call.
+    pub access_token: String,
+}
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secrets { .. }")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn parse(text: &str) -> Result<WhatsAppConfig, ConfigError> {
+        WhatsAppConfig::parse(Path::new("config.toml"), text)
+    }
+
+    #[test]
+    fn a_minimal_table_takes_the_defaults() {
+        let config = parse(
+            "[model]\nprovider = \"x\"\n\n[whatsapp]\nphone_number_id = \"1098765\"\nallow = [\"+1 555 123-4567\"]\n",
+        )
+        .unwrap();
+        assert_eq!(config.listen, "127.0.0.1:8443".parse().unwrap());
+        assert_eq!(config.path, "/webhook");
+        assert_eq!(config.verify_token_env, "WHATSAPP_VERIFY_TOKEN");
+        assert_eq!(config.app_secret_env, "WHATSAPP_APP_SECRET");
+        assert_eq!(config.access_token_env, "WHATSAPP_ACCESS_TOKEN");
+        assert_eq!(config.phone_number_id, "1098765");
+        assert_eq!(config.graph_base, "https://graph.facebook.com/v23.0");
+        assert_eq!(config.allow, vec!["15551234567"]);
+        assert_eq!(config.send, default_send());
+        assert!(config.allows("15551234567") && !config.allows("+15551234567"));
+    }
+
+    #[test]
+    fn every_setting_reads() {
+        let text = "[whatsapp]\nlisten = \"0.0.0.0:9000\"\npath = \"/hooks/wa\"\nverify_token_env = \"V\"\napp_secret_env = \"S\"\naccess_token_env = \"A\"\nphone_number_id = 1098765\ngraph_base = \"http://127.0.0.1:1/v1/\"\nallow = [15551234567, \"+44 (20) 7946.0958\"]\nsend = [\"echo\", \"note\"]\n";
+        let config = parse(text).unwrap();
+        assert_eq!(config.listen, "0.0.0.0:9000".parse().unwrap());
+        assert_eq!(config.path, "/hooks/wa");
+        assert_eq!(
+            (
+                config.verify_token_env.as_str(),
+                config.app_secret_env.as_str(),
+                config.access_token_env.as_str()
+            ),
+            ("V", "S", "A")
+        );
+        assert_eq!(config.phone_number_id, "1098765");
+        assert_eq!(config.graph_base, "http://127.0.0.1:1/v1");
+        assert_eq!(config.allow, vec!["15551234567", "442079460958"]);
+        assert_eq!(config.send, vec![Outgoing::Echo, Outgoing::Note]);
+    }
+
+    #[test]
+    fn numbers_normalize_to_whatsapp_ids() {
+        assert_eq!(
+            normalize_number("+1 555 123 4567").as_deref(),
+            Some("15551234567")
+        );
+        assert_eq!(
+            normalize_number("15551234567").as_deref(),
+            Some("15551234567")
+        );
+        assert_eq!(
+            normalize_number("+44 (20) 7946-0958").as_deref(),
+            Some("442079460958")
+        );
+        assert_eq!(normalize_number("+1 555 CALL NOW"), None);
+        assert_eq!(normalize_number("123"), None);
+        assert_eq!(normalize_number("1234567890123456"), None);
+        assert_eq!(normalize_number(""), None);
+    }
+
+    #[test]
+    fn mistakes_name_the_line_and_what_is_wrong() {
+        let base = "[whatsapp]\nphone_number_id = \"1\"\nallow = [\"+15551234567\"]\n";
+        let said = parse(&format!("{base}verify_tokn_env = \"X\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            said.starts_with("config.toml line 4:") && said.contains("verify_tokn_env"),
+            "{said}"
+        );
+
+        let said = parse("[whatsapp]\nphone_number_id = \"1\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("allow"), "allow is required: {said}");
+        let said = parse("[whatsapp]\nallow = []\n").unwrap_err().to_string();
+        assert!(said.contains("phone_number_id"), "{said}");
+
+        let said = parse("[whatsapp]\nphone_number_id = \"1\"\nallow = [\"call me\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("`call me` is not a phone number"), "{said}");
+        let said = parse(&format!("{base}listen = \"8443\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("listen `8443` is not an address"), "{said}");
+        let said = parse(&format!("{base}path = \"webhook\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("must be a URL path"), "{said}");
+        let said = parse(&format!("{base}graph_base = \"graph.facebook.com\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("not an http(s) address"), "{said}");
+        let said = parse("[whatsapp]\nphone_number_id = \"+1 555\"\nallow = []\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            said.contains("phone_number_id `+1 555` is not an id"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn a_file_without_the_table_says_how_to_add_it() {
+        let err = parse("[telegram]\nallow = [1]\n").unwrap_err();
+        assert!(matches!(err, ConfigError::Missing { .. }));
+        assert!(err.to_string().contains("has no [whatsapp] table"), "{err}");
+    }
+
+    #[test]
+    fn secrets_come_from_secrets_env_and_never_show_in_debug() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let config = parse(
+            "[whatsapp]\nverify_token_env = \"HEARTH_UNIT_WA_V\"\napp_secret_env = \"HEARTH_UNIT_WA_S\"\naccess_token_env = \"HEARTH_UNIT_WA_A\"\nphone_number_id = \"1\"\nallow = []\n",
+        )
+        .unwrap();
+        let said = config.secrets(&home).unwrap_err().to_string();
+        assert!(
+            said.starts_with("no WhatsApp webhook verify token: set $HEARTH_UNIT_WA_V"),
+            "{said}"
+        );
+
+        let secrets = home.secrets_file();
+        std::fs::write(
+            &secrets,
+            "HEARTH_UNIT_WA_V=verify-me\nHEARTH_UNIT_WA_S=app-secret\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let said = config.secrets(&home).unwrap_err().to_string();
+        assert!(
+            said.starts_with("no WhatsApp access token: set $HEARTH_UNIT_WA_A"),
+            "{said}"
+        );
+
+        std::fs::write(
+            &secrets,
+            "HEARTH_UNIT_WA_V=verify-me\nHEARTH_UNIT_WA_S=app-secret\nHEARTH_UNIT_WA_A=EAAtoken\n",
+        )
+        .unwrap();
+        let read = config.secrets(&home).unwrap();
+        assert_eq!(read.verify_token, "verify-me");
+        assert_eq!(read.app_secret, "app-secret");
+        assert_eq!(read.access_token, "EAAtoken");
+        let shown = format!("{read:?}");
+        assert!(
+            !shown.contains("verify-me")
+                && !shown.contains("app-secret")
+                && !shown.contains("EAAtoken")
+        );
+    }
+}

@@ -1,0 +1,262 @@
+//! The inbound half: takes the webhook's signed deliveries, submits the
+//! allowed numbers' messages to the daemon and refuses everyone else.
+//!
+//! Each message is submitted with the key `whatsapp:<wamid>`, so a delivery
+//! Meta sends again (after a failure, or twice) is acknowledged as a
+//! duplicate and logged once. The webhook answers Meta only after every
+//! message of the delivery is durable; strangers are told they are refused
+//! after that, so Meta never waits on it.
+
+use super::bridge::{BridgeError, CHATS_STATE, SOURCE};
+use super::config::WhatsAppConfig;
+use super::graph::Graph;
+use super::payload::Received;
+use super::webhook::Delivery;
+use crate::bridge::link::{self, LinkError};
+use crate::bridge::people::{refusal_note, remember_chat, Strangers, REFUSAL};
+use crate::connection::Connection;
+use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame};
+use std::collections::BTreeSet;
+use std::convert::Infallible;
+use tokio::sync::{mpsc, watch};
+
+/// The newest message an allowed person sent: the read mark and "typing…"
+/// name it while the agent works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastReceived {
+    pub wamid: String,
+    pub from: String,
+}
+
+/// What to do with one received message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incoming {
+    /// An allowed number's words for the agent.
+    Relay {
+        from: String,
+        wamid: String,
+        key: String,
+        text: String,
+    },
+    /// A number not on the allowlist; `who` names it for the note.
+    Refuse { from: String, who: String },
+    /// Nothing to do, and why.
+    Ignore(&'static str),
+}
+
+/// Decides what to do with a received message (pure).
+pub fn classify(received: &Received, config: &WhatsAppConfig) -> Incoming {
+    if received
+        .phone_number_id
+        .as_deref()
+        .is_some_and(|id| id != config.phone_number_id)
+    {
+        return Incoming::Ignore("sent to another business number");
+    }
+    if !config.allows(&received.from) {
+        let who = match &received.name {
+            Some(name) => format!("+{} ({name})", received.from),
+            None => format!("+{}", received.from),
+        };
+        return Incoming::Refuse {
+            from: received.from.clone(),
+            who,
+        };
+    }
+    match &received.text {
+        Some(text) => Incoming::Relay {
+            from: received.from.clone(),
+            wamid: received.wamid.clone(),
+            key: format!("whatsapp:{}", received.wamid),
+            text: text.clone(),
+        },
+        None => Incoming::Ignore("nothing to relay"),
+    }
+}
+
+/// The inbound half's state.
+pub struct Inbound<'a> {
+    graph: &'a Graph,
+    config: &'a WhatsAppConfig,
+    /// Submits, notes and state writes. The live events the daemon also
+    /// sends here are read and dropped: the outbound half has its own.
+    connection: Connection,
+    /// The webhook's signed deliveries.
+    deliveries: mpsc::Receiver<Delivery>,
+    /// The numbers that get the agent's messages, shared with the outbound half.
+    chats: watch::Sender<BTreeSet<String>>,
+    /// For the outbound half's read mark and "typing…".
+    last_received: watch::Sender<Option<LastReceived>>,
+    /// Numbers refused in this run, so each is told once.
+    refused: Strangers<String>,
+}
+
+impl<'a> Inbound<'a> {
+    pub fn new(
+        graph: &'a Graph,
+        config: &'a WhatsAppConfig,
+        connection: Connection,
+        deliveries: mpsc::Receiver<Delivery>,
+        chats: watch::Sender<BTreeSet<String>>,
+        last_received: watch::Sender<Option<LastReceived>>,
+    ) -> Inbound<'a> {
+        Inbound {
+            graph,
+            config,
+            connection,
+            deliveries,
+            chats,
+            last_received,
+            refused: Strangers::default(),
+        }
+    }
+
+    /// Takes deliveries until something fails for good. A delivery whose
+    /// messages the daemon did not all take is answered with a failure, so
+    /// Meta sends it again.
+    pub async fn run(mut self) -> Result<Infallible, BridgeError> {
+        loop {
+            let next = self.deliveries.recv();
+            let Some(delivery) = link::beside(&mut self.connection, next, &mut |_| {}).await?
+            else {
+                return Err(BridgeError::WebhookGone);
+            };
+            let mut strangers = Vec::new();
+            for received in &delivery.messages {
+                // On failure `done` is dropped unanswered: Meta gets an error.
+                self.take(received, &mut strangers).await?;
+            }
+            // The webhook may have given up waiting; Meta then sends it again.
+            let _ = delivery.done.send(true);
+            for to in strangers {
+                let send = self.graph.send_text(&to, REFUSAL);
+                if let Err(err) = link::beside(&mut self.connection, send, &mut |_| {}).await? {
+                    tracing::warn!("whatsapp: cannot tell +{to} they are refused: {err}");
+                }
+            }
+        }
+    }
+
+    /// Relays, refuses or skips one message; the numbers to tell they are
+    /// refused go to `strangers`.
+    async fn take(
+        &mut self,
+        received: &Received,
+        strangers: &mut Vec<String>,
+    ) -> Result<(), BridgeError> {
+        match classify(received, self.config) {
+            Incoming::Relay {
+                from,
+                wamid,
+                key,
+                text,
+            } => self.relay(from, wamid, key, text).await,
+            Incoming::Refuse { from, who } => {
+                if !self.refused.first_time(from.clone()) {
+                    tracing::info!("whatsapp: refused another message from {who}");
+                    return Ok(());
+                }
+                let note = refusal_note(SOURCE, &who);
+                link::note(&mut self.connection, SOURCE, note, &mut |_| {}).await?;
+                strangers.push(from);
+                Ok(())
+            }
+            Incoming::Ignore(why) => {
+                tracing::debug!("whatsapp: skipping message {}: {why}", received.wamid);
+                Ok(())
+            }
+        }
+    }
+
+    async fn relay(
+        &mut self,
+        from: String,
+        wamid: String,
+        key: String,
+        text: String,
+    ) -> Result<(), BridgeError> {
+        // Shared before the submit, so the turn it starts finds it.
+        self.last_received.send_replace(Some(LastReceived {
+            wamid,
+            from: from.clone(),
+        }));
+        let frame = ClientFrame::Submit {
+            text,
+            source: SOURCE.to_string(),
+            key: Some(key.clone()),
+        };
+        match link::request(&mut self.connection, frame, &mut |_| {}).await {
+            Ok(ServerFrame::Ack { id, duplicate }) => {
+                tracing::debug!("{key} is message #{id} (duplicate: {duplicate})");
+            }
+            Ok(other) => return Err(LinkError::Unexpected(other.encode()).into()),
+            // The daemon will never take this message; do not stall the rest.
+            Err(LinkError::Refused {
+                code: ErrorCode::Refused,
+                message,
+            }) => {
+                let text = format!("whatsapp: hearthd refused message {key}: {message}");
+                link::note(&mut self.connection, SOURCE, text, &mut |_| {}).await?;
+            }
+            Err(err) => return Err(err.into()),
+        }
+        remember_chat(&mut self.connection, CHATS_STATE, &self.chats, from).await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn config() -> WhatsAppConfig {
+        let text = "[whatsapp]\nphone_number_id = \"1098765\"\nallow = [\"+1 650 555 1234\"]\n";
+        WhatsAppConfig::parse(Path::new("c"), text).unwrap()
+    }
+
+    fn received(from: &str, text: Option<&str>) -> Received {
+        Received {
+            wamid: "wamid.A".into(),
+            from: from.into(),
+            name: Some("Eve".into()),
+            phone_number_id: Some("1098765".into()),
+            text: text.map(str::to_string),
+            media: None,
+        }
+    }
+
+    #[test]
+    fn an_allowed_numbers_words_are_relayed_with_the_message_id_as_key() {
+        assert_eq!(
+            classify(&received("16505551234", Some("hello")), &config()),
+            Incoming::Relay {
+                from: "16505551234".into(),
+                wamid: "wamid.A".into(),
+                key: "whatsapp:wamid.A".into(),
+                text: "hello".into()
+            }
+        );
+        assert_eq!(
+            classify(&received("16505551234", None), &config()),
+            Incoming::Ignore("nothing to relay")
+        );
+    }
+
+    #[test]
+    fn strangers_are_refused_and_other_business_numbers_ignored() {
+        assert_eq!(
+            classify(&received("4915100000000", Some("hi")), &config()),
+            Incoming::Refuse {
+                from: "4915100000000".into(),
+                who: "+4915100000000 (Eve)".into()
+            }
+        );
+        let mut elsewhere = received("16505551234", Some("hi"));
+        elsewhere.phone_number_id = Some("5550000".into());
+        assert_eq!(
+            classify(&elsewhere, &config()),
+            Incoming::Ignore("sent to another business number")
+        );
+    }
+}

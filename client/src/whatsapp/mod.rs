@@ -1,0 +1,32 @@
+//! The WhatsApp bridge: `hearth whatsapp`, a client of the daemon like the
+//! terminal, which relays the allowed numbers' messages in and the agent's
+//! replies out through the WhatsApp Business Cloud API. hearthd starts it
+//! when `config.toml` has a `[whatsapp]` table. What it shares with the
+//! Telegram bridge (the daemon link, ordered delivery, splitting, the
+//! allowlist's refusal, the lock) is in `crate::bridge`.
+//!
+//! Only the Cloud API backend exists; linking a personal account as a
+//! WhatsApp Web device is not implemented.
+//!
+//! - `config.rs`: the `[whatsapp]` table and the three secrets.
+//! - `webhook.rs`: the HTTP server Meta delivers to: the verification
+//!   challenge, the signature check, answering only once the daemon took
+//!   the messages.
+//! - `payload.rs`: what a delivery says (pure).
+//! - `inbound.rs`: WhatsApp → daemon: allowlist, submit with idempotency keys.
+//! - `outbound.rs`: daemon → WhatsApp: the courier of ordered delivery, the
+//!   24-hour window, read marks with "typing…".
+//! - `graph.rs`: the Graph API client (send, read mark, media) and its errors.
+//! - `bridge.rs`: start-up, the state names, running the webhook and both halves.
+
+pub mod bridge;
+pub mod config;
+pub mod graph;
+pub mod inbound;
+pub mod outbound;
+pub mod payload;
+pub mod webhook;
+
+pub use crate::bridge::EXIT_CONFIG;
+pub use bridge::{run, BridgeError, SOURCE};
+pub use config::WhatsAppConfig;

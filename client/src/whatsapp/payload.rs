@@ -1,0 +1,288 @@
+//! What a webhook delivery says (pure): the messages people sent, read from
+//! `entry[].changes[].value.messages[]`. Delivery reports (`statuses[]`)
+//! and anything else are left out.
+//!
+//! Read leniently: a message this bridge cannot read is skipped, never the
+//! whole delivery, since Meta would only deliver it again.
+
+use serde_json::Value;
+
+/// One message someone sent to the business number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// Its id (`wamid.…`): the idempotency key, and what a read mark names.
+    pub wamid: String,
+    /// The sender's WhatsApp id: their number's digits.
+    pub from: String,
+    /// The sender's profile name, when the delivery names them.
+    pub name: Option<String>,
+    /// The business phone number's id it was sent to.
+    pub phone_number_id: Option<String>,
+    /// The words for the agent: the text, a caption, or a placeholder
+    /// naming what was sent. `None`: nothing to relay (a removed reaction,
+    /// a system notice).
+    pub text: Option<String>,
+    /// An image, audio, video, document or sticker's media id, to download.
+    pub media: Option<MediaRef>,
+}
+
+/// An inbound message's media, downloadable for a while by its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaRef {
+    /// `image`, `audio`, `video`, `document` or `sticker`.
+    pub kind: String,
+    pub id: String,
+    pub mime_type: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    #[error("the delivery is not JSON: {0}")]
+    NotJson(String),
+    #[error("the delivery is not a JSON object")]
+    NotAnObject,
+}
+
+/// The messages of a webhook delivery's body, in order.
+pub fn parse(body: &[u8]) -> Result<Vec<Received>, PayloadError> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|err| PayloadError::NotJson(err.to_string()))?;
+    if !value.is_object() {
+        return Err(PayloadError::NotAnObject);
+    }
+    let mut received = Vec::new();
+    for change in items(&value["entry"]).flat_map(|entry| items(&entry["changes"])) {
+        let value = &change["value"];
+        let phone_number_id = text(&value["metadata"]["phone_number_id"]);
+        for status in items(&value["statuses"]) {
+            tracing::debug!(
+                "whatsapp: message {} is {}",
+                status["id"].as_str().unwrap_or("?"),
+                status["status"].as_str().unwrap_or("?")
+            );
+        }
+        for message in items(&value["messages"]) {
+            let (Some(wamid), Some(from)) = (text(&message["id"]), text(&message["from"])) else {
+                tracing::warn!("whatsapp: skipping a message without id or sender");
+                continue;
+            };
+            let name = items(&value["contacts"])
+                .find(|contact| contact["wa_id"].as_str() == Some(from.as_str()))
+                .and_then(|contact| text(&contact["profile"]["name"]));
+            received.push(Received {
+                wamid,
+                from,
+                name,
+                phone_number_id: phone_number_id.clone(),
+                text: words(message),
+                media: media(message),
+            });
+        }
+    }
+    Ok(received)
+}
+
+/// The elements of a JSON list; none when it is anything else.
+fn items(value: &Value) -> impl Iterator<Item = &Value> {
+    value.as_array().into_iter().flatten()
+}
+
+/// A non-empty string, trimmed.
+fn text(value: &Value) -> Option<String> {
+    let text = value.as_str()?.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+/// What a message says to the agent. Media are not read yet: a caption
+/// stands for them, else a placeholder.
+fn words(message: &Value) -> Option<String> {
+    let kind = message["type"].as_str().unwrap_or_default();
+    let body = &message[kind];
+    let caption = text(&body["caption"]);
+    let said = match kind {
+        "text" => text(&body["body"])?,
+        "image" => caption.unwrap_or_else(|| "[photo]".to_string()),
+        "video" => caption.unwrap_or_else(|| "[video]".to_string()),
+        "audio" if body["voice"].as_bool() == Some(true) => "[voice message]".to_string(),
+        "audio" => "[audio]".to_string(),
+        "document" => match (caption, text(&body["filename"])) {
+            (Some(caption), _) => caption,
+            (None, Some(name)) => format!("[file: {name}]"),
+            (None, None) => "[file]".to_string(),
+        },
+        "sticker" => "[sticker]".to_string(),
+        "location" => {
+            let place = [text(&body["name"]), text(&body["address"])]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(", ");
+            match (body["latitude"].as_f64(), body["longitude"].as_f64()) {
+                (Some(lat), Some(lon)) if place.is_empty() => format!("[location: {lat}, {lon}]"),
+                (Some(lat), Some(lon)) => format!("[location: {place} ({lat}, {lon})]"),
+                _ => "[location]".to_string(),
+            }
+        }
+        "contacts" => "[contact card]".to_string(),
+        "interactive" => {
+            let reply = &body[body["type"].as_str().unwrap_or_default()];
+            text(&reply["title"]).unwrap_or_else(|| "[interactive reply]".to_string())
+        }
+        "button" => text(&body["text"]).unwrap_or_else(|| "[button]".to_string()),
+        // An empty emoji removes a reaction: nothing to say.
+        "reaction" => format!("[reaction {}]", text(&body["emoji"])?),
+        // Number changes and the like are WhatsApp's, not the person's words.
+        "system" => return None,
+        "" => return None,
+        other => format!("[{other} message]"),
+    };
+    Some(said)
+}
+
+fn media(message: &Value) -> Option<MediaRef> {
+    let kind = message["type"].as_str()?;
+    if !matches!(kind, "image" | "audio" | "video" | "document" | "sticker") {
+        return None;
+    }
+    Some(MediaRef {
+        kind: kind.to_string(),
+        id: text(&message[kind]["id"])?,
+        mime_type: text(&message[kind]["mime_type"]),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn delivery(messages: Value) -> Vec<u8> {
+        json!({"object": "whatsapp_business_account", "entry": [{"id": "WABA", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550001111", "phone_number_id": "1098765"},
+            "contacts": [{"profile": {"name": "Ada"}, "wa_id": "16505551234"}],
+            "messages": messages,
+        }}]}]})
+        .to_string()
+        .into_bytes()
+    }
+
+    fn message(id: &str, fields: Value) -> Value {
+        let mut message = json!({"from": "16505551234", "id": id, "timestamp": "1700000000"});
+        for (key, value) in fields.as_object().unwrap() {
+            message[key] = value.clone();
+        }
+        message
+    }
+
+    fn said(fields: Value) -> Option<String> {
+        parse(&delivery(json!([message("w", fields)])))
+            .unwrap()
+            .remove(0)
+            .text
+    }
+
+    #[test]
+    fn a_text_message_reads_with_its_sender() {
+        let body = delivery(json!([message(
+            "wamid.A",
+            json!({"type": "text", "text": {"body": " Hi "}, "context": {"from": "x", "id": "wamid.0"}})
+        )]));
+        assert_eq!(
+            parse(&body).unwrap(),
+            vec![Received {
+                wamid: "wamid.A".into(),
+                from: "16505551234".into(),
+                name: Some("Ada".into()),
+                phone_number_id: Some("1098765".into()),
+                text: Some("Hi".into()),
+                media: None,
+            }]
+        );
+    }
+
+    #[test]
+    fn media_give_a_caption_or_a_placeholder_and_their_id() {
+        let image = json!({"type": "image", "image": {"id": "MEDIA1", "mime_type": "image/jpeg", "sha256": "x", "caption": "my cat"}});
+        let received = parse(&delivery(json!([message("w", image)])))
+            .unwrap()
+            .remove(0);
+        assert_eq!(received.text.as_deref(), Some("my cat"));
+        assert_eq!(
+            received.media,
+            Some(MediaRef {
+                kind: "image".into(),
+                id: "MEDIA1".into(),
+                mime_type: Some("image/jpeg".into())
+            })
+        );
+        assert_eq!(
+            said(json!({"type": "image", "image": {"id": "M"}})).as_deref(),
+            Some("[photo]")
+        );
+        assert_eq!(
+            said(json!({"type": "audio", "audio": {"id": "M", "voice": true}})).as_deref(),
+            Some("[voice message]")
+        );
+        assert_eq!(
+            said(json!({"type": "document", "document": {"id": "M", "filename": "a.pdf"}}))
+                .as_deref(),
+            Some("[file: a.pdf]")
+        );
+        assert_eq!(
+            said(json!({"type": "location", "location": {"latitude": 52.5, "longitude": 13.4, "name": "Home"}}))
+                .as_deref(),
+            Some("[location: Home (52.5, 13.4)]")
+        );
+        assert_eq!(
+            said(json!({"type": "interactive", "interactive": {"type": "button_reply", "button_reply": {"id": "b", "title": "Yes"}}}))
+                .as_deref(),
+            Some("Yes")
+        );
+        assert_eq!(
+            said(json!({"type": "reaction", "reaction": {"message_id": "m", "emoji": "👍"}}))
+                .as_deref(),
+            Some("[reaction 👍]")
+        );
+        assert_eq!(
+            said(json!({"type": "reaction", "reaction": {"message_id": "m", "emoji": ""}})),
+            None
+        );
+        assert_eq!(
+            said(json!({"type": "system", "system": {"body": "changed number"}})),
+            None
+        );
+        assert_eq!(
+            said(json!({"type": "unsupported", "errors": []})).as_deref(),
+            Some("[unsupported message]")
+        );
+    }
+
+    #[test]
+    fn statuses_and_other_changes_give_no_messages() {
+        let statuses = json!({"object": "whatsapp_business_account", "entry": [{"id": "W", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"phone_number_id": "1098765"},
+            "statuses": [{"id": "wamid.S", "status": "delivered", "timestamp": "1", "recipient_id": "16505551234"}]
+        }}]}]});
+        assert!(parse(statuses.to_string().as_bytes()).unwrap().is_empty());
+        assert!(
+            parse(br#"{"object":"page","entry":[{"changes":[{"value":{}}]}]}"#)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(parse(br#"{}"#).unwrap().is_empty());
+        let skipped = delivery(
+            json!([{"type": "text", "text": {"body": "no id"}}, message("wamid.B", json!({"type": "text", "text": {"body": "b"}}))]),
+        );
+        let read = parse(&skipped).unwrap();
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].wamid, "wamid.B");
+    }
+
+    #[test]
+    fn bodies_that_are_not_deliveries_are_errors() {
+        assert!(matches!(parse(b"not json"), Err(PayloadError::NotJson(_))));
+        assert!(matches!(parse(b"[1]"), Err(PayloadError::NotAnObject)));
+    }
+}

@@ -1,0 +1,415 @@
+//! A fake WhatsApp Cloud API (Meta's Graph API) for end-to-end tests of the
+//! WhatsApp bridge.
+//!
+//! [`FakeGraph::start`] binds `127.0.0.1:0` and answers, under
+//! [`FakeGraph::graph_base`]: `POST /{PHONE_NUMBER_ID}/messages` (text
+//! messages, and read marks with "typing…"), `GET /{media_id}` (a media
+//! file's address) and `GET` of that address (the file), each only with
+//! the Bearer [`ACCESS_TOKEN`], as Graph does. A test scripts failures of
+//! sends ([`FakeGraph::fail_next_send`]), can hold every send until the
+//! client goes away ([`FakeGraph::hold_sends`]), and reads what the bridge
+//! did ([`FakeGraph::calls`], [`FakeGraph::wait_until`]). Errors come in
+//! Graph's envelope, `{"error": {"message", "type", "code", …}}`. The HTTP
+//! is the fake model's: one request per connection.
+
+use crate::fake_model::http::{self, Request, RequestError};
+use crate::harness::DEADLINE;
+use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+/// The business phone number's id the fake serves.
+pub const PHONE_NUMBER_ID: &str = "1098765";
+
+/// The access token the fake accepts.
+pub const ACCESS_TOKEN: &str = "EAAtest-access-token";
+
+/// The API version in the fake's paths, as in Graph's.
+const VERSION: &str = "/v23.0";
+
+/// One text message sent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sent {
+    /// The recipient's WhatsApp id (or number, as sent).
+    pub to: String,
+    pub text: String,
+}
+
+/// How the next send fails, as Graph says it.
+#[derive(Clone, Copy, Debug)]
+pub enum Failure {
+    /// 400, code 131047: more than 24 hours since the person wrote.
+    OutsideWindow,
+    /// 429, code 130429: the Cloud API's rate limit.
+    TooManyRequests,
+    /// 500 without Graph's envelope.
+    ServerError,
+    /// 400, code 131026: the message cannot be delivered.
+    Undeliverable,
+}
+
+impl Failure {
+    fn answer(self) -> (u16, Value) {
+        match self {
+            Failure::OutsideWindow => (
+                400,
+                graph_error(
+                    131047,
+                    "(#131047) Re-engagement message",
+                    Some("Message failed to send because more than 24 hours have passed since the customer last replied to this number."),
+                ),
+            ),
+            Failure::TooManyRequests => (429, graph_error(130429, "(#130429) Rate limit hit", None)),
+            Failure::ServerError => (500, json!("Internal Server Error")),
+            Failure::Undeliverable => (
+                400,
+                graph_error(131026, "(#131026) Message Undeliverable", None),
+            ),
+        }
+    }
+}
+
+fn graph_error(code: i64, message: &str, details: Option<&str>) -> Value {
+    let mut error =
+        json!({"message": message, "type": "OAuthException", "code": code, "fbtrace_id": "AbCdEf"});
+    if let Some(details) = details {
+        error["error_data"] = json!({"messaging_product": "whatsapp", "details": details});
+    }
+    json!({ "error": error })
+}
+
+/// What the bridge did so far.
+#[derive(Clone, Debug, Default)]
+pub struct Calls {
+    /// Every text send answered, successful or not, in order.
+    pub attempts: Vec<Sent>,
+    /// The sends answered with success: what people saw.
+    pub sent: Vec<Sent>,
+    /// Read marks: the message ids, each with whether it asked for "typing…".
+    pub reads: Vec<(String, bool)>,
+    /// Sends held by [`FakeGraph::hold_sends`] now.
+    pub held: Vec<Sent>,
+    /// Media ids whose address was asked for, and files downloaded.
+    pub media_lookups: Vec<String>,
+    pub downloads: Vec<String>,
+    /// Requests refused for a missing or wrong access token.
+    pub unauthorized: usize,
+}
+
+impl Calls {
+    /// The texts a number received, in order.
+    pub fn sent_to(&self, to: &str) -> Vec<String> {
+        self.sent
+            .iter()
+            .filter(|sent| sent.to == to)
+            .map(|sent| sent.text.clone())
+            .collect()
+    }
+}
+
+/// The fake API, serving until dropped.
+pub struct FakeGraph {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept_loop: JoinHandle<()>,
+}
+
+struct Shared {
+    addr: SocketAddr,
+    state: Mutex<State>,
+    /// Bumped on every change, for [`FakeGraph::wait_until`] and held sends.
+    changed: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct State {
+    calls: Calls,
+    failures: VecDeque<Failure>,
+    hold: bool,
+    next_id: u64,
+    /// Media by id: MIME type and bytes.
+    media: HashMap<String, (String, Vec<u8>)>,
+}
+
+impl FakeGraph {
+    /// Binds `127.0.0.1:0` and serves in the background.
+    pub async fn start() -> FakeGraph {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("fake graph: cannot bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("a bound address");
+        let shared = Arc::new(Shared {
+            addr,
+            state: Mutex::new(State::default()),
+            changed: watch::channel(0).0,
+        });
+        let accept_loop = tokio::spawn(accept_loop(listener, shared.clone()));
+        FakeGraph {
+            addr,
+            shared,
+            accept_loop,
+        }
+    }
+
+    /// The `graph_base` a bridge is configured with.
+    pub fn graph_base(&self) -> String {
+        format!("http://{}{VERSION}", self.addr)
+    }
+
+    /// The next send (after any failures queued before) fails so.
+    pub fn fail_next_send(&self, failure: Failure) {
+        self.shared.lock().failures.push_back(failure);
+    }
+
+    /// While on, every text send is held unanswered (and shown in
+    /// [`Calls::held`]); a held request whose client goes away is dropped
+    /// unrecorded, and turning this off answers the rest.
+    pub fn hold_sends(&self, hold: bool) {
+        self.shared.lock().hold = hold;
+        self.shared.bump();
+    }
+
+    /// Makes a media file downloadable under `id`.
+    pub fn add_media(&self, id: &str, mime_type: &str, bytes: &[u8]) {
+        let entry = (mime_type.to_string(), bytes.to_vec());
+        self.shared.lock().media.insert(id.to_string(), entry);
+    }
+
+    /// What the bridge did so far.
+    pub fn calls(&self) -> Calls {
+        self.shared.lock().calls.clone()
+    }
+
+    /// Waits until `done` holds for the calls so far and returns them.
+    ///
+    /// # Panics
+    /// After [`DEADLINE`], naming `what` and showing the calls.
+    pub async fn wait_until(&self, what: &str, done: impl Fn(&Calls) -> bool) -> Calls {
+        let mut changed = self.shared.changed.subscribe();
+        let waited = tokio::time::timeout(DEADLINE, async {
+            loop {
+                let calls = self.calls();
+                if done(&calls) {
+                    return calls;
+                }
+                // Errs only if the sender is dropped, which `self` prevents.
+                let _ = changed.changed().await;
+            }
+        })
+        .await;
+        match waited {
+            Ok(calls) => calls,
+            Err(_) => panic!(
+                "fake graph: waited in vain for {what}; calls: {:#?}",
+                self.calls()
+            ),
+        }
+    }
+}
+
+impl Drop for FakeGraph {
+    fn drop(&mut self) {
+        self.accept_loop.abort();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every change under the lock is a single step; a panicking test
+        // cannot leave it half done.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|count| *count += 1);
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                if let Ok((stream, _)) = accepted {
+                    let shared = shared.clone();
+                    connections.spawn(async move {
+                        let mut stream = stream;
+                        // A failed write means the client left: nothing to do.
+                        let _ = serve(&mut stream, &shared).await;
+                    });
+                }
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
+    let request = match http::read_request(stream).await {
+        Ok(request) => request,
+        Err(RequestError::Disconnected) => return Ok(()),
+        Err(RequestError::Malformed(message)) => {
+            return http::write_json(stream, 400, &graph_error(100, &message, None)).await
+        }
+    };
+    let bearer = format!("Bearer {ACCESS_TOKEN}");
+    if request.headers.get("authorization") != Some(&bearer) {
+        shared.lock().calls.unauthorized += 1;
+        shared.bump();
+        let error = graph_error(
+            190,
+            "Invalid OAuth access token - Cannot parse access token",
+            None,
+        );
+        return http::write_json(stream, 401, &error).await;
+    }
+    if let Some(id) = request.path.strip_prefix("/media/") {
+        return download(stream, shared, id).await;
+    }
+    let Some(rest) = request.path.strip_prefix(&format!("{VERSION}/")) else {
+        return not_found(stream).await;
+    };
+    let messages = format!("{PHONE_NUMBER_ID}/messages");
+    match (request.method.as_str(), rest) {
+        ("POST", path) if path == messages => post_message(stream, shared, &request).await,
+        ("GET", id) if !id.contains('/') => media_address(stream, shared, id).await,
+        _ => not_found(stream).await,
+    }
+}
+
+async fn not_found(stream: &mut TcpStream) -> io::Result<()> {
+    let error = graph_error(803, "Some of the aliases you requested do not exist", None);
+    http::write_json(stream, 404, &error).await
+}
+
+async fn post_message(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    request: &Request,
+) -> io::Result<()> {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    if body["messaging_product"] != "whatsapp" {
+        let error = graph_error(100, "The parameter messaging_product is required.", None);
+        return http::write_json(stream, 400, &error).await;
+    }
+    if body["status"] == "read" {
+        let id = body["message_id"].as_str().unwrap_or_default().to_string();
+        let typing = body["typing_indicator"]["type"] == "text";
+        shared.lock().calls.reads.push((id, typing));
+        shared.bump();
+        return http::write_json(stream, 200, &json!({"success": true})).await;
+    }
+    let sent = Sent {
+        to: body["to"].as_str().unwrap_or_default().to_string(),
+        text: body["text"]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    };
+    if body["type"] != "text" {
+        let error = graph_error(100, "Only text messages are faked", None);
+        return http::write_json(stream, 400, &error).await;
+    }
+    if !hold(stream, shared, &sent).await {
+        return Ok(());
+    }
+    let (status, answer) = {
+        let mut state = shared.lock();
+        state.calls.attempts.push(sent.clone());
+        if let Some(failure) = state.failures.pop_front() {
+            failure.answer()
+        } else if sent.text.trim().is_empty() {
+            (
+                400,
+                graph_error(100, "Param text['body'] is required.", None),
+            )
+        } else if sent.text.chars().count() > 4096 {
+            let message = "Param text['body'] must be at most 4096 characters long.";
+            (400, graph_error(100, message, None))
+        } else {
+            state.calls.sent.push(sent.clone());
+            state.next_id += 1;
+            let id = format!("wamid.out.{}", state.next_id);
+            let answer = json!({
+                "messaging_product": "whatsapp",
+                "contacts": [{"input": sent.to, "wa_id": sent.to}],
+                "messages": [{"id": id}],
+            });
+            (200, answer)
+        }
+    };
+    shared.bump();
+    http::write_json(stream, status, &answer).await
+}
+
+/// `GET /{media_id}`: where the file is, for five minutes.
+async fn media_address(stream: &mut TcpStream, shared: &Shared, id: &str) -> io::Result<()> {
+    let found = {
+        let mut state = shared.lock();
+        state.calls.media_lookups.push(id.to_string());
+        state
+            .media
+            .get(id)
+            .map(|(mime, bytes)| (mime.clone(), bytes.len()))
+    };
+    shared.bump();
+    let Some((mime_type, size)) = found else {
+        return not_found(stream).await;
+    };
+    let answer = json!({
+        "messaging_product": "whatsapp",
+        "url": format!("http://{}/media/{id}?ext=1&hash=x", shared.addr),
+        "mime_type": mime_type,
+        "sha256": "not-checked",
+        "file_size": size.to_string(),
+        "id": id,
+    });
+    http::write_json(stream, 200, &answer).await
+}
+
+/// `GET` of a media file's address.
+async fn download(stream: &mut TcpStream, shared: &Shared, id: &str) -> io::Result<()> {
+    let found = {
+        let mut state = shared.lock();
+        state.calls.downloads.push(id.to_string());
+        state.media.get(id).cloned()
+    };
+    shared.bump();
+    match found {
+        Some((mime_type, bytes)) => http::write_response(stream, 200, &mime_type, &bytes).await,
+        None => not_found(stream).await,
+    }
+}
+
+/// Holds a send while holding is on. False when the client went away
+/// meanwhile: the request is dropped unrecorded.
+async fn hold(stream: &mut TcpStream, shared: &Shared, sent: &Sent) -> bool {
+    let mut changed = shared.changed.subscribe();
+    if !shared.lock().hold {
+        return true;
+    }
+    shared.lock().calls.held.push(sent.clone());
+    shared.bump();
+    let released = loop {
+        if !shared.lock().hold {
+            break true;
+        }
+        tokio::select! {
+            _ = changed.changed() => {}
+            () = http::client_gone(stream) => break false,
+        }
+    };
+    {
+        let mut state = shared.lock();
+        if let Some(at) = state.calls.held.iter().position(|held| held == sent) {
+            state.calls.held.remove(at);
+        }
+    }
+    shared.bump();
+    released
+}

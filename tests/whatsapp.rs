@@ -1,0 +1,593 @@
+//! End-to-end: the WhatsApp bridge. A real `hearthd` starts `hearth
+//! whatsapp` from its `[whatsapp]` table; the test plays Meta towards the
+//! bridge's webhook, the bridge sends through a fake Graph API on
+//! 127.0.0.1, and the agent talks to a fake model.
+
+use hearth_client::bridge::people::REFUSAL;
+use hearth_client::whatsapp::graph::{Failure as GraphFailure, Graph};
+use hearth_client::whatsapp::outbound::OUTSIDE_WINDOW_NOTE;
+use hearth_client::whatsapp::webhook::signature;
+use hearth_protocol::{ClientFrame, EventKind, Kind, Message, ServerFrame};
+use hearth_tests::bins;
+use hearth_tests::fake_graph::{Failure, FakeGraph, Sent, ACCESS_TOKEN, PHONE_NUMBER_ID};
+use hearth_tests::fake_model::{FakeModel, Gate, Reply};
+use hearth_tests::harness::{Daemon, TestHome, DEADLINE};
+use hearth_tests::meta_webhook::{
+    self, delivery, image, text, Sender, Webhook, APP_SECRET, VERIFY_TOKEN,
+};
+use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::time::Duration;
+
+const OWNER: Sender = Sender {
+    wa_id: "15551234567",
+    name: "Ada",
+};
+
+const STRANGER: Sender = Sender {
+    wa_id: "4915100000000",
+    name: "Mallory",
+};
+
+fn home() -> TestHome {
+    TestHome::new(bins!())
+}
+
+/// The fake model, and a `[whatsapp]` table for the fake Graph API that
+/// allows the owner (written as people write numbers) and listens on a port
+/// the system picks; the secrets in `secrets.env`, as a service finds them.
+fn configure(home: &TestHome, model: &FakeModel, graph: &FakeGraph, access_token: &str) {
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[whatsapp]\nlisten = \"127.0.0.1:0\"\nverify_token_env = \"HEARTH_TEST_WA_VERIFY\"\napp_secret_env = \"HEARTH_TEST_WA_SECRET\"\naccess_token_env = \"HEARTH_TEST_WA_TOKEN\"\nphone_number_id = \"{PHONE_NUMBER_ID}\"\ngraph_base = \"{}\"\nallow = [\"+1 555 123 4567\"]\n",
+        model.base_url(),
+        graph.graph_base()
+    ));
+    let secrets = home.path().join("secrets.env");
+    std::fs::write(
+        &secrets,
+        format!("HEARTH_TEST_WA_VERIFY={VERIFY_TOKEN}\nHEARTH_TEST_WA_SECRET={APP_SECRET}\nHEARTH_TEST_WA_TOKEN={access_token}\n"),
+    )
+    .expect("secrets");
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+}
+
+/// Waits (checking every few milliseconds, up to the deadline) until
+/// `check` gives a value.
+async fn eventually<T, F>(what: &str, mut check: impl FnMut() -> F) -> T
+where
+    F: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited in vain for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The pid of the bridge the daemon started last, from its log.
+async fn bridge_pid(daemon: &Daemon) -> u32 {
+    eventually("the daemon to start a bridge", || {
+        let log = daemon.log_text();
+        let pid = log
+            .rsplit_once("whatsapp bridge started (pid ")
+            .and_then(|(_, after)| after.split(')').next()?.parse().ok());
+        std::future::ready(pid)
+    })
+    .await
+}
+
+/// The whole log, oldest first.
+async fn history(home: &TestHome) -> Vec<Message> {
+    let mut client = home.connect("history", None).await;
+    match client
+        .request(ClientFrame::History {
+            before: None,
+            limit: Some(1000),
+        })
+        .await
+    {
+        ServerFrame::History { messages } => messages,
+        other => panic!("expected history, got {other:?}"),
+    }
+}
+
+fn texts(log: &[Message], kind: Kind) -> Vec<String> {
+    log.iter()
+        .filter(|m| m.kind == kind)
+        .map(|m| m.text.clone())
+        .collect()
+}
+
+/// `messages` from `from`, delivered with a good signature; asserts 200.
+async fn deliver(webhook: &Webhook, from: &Sender, messages: Vec<serde_json::Value>) {
+    let answer = webhook
+        .deliver(&delivery(PHONE_NUMBER_ID, from, messages))
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+}
+
+#[tokio::test]
+async fn meta_verifies_the_webhook_with_the_verify_token() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let daemon = home.start();
+    let webhook = Webhook::of(&daemon, 1).await;
+
+    let answer = webhook
+        .verify("subscribe", VERIFY_TOKEN, "1158201444")
+        .await;
+    assert_eq!((answer.status, answer.body.as_str()), (200, "1158201444"));
+    let wrong = webhook.verify("subscribe", "guessed", "1158201444").await;
+    assert_eq!(wrong.status, 403);
+    let unsubscribe = webhook.verify("unsubscribe", VERIFY_TOKEN, "1").await;
+    assert_eq!(unsubscribe.status, 403);
+}
+
+#[tokio::test]
+async fn an_owners_signed_message_reaches_the_agent_and_the_reply_goes_back() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let daemon = home.start();
+    let webhook = Webhook::of(&daemon, 1).await;
+    let mut watcher = home.connect("watcher", None).await;
+
+    let gate = Gate::new();
+    model.push(Reply::gated(Reply::text("Hello, Ada!"), &gate));
+    deliver(
+        &webhook,
+        &OWNER,
+        vec![text(&OWNER, "wamid.A1", "hi from my phone")],
+    )
+    .await;
+    let user = watcher.wait_for(|e| e.kind == EventKind::User).await;
+    assert_eq!(user.source.as_deref(), Some("whatsapp"));
+    assert_eq!(user.text.as_deref(), Some("hi from my phone"));
+
+    // While the agent works, the message is marked read with "typing…".
+    graph
+        .wait_until("a read mark with typing", |calls| {
+            calls.reads.contains(&("wamid.A1".to_string(), true))
+        })
+        .await;
+    gate.open();
+    let calls = graph
+        .wait_until("the reply", |calls| !calls.sent.is_empty())
+        .await;
+    assert_eq!(
+        calls.sent,
+        vec![Sent {
+            to: OWNER.wa_id.into(),
+            text: "Hello, Ada!".into()
+        }],
+        "only the reply goes out, never the owner's own words"
+    );
+    assert_eq!(calls.reads.len(), 1, "at most one read mark per 20 s");
+    assert_eq!(calls.unauthorized, 0);
+
+    // A turn the terminal starts is relayed, without "typing…" for the
+    // owner's old message.
+    model.push(Reply::text("Done at the desk."));
+    let (id, _) = watcher.submit("from the desk", "terminal", None).await;
+    watcher.reply_to(id).await;
+    let calls = graph
+        .wait_until("the terminal's reply", |calls| calls.sent.len() == 2)
+        .await;
+    assert_eq!(calls.sent[1].text, "Done at the desk.");
+    assert_eq!(calls.reads.len(), 1);
+
+    // Meta delivers the same message again: acknowledged, logged once.
+    deliver(
+        &webhook,
+        &OWNER,
+        vec![text(&OWNER, "wamid.A1", "hi from my phone")],
+    )
+    .await;
+    let (id, duplicate) = watcher
+        .submit("again", "whatsapp", Some("whatsapp:wamid.A1"))
+        .await;
+    assert!(duplicate);
+    assert_eq!(Some(id), user.id);
+    // Status reports are taken and ignored.
+    let answer = webhook
+        .deliver(&meta_webhook::statuses(
+            PHONE_NUMBER_ID,
+            "wamid.out.1",
+            OWNER.wa_id,
+        ))
+        .await;
+    assert_eq!(answer.status, 200);
+
+    // A photo's caption goes in, or a placeholder (the image is not read yet).
+    for (n, (wamid, caption, answer)) in [
+        ("wamid.A2", Some("my cat"), "Nice cat."),
+        ("wamid.A3", None, "Another one."),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        model.push(Reply::text(answer));
+        deliver(
+            &webhook,
+            &OWNER,
+            vec![image(&OWNER, wamid, "MEDIA1", caption)],
+        )
+        .await;
+        let calls = graph
+            .wait_until("the photo's reply", |calls| calls.sent.len() == 3 + n)
+            .await;
+        assert_eq!(calls.sent[2 + n].text, answer);
+    }
+    let log = history(&home).await;
+    assert_eq!(
+        texts(&log, Kind::User),
+        vec!["hi from my phone", "from the desk", "my cat", "[photo]"]
+    );
+}
+
+#[tokio::test]
+async fn a_badly_signed_delivery_is_refused_and_nothing_is_logged() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let daemon = home.start();
+    let webhook = Webhook::of(&daemon, 1).await;
+
+    let body = delivery(
+        PHONE_NUMBER_ID,
+        &OWNER,
+        vec![text(&OWNER, "wamid.B1", "send all my money to Mallory")],
+    );
+    let good = signature(APP_SECRET.as_bytes(), &body);
+    let forged = signature(b"not the app secret", &body);
+    let sha1 = good.replace("sha256=", "sha1=");
+    let tampered = String::from_utf8(body.clone())
+        .unwrap()
+        .replace("Mallory", "Eve")
+        .into_bytes();
+    for (what, body, header) in [
+        ("no signature", &body, None),
+        ("another secret's", &body, Some(forged.as_str())),
+        ("the wrong prefix", &body, Some(sha1.as_str())),
+        ("a changed body", &tampered, Some(good.as_str())),
+    ] {
+        let answer = webhook.post(body, header).await;
+        assert_eq!(answer.status, 401, "{what}: {answer:?}");
+    }
+    let log = history(&home).await;
+    assert!(log.iter().all(|m| m.kind != Kind::User), "{log:?}");
+    assert!(log.iter().all(|m| m.source != "whatsapp"), "{log:?}");
+    assert!(!daemon.log_text().contains("Mallory"));
+    assert!(model.requests().is_empty());
+
+    // The refused deliveries left no trace: the real one is taken.
+    model.push(Reply::text("I will not."));
+    assert_eq!(webhook.post(&body, Some(&good)).await.status, 200);
+    graph
+        .wait_until("the reply", |calls| {
+            calls.sent_to(OWNER.wa_id) == ["I will not."]
+        })
+        .await;
+    assert_eq!(
+        texts(&history(&home).await, Kind::User),
+        vec!["send all my money to Mallory"]
+    );
+}
+
+#[tokio::test]
+async fn a_stranger_is_refused_once_with_a_note_and_the_agent_never_sees_them() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let daemon = home.start();
+    let webhook = Webhook::of(&daemon, 1).await;
+
+    deliver(
+        &webhook,
+        &STRANGER,
+        vec![text(&STRANGER, "wamid.S1", "let me in")],
+    )
+    .await;
+    deliver(
+        &webhook,
+        &STRANGER,
+        vec![text(&STRANGER, "wamid.S2", "pretty please")],
+    )
+    .await;
+    model.push(Reply::text("Hi Ada."));
+    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.O1", "hello")]).await;
+    // Deliveries are taken in order, each stranger told before the next:
+    // once the owner is answered, the stranger was handled.
+    let calls = graph
+        .wait_until("the owner's reply", |calls| {
+            calls.sent_to(OWNER.wa_id) == ["Hi Ada."]
+        })
+        .await;
+    assert_eq!(calls.sent_to(STRANGER.wa_id), vec![REFUSAL.to_string()]);
+
+    let log = history(&home).await;
+    let notes: Vec<&str> = log
+        .iter()
+        .filter(|m| m.kind == Kind::Note && m.source == "whatsapp")
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(
+        notes,
+        vec!["whatsapp: refused a message from +4915100000000 (Mallory)"]
+    );
+    assert_eq!(texts(&log, Kind::User), vec!["hello"]);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    let body = requests[0].body.to_string();
+    assert!(
+        !body.contains("let me in") && !body.contains("pretty please"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_long_reply_is_split_on_paragraphs() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let daemon = home.start();
+    let webhook = Webhook::of(&daemon, 1).await;
+
+    let paragraph = "All work and no play makes Jack a dull boy. "
+        .repeat(40)
+        .trim_end()
+        .to_string();
+    let story = vec![paragraph.clone(); 5].join("\n\n");
+    assert!(story.chars().count() > 2 * 4096);
+    model.push(Reply::text(story.clone()));
+    deliver(
+        &webhook,
+        &OWNER,
+        vec![text(&OWNER, "wamid.L1", "tell me a long story")],
+    )
+    .await;
+    let calls = graph
+        .wait_until("three parts", |calls| calls.sent.len() == 3)
+        .await;
+    let parts = calls.sent_to(OWNER.wa_id);
+    for part in &parts {
+        assert!(part.chars().count() <= 4096);
+    }
+    assert_eq!(parts[0], format!("{paragraph}\n\n{paragraph}"));
+    assert_eq!(parts.join("\n\n"), story);
+    assert_eq!(calls.attempts.len(), 3, "none refused");
+}
+
+#[tokio::test]
+async fn outside_the_24_hour_window_a_note_says_why_and_delivery_goes_on() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let daemon = home.start();
+    let webhook = Webhook::of(&daemon, 1).await;
+    let mut watcher = home.connect("watcher", None).await;
+
+    graph.fail_next_send(Failure::OutsideWindow);
+    model.push(Reply::text("You will not see this."));
+    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.W1", "one")]).await;
+    let reply = watcher.wait_for(|e| e.kind == EventKind::Reply).await;
+    let note = watcher
+        .wait_for(|e| e.kind == EventKind::Note && e.source.as_deref() == Some("whatsapp"))
+        .await;
+    assert_eq!(
+        note.text.unwrap_or_default(),
+        format!(
+            "whatsapp: could not deliver message #{} to +{}: {OUTSIDE_WINDOW_NOTE}",
+            reply.id.unwrap(),
+            OWNER.wa_id
+        )
+    );
+    assert!(OUTSIDE_WINDOW_NOTE.contains("more than 24 hours after the user last wrote"));
+
+    // Another refusal (a 4xx other than the window) is skipped with a note too.
+    graph.fail_next_send(Failure::Undeliverable);
+    model.push(Reply::text("Nor this."));
+    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.W2", "two")]).await;
+    let undeliverable = watcher
+        .wait_for(|e| {
+            e.kind == EventKind::Note && e.text.as_deref().is_some_and(|t| t.contains("131026"))
+        })
+        .await;
+    let said = undeliverable.text.unwrap_or_default();
+    assert!(
+        said.contains("Message Undeliverable") && said.ends_with("; skipped"),
+        "{said}"
+    );
+
+    model.push(Reply::text("But this."));
+    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.W3", "three")]).await;
+    let calls = graph
+        .wait_until("the next reply", |calls| !calls.sent.is_empty())
+        .await;
+    assert_eq!(calls.sent_to(OWNER.wa_id), vec!["But this.".to_string()]);
+    assert_eq!(calls.attempts.len(), 3, "each refused message tried once");
+}
+
+#[tokio::test]
+async fn rate_limits_and_server_errors_are_retried_and_the_reply_sent_once() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let daemon = home.start();
+    let webhook = Webhook::of(&daemon, 1).await;
+
+    graph.fail_next_send(Failure::TooManyRequests);
+    graph.fail_next_send(Failure::ServerError);
+    model.push(Reply::text("Slowly now."));
+    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.R1", "hurry")]).await;
+    let calls = graph
+        .wait_until("the reply", |calls| !calls.sent.is_empty())
+        .await;
+    assert_eq!(calls.attempts.len(), 3, "two refused, one sent");
+    assert_eq!(calls.sent_to(OWNER.wa_id), vec!["Slowly now.".to_string()]);
+    let notes = texts(&history(&home).await, Kind::Note);
+    assert!(
+        notes.iter().all(|note| !note.contains("could not deliver")),
+        "{notes:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_bridge_killed_mid_conversation_loses_nothing_and_sends_nothing_twice() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let daemon = home.start();
+    let first = Webhook::of(&daemon, 1).await;
+
+    // The reply is being sent when the bridge dies.
+    graph.hold_sends(true);
+    model.push(Reply::text("First answer."));
+    deliver(&first, &OWNER, vec![text(&OWNER, "wamid.K1", "one")]).await;
+    graph
+        .wait_until("the reply held", |calls| !calls.held.is_empty())
+        .await;
+    let pid = bridge_pid(&daemon).await;
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    graph
+        .wait_until("the killed bridge's send dropped", |calls| {
+            calls.held.is_empty()
+        })
+        .await;
+    graph.hold_sends(false);
+
+    // Meanwhile the terminal talks to the agent: those replies are for the
+    // owner too, after the first, in order.
+    let mut terminal = home.connect("terminal", None).await;
+    for answer in ["Second.", "Third."] {
+        model.push(Reply::text(answer));
+        let (id, _) = terminal
+            .submit(&format!("before the {answer}"), "terminal", None)
+            .await;
+        terminal.reply_to(id).await;
+    }
+
+    // hearthd starts the bridge again. Meta delivers again what it had no
+    // answer for, and what was written meanwhile.
+    let second = Webhook::of(&daemon, 2).await;
+    assert_ne!(bridge_pid(&daemon).await, pid);
+    model.push(Reply::text("Fourth."));
+    deliver(&second, &OWNER, vec![text(&OWNER, "wamid.K1", "one")]).await;
+    deliver(&second, &OWNER, vec![text(&OWNER, "wamid.K2", "two")]).await;
+    let calls = graph
+        .wait_until("every reply", |calls| calls.sent.len() >= 4)
+        .await;
+    assert_eq!(
+        calls.sent_to(OWNER.wa_id),
+        vec!["First answer.", "Second.", "Third.", "Fourth."]
+    );
+    let log = history(&home).await;
+    assert_eq!(
+        texts(&log, Kind::User),
+        vec!["one", "before the Second.", "before the Third.", "two"]
+    );
+    assert_eq!(model.requests().len(), 4, "each message answered once");
+}
+
+#[tokio::test]
+async fn a_refused_access_token_stops_the_bridge_with_a_note() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, "EAA-expired");
+    let mut daemon = home.start();
+    let webhook = Webhook::of(&daemon, 1).await;
+
+    model.push(Reply::text("Hello."));
+    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.T1", "hi")]).await;
+    let home_ref = &home;
+    let note = eventually("the bridge's note", || async move {
+        history(home_ref)
+            .await
+            .into_iter()
+            .find(|m| m.kind == Kind::Note && m.text.contains("access token"))
+    })
+    .await;
+    assert!(
+        note.text
+            .starts_with("whatsapp: the bridge cannot run: WhatsApp refused the access token")
+            && note.text.contains("$HEARTH_TEST_WA_TOKEN"),
+        "{}",
+        note.text
+    );
+    assert!(!note.text.contains("EAA-expired"));
+    eventually("the daemon to give up on the bridge", || {
+        std::future::ready(
+            daemon
+                .log_text()
+                .contains("cannot run as configured")
+                .then_some(()),
+        )
+    })
+    .await;
+    assert!(daemon.is_running());
+    assert!(!daemon.log_text().contains("EAA-expired"));
+}
+
+#[tokio::test]
+async fn media_downloads_with_the_access_token() {
+    let graph = FakeGraph::start().await;
+    let picture = b"\xff\xd8\xff\xe0 not really a jpeg";
+    graph.add_media("1234567890", "image/jpeg", picture);
+
+    let client = Graph::new(&graph.graph_base(), PHONE_NUMBER_ID, ACCESS_TOKEN).unwrap();
+    let media = client.media("1234567890").await.unwrap();
+    assert_eq!(media.mime_type, "image/jpeg");
+    assert_eq!(media.bytes, picture);
+    let calls = graph.calls();
+    assert_eq!(calls.media_lookups, vec!["1234567890"]);
+    assert_eq!(calls.downloads, vec!["1234567890"]);
+
+    let missing = client.media("999").await.unwrap_err();
+    assert_eq!(missing.failure(), GraphFailure::Permanent);
+    let stranger = Graph::new(&graph.graph_base(), PHONE_NUMBER_ID, "EAA-wrong").unwrap();
+    let refused = stranger.media("1234567890").await.unwrap_err();
+    assert_eq!(refused.failure(), GraphFailure::Unauthorized);
+}
+
+#[test]
+fn hearth_whatsapp_refuses_to_start_without_its_secrets_or_a_table() {
+    let home = home();
+    home.write_config(
+        "[whatsapp]\nverify_token_env = \"HEARTH_TEST_NO_SUCH_TOKEN\"\nphone_number_id = \"1\"\nallow = [\"+15551234567\"]\n",
+    );
+    let output = home.hearth(&["whatsapp"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(78), "{stderr}");
+    assert!(
+        stderr.contains("no WhatsApp webhook verify token: set $HEARTH_TEST_NO_SUCH_TOKEN")
+            && stderr.contains("secrets.env"),
+        "{stderr}"
+    );
+
+    home.write_config("[model]\nprovider = \"openai\"\nmodel = \"m\"\n");
+    let output = home.hearth(&["whatsapp"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("has no [whatsapp] table"), "{stderr}");
+}
