@@ -466,10 +466,21 @@ pub fn status_text(status: &Status) -> String {
         .clone()
         .unwrap_or_else(|| "none configured".to_string());
     let state = if status.busy { "busy" } else { "idle" };
+    let mut extra = String::new();
+    for agent in status.agents.iter().skip(1) {
+        let state = if agent.busy { "busy" } else { "idle" };
+        extra.push_str(&format!("subagent {} ({state})\n", agent.name));
+    }
+    if let Some(next) = &status.next_schedule {
+        extra.push_str(&format!("next     {next}\n"));
+    }
+    if let Some(cost) = status.cost_today_usd {
+        extra.push_str(&format!("today    ${cost:.4}\n"));
+    }
     format!(
         "agent    {}\nstate    {state}\nlast     {last}\nwaiting  {}\nmodel    {model}\nclients  {}\nuptime   {}\npid      {}\nversion  {}\n",
         status.agent, status.waiting, status.clients, uptime(status.uptime_secs), status.pid, status.version
-    )
+    ) + &extra
 }
 
 /// Ends the running turn, if any, and says whether one was running.
@@ -650,6 +661,9 @@ mod tests {
             pid: 1234,
             version: "0.1.0".into(),
             uptime_secs: 3_700,
+            agents: vec![],
+            next_schedule: Some("2026-12-01T09:00:00+01:00 stand-up".into()),
+            cost_today_usd: Some(0.25),
         };
         let text = status_text(&status);
         assert!(text.contains("state    busy\n"), "{text}");
@@ -657,6 +671,11 @@ mod tests {
         assert!(text.contains("model    none configured\n"), "{text}");
         assert!(text.contains("pid      1234\n"), "{text}");
         assert!(text.contains("uptime   1h 1m\n"), "{text}");
+        assert!(
+            text.contains("next     2026-12-01T09:00:00+01:00 stand-up\n"),
+            "{text}"
+        );
+        assert!(text.contains("today    $0.2500\n"), "{text}");
     }
 
     #[test]

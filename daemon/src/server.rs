@@ -16,8 +16,8 @@ use crate::turn::AgentHandle;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{
-    ClientFrame, ErrorCode, Event, Kind, ReceiptStatus, ScheduleInfo, ServerFrame, Status,
-    MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    AgentStatus, ClientFrame, ErrorCode, Event, Kind, ReceiptStatus, ScheduleInfo, ServerFrame,
+    Status, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -64,7 +64,10 @@ pub enum Listener {
     /// The private Unix socket: its file mode is the access check.
     Unix(UnixListener),
     /// A TCP address: a client must say the token in its hello first.
-    Tcp { listener: TcpListener, token: String },
+    Tcp {
+        listener: TcpListener,
+        token: String,
+    },
 }
 
 /// Accepts clients until `shutdown` turns true.
@@ -179,7 +182,11 @@ async fn next_frame(
 
 /// One client. Over TCP (`token` is set), nothing but a hello with the right
 /// token is answered with anything but a refusal.
-async fn connection(stream: Stream, token: Option<&str>, shared: &Shared) -> Result<(), ConnectionError> {
+async fn connection(
+    stream: Stream,
+    token: Option<&str>,
+    shared: &Shared,
+) -> Result<(), ConnectionError> {
     let config = WebSocketConfig::default()
         .max_message_size(Some(HARD_FRAME_LIMIT))
         .max_frame_size(Some(HARD_FRAME_LIMIT));
@@ -196,7 +203,9 @@ async fn connection(stream: Stream, token: Option<&str>, shared: &Shared) -> Res
                 refuse(&mut sink, ErrorCode::Version, message).await?;
             }
             Some(ClientFrame::Hello { token: given, .. })
-                if token.is_some_and(|token| !given.as_deref().is_some_and(|g| token_matches(g, token))) =>
+                if token.is_some_and(|token| {
+                    !given.as_deref().is_some_and(|g| token_matches(g, token))
+                }) =>
             {
                 let message = "this listener needs the right `token` in hello".to_string();
                 refuse(&mut sink, ErrorCode::Unauthorized, message).await?;
@@ -510,5 +519,30 @@ async fn status(shared: &Shared, handle: &AgentHandle) -> Result<Status, LogErro
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         uptime_secs: shared.started.elapsed().as_secs(),
+        agents: std::iter::once(&shared.agent)
+            .chain(
+                shared
+                    .agents
+                    .values()
+                    .filter(|h| h.name != shared.agent.name),
+            )
+            .map(|h| AgentStatus {
+                name: h.name.clone(),
+                busy: h.is_busy(),
+            })
+            .collect(),
+        next_schedule: shared
+            .log
+            .schedules(agent)
+            .await?
+            .first()
+            .map(|s| format!("{} {}", s.next, s.text)),
+        cost_today_usd: Some(
+            shared
+                .log
+                .spending(chrono::Local::now().date_naive())
+                .await?
+                .today,
+        ),
     })
 }

@@ -360,6 +360,22 @@ pub struct Status {
     /// Seconds since the daemon started.
     #[serde(default)]
     pub uptime_secs: u64,
+    /// Every agent of the daemon (the top one first, then its subagents).
+    #[serde(default)]
+    pub agents: Vec<AgentStatus>,
+    /// The next schedule of this agent: local time and text.
+    #[serde(default)]
+    pub next_schedule: Option<String>,
+    /// What all agents spent today, in USD.
+    #[serde(default)]
+    pub cost_today_usd: Option<f64>,
+}
+
+/// One agent in `status`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct AgentStatus {
+    pub name: String,
+    pub busy: bool,
 }
 
 /// Why the daemon refused a frame.
