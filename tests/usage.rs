@@ -101,6 +101,20 @@ async fn history(home: &TestHome) -> Vec<Message> {
     }
 }
 
+/// A layout file whose 80-byte line budget sends any long message to the
+/// compactor.
+fn small_layout(home: &TestHome) -> std::path::PathBuf {
+    let layout_file = home.path().join("test-layout.toml");
+    std::fs::write(
+        &layout_file,
+        "block_lines = 4\nline_budget = 80\nline_guard = 160\nhigh_budget = 4000\nlow_budget = 2000\n\
+         compaction_high_budget = 4000\ncompaction_low_budget = 2000\ncompactor_concurrency = 1\n\
+         compactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\ncompactor_backoff_ms = 1\n",
+    )
+    .unwrap();
+    layout_file
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
@@ -182,14 +196,7 @@ async fn a_turn_with_a_tool_call_stores_both_requests_and_stats_price_them() {
 async fn a_compaction_stores_its_request_as_anthropic_reported_it() {
     let model = FakeModel::start().await;
     let home = TestHome::new(bins!());
-    let layout_file = home.path().join("test-layout.toml");
-    std::fs::write(
-        &layout_file,
-        "block_lines = 4\nline_budget = 80\nline_guard = 160\nhigh_budget = 4000\nlow_budget = 2000\n\
-         compaction_high_budget = 4000\ncompaction_low_budget = 2000\ncompactor_concurrency = 1\n\
-         compactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\ncompactor_backoff_ms = 1\n",
-    )
-    .unwrap();
+    let layout_file = small_layout(&home);
     home.write_config(&format!(
         "[model]\nprovider = \"anthropic\"\nmodel = \"claude-fake\"\nbase_url = \"{}\"\n\
          api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\nretry_delay_ms = 1\n\n\
@@ -364,4 +371,59 @@ async fn an_ollama_without_models_leaves_the_daemon_saying_how_to_configure_one(
         .unwrap();
     assert!(error.contains("no model is configured"), "{error}");
     assert_eq!(ollama.requests().len(), 1, "only the probe");
+}
+
+#[tokio::test]
+async fn with_the_budget_spent_summaries_are_cut_without_a_request_and_said_once() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    let layout_file = small_layout(&home);
+    home.write_config(&format!(
+        "{}\n[agent]\nlayout = \"{}\"\n\n[prices.fake]\ninput = 10.0\noutput = 10.0\n\n\
+         [budget]\nmonthly_usd = 0.005\n",
+        fake_model("openai-chat", &model),
+        layout_file.display()
+    ));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    model.push(Reply::with_usage(Reply::text("Hi."), usage(1000, 0, 0, 0)));
+    let (first, _) = client.submit("hello", "terminal", None).await;
+    client.reply_to(first).await;
+
+    let long = "a long message about the plans for the kitchen and its budget ".repeat(3);
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (id, _) = client.submit(&long, "terminal", None).await;
+        let error = client
+            .wait_for(|e| e.kind == EventKind::Error && e.answers.contains(&id))
+            .await
+            .text
+            .unwrap();
+        assert!(error.contains("the monthly budget"), "{error}");
+        ids.push(id);
+    }
+    let cut_notices = client
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Error && e.answers.is_empty())
+        .filter_map(|e| e.text.as_deref())
+        .collect::<Vec<_>>();
+    assert_eq!(cut_notices.len(), 1, "{cut_notices:?}");
+    assert!(
+        cut_notices[0].contains("keep their text cut to 80 bytes"),
+        "{}",
+        cut_notices[0]
+    );
+    assert_eq!(model.requests().len(), 1, "no summary request was sent");
+    let connection = rusqlite::Connection::open(Home::at(home.path()).database()).unwrap();
+    for id in ids {
+        let mechanical: bool = connection
+            .query_row(
+                "SELECT mechanical FROM nodes WHERE level = 0 AND idx = ?1",
+                [id as i64],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert!(mechanical, "message {id} has a cut line");
+    }
 }
