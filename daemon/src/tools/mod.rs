@@ -1,85 +1,31 @@
 //! The agent's tools, one file per family, behind one registry.
 //!
+//! - `registry.rs`: [`Tools`] — the specs, checking and running calls, one
+//!   at a time or a response's calls at once; [`Workspace`], where they act.
+//! - `args.rs`: strict JSON arguments checked against a tool's schema (pure).
 //! - `config.rs`: `[tools]`, what the tools may do.
 //! - `date.rs`: `date` — now, or when a message was written.
+//! - `zoom.rs`: `zoom` — open a line of the memory into what it summarizes.
+//! - `shell.rs`: `shell` — bash in the working folder, bounded in time and output.
+//! - `process.rs`: child processes in their own groups, killed as groups.
+//! - `files.rs`: `read_file`, `write_file`, `edit_file`, `list_dir`.
+//! - `folder.rs`: where a path leads, confined to the working folder.
+//! - `web.rs`: `web_fetch`, public addresses only unless allowed.
+//! - `html.rs`: HTML reduced to readable text (pure).
 
+mod args;
 mod config;
 mod date;
+mod files;
+mod folder;
+mod html;
+mod process;
+mod registry;
+mod shell;
+mod web;
+mod zoom;
 
 pub use config::ToolsConfig;
-
 pub use date::now as date_now;
-
-use crate::log::Log;
-use crate::model::{ToolCall, ToolSpec};
-use serde_json::Value;
-
-/// What a tool call produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub output: String,
-    /// `ok` or `error`.
-    pub status: &'static str,
-}
-
-impl Outcome {
-    pub fn ok(output: impl Into<String>) -> Outcome {
-        Outcome {
-            output: output.into(),
-            status: "ok",
-        }
-    }
-
-    pub fn error(output: impl Into<String>) -> Outcome {
-        Outcome {
-            output: output.into(),
-            status: "error",
-        }
-    }
-}
-
-/// The tools of one agent.
-#[derive(Clone)]
-pub struct Tools {
-    agent: String,
-    log: Log,
-}
-
-impl Tools {
-    pub fn new(agent: &str, log: Log) -> Tools {
-        Tools {
-            agent: agent.to_string(),
-            log,
-        }
-    }
-
-    /// The tools as the model sees them, always in the same order.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        vec![date::spec()]
-    }
-
-    /// Runs one call. Bad arguments are an error outcome the model can
-    /// correct, never a failure of the turn.
-    pub async fn call(&self, call: &ToolCall) -> Outcome {
-        let arguments = if call.arguments.trim().is_empty() {
-            Value::Object(Default::default())
-        } else {
-            match serde_json::from_str::<Value>(&call.arguments) {
-                Ok(value @ Value::Object(_)) => value,
-                Ok(_) => return Outcome::error("arguments must be a JSON object"),
-                Err(err) => return Outcome::error(format!("arguments are not valid JSON: {err}")),
-            }
-        };
-        match call.name.as_str() {
-            "date" => date::call(&self.log, &self.agent, &arguments).await,
-            other => Outcome::error(format!(
-                "there is no tool `{other}`; the tools are: {}",
-                self.specs()
-                    .iter()
-                    .map(|spec| spec.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        }
-    }
-}
+pub use process::Processes;
+pub use registry::{Outcome, Tools, Workspace, MAX_INVALID_IN_A_ROW};

@@ -1,0 +1,244 @@
+//! HTML reduced to readable text, for `web_fetch`. Pure.
+//!
+//! Not a parser: scripts, styles and comments are dropped, block tags become
+//! line breaks, other tags vanish, common entities are decoded and
+//! whitespace is collapsed. Good enough for a model to read a page.
+
+/// Elements whose content is never text to read.
+const SKIPPED: &[&str] = &["script", "style", "noscript", "template", "svg", "title"];
+
+/// Tags that start a new line.
+const BLOCKS: &[&str] = &[
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "br",
+    "dd",
+    "div",
+    "dl",
+    "dt",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "table",
+    "td",
+    "th",
+    "tr",
+    "ul",
+];
+
+/// The page's title, if it has one.
+pub fn title(html: &str) -> Option<String> {
+    let lower = html.to_ascii_lowercase();
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    let title = collapse(&decode_entities(&html[start..end]));
+    (!title.is_empty()).then_some(title)
+}
+
+/// The text of the page.
+pub fn readable(html: &str) -> String {
+    // ASCII lowering keeps every byte offset, so `lower` indexes `html`.
+    let lower = html.to_ascii_lowercase();
+    let mut out = String::new();
+    let mut at = 0;
+    while at < html.len() {
+        let Some(found) = html[at..].find('<') else {
+            out.push_str(&decode_entities(&html[at..]));
+            break;
+        };
+        out.push_str(&decode_entities(&html[at..at + found]));
+        at += found;
+        if lower[at..].starts_with("<!--") {
+            at = lower[at..]
+                .find("-->")
+                .map_or(html.len(), |end| at + end + 3);
+            continue;
+        }
+        let start = at;
+        let end = tag_end(html, at);
+        let tag = &lower[at + 1..end.saturating_sub(1).max(at + 1)];
+        let closing = tag.starts_with('/');
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        at = end;
+        if name.is_empty() {
+            // `<!doctype …>`, `<?xml …>`, or a stray `<` in text.
+            if !(tag.starts_with('!') || tag.starts_with('?')) {
+                out.push('<');
+                at = start + 1;
+            }
+            continue;
+        }
+        if !closing && SKIPPED.contains(&name.as_str()) && !tag.trim_end().ends_with('/') {
+            let close = format!("</{name}");
+            at = match lower[at..].find(&close) {
+                Some(found) => tag_end(html, at + found),
+                None => html.len(),
+            };
+            out.push('\n');
+            continue;
+        }
+        if BLOCKS.contains(&name.as_str()) {
+            out.push('\n');
+            if name == "li" && !closing {
+                out.push_str("- ");
+            }
+        }
+    }
+    tidy(&out)
+}
+
+/// Just past the `>` that ends the tag opening at `at`, quotes respected;
+/// the end of the text when it never closes.
+fn tag_end(html: &str, at: usize) -> usize {
+    let bytes = html.as_bytes();
+    let mut quote = None;
+    let mut i = at + 1;
+    while i < bytes.len() {
+        match (quote, bytes[i]) {
+            (None, b'>') => return i + 1,
+            (None, q @ (b'"' | b'\'')) => quote = Some(q),
+            (Some(q), b) if b == q => quote = None,
+            _ => {}
+        }
+        i += 1;
+    }
+    html.len()
+}
+
+/// Decodes `&amp;`-style entities and numeric references; unknown ones stay.
+pub fn decode_entities(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        rest = &rest[amp..];
+        let decoded = rest[1..]
+            .find(';')
+            .filter(|semi| *semi <= 10)
+            .and_then(|semi| entity(&rest[1..1 + semi]).map(|ch| (ch, semi + 2)));
+        match decoded {
+            Some((ch, length)) => {
+                out.push(ch);
+                rest = &rest[length..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn entity(name: &str) -> Option<char> {
+    if let Some(number) = name.strip_prefix('#') {
+        let code = match number.strip_prefix(['x', 'X']) {
+            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+            None => number.parse().ok()?,
+        };
+        return char::from_u32(code).filter(|c| *c != '\0');
+    }
+    Some(match name {
+        "amp" => '&',
+        "lt" => '<',
+        "gt" => '>',
+        "quot" => '"',
+        "apos" => '\'',
+        "nbsp" => ' ',
+        "copy" => '©',
+        "reg" => '®',
+        "trade" => '™',
+        "mdash" => '—',
+        "ndash" => '–',
+        "hellip" => '…',
+        "laquo" => '«',
+        "raquo" => '»',
+        "lsquo" => '‘',
+        "rsquo" => '’',
+        "ldquo" => '“',
+        "rdquo" => '”',
+        "bull" => '•',
+        "middot" => '·',
+        "euro" => '€',
+        "deg" => '°',
+        "times" => '×',
+        _ => return None,
+    })
+}
+
+/// Runs of spaces within a line become one space.
+fn collapse(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Collapsed lines without blank ones.
+fn tidy(text: &str) -> String {
+    text.lines()
+        .map(collapse)
+        .filter(|line| !line.is_empty() && line != "-")
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_becomes_its_text() {
+        let html = r#"<!DOCTYPE html>
+<html><head><title>The  Hearth &amp; Home</title>
+<style>body { color: red; }</style>
+<script type="text/javascript">if (a < b) { alert("<p>no</p>"); }</script></head>
+<body><!-- a comment <p>hidden</p> -->
+<h1>Welcome</h1><p>First   paragraph with <a href="/x?a=1&b=2">a link</a>
+and <b>bold</b>&nbsp;text.</p>
+<ul><li>one</li><li>two &lt;three&gt;</li></ul>
+<p>Caf&eacute; &#233;t&#xE9; &#8212; done</p></body></html>"#;
+        assert_eq!(title(html).as_deref(), Some("The Hearth & Home"));
+        assert_eq!(
+            readable(html),
+            "Welcome\nFirst paragraph with a link\nand bold text.\n- one\n- two <three>\nCaf&eacute; été — done"
+        );
+    }
+
+    #[test]
+    fn stray_angle_brackets_and_unclosed_tags_do_not_lose_text() {
+        assert_eq!(readable("1 < 2 and 3 > 2"), "1 < 2 and 3 > 2");
+        assert_eq!(readable("<p>open <script>never closed"), "open");
+        assert_eq!(readable("<div title='a > b'>quoted</div>"), "quoted");
+    }
+
+    #[test]
+    fn entities_decode_and_unknown_ones_stay() {
+        assert_eq!(
+            decode_entities("a &amp; b &lt;&gt; &#65;&#x42; &bogus; & x"),
+            "a & b <> AB &bogus; & x"
+        );
+        assert_eq!(decode_entities("&#0; &#x110000;"), "&#0; &#x110000;");
+    }
+}

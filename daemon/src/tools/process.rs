@@ -1,0 +1,378 @@
+//! The tools' child processes: each the leader of its own process group,
+//! killed as a group, and never outliving the daemon.
+//!
+//! - Every child is spawned from one thread that lives as long as the daemon.
+//!   A child asks for SIGKILL when its parent dies (`PR_SET_PDEATHSIG`), and
+//!   Linux means the parent *thread* by that: a child spawned from a tokio
+//!   worker that the runtime later retires would be killed with that thread.
+//! - A reaper thread per child waits for the leader to end *without reaping
+//!   it*, kills whatever the command left in its group, then reaps. Until the
+//!   leader is reaped its pid stays reserved, so a signal to the group can
+//!   never reach an unrelated process that was given a recycled id.
+//! - [`Running`] kills the group (SIGKILL) when dropped: dropping the future
+//!   that runs a tool, as an interrupt does, ends its processes at once.
+//! - [`Processes`] lists the live groups, so shutdown kills them all.
+//!
+//! What escapes: a process that leaves the group (`setsid`) is out of reach,
+//! and when the daemon is killed with SIGKILL only the leader gets the
+//! death signal — the rest of its group lives on. A clean stop kills all.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{ChildStderr, ChildStdout, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+use tokio::sync::{oneshot, watch};
+
+/// How a command's leader ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// One process group; its id is its leader's pid.
+pub struct Group {
+    pgid: libc::pid_t,
+    /// True once the leader is reaped: from then on its id may be given to
+    /// another process, so no signal may use it.
+    reaped: Mutex<bool>,
+}
+
+impl Group {
+    fn lock(&self) -> MutexGuard<'_, bool> {
+        // A panic while holding the lock cannot leave the flag half-written.
+        self.reaped
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Sends `signal` to every process of the group, unless its leader was
+    /// reaped already (then the group is gone and its id is not ours).
+    pub fn signal(&self, signal: libc::c_int) {
+        let reaped = self.lock();
+        if !*reaped {
+            // SAFETY: killpg has no memory effects; a failure (the group is
+            // empty) is harmless.
+            unsafe { libc::killpg(self.pgid, signal) };
+        }
+    }
+
+    /// The leader's pid.
+    pub fn id(&self) -> u32 {
+        self.pgid as u32
+    }
+}
+
+/// A started command. Dropping its `kill_on_drop` kills its whole group, so
+/// a caller keeps that bound for as long as the command may run.
+pub struct Running {
+    pub stdout: ChildStdout,
+    pub stderr: ChildStderr,
+    pub group: Arc<Group>,
+    /// How the leader ended, once it has; `None` if that could not be known.
+    pub exit: oneshot::Receiver<Option<Exit>>,
+    pub kill_on_drop: KillOnDrop,
+}
+
+/// Sends SIGKILL to a group when dropped; a no-op once its leader is reaped.
+pub struct KillOnDrop(Arc<Group>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        self.0.signal(libc::SIGKILL);
+    }
+}
+
+/// The live process groups of the tools, shared by every clone.
+#[derive(Clone)]
+pub struct Processes {
+    live: Arc<Mutex<HashMap<libc::pid_t, Arc<Group>>>>,
+    /// How many groups are live, so shutdown can wait for the reapers.
+    count: Arc<watch::Sender<usize>>,
+}
+
+impl Default for Processes {
+    fn default() -> Self {
+        Processes::new()
+    }
+}
+
+impl Processes {
+    pub fn new() -> Processes {
+        Processes {
+            live: Arc::default(),
+            count: Arc::new(watch::channel(0).0),
+        }
+    }
+
+    fn table(&self) -> MutexGuard<'_, HashMap<libc::pid_t, Arc<Group>>> {
+        // The map stays consistent: each operation is one insert or remove.
+        self.live
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn insert(&self, group: Arc<Group>) {
+        let mut table = self.table();
+        table.insert(group.pgid, group);
+        self.count.send_replace(table.len());
+    }
+
+    fn remove(&self, pgid: libc::pid_t) {
+        let mut table = self.table();
+        table.remove(&pgid);
+        self.count.send_replace(table.len());
+    }
+
+    /// How many groups are live.
+    pub fn live(&self) -> usize {
+        self.table().len()
+    }
+
+    /// Starts `command` as the leader of a new process group, with stdin
+    /// closed and stdout and stderr piped.
+    pub async fn spawn(&self, mut command: Command) -> io::Result<Running> {
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the hook calls only async-signal-safe functions and does
+        // not allocate.
+        unsafe { command.pre_exec(move || die_with(parent)) };
+        let (reply, answer) = oneshot::channel();
+        let gone = || io::Error::other("the process spawner thread is gone");
+        spawner()
+            .ok_or_else(gone)?
+            .send(Job {
+                command,
+                processes: self.clone(),
+                reply,
+            })
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    /// Kills every live group with SIGKILL and waits, at most `wait`, for
+    /// their leaders to be reaped. For shutdown: no child outlives the daemon.
+    pub async fn kill_all(&self, wait: Duration) {
+        let groups: Vec<Arc<Group>> = self.table().values().cloned().collect();
+        if !groups.is_empty() {
+            tracing::info!("killing {} running tool process group(s)", groups.len());
+        }
+        for group in groups {
+            group.signal(libc::SIGKILL);
+        }
+        let mut count = self.count.subscribe();
+        let _ = tokio::time::timeout(wait, count.wait_for(|live| *live == 0)).await;
+    }
+}
+
+/// In the child before exec: die with the daemon, and do not start at all if
+/// it died already.
+fn die_with(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: prctl and getppid are async-signal-safe.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    if unsafe { libc::getppid() } != parent {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
+/// A spawn request for the spawner thread.
+struct Job {
+    command: Command,
+    processes: Processes,
+    reply: oneshot::Sender<io::Result<Running>>,
+}
+
+/// The spawner thread's queue; the thread is started once and never ends,
+/// as its children's death signal is tied to it.
+fn spawner() -> Option<&'static mpsc::Sender<Job>> {
+    static SPAWNER: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
+    SPAWNER
+        .get_or_init(|| {
+            let (jobs, queue) = mpsc::channel::<Job>();
+            let started = std::thread::Builder::new()
+                .name("hearth-spawner".into())
+                .spawn(move || {
+                    for job in queue {
+                        let started = start(job.command, &job.processes);
+                        // A caller that is gone gets its process back in
+                        // the error, whose drop kills the group.
+                        let _ = job.reply.send(started);
+                    }
+                });
+            match started {
+                Ok(_) => Some(jobs),
+                Err(err) => {
+                    tracing::error!("cannot start the process spawner thread: {err}");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// Spawns, registers the group and starts its reaper. Runs on the spawner
+/// thread, so a caller that stops waiting cannot leave a process unlisted.
+fn start(mut command: Command, processes: &Processes) -> io::Result<Running> {
+    let mut child = command.spawn()?;
+    let pgid = child.id() as libc::pid_t;
+    let group = Arc::new(Group {
+        pgid,
+        reaped: Mutex::new(false),
+    });
+    processes.insert(group.clone());
+    let (exit_tx, exit) = oneshot::channel();
+    let reaper_group = group.clone();
+    let reaper_processes = processes.clone();
+    let reaper = std::thread::Builder::new()
+        .name("hearth-reaper".into())
+        .spawn(move || {
+            let exit = reap(&reaper_group);
+            reaper_processes.remove(reaper_group.pgid);
+            let _ = exit_tx.send(exit);
+        });
+    if let Err(err) = reaper {
+        group.signal(libc::SIGKILL);
+        processes.remove(pgid);
+        return Err(err);
+    }
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        // Both were set to piped above, so std always creates them.
+        return Err(io::Error::other("the child's pipes are missing"));
+    };
+    Ok(Running {
+        stdout,
+        stderr,
+        kill_on_drop: KillOnDrop(group.clone()),
+        group,
+        exit,
+    })
+}
+
+/// Waits for the leader to end, kills what it left in its group, reaps it.
+fn reap(group: &Group) -> Option<Exit> {
+    let ended = loop {
+        // SAFETY: `info` is a plain C struct that waitid fills in.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WNOWAIT;
+        let result =
+            unsafe { libc::waitid(libc::P_PID, group.pgid as libc::id_t, &mut info, flags) };
+        if result == 0 {
+            break true;
+        }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            break false;
+        }
+    };
+    let mut reaped = group.lock();
+    if !ended {
+        // Someone else reaped it: the id is no longer ours to signal.
+        *reaped = true;
+        return None;
+    }
+    // The leader is a zombie now, keeping the id reserved: whatever the
+    // command left running in its group ends with it.
+    unsafe { libc::killpg(group.pgid, libc::SIGKILL) };
+    let mut status = 0;
+    let result = loop {
+        let result = unsafe { libc::waitpid(group.pgid, &mut status, 0) };
+        if result != -1 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            break result;
+        }
+    };
+    *reaped = true;
+    if result != group.pgid {
+        None
+    } else if libc::WIFEXITED(status) {
+        Some(Exit::Code(libc::WEXITSTATUS(status)))
+    } else if libc::WIFSIGNALED(status) {
+        Some(Exit::Signal(libc::WTERMSIG(status)))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bash(script: &str) -> Command {
+        let mut command = Command::new("bash");
+        command.arg("-c").arg(script);
+        command
+    }
+
+    /// A process is gone once it has no /proc entry or is a zombie that
+    /// only waits for a parent (here possibly a non-reaping init) to reap it.
+    fn gone(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    async fn wait_gone(pid: u32) {
+        for _ in 0..500 {
+            if gone(pid) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("process {pid} still runs");
+    }
+
+    #[tokio::test]
+    async fn the_exit_code_is_reported_and_the_group_unlisted() {
+        let processes = Processes::new();
+        let mut running = processes.spawn(bash("exit 3")).await.unwrap();
+        let exit = (&mut running.exit).await;
+        assert_eq!(exit.unwrap(), Some(Exit::Code(3)));
+        assert_eq!(processes.live(), 0);
+    }
+
+    #[tokio::test]
+    async fn dropping_the_running_command_kills_its_whole_group() {
+        use std::io::BufRead;
+        let processes = Processes::new();
+        let mut running = processes
+            .spawn(bash("sleep 1000 & echo $!; wait"))
+            .await
+            .unwrap();
+        let leader = running.group.id();
+        let mut line = String::new();
+        std::io::BufReader::new(&mut running.stdout)
+            .read_line(&mut line)
+            .unwrap();
+        let child: u32 = line.trim().parse().unwrap();
+        drop(running);
+        wait_gone(leader).await;
+        wait_gone(child).await;
+    }
+
+    #[tokio::test]
+    async fn kill_all_ends_every_live_group() {
+        let processes = Processes::new();
+        let mut first = processes.spawn(bash("sleep 1000")).await.unwrap();
+        let second = processes.spawn(bash("sleep 1000")).await.unwrap();
+        let ids = [first.group.id(), second.group.id()];
+        assert_eq!(processes.live(), 2);
+        processes.kill_all(Duration::from_secs(30)).await;
+        assert_eq!(processes.live(), 0);
+        for id in ids {
+            wait_gone(id).await;
+        }
+        let exit = (&mut first.exit).await.unwrap();
+        assert_eq!(exit, Some(Exit::Signal(libc::SIGKILL)));
+        drop(second);
+    }
+}

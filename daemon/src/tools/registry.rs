@@ -1,0 +1,365 @@
+//! [`Tools`]: the tools of one agent, how a call is checked and run.
+//!
+//! Every call's arguments are checked strictly (`args.rs`) before the tool
+//! runs; a bad call is an error outcome the model can correct, never a crash
+//! and never a half-run tool. Invalid calls in a row are counted: from the
+//! [`MAX_INVALID_IN_A_ROW`]th on, the error also tells the model to stop
+//! calling tools and answer. A valid call, or [`Tools::begin_turn`], resets
+//! the count.
+
+use super::config::ToolsConfig;
+use super::folder::Folder;
+use super::process::Processes;
+use super::shell::Shell;
+use super::web::Fetcher;
+use super::{args, date, files, shell, web, zoom};
+use crate::log::Log;
+use crate::model::{ToolCall, ToolSpec};
+use futures_util::stream::{self, Stream, StreamExt};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Invalid calls in a row after which the model is told to stop calling tools.
+pub const MAX_INVALID_IN_A_ROW: usize = 5;
+
+/// What a tool call produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub output: String,
+    /// `ok` or `error`.
+    pub status: &'static str,
+}
+
+impl Outcome {
+    pub fn ok(output: impl Into<String>) -> Outcome {
+        Outcome {
+            output: output.into(),
+            status: "ok",
+        }
+    }
+
+    pub fn error(output: impl Into<String>) -> Outcome {
+        Outcome {
+            output: output.into(),
+            status: "error",
+        }
+    }
+}
+
+/// Where the agent's tools act: its working folder, its shell and its web
+/// client. Without one an agent has only its memory tools.
+pub struct Workspace {
+    folder: Arc<Folder>,
+    shell: Shell,
+    fetcher: Fetcher,
+    concurrency: usize,
+}
+
+impl Workspace {
+    /// `workdir` must exist. `prompt_dir` is the agent's `agents/NAME/`,
+    /// read-only to the file tools unless the config allows it.
+    /// `processes` lists the shell's running commands, so the daemon can
+    /// kill them when it stops.
+    pub fn new(
+        workdir: &Path,
+        prompt_dir: &Path,
+        config: &ToolsConfig,
+        processes: Processes,
+    ) -> std::io::Result<Workspace> {
+        let folder = Folder::new(workdir, prompt_dir, config.prompt_writable)?;
+        let shell = Shell {
+            workdir: folder.root().to_path_buf(),
+            config: config.clone(),
+            processes,
+        };
+        Ok(Workspace {
+            folder: Arc::new(folder),
+            shell,
+            fetcher: Fetcher::new(config),
+            concurrency: config.concurrency(),
+        })
+    }
+
+    /// The working folder, symlinks resolved.
+    pub fn root(&self) -> PathBuf {
+        self.folder.root().to_path_buf()
+    }
+}
+
+/// The tools of one agent. Clones share the workspace and the count of
+/// invalid calls.
+#[derive(Clone)]
+pub struct Tools {
+    agent: String,
+    log: Log,
+    workspace: Option<Arc<Workspace>>,
+    /// Invalid calls since the last valid one (or the turn's start).
+    invalid_in_a_row: Arc<AtomicUsize>,
+}
+
+/// A call whose arguments passed the checks.
+struct Checked<'a> {
+    name: &'a str,
+    arguments: Value,
+}
+
+impl Tools {
+    /// The memory tools only (`date`, `zoom`); see [`Tools::with_workspace`].
+    pub fn new(agent: &str, log: Log) -> Tools {
+        Tools {
+            agent: agent.to_string(),
+            log,
+            workspace: None,
+            invalid_in_a_row: Arc::default(),
+        }
+    }
+
+    /// Adds the tools that act in a workspace: shell, files, web.
+    pub fn with_workspace(mut self, workspace: Workspace) -> Tools {
+        self.workspace = Some(Arc::new(workspace));
+        self
+    }
+
+    /// The tools as the model sees them, always in the same order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = vec![date::spec(), zoom::spec()];
+        if let Some(workspace) = &self.workspace {
+            specs.push(shell::spec(&workspace.shell.config));
+            specs.extend(files::specs());
+            specs.push(web::spec());
+        }
+        specs
+    }
+
+    /// Starts a turn's count of invalid calls afresh.
+    pub fn begin_turn(&self) {
+        self.invalid_in_a_row.store(0, Ordering::Relaxed);
+    }
+
+    /// Invalid calls since the last valid one or [`Tools::begin_turn`]; a
+    /// turn loop may end the turn itself once this reaches
+    /// [`MAX_INVALID_IN_A_ROW`].
+    pub fn invalid_in_a_row(&self) -> usize {
+        self.invalid_in_a_row.load(Ordering::Relaxed)
+    }
+
+    /// Runs one call. Bad arguments are an error outcome the model can
+    /// correct, never a failure of the turn.
+    pub async fn call(&self, call: &ToolCall) -> Outcome {
+        match self.check(call) {
+            Ok(checked) => self.run(checked).await,
+            Err(refused) => refused,
+        }
+    }
+
+    /// Runs the calls of one model response, up to `[tools] concurrency` at
+    /// once, and returns their outcomes in the calls' order. Dropping the
+    /// future stops every call that runs (a shell call's process group is
+    /// killed).
+    pub async fn call_all(&self, calls: &[ToolCall]) -> Vec<Outcome> {
+        self.call_in_order(calls).collect().await
+    }
+
+    /// As [`Tools::call_all`], but yields each outcome as soon as it and
+    /// every call before it are done, so a turn loop can log results as
+    /// they come while later calls still run. The calls are checked, in
+    /// order, before this returns, so the count of invalid calls in a row
+    /// is the same whatever finishes first.
+    pub fn call_in_order<'a>(
+        &'a self,
+        calls: &'a [ToolCall],
+    ) -> impl Stream<Item = Outcome> + Send + 'a {
+        let checked: Vec<Result<Checked<'a>, Outcome>> =
+            calls.iter().map(|call| self.check(call)).collect();
+        let concurrency = self.workspace.as_ref().map_or(1, |w| w.concurrency);
+        stream::iter(checked)
+            .map(move |checked| async move {
+                match checked {
+                    Ok(checked) => self.run(checked).await,
+                    Err(refused) => refused,
+                }
+            })
+            .buffered(concurrency)
+    }
+
+    /// The call's name and arguments against the tools' schemas; counts
+    /// invalid calls in a row.
+    fn check<'a>(&self, call: &'a ToolCall) -> Result<Checked<'a>, Outcome> {
+        let specs = self.specs();
+        let result = match specs.iter().find(|spec| spec.name == call.name) {
+            Some(spec) => args::validate(&call.arguments, &spec.parameters)
+                .map(|arguments| Checked {
+                    name: &call.name,
+                    arguments,
+                })
+                .map_err(|err| err.to_string()),
+            None => Err(format!(
+                "there is no tool `{}`; the tools are: {}",
+                call.name,
+                specs
+                    .iter()
+                    .map(|spec| spec.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        };
+        match result {
+            Ok(checked) => {
+                self.invalid_in_a_row.store(0, Ordering::Relaxed);
+                Ok(checked)
+            }
+            Err(why) => {
+                let count = self.invalid_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
+                Err(Outcome::error(if count >= MAX_INVALID_IN_A_ROW {
+                    format!(
+                        "{why}\nThat is {count} invalid tool calls in a row: stop calling tools \
+                         now and answer with what you have."
+                    )
+                } else {
+                    why
+                }))
+            }
+        }
+    }
+
+    async fn run(&self, call: Checked<'_>) -> Outcome {
+        let Checked { name, arguments } = call;
+        match (name, &self.workspace) {
+            ("date", _) => date::call(&self.log, &self.agent, &arguments).await,
+            ("zoom", _) => zoom::call(&self.log, &self.agent, &arguments).await,
+            ("shell", Some(workspace)) => workspace.shell.call(&arguments).await,
+            ("web_fetch", Some(workspace)) => workspace.fetcher.call(&arguments).await,
+            (name, Some(workspace)) => files::call(workspace.folder.clone(), name, arguments).await,
+            // `check` admits only the tools in `specs`.
+            (name, None) => Outcome::error(format!("there is no tool `{name}`")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::broadcast;
+
+    struct Setup {
+        _dir: tempfile::TempDir,
+        tools: Tools,
+    }
+
+    fn setup() -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = broadcast::channel(16);
+        let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let workspace = Workspace::new(
+            &work,
+            &dir.path().join("agents/a"),
+            &ToolsConfig::default(),
+            Processes::new(),
+        )
+        .unwrap();
+        let tools = Tools::new("a", log).with_workspace(workspace);
+        Setup { _dir: dir, tools }
+    }
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: format!("call_{name}"),
+            name: name.to_string(),
+            arguments: arguments.to_string(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_specs_are_in_a_fixed_order_and_require_only_what_they_need() {
+        let s = setup();
+        let names: Vec<String> = s.tools.specs().into_iter().map(|spec| spec.name).collect();
+        assert_eq!(
+            names,
+            [
+                "date",
+                "zoom",
+                "shell",
+                "read_file",
+                "write_file",
+                "edit_file",
+                "list_dir",
+                "web_fetch"
+            ]
+        );
+        let specs = s.tools.specs();
+        let shell = specs.iter().find(|spec| spec.name == "shell").unwrap();
+        assert_eq!(shell.parameters["required"], serde_json::json!(["command"]));
+    }
+
+    #[tokio::test]
+    async fn a_bad_call_is_not_run_and_names_what_is_wrong() {
+        let s = setup();
+        let outcome = s
+            .tools
+            .call(&call(
+                "write_file",
+                r#"{"path": "x.txt", "path": "y.txt", "content": ""}"#,
+            ))
+            .await;
+        assert_eq!(
+            outcome,
+            Outcome::error("arguments: repeated key `path` at byte 18")
+        );
+        assert!(!s
+            .tools
+            .workspace
+            .as_ref()
+            .unwrap()
+            .root()
+            .join("x.txt")
+            .exists());
+        let outcome = s.tools.call(&call("launch", "{}")).await;
+        assert!(outcome
+            .output
+            .starts_with("there is no tool `launch`; the tools are: date, zoom, shell"));
+    }
+
+    #[tokio::test]
+    async fn invalid_calls_in_a_row_are_told_to_stop_and_a_valid_one_resets() {
+        let s = setup();
+        for n in 1..MAX_INVALID_IN_A_ROW {
+            let outcome = s.tools.call(&call("shell", "{}")).await;
+            assert_eq!(
+                outcome.output, "arguments: missing required property `command`",
+                "{n}"
+            );
+        }
+        let outcome = s.tools.call(&call("shell", "{}")).await;
+        assert!(outcome
+            .output
+            .contains("5 invalid tool calls in a row: stop calling tools"));
+        assert_eq!(s.tools.invalid_in_a_row(), 5);
+        let outcome = s.tools.call(&call("date", "{}")).await;
+        assert_eq!(outcome.status, "ok");
+        assert_eq!(s.tools.invalid_in_a_row(), 0);
+        s.tools.call(&call("date", "nope")).await;
+        s.tools.begin_turn();
+        assert_eq!(s.tools.invalid_in_a_row(), 0);
+    }
+
+    #[tokio::test]
+    async fn call_all_keeps_the_calls_order() {
+        let s = setup();
+        let calls = [
+            call("shell", r#"{"command": "sleep 0.3; echo first"}"#),
+            call("shell", r#"{"command": "echo second"}"#),
+            call("shell", r#"{"command": 3}"#),
+            call("list_dir", "{}"),
+        ];
+        let outcomes = s.tools.call_all(&calls).await;
+        assert_eq!(outcomes.len(), 4);
+        assert!(outcomes[0].output.contains("first"));
+        assert!(outcomes[1].output.contains("second"));
+        assert!(outcomes[2].output.contains("must be a string"));
+        assert_eq!(outcomes[3].output, "./ (0 entries)");
+    }
+}

@@ -1,0 +1,512 @@
+//! End-to-end: the agent's tools in a real `hearthd`, called by a fake model.
+//!
+//! The model "calls" a tool with `Reply::ToolCalls`, then answers with text;
+//! the tests read the `tool` events and what went back to the model. Waits
+//! for a process to be gone poll /proc with a bound: reaping is asynchronous,
+//! and that is a wait for a condition, not a timing assertion.
+
+use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Reply};
+use hearth_tests::harness::{Client, Daemon, TestHome};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// A layout whose lines never need a summary, so the memory's compactor
+/// makes no model requests of its own: every request the fake model sees is
+/// the turn's, in order.
+const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
+    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
+    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
+    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\n";
+
+/// A home whose config points at `model`, with `tools` as the `[tools]` table.
+fn home(model: &FakeModel, tools: &str) -> TestHome {
+    let home = TestHome::new(bins!());
+    let layout = home.path().join("tools-layout.toml");
+    std::fs::write(&layout, NO_SUMMARIES).unwrap();
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[agent]\nlayout = \"{}\"\n\n\
+         [tools]\n{tools}\n",
+        model.base_url(),
+        layout.display()
+    ));
+    home
+}
+
+/// The default working folder of the agent `hearth`.
+fn workdir(home: &TestHome) -> PathBuf {
+    home.path().join("agents/hearth/work")
+}
+
+struct Running {
+    model: FakeModel,
+    home: TestHome,
+    daemon: Daemon,
+    client: Client,
+}
+
+async fn start(tools: &str) -> Running {
+    let model = FakeModel::start().await;
+    let home = home(&model, tools);
+    let daemon = home.start();
+    let client = home.connect("terminal", None).await;
+    Running {
+        model,
+        home,
+        daemon,
+        client,
+    }
+}
+
+/// Submits a message and returns its id.
+async fn ask(client: &mut Client, text: &str) -> u64 {
+    client.submit(text, "terminal", None).await.0
+}
+
+/// The `tool` events logged after message `after`, in order, once `count` came.
+async fn tool_events(client: &mut Client, after: u64, count: usize) -> Vec<Event> {
+    loop {
+        let tools: Vec<Event> = client
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Tool && e.id.is_some_and(|id| id > after))
+            .cloned()
+            .collect();
+        if tools.len() >= count {
+            return tools;
+        }
+        match client.frame().await {
+            ServerFrame::Event(event) => client.events.push(event),
+            other => panic!("expected events, got {other:?}"),
+        }
+    }
+}
+
+/// The tool results sent back to the model in request `index`, in order.
+fn results_sent(model: &FakeModel, index: usize) -> Vec<String> {
+    model.requests()[index].body["messages"]
+        .as_array()
+        .expect("chat messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// A process is gone once it has no /proc entry, or is a zombie waiting
+/// only for its new parent (init, which may not reap in a container).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits, bounded, for a condition that an asynchronous step makes true.
+async fn eventually(what: &str, condition: impl Fn() -> bool) {
+    for _ in 0..3000 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+/// The pid a command wrote into `file` in the working folder, once written.
+async fn pid_in(dir: &Path, file: &str) -> u32 {
+    let path = dir.join(file);
+    eventually(&format!("{file} written"), || {
+        std::fs::read_to_string(&path).is_ok_and(|text| text.ends_with('\n'))
+    })
+    .await;
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+const SLEEPER: &str = r#"{"command": "echo $$ > leader; sleep 1000 & echo $! > child; wait"}"#;
+
+#[tokio::test]
+async fn an_interrupt_kills_a_running_command_with_its_whole_group() {
+    let mut t = start("").await;
+    t.model.push(Reply::tool_call("shell", SLEEPER));
+    let id = ask(&mut t.client, "sleep a while").await;
+    let work = workdir(&t.home);
+    let leader = pid_in(&work, "leader").await;
+    let child = pid_in(&work, "child").await;
+    assert!(!gone(leader) && !gone(child));
+
+    match t.client.request(ClientFrame::Interrupt).await {
+        ServerFrame::Interrupted { running } => assert!(running),
+        other => panic!("expected interrupted, got {other:?}"),
+    }
+    t.client.wait_for(|e| e.kind == EventKind::Idle).await;
+    eventually("the shell is gone", || gone(leader)).await;
+    eventually("its background child is gone", || gone(child)).await;
+    let tool = &tool_events(&mut t.client, id, 1).await[0];
+    assert_eq!(tool.status.as_deref(), Some("interrupted"));
+    assert!(t.daemon.is_running());
+}
+
+#[tokio::test]
+async fn a_timeout_kills_a_process_tree_that_ignores_sigterm() {
+    let mut t = start("shell_kill_grace_secs = 1").await;
+    let command = r#"{"command": "trap '' TERM; echo $$ > leader; sleep 1000 & echo $! > child; wait; wait", "timeout_secs": 1}"#;
+    t.model.push(Reply::tool_call("shell", command));
+    t.model.push(Reply::text("it timed out"));
+    let id = ask(&mut t.client, "try this").await;
+    let tool = &tool_events(&mut t.client, id, 1).await[0];
+    let text = tool.text.clone().unwrap();
+    assert_eq!(tool.status.as_deref(), Some("error"));
+    assert!(text.contains("timed out after 1 s"), "{text}");
+    assert!(text.contains("killed by signal 9 (SIGKILL)"), "{text}");
+    let work = workdir(&t.home);
+    let (leader, child) = (pid_in(&work, "leader").await, pid_in(&work, "child").await);
+    eventually("the shell is gone", || gone(leader)).await;
+    eventually("its background child is gone", || gone(child)).await;
+    assert_eq!(
+        t.client.reply_to(id).await.text.as_deref(),
+        Some("it timed out")
+    );
+}
+
+#[tokio::test]
+async fn fifty_megabytes_of_output_are_clipped_and_the_daemon_stays_up() {
+    let mut t = start("").await;
+    let command = r#"{"command": "head -c 50000000 /dev/zero | tr '\\0' a; echo done >&2"}"#;
+    t.model.push(Reply::tool_call("shell", command));
+    t.model.push(Reply::text("that was a lot"));
+    let id = ask(&mut t.client, "flood").await;
+    let tool = &tool_events(&mut t.client, id, 1).await[0];
+    let text = tool.text.clone().unwrap();
+    assert_eq!(
+        tool.status.as_deref(),
+        Some("ok"),
+        "{}",
+        &text[..200.min(text.len())]
+    );
+    assert!(text.contains("bytes clipped"), "{}", &text[..200]);
+    assert!(
+        text.contains("--- stderr ---\ndone"),
+        "stderr survives the clip"
+    );
+    assert!(text.len() < 40_000, "{} bytes logged", text.len());
+    t.client.reply_to(id).await;
+    let sent = results_sent(&t.model, 1);
+    assert!(sent[0].len() < 40_000 && sent[0].contains("bytes clipped"));
+    assert!(t.daemon.is_running());
+
+    t.model.push(Reply::text("still here"));
+    let next = ask(&mut t.client, "alive?").await;
+    assert_eq!(
+        t.client.reply_to(next).await.text.as_deref(),
+        Some("still here")
+    );
+}
+
+#[tokio::test]
+async fn paths_that_escape_the_working_folder_are_refused() {
+    let model = FakeModel::start().await;
+    let home = home(&model, "");
+    let work = workdir(&home);
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(home.path().join("secret.txt"), "the owner's secret").unwrap();
+    std::os::unix::fs::symlink(home.path(), work.join("door")).unwrap();
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    let calls = [
+        ("read_file", r#"{"path": "../../../secret.txt"}"#),
+        ("read_file", r#"{"path": "door/secret.txt"}"#),
+        (
+            "write_file",
+            r#"{"path": "door/planted.txt", "content": "x"}"#,
+        ),
+        ("list_dir", r#"{"path": "/etc"}"#),
+        (
+            "write_file",
+            r#"{"path": "inside/ok.txt", "content": "fine"}"#,
+        ),
+    ];
+    model.push(Reply::ToolCalls {
+        text: None,
+        calls: calls
+            .iter()
+            .map(|(n, a)| (n.to_string(), a.to_string()))
+            .collect(),
+    });
+    model.push(Reply::text("refused, as it should be"));
+    let id = ask(&mut client, "read the secret").await;
+    let tools = tool_events(&mut client, id, calls.len()).await;
+    let outputs: Vec<String> = tools.iter().map(|t| t.text.clone().unwrap()).collect();
+    for (tool, output) in tools.iter().zip(&outputs).take(4) {
+        assert_eq!(tool.status.as_deref(), Some("error"), "{output}");
+        assert!(!output.contains("the owner's secret"), "{output}");
+    }
+    assert!(
+        outputs[0].contains("is outside the working folder"),
+        "{}",
+        outputs[0]
+    );
+    assert!(
+        outputs[1].contains("leads outside the working folder through a symlink"),
+        "{}",
+        outputs[1]
+    );
+    assert!(
+        outputs[2].contains("leads outside the working folder through a symlink"),
+        "{}",
+        outputs[2]
+    );
+    assert!(
+        outputs[3].contains("is outside the working folder"),
+        "{}",
+        outputs[3]
+    );
+    assert_eq!(tools[4].status.as_deref(), Some("ok"), "{}", outputs[4]);
+    assert!(!home.path().join("planted.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(work.join("inside/ok.txt")).unwrap(),
+        "fine"
+    );
+    client.reply_to(id).await;
+}
+
+#[tokio::test]
+async fn malformed_arguments_get_their_error_and_the_turn_continues() {
+    let mut t = start("").await;
+    let bad = [
+        r#"{"command": "touch ran-1", "command": "touch ran-2"}"#,
+        r#"{"command": "touch \ud800"}"#,
+        r#"{"timeout_secs": 5}"#,
+        r#"{"command": "touch ran-3"} trailing"#,
+        r#"{"command": "touch ran-4", "timeout_secs": "5"}"#,
+    ];
+    t.model.push(Reply::ToolCalls {
+        text: None,
+        calls: bad
+            .iter()
+            .map(|a| ("shell".to_string(), a.to_string()))
+            .collect(),
+    });
+    t.model
+        .push(Reply::tool_call("shell", r#"{"command": "echo fixed"}"#));
+    t.model.push(Reply::text("done after fixing my call"));
+    let id = ask(&mut t.client, "run something").await;
+    assert_eq!(
+        t.client.reply_to(id).await.text.as_deref(),
+        Some("done after fixing my call")
+    );
+    let sent = results_sent(&t.model, 1);
+    assert_eq!(sent[0], "arguments: repeated key `command` at byte 27");
+    assert_eq!(
+        sent[1],
+        "arguments: unpaired surrogate `\\ud800` at byte 19"
+    );
+    assert_eq!(sent[2], "arguments: missing required property `command`");
+    assert_eq!(
+        sent[3],
+        "arguments: extra data at byte 27 after the JSON value; send one object"
+    );
+    assert!(
+        sent[4].starts_with("arguments: property `timeout_secs` must be an integer, not a string"),
+        "{}",
+        sent[4]
+    );
+    assert!(
+        sent[4].contains("stop calling tools"),
+        "the fifth in a row: {}",
+        sent[4]
+    );
+    let statuses: Vec<_> = tool_events(&mut t.client, id, 6)
+        .await
+        .iter()
+        .map(|e| e.status.clone().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["error", "error", "error", "error", "error", "ok"]
+    );
+    let work = workdir(&t.home);
+    for n in 1..=4 {
+        assert!(
+            !work.join(format!("ran-{n}")).exists(),
+            "a refused call ran"
+        );
+    }
+    assert!(results_sent(&t.model, 2)[5].contains("fixed"));
+}
+
+#[tokio::test]
+async fn several_calls_in_one_response_come_back_in_call_order() {
+    let mut t = start("").await;
+    std::fs::write(workdir(&t.home).join("note.txt"), "a note\n").unwrap();
+    let calls = [
+        ("shell", r#"{"command": "sleep 0.5; echo first"}"#),
+        ("shell", r#"{"command": "echo second"}"#),
+        ("read_file", r#"{"path": "note.txt"}"#),
+        ("date", "{}"),
+    ];
+    t.model.push(Reply::ToolCalls {
+        text: Some("Doing four things.".into()),
+        calls: calls
+            .iter()
+            .map(|(n, a)| (n.to_string(), a.to_string()))
+            .collect(),
+    });
+    t.model.push(Reply::text("all four done"));
+    let id = ask(&mut t.client, "do four things").await;
+    t.client.reply_to(id).await;
+    let sent = results_sent(&t.model, 1);
+    assert_eq!(sent.len(), 4);
+    assert!(sent[0].contains("first"), "{}", sent[0]);
+    assert!(sent[1].contains("second"), "{}", sent[1]);
+    assert!(sent[2].contains("a note"), "{}", sent[2]);
+    assert!(sent[3].contains(':'), "{}", sent[3]);
+    let ids: Vec<Value> = t.model.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].clone())
+        .collect();
+    let called: Vec<Value> = t.model.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["id"].clone())
+        .collect();
+    assert_eq!(ids, called);
+}
+
+/// Serves `pages` on 127.0.0.1:0, one connection each, in order: each is
+/// the whole HTTP response to send.
+async fn serve(pages: Vec<String>) -> (String, tokio::task::JoinHandle<usize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let mut served = 0;
+        for page in pages {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                let read = stream.read(&mut buffer).await.unwrap();
+                if read == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buffer[..read]);
+            }
+            stream.write_all(page.as_bytes()).await.unwrap();
+            stream.shutdown().await.ok();
+            served += 1;
+        }
+        served
+    });
+    (base, server)
+}
+
+fn response(status: &str, headers: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn web_fetch_reads_a_local_page_when_private_networks_are_allowed() {
+    let mut t = start("allow_private_network = true").await;
+    let page = "<html><head><title>Local &amp; Fine</title><script>var hidden = 1;</script></head>\
+                <body><h1>Hello</h1><p>from   the <b>test</b> server</p></body></html>";
+    let (base, server) = serve(vec![
+        response("302 Found", "Location: /final\r\n", ""),
+        response("200 OK", "Content-Type: text/html; charset=utf-8\r\n", page),
+    ])
+    .await;
+    let arguments = format!(r#"{{"url": "{base}/start"}}"#);
+    t.model.push(Reply::tool_call("web_fetch", &arguments));
+    t.model.push(Reply::text("read it"));
+    let id = ask(&mut t.client, "fetch the page").await;
+    t.client.reply_to(id).await;
+    let sent = &results_sent(&t.model, 1)[0];
+    assert!(
+        sent.starts_with(&format!("URL: {base}/final\nStatus: 200 OK\n")),
+        "{sent}"
+    );
+    assert!(sent.contains("Title: Local & Fine"), "{sent}");
+    assert!(sent.ends_with("Hello\nfrom the test server"), "{sent}");
+    assert!(!sent.contains("hidden"), "{sent}");
+    assert_eq!(server.await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn web_fetch_refuses_loopback_by_default() {
+    let mut t = start("").await;
+    let (base, server) = serve(vec![response("200 OK", "", "must not be read")]).await;
+    let port = base.rsplit(':').next().unwrap().to_string();
+    t.model.push(Reply::ToolCalls {
+        text: None,
+        calls: vec![
+            ("web_fetch".into(), format!(r#"{{"url": "{base}/"}}"#)),
+            (
+                "web_fetch".into(),
+                format!(r#"{{"url": "http://localhost:{port}/"}}"#),
+            ),
+            (
+                "web_fetch".into(),
+                format!(r#"{{"url": "http://[::1]:{port}/"}}"#),
+            ),
+            (
+                "web_fetch".into(),
+                r#"{"url": "file:///etc/passwd"}"#.into(),
+            ),
+        ],
+    });
+    t.model.push(Reply::text("refused"));
+    let id = ask(&mut t.client, "fetch localhost").await;
+    t.client.reply_to(id).await;
+    let sent = results_sent(&t.model, 1);
+    assert!(
+        sent[0].starts_with("refused: 127.0.0.1 is a loopback address"),
+        "{}",
+        sent[0]
+    );
+    assert!(sent[1].starts_with("refused: localhost ("), "{}", sent[1]);
+    assert!(sent[1].contains("is a loopback address"), "{}", sent[1]);
+    assert!(
+        sent[2].starts_with("refused: ::1 is a loopback address"),
+        "{}",
+        sent[2]
+    );
+    assert!(sent[3].contains("only http and https"), "{}", sent[3]);
+    assert!(sent.iter().all(|s| !s.contains("must not be read")));
+    server.abort();
+}
+
+#[tokio::test]
+async fn a_daemon_stopped_with_sigterm_leaves_no_child_behind() {
+    let mut t = start("").await;
+    t.model.push(Reply::tool_call("shell", SLEEPER));
+    ask(&mut t.client, "sleep a while").await;
+    let work = workdir(&t.home);
+    let leader = pid_in(&work, "leader").await;
+    let child = pid_in(&work, "child").await;
+    assert!(
+        t.daemon.stop(),
+        "hearthd exits cleanly:\n{}",
+        t.daemon.log_text()
+    );
+    eventually("the shell is gone", || gone(leader)).await;
+    eventually("its background child is gone", || gone(child)).await;
+}
