@@ -73,6 +73,7 @@ impl Workspace {
             workdir: folder.root().to_path_buf(),
             config: config.clone(),
             processes,
+            hidden_env: Vec::new(),
         };
         Ok(Workspace {
             folder: Arc::new(folder),
@@ -80,6 +81,14 @@ impl Workspace {
             fetcher: Fetcher::new(config),
             concurrency: config.concurrency(),
         })
+    }
+
+    /// Keeps these environment variables (the daemon's API keys and
+    /// tokens) from the shell's commands, so a command cannot print them
+    /// into the log.
+    pub fn hide_env(mut self, names: impl IntoIterator<Item = String>) -> Workspace {
+        self.shell.hidden_env.extend(names);
+        self
     }
 
     /// The working folder, symlinks resolved.

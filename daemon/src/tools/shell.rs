@@ -53,6 +53,9 @@ pub struct Shell {
     pub workdir: PathBuf,
     pub config: ToolsConfig,
     pub processes: Processes,
+    /// Environment variables commands do not inherit: the daemon's own
+    /// secrets (API keys), which a command could otherwise print into the log.
+    pub hidden_env: Vec<String>,
 }
 
 impl Shell {
@@ -70,6 +73,9 @@ impl Shell {
             .current_dir(&self.workdir)
             .env("PAGER", "cat")
             .env("GIT_PAGER", "cat");
+        for name in &self.hidden_env {
+            command.env_remove(name);
+        }
         match self.processes.spawn(command).await {
             Ok(running) => self.watch(running, timeout).await,
             Err(err) => Outcome::error(format!("cannot start bash: {err}")),
@@ -274,6 +280,7 @@ mod tests {
             workdir: dir.path().to_path_buf(),
             config,
             processes: Processes::new(),
+            hidden_env: vec!["CARGO_MANIFEST_DIR".into()],
         };
         (dir, shell)
     }
@@ -323,6 +330,17 @@ mod tests {
         assert!(outcome.output.ends_with("--- stderr ---\noops\n"));
         let ok = shell.call(&json!({"command": "true"})).await;
         assert_eq!(ok, Outcome::ok("exit code 0\n(no output)"));
+    }
+
+    #[tokio::test]
+    async fn hidden_variables_are_not_inherited() {
+        // Set by cargo for the test run; hidden from commands by `shell`.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let (_dir, shell) = shell(ToolsConfig::default());
+        let outcome = shell
+            .call(&json!({"command": "echo \"[$CARGO_MANIFEST_DIR]\""}))
+            .await;
+        assert!(outcome.output.ends_with("[]\n"), "{}", outcome.output);
     }
 
     #[tokio::test]
