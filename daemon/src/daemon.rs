@@ -293,7 +293,10 @@ impl Starter<'_> {
         let workspace = Workspace::new(&workdir, &agent_dir, &self.config.tools, self.processes.clone())
             .map_err(io("cannot open the working folder", &workdir))?;
         tracing::info!(agent = spec.name, "tools work in {}", workspace.root().display());
-        let tools = Tools::new(spec.name, self.log.clone()).with_workspace(workspace);
+        let mut tools = Tools::new(spec.name, self.log.clone()).with_workspace(workspace);
+        if let Family::Parent(subagents) = &spec.family {
+            tools = tools.with_subagents(subagents.clone());
+        }
         let meter = Meter::new(
             self.log.clone(),
             spec.name,

@@ -15,11 +15,12 @@
 use crate::config::Limits;
 use crate::log::{Log, LogError, NewMessage, RunningCall, TurnRecord};
 use crate::memory::Memory;
-use crate::subagents::{Subagents, TurnOutcome};
 use crate::model::{Carry, Model, Response};
 use crate::request::{self, TurnContext};
+use crate::subagents::{Subagents, TurnOutcome};
 use crate::tools::{self, Tools};
 use crate::usage::{Meter, Purpose};
+use futures_util::StreamExt;
 use hearth_protocol::{Event, EventKind, Kind};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -172,6 +173,12 @@ impl AgentLoop {
                 self.recover(turn).await?;
                 if self.drive(turn, shutdown).await? {
                     return Ok(());
+                }
+                // The continued turn may have taken more while it ran: the
+                // next turn starts after what it took, or it would take (and
+                // answer) those messages again.
+                if let Some((turn, _)) = self.agent.log.last_turn(&name).await? {
+                    taken_through = turn.taken_through as i64;
                 }
             }
         }
@@ -326,6 +333,7 @@ impl Agent {
         };
         // Reasoning to hand back to the model within this chain only.
         let mut carries: BTreeMap<u32, Carry> = BTreeMap::new();
+        self.tools.begin_turn();
         loop {
             *turn = self.log.take_more(name, *turn).await?;
             let Some(model) = &self.model else {
@@ -424,11 +432,16 @@ impl Agent {
             self.log
                 .start_calls(name, *turn, echo, running.clone())
                 .await?;
-            for (call, record) in response.tool_calls.iter().zip(&running) {
-                let outcome = self.tools.call(call).await;
+            // The calls run concurrently (up to `[tools] concurrency`); each
+            // result is logged as soon as it and every call before it are done,
+            // so the log keeps the calls' order.
+            let mut outcomes = std::pin::pin!(self.tools.call_in_order(&response.tool_calls));
+            let mut records = running.iter();
+            while let Some(outcome) = outcomes.next().await {
+                let Some(record) = records.next() else { break };
                 let output = clip(&outcome.output, self.limits.tool_output_chars);
                 let message = tool_message(name, record, &output, outcome.status);
-                self.log.finish_call(name, &call.id, message).await?;
+                self.log.finish_call(name, &record.call_id, message).await?;
             }
             if rounds >= self.limits.max_rounds {
                 return Ok(Ending::OutOfRounds(rounds));

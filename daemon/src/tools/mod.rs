@@ -12,6 +12,8 @@
 //! - `folder.rs`: where a path leads, confined to the working folder.
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
 //! - `html.rs`: HTML reduced to readable text (pure).
+//! - `schedule.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
+//! - `subagents.rs`: `subagent_start`, `subagent_stop`, `subagent_list` (top agent only).
 
 mod args;
 mod config;
@@ -21,7 +23,9 @@ mod folder;
 mod html;
 mod process;
 mod registry;
+mod schedule;
 mod shell;
+mod subagents;
 mod web;
 mod zoom;
 

@@ -12,9 +12,10 @@ use super::folder::Folder;
 use super::process::Processes;
 use super::shell::Shell;
 use super::web::Fetcher;
-use super::{args, date, files, shell, web, zoom};
+use super::{args, date, files, schedule, shell, subagents, web, zoom};
 use crate::log::Log;
 use crate::model::{ToolCall, ToolSpec};
+use crate::subagents::Subagents;
 use futures_util::stream::{self, Stream, StreamExt};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -104,6 +105,8 @@ pub struct Tools {
     agent: String,
     log: Log,
     workspace: Option<Arc<Workspace>>,
+    /// The top agent's children, for the subagent tools; none for others.
+    subagents: Option<Arc<Subagents>>,
     /// Invalid calls since the last valid one (or the turn's start).
     invalid_in_a_row: Arc<AtomicUsize>,
 }
@@ -121,8 +124,16 @@ impl Tools {
             agent: agent.to_string(),
             log,
             workspace: None,
+            subagents: None,
             invalid_in_a_row: Arc::default(),
         }
+    }
+
+    /// Adds `subagent_start`, `subagent_stop` and `subagent_list`: for the
+    /// top agent only.
+    pub fn with_subagents(mut self, subagents: Arc<Subagents>) -> Tools {
+        self.subagents = Some(subagents);
+        self
     }
 
     /// Adds the tools that act in a workspace: shell, files, web.
@@ -134,10 +145,14 @@ impl Tools {
     /// The tools as the model sees them, always in the same order.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let mut specs = vec![date::spec(), zoom::spec()];
+        specs.extend(schedule::specs());
         if let Some(workspace) = &self.workspace {
             specs.push(shell::spec(&workspace.shell.config));
             specs.extend(files::specs());
             specs.push(web::spec());
+        }
+        if self.subagents.is_some() {
+            specs.extend(subagents::specs());
         }
         specs
     }
@@ -238,6 +253,13 @@ impl Tools {
         match (name, &self.workspace) {
             ("date", _) => date::call(&self.log, &self.agent, &arguments).await,
             ("zoom", _) => zoom::call(&self.log, &self.agent, &arguments).await,
+            (name, _) if schedule::handles(name) => {
+                schedule::call(&self.log, &self.agent, name, &arguments).await
+            }
+            (name, _) if subagents::handles(name) => match &self.subagents {
+                Some(family) => subagents::call(family, name, &arguments).await,
+                None => Outcome::error(format!("there is no tool `{name}`")),
+            },
             ("shell", Some(workspace)) => workspace.shell.call(&arguments).await,
             ("web_fetch", Some(workspace)) => workspace.fetcher.call(&arguments).await,
             (name, Some(workspace)) => files::call(workspace.folder.clone(), name, arguments).await,

@@ -59,6 +59,9 @@ struct Shared {
 #[derive(Default)]
 struct Script {
     replies: VecDeque<Reply>,
+    /// Replies for requests naming a model (`"model"` in the body), taken
+    /// before the shared queue: for tests where several agents call at once.
+    for_model: std::collections::BTreeMap<String, VecDeque<Reply>>,
     requests: Vec<Recorded>,
     /// What `GET /api/tags` lists, as a local Ollama server would.
     local_models: Vec<String>,
@@ -119,6 +122,17 @@ impl FakeModel {
     /// "fake model: no scripted reply".
     pub fn push(&self, reply: Reply) {
         self.shared.lock().replies.push_back(reply);
+    }
+
+    /// Queues `reply` for the next request whose body names `model`; such a
+    /// request takes it before anything in the shared queue.
+    pub fn push_for(&self, model: &str, reply: Reply) {
+        self.shared
+            .lock()
+            .for_model
+            .entry(model.to_string())
+            .or_default()
+            .push_back(reply);
     }
 
     /// Makes `reply` the answer to every model request that finds no reply
@@ -182,9 +196,14 @@ impl Shared {
     fn arrive(&self, request: Recorded, takes_reply: bool) -> (u64, Option<Reply>) {
         let (number, reply) = {
             let mut script = self.lock();
+            let model = request.body["model"].as_str().unwrap_or("").to_string();
             script.requests.push(request);
             let reply = if takes_reply {
-                let queued = script.replies.pop_front();
+                let own = script
+                    .for_model
+                    .get_mut(&model)
+                    .and_then(VecDeque::pop_front);
+                let queued = own.or_else(|| script.replies.pop_front());
                 queued.or_else(|| script.default.clone())
             } else {
                 None
