@@ -177,3 +177,26 @@ async fn api_keys_never_reach_the_daemon_log() {
     assert_eq!(sent, "Bearer sk-test-secret");
     assert!(!daemon.log_text().contains("sk-test-secret"));
 }
+
+#[tokio::test]
+async fn the_shell_never_sees_the_daemons_keys() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.use_model("openai-chat", &model.base_url());
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    model.push(Reply::ToolCalls {
+        text: None,
+        calls: vec![("shell".into(), r#"{"command":"echo key=[$HEARTH_TEST_KEY]"}"#.into())],
+    });
+    model.push(Reply::Text("done".into()));
+    let (id, _) = client.submit("print the key", "terminal", None).await;
+    let tool = client
+        .wait_for(|e| e.kind == hearth_protocol::EventKind::Tool)
+        .await
+        .text
+        .unwrap();
+    assert!(tool.contains("key=[]"), "{tool}");
+    assert!(!tool.contains("sk-test-secret"));
+    client.reply_to(id).await;
+}

@@ -292,6 +292,7 @@ impl Starter<'_> {
         private_dir(&workdir)?;
         let workspace = Workspace::new(&workdir, &agent_dir, &self.config.tools, self.processes.clone())
             .map_err(io("cannot open the working folder", &workdir))?;
+        let workspace = workspace.hide_env(secret_names(self.config));
         tracing::info!(agent = spec.name, "tools work in {}", workspace.root().display());
         let mut tools = Tools::new(spec.name, self.log.clone()).with_workspace(workspace);
         if let Family::Parent(subagents) = &spec.family {
@@ -355,6 +356,38 @@ async fn listen_tcp(config: &Config, home: &Home) -> Result<Option<Listener>, St
     let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     tracing::info!("listening on tcp {bound} (token required)");
     Ok(Some(Listener::Tcp { listener, token }))
+}
+
+/// The environment variables that hold secrets: kept from the shell's
+/// commands, so a command cannot print them into the log.
+fn secret_names(config: &Config) -> Vec<String> {
+    let mut names: Vec<String> = [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OLLAMA_API_KEY",
+        "TELEGRAM_BOT_TOKEN",
+        "WHATSAPP_VERIFY_TOKEN",
+        "WHATSAPP_APP_SECRET",
+        "WHATSAPP_ACCESS_TOKEN",
+    ]
+    .map(str::to_string)
+    .into();
+    names.push(config.listen.token_env.clone());
+    if let Some(model) = &config.model {
+        names.push(model.key_env().to_string());
+        names.extend(model.fallback.iter().map(|m| m.key_env().to_string()));
+    }
+    // The bridges name their own variables in their tables (`*_env` keys).
+    for table in [&config.telegram, &config.whatsapp].into_iter().flatten() {
+        for (key, value) in table {
+            if let (true, Some(name)) = (key.ends_with("_env"), value.as_str()) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// A subagent's first prompt.

@@ -159,14 +159,17 @@ impl Daemon {
             let mut ready = Some(ready_tx);
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
-                if line.contains("listening on") {
+                {
+                    let mut all = sink.lock().unwrap();
+                    all.push_str(&line);
+                    all.push('\n');
+                }
+                // Ready once the Unix socket listens, which is said last.
+                if line.contains("listening on /") {
                     if let Some(ready) = ready.take() {
                         let _ = ready.send(());
                     }
                 }
-                let mut all = sink.lock().unwrap();
-                all.push_str(&line);
-                all.push('\n');
             }
         });
         if ready_rx.recv_timeout(DEADLINE).is_err() {

@@ -313,6 +313,9 @@ mod tests {
             [
                 "date",
                 "zoom",
+                "schedule_add",
+                "schedule_list",
+                "schedule_cancel",
                 "shell",
                 "read_file",
                 "write_file",
@@ -351,7 +354,7 @@ mod tests {
         let outcome = s.tools.call(&call("launch", "{}")).await;
         assert!(outcome
             .output
-            .starts_with("there is no tool `launch`; the tools are: date, zoom, shell"));
+            .starts_with("there is no tool `launch`; the tools are: date, zoom, schedule_add"));
     }
 
     #[tokio::test]
