@@ -13,12 +13,12 @@ use crate::log::{Log, LogError};
 use crate::memory::{Memory, MemoryConfig};
 use crate::model::Model;
 use crate::server::{self, Listener, Shared};
-use crate::tools::{Processes, Tools, Workspace};
 use crate::subagents::Subagents;
+use crate::tools::{Processes, Tools, Workspace};
 use crate::turn::{Agent, AgentHandle, AgentLoop, Family};
 use crate::usage::{Meter, Prices};
+use hearth_protocol::home::{secret_in, Home};
 use hearth_protocol::Event;
-use hearth_protocol::home::Home;
 use std::fs::{self, File, OpenOptions};
 use std::future::Future;
 use std::io::Write;
@@ -64,7 +64,9 @@ pub enum StartError {
     Log(#[from] LogError),
     #[error("{0} can be read by other users; run `chmod 600 {0}`")]
     OpenSecrets(PathBuf),
-    #[error("agent name `{0}` is not allowed: use 1 to 64 letters, digits, `-` or `_`, each name once")]
+    #[error(
+        "agent name `{0}` is not allowed: use 1 to 64 letters, digits, `-` or `_`, each name once"
+    )]
     AgentName(String),
     #[error("[listen] tcp needs a token of at least 16 characters in ${0} or secrets.env")]
     NoToken(String),
@@ -150,7 +152,11 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let model_label = model.as_ref().map(Model::label);
 
     let processes = Processes::new();
-    let subagents = Arc::new(Subagents::new(&config.agent.name, log.clone(), events.clone()));
+    let subagents = Arc::new(Subagents::new(
+        &config.agent.name,
+        log.clone(),
+        events.clone(),
+    ));
     let starter = Starter {
         home: &home,
         config: &config,
@@ -281,7 +287,8 @@ impl Starter<'_> {
         private_dir(&agent_dir)?;
         let prompt_file = agent_dir.join("prompt.md");
         if !prompt_file.exists() {
-            fs::write(&prompt_file, spec.default_prompt).map_err(io("cannot write", &prompt_file))?;
+            fs::write(&prompt_file, spec.default_prompt)
+                .map_err(io("cannot write", &prompt_file))?;
         }
         // The tools' folder: configured (relative to the config's folder), or
         // the agent's own `work` folder.
@@ -290,10 +297,19 @@ impl Starter<'_> {
             None => agent_dir.join("work"),
         };
         private_dir(&workdir)?;
-        let workspace = Workspace::new(&workdir, &agent_dir, &self.config.tools, self.processes.clone())
-            .map_err(io("cannot open the working folder", &workdir))?;
+        let workspace = Workspace::new(
+            &workdir,
+            &agent_dir,
+            &self.config.tools,
+            self.processes.clone(),
+        )
+        .map_err(io("cannot open the working folder", &workdir))?;
         let workspace = workspace.hide_env(secret_names(self.config));
-        tracing::info!(agent = spec.name, "tools work in {}", workspace.root().display());
+        tracing::info!(
+            agent = spec.name,
+            "tools work in {}",
+            workspace.root().display()
+        );
         let mut tools = Tools::new(spec.name, self.log.clone()).with_workspace(workspace);
         if let Family::Parent(subagents) = &spec.family {
             tools = tools.with_subagents(subagents.clone());
@@ -353,7 +369,10 @@ async fn listen_tcp(config: &Config, home: &Home) -> Result<Option<Listener>, St
             path: PathBuf::from(address),
             source,
         })?;
-    let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let bound = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     tracing::info!("listening on tcp {bound} (token required)");
     Ok(Some(Listener::Tcp { listener, token }))
 }
@@ -407,14 +426,19 @@ fn check_agents(config: &Config) -> Result<(), StartError> {
     for name in std::iter::once(&config.agent.name).chain(config.agents.iter().map(|a| &a.name)) {
         let fine = !name.is_empty()
             && name.len() <= 64
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !fine {
             return Err(StartError::AgentName(name.clone()));
         }
     }
     for child in &config.agents {
         if seen.contains(&child.name.as_str()) {
-            return Err(StartError::AgentName(format!("{} (used twice)", child.name)));
+            return Err(StartError::AgentName(format!(
+                "{} (used twice)",
+                child.name
+            )));
         }
         seen.push(&child.name);
     }
@@ -478,42 +502,12 @@ pub fn find_secret(secrets_file: &Path, name: &str) -> Option<String> {
     }
     check_secrets_file(secrets_file).ok()?;
     let text = fs::read_to_string(secrets_file).ok()?;
-    parse_secret(&text, name)
-}
-
-fn parse_secret(text: &str, name: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let line = line.trim();
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let (key, value) = line.split_once('=')?;
-        if key.trim() != name || line.starts_with('#') {
-            return None;
-        }
-        let value = value.trim();
-        let value = value
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-            .unwrap_or(value);
-        (!value.is_empty()).then(|| value.to_string())
-    })
+    secret_in(&text, name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_file_lines_read() {
-        let text = "# keys\nexport OPENAI_API_KEY=\"sk-1\"\nOTHER='x'\nEMPTY=\n";
-        assert_eq!(
-            parse_secret(text, "OPENAI_API_KEY").as_deref(),
-            Some("sk-1")
-        );
-        assert_eq!(parse_secret(text, "OTHER").as_deref(), Some("x"));
-        assert_eq!(parse_secret(text, "EMPTY"), None);
-        assert_eq!(parse_secret(text, "MISSING"), None);
-    }
 
     #[test]
     fn a_second_lock_on_the_same_home_is_refused() {

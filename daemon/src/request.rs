@@ -63,9 +63,7 @@ impl TurnContext<'_> {
             Kind::Work => entry.message.status.as_deref() != Some("stopped"),
             _ => false,
         };
-        waits
-            && id > self.turn.taken_after
-            && id <= self.turn.taken_through as i64
+        waits && id > self.turn.taken_after && id <= self.turn.taken_through as i64
     }
 
     /// The ids the turn took, in order.
@@ -97,12 +95,11 @@ pub fn whole(entry: &Entry) -> String {
     )
 }
 
-/// Builds the request for the next step of a turn.
-pub fn build(context: &TurnContext) -> Request {
-    let mut items = Vec::new();
-    let view = context.view;
-    let block_lines = context.block_lines.max(1);
-    let mut blocks = view.chunks(block_lines);
+/// The view as request messages: `<chat>` then blocks of `block_lines`
+/// lines. A block's boundaries never move as lines are appended, so earlier
+/// blocks stay byte-identical. Turn and compaction requests share this.
+pub fn view_items(lines: &[String], block_lines: usize) -> Vec<Item> {
+    let mut blocks = lines.chunks(block_lines.max(1));
     let mut first = String::from("<chat>");
     if let Some(block) = blocks.next() {
         for line in block {
@@ -110,12 +107,18 @@ pub fn build(context: &TurnContext) -> Request {
             first.push_str(line);
         }
     }
-    items.push(Item::User { text: first });
-    for block in blocks {
-        items.push(Item::User {
-            text: block.join("\n"),
-        });
-    }
+    let mut items = vec![Item::User { text: first }];
+    items.extend(blocks.map(|block| Item::User {
+        text: block.join("\n"),
+    }));
+    items
+}
+
+/// Builds the request for the next step of a turn.
+pub fn build(context: &TurnContext) -> Request {
+    let view = context.view;
+    let block_lines = context.block_lines.max(1);
+    let mut items = view_items(view, block_lines);
     // The last whole block keeps its bytes until the next batch of merges:
     // the longest prefix worth an explicit cache mark.
     let whole_blocks = view.len() / block_lines;

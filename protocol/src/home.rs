@@ -88,3 +88,41 @@ impl Home {
         self.config_dir.join("agents").join(agent)
     }
 }
+
+/// The value of `name` in `secrets.env` text: `NAME=value` lines, `#`
+/// comments, an optional `export `, optional quotes. The daemon and the
+/// bridges read their keys and tokens this one way.
+pub fn secret_in(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let line = line.trim();
+        if line.starts_with('#') {
+            return None;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let (key, value) = line.split_once('=')?;
+        if key.trim() != name {
+            return None;
+        }
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+            .unwrap_or(value);
+        (!value.is_empty()).then(|| value.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::secret_in;
+
+    #[test]
+    fn secrets_file_lines_read() {
+        let text = "# keys\nexport OPENAI_API_KEY=\"sk-1\"\nOTHER='x'\nEMPTY=\n#MISSING=y\n";
+        assert_eq!(secret_in(text, "OPENAI_API_KEY").as_deref(), Some("sk-1"));
+        assert_eq!(secret_in(text, "OTHER").as_deref(), Some("x"));
+        assert_eq!(secret_in(text, "EMPTY"), None);
+        assert_eq!(secret_in(text, "MISSING"), None);
+    }
+}

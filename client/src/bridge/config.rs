@@ -157,45 +157,11 @@ pub fn secret(
         })
 }
 
-/// The value of `name` in `secrets.env` text: `NAME=value` lines, `#`
-/// comments, an optional `export `, optional quotes. The same format the
-/// daemon reads its model keys from.
-pub fn secret_in(text: &str, name: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let line = line.trim();
-        if line.starts_with('#') {
-            return None;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let (key, value) = line.split_once('=')?;
-        if key.trim() != name {
-            return None;
-        }
-        let value = value.trim();
-        let value = value
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-            .unwrap_or(value);
-        (!value.is_empty()).then(|| value.to_string())
-    })
-}
+pub use hearth_protocol::home::secret_in;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_file_lines_read() {
-        let text = "# keys\nexport TELEGRAM_BOT_TOKEN=\"123:abc\"\nOTHER='x'\nEMPTY=\n#MISSING=y\n";
-        assert_eq!(
-            secret_in(text, "TELEGRAM_BOT_TOKEN").as_deref(),
-            Some("123:abc")
-        );
-        assert_eq!(secret_in(text, "OTHER").as_deref(), Some("x"));
-        assert_eq!(secret_in(text, "EMPTY"), None);
-        assert_eq!(secret_in(text, "MISSING"), None);
-    }
 
     #[test]
     fn a_secret_comes_from_secrets_env_and_its_absence_says_where_to_put_it() {

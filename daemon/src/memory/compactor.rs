@@ -82,21 +82,7 @@ pub fn request(
     layout: &Layout,
     task: &Task,
 ) -> Request {
-    let mut items = Vec::new();
-    let mut blocks = context.chunks(layout.block_lines.max(1));
-    let mut first = String::from("<chat>");
-    if let Some(block) = blocks.next() {
-        for line in block {
-            first.push('\n');
-            first.push_str(line);
-        }
-    }
-    items.push(Item::User { text: first });
-    for block in blocks {
-        items.push(Item::User {
-            text: block.join("\n"),
-        });
-    }
+    let mut items = crate::request::view_items(context, layout.block_lines);
     items.push(Item::User {
         text: format!("</chat>\n{}", task.prompt(layout.line_budget)),
     });
