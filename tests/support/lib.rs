@@ -17,3 +17,7 @@ pub mod meta_webhook;
 
 /// Real `hearthd` processes on temporary homes, clients on their sockets.
 pub mod harness;
+
+/// The memory benchmark's replay: a long synthetic history through hearth's
+/// layout and three baselines, with a simulated prompt cache.
+pub mod replay;

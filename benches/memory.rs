@@ -1,0 +1,135 @@
+//! The memory benchmark: a synthetic personal-assistant history replayed
+//! through hearth's real tree, views and request layout and through three
+//! baselines, with a simulated OpenAI prompt cache; then the time to build a
+//! turn's request over a 100,000-message log. Prints markdown.
+//!
+//! `cargo bench --bench memory [-- MESSAGES]`; `scripts/bench.sh` writes the
+//! output into BENCHMARKS.md.
+
+use hearth_daemon::layout::Layout;
+use hearth_daemon::request;
+use hearth_tests::replay::{
+    compare, history, summary, table, Generator, Goals, Hearth, Meter, Replay, Strategy, LEGEND,
+};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+const SEED: u64 = 2026;
+/// The cache's time-to-live: OpenAI's in-memory 5–10 minutes, and the
+/// extended retention of up to 24 hours.
+const TTLS: [u64; 2] = [10 * 60, 24 * 3_600];
+const BUILD_LOG: u64 = 100_000;
+const BUILDS: usize = 501;
+
+fn main() {
+    let messages: u64 = std::env::args()
+        .skip(1)
+        .find_map(|arg| arg.parse().ok())
+        .unwrap_or(10_000);
+    let started = Instant::now();
+    let meters = compare(SEED, messages, &TTLS, true);
+    let replay_time = started.elapsed();
+
+    println!("## Replay: {messages} messages (seed {SEED})\n");
+    println!(
+        "A synthetic personal-assistant history (bursty sessions over weeks, short and long \
+         user messages, replies, tool calls with outputs up to 30,000 characters) replayed \
+         through hearth's real tree, views and `request::build` with a fake summarizer, and \
+         through three baselines, on a simulated OpenAI prefix cache (longest fresh prefix in \
+         128-token steps, nothing under 1,024 tokens). The second hearth row keeps the state \
+         message of a turn's first request for its whole chain — a diagnostic: the daemon \
+         writes the time, to the second, into every request.\n"
+    );
+    println!("{LEGEND}");
+    for ttl in 0..TTLS.len() {
+        println!("{}", table(&meters, ttl));
+    }
+    print!("{}", summary(&meters));
+    println!();
+    for (ttl, seconds) in TTLS.iter().enumerate() {
+        println!(
+            "Goals for hearth's layout, cache time-to-live {} s:\n\n{}",
+            seconds,
+            Goals::of(&meters[0], ttl).lines()
+        );
+    }
+    println!("Replay time: {:.1} s.\n", replay_time.as_secs_f64());
+    build_timing();
+}
+
+/// The median time of `request::build` for a turn over a long log, with
+/// the view settled (and of rendering the view, which a turn does once).
+fn build_timing() {
+    let layout = match Layout::find("default") {
+        Ok(layout) => layout,
+        Err(err) => panic!("the default layout: {err}"),
+    };
+    let instructions = history::instructions();
+    let tools = history::tools();
+    let mut hearth = Hearth::new(layout, &instructions, &tools, false, false);
+    let mut meters = [Meter::new("hearth", &[600])];
+    let mut replay = Replay::new(u64::MAX);
+    let started = Instant::now();
+    for episode in Generator::new(SEED + 1, BUILD_LOG) {
+        let mut strategies: [&mut dyn Strategy; 1] = [&mut hearth];
+        replay.episode(&episode, &mut strategies, &mut meters);
+    }
+    let fill = started.elapsed();
+    let Some((turn, turn_log)) = replay.last_turn.clone() else {
+        panic!("the history had no turn");
+    };
+    let state = "Local time: 2026-11-30T10:00:00+00:00 (Monday)\nYou are the agent `main`.";
+    let Some(context) = hearth.context(turn, &turn_log, state) else {
+        panic!("the last turn has no settled view");
+    };
+    let mut builds = Vec::with_capacity(BUILDS);
+    let mut items = 0;
+    for _ in 0..BUILDS {
+        let start = Instant::now();
+        let request = request::build(&context);
+        builds.push(start.elapsed());
+        items = request.items.len();
+        std::hint::black_box(&request);
+    }
+    let taken: HashSet<u64> = context.taken_ids().into_iter().collect();
+    let mut renders = Vec::with_capacity(BUILDS);
+    for _ in 0..BUILDS {
+        let start = Instant::now();
+        std::hint::black_box(hearth.render(&taken));
+        renders.push(start.elapsed());
+    }
+    let build = median(&mut builds);
+    println!("## Building a turn's request over a {BUILD_LOG}-message log\n");
+    println!(
+        "The log: {} messages, replayed through the tree and view in {:.1} s; the settled view \
+         has {} lines in {} request items.\n",
+        meters[0].messages,
+        fill.as_secs_f64(),
+        context.view.len(),
+        items
+    );
+    println!("| step | median of {BUILDS} |");
+    println!("|---|---:|");
+    println!("| `request::build` | {:.3} ms |", ms(build));
+    println!(
+        "| `View::render` (once per turn) | {:.3} ms |",
+        ms(median(&mut renders))
+    );
+    println!(
+        "\nGoal: build under 1 ms — {}.",
+        if build < Duration::from_millis(1) {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+}
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn ms(time: Duration) -> f64 {
+    time.as_secs_f64() * 1e3
+}

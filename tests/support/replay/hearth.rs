@@ -1,0 +1,381 @@
+//! hearth's layout in the replay: the daemon's own pure memory code — the
+//! tree's lines and free joins, both views and their merge rule, the
+//! compactor's requests, `request::build` — with a fake model that writes
+//! the lines and a compactor that answers at once.
+//!
+//! It mirrors the keeper: a message whose line fits the line budget is its
+//! own node; a longer one is compressed by a call; every parent whose halves
+//! are built is built eagerly, free when the two lines fit together, by a
+//! merge call otherwise. Each call's context is the compaction view before
+//! the node. A turn's view is advanced to the turn's start when the turn
+//! begins, and stays the same for its whole chain.
+
+use super::cache::RequestBody;
+use super::report::Meter;
+use super::strategies::{Strategy, AGENT};
+use hearth_daemon::layout::Layout;
+use hearth_daemon::log::{Entry, TurnRecord};
+use hearth_daemon::memory::{
+    clean_answer, compaction_request, cut, free_join, message_line, render_line, Lines, Node,
+    Progress, Task, View,
+};
+use hearth_daemon::model::ToolSpec;
+use hearth_daemon::request::{self, TurnContext};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The bytes of `<chat>\n` and `</chat>` that a view's size counts.
+const TAGS: usize = "<chat>\n".len() + "</chat>".len();
+
+/// Built lines by node: the tree.
+#[derive(Default)]
+pub struct Tree(HashMap<Node, String>);
+
+impl Lines for Tree {
+    fn line(&self, node: Node) -> Option<&str> {
+        self.0.get(&node).map(String::as_str)
+    }
+}
+
+/// A turn's view, settled when the turn began.
+struct Settled {
+    seq: i64,
+    nodes: Vec<Node>,
+    lines: Vec<String>,
+    /// The state of the turn's first request.
+    state: String,
+}
+
+pub struct Hearth {
+    layout: Layout,
+    instructions: String,
+    tools: Vec<ToolSpec>,
+    tree: Tree,
+    turn_view: View,
+    compaction_view: View,
+    /// Messages logged: T.
+    known: u64,
+    /// Parents whose halves are built but too long to join for free, by
+    /// (first message, level): the compactor's merge queue.
+    merges: BTreeSet<(u64, u8)>,
+    /// Whether requests are serialized and counted (off when only the
+    /// layout's speed is measured).
+    metered: bool,
+    /// Keep the first request's state for a turn's whole chain — a
+    /// diagnostic variant; the daemon writes the time into every request.
+    fixed_state: bool,
+    settled: Option<Settled>,
+    /// What the compaction view last reached, with the log's length then:
+    /// it is advanced again only once it can move.
+    compaction_progress: Option<(u64, Progress)>,
+    /// The compaction view's rendered lines, kept in step with its nodes.
+    compaction_lines: Vec<(Node, String)>,
+    turn_body: RequestBody,
+    compaction_body: RequestBody,
+    /// Compaction calls made, tries included.
+    pub calls: u64,
+}
+
+impl Hearth {
+    pub fn new(
+        layout: Layout,
+        instructions: &str,
+        tools: &[ToolSpec],
+        metered: bool,
+        fixed_state: bool,
+    ) -> Hearth {
+        Hearth {
+            layout,
+            instructions: instructions.to_string(),
+            tools: tools.to_vec(),
+            tree: Tree::default(),
+            turn_view: View::default(),
+            compaction_view: View::default(),
+            known: 0,
+            merges: BTreeSet::new(),
+            metered,
+            fixed_state,
+            settled: None,
+            compaction_progress: None,
+            compaction_lines: Vec::new(),
+            turn_body: RequestBody::default(),
+            compaction_body: RequestBody::default(),
+            calls: 0,
+        }
+    }
+
+    /// The turn view's nodes.
+    pub fn view(&self) -> &View {
+        &self.turn_view
+    }
+
+    /// The context `request::build` lays out for `turn`, over the view
+    /// settled at its start; none before the turn's first request.
+    pub fn context<'a>(
+        &'a self,
+        turn: TurnRecord,
+        turn_log: &'a [Entry],
+        state: &'a str,
+    ) -> Option<TurnContext<'a>> {
+        let settled = self.settled.as_ref().filter(|s| s.seq == turn.seq)?;
+        Some(TurnContext {
+            instructions: &self.instructions,
+            tools: &self.tools,
+            view: &settled.lines,
+            log: turn_log,
+            turn,
+            state: if self.fixed_state {
+                &settled.state
+            } else {
+                state
+            },
+            block_lines: self.layout.block_lines,
+            carries: &hearth_daemon::request::NO_CARRIES,
+            cache_key: Some(format!("hearth-{AGENT}")),
+        })
+    }
+
+    /// The turn view rendered without the single-message lines of `taken`.
+    pub fn render(&self, taken: &HashSet<u64>) -> Vec<String> {
+        self.turn_view.render(&self.tree, |id| taken.contains(&id))
+    }
+
+    /// Stores a built line and every parent that follows from it for free;
+    /// parents that need a call join the merge queue.
+    fn build(&mut self, node: Node, text: String) {
+        let mut queue = vec![(node, text)];
+        while let Some((node, text)) = queue.pop() {
+            if self.tree.0.contains_key(&node) {
+                continue;
+            }
+            self.merges.remove(&(node.first(), node.level));
+            self.tree.0.insert(node, text);
+            let parent = node.parent();
+            let Some((left, right)) = parent.children() else {
+                continue;
+            };
+            if self.tree.0.contains_key(&parent) {
+                continue;
+            }
+            if let (Some(l), Some(r)) = (self.tree.line(left), self.tree.line(right)) {
+                match free_join(l, r, self.layout.line_budget) {
+                    Some(joined) => queue.push((parent, joined)),
+                    None => {
+                        self.merges.insert((parent.first(), parent.level));
+                    }
+                }
+            }
+        }
+    }
+
+    fn merge_task(&self, parent: Node) -> Option<Task> {
+        let (left, right) = parent.children()?;
+        Some(Task::Merge {
+            parent,
+            left: self.tree.line(left)?.to_string(),
+            right: self.tree.line(right)?.to_string(),
+        })
+    }
+
+    /// Every merge that is ready, oldest first, as the eager compactor does.
+    fn drain(&mut self, meter: &mut Meter) {
+        while let Some((first, level)) = self.merges.pop_first() {
+            if let Some(task) = self.merge_task(Node::new(level, first >> level)) {
+                self.compact(task, meter);
+            }
+        }
+    }
+
+    /// One compaction, as `compactor::compact` runs it: the same request for
+    /// every try; an answer within the line budget ends it; otherwise the
+    /// shortest is kept, cut at the guard.
+    fn compact(&mut self, task: Task, meter: &mut Meter) {
+        let node = task.node();
+        if self.metered {
+            let context = self.compaction_context(node);
+            let request = compaction_request(
+                &self.instructions,
+                &self.tools,
+                &context,
+                &self.layout,
+                &task,
+            );
+            self.compaction_body.set(&request);
+        }
+        let budget = self.layout.line_budget;
+        let mut best: Option<String> = None;
+        for attempt in 0..self.layout.compactor_tries {
+            self.calls += 1;
+            if self.metered {
+                let compress = matches!(task, Task::Compress { .. });
+                meter.compaction(&mut self.compaction_body.body, compress);
+            }
+            let line = clean_answer(&fake_answer(&task, attempt, budget));
+            if line.len() <= budget {
+                best = Some(line);
+                break;
+            }
+            if best.as_ref().is_none_or(|b| line.len() < b.len()) {
+                best = Some(line);
+            }
+        }
+        let line = cut(&best.unwrap_or_default(), self.layout.line_guard);
+        self.build(node, line);
+    }
+
+    /// The compaction view's lines before `node`, as the keeper gives a
+    /// call for context; the view is advanced first as far as built lines
+    /// allow. (Skipping an advance that cannot move, and rendering only the
+    /// lines that changed, give the same lines faster.)
+    fn compaction_context(&mut self, node: Node) -> Vec<String> {
+        let stuck = match self.compaction_progress {
+            Some((known, Progress::Settled)) => known == self.known,
+            Some((_, Progress::Waiting(missing))) => !self.tree.0.contains_key(&missing),
+            None => false,
+        };
+        if !stuck {
+            let budgets = self.layout.compaction_budgets();
+            let progress = self
+                .compaction_view
+                .advance(self.known, budgets, &self.tree);
+            self.compaction_progress = Some((self.known, progress));
+        }
+        let nodes = &self.compaction_view.nodes;
+        let same = self
+            .compaction_lines
+            .iter()
+            .zip(nodes)
+            .take_while(|((a, _), b)| a == *b)
+            .count();
+        self.compaction_lines.truncate(same);
+        for &n in &nodes[same..] {
+            let line = render_line(n, self.tree.line(n).unwrap_or(""));
+            self.compaction_lines.push((n, line));
+        }
+        self.compaction_lines
+            .iter()
+            .take_while(|(n, _)| n.end() <= node.first())
+            .map(|(_, line)| line.clone())
+            .collect()
+    }
+
+    /// Advances the turn view to the turn's start, building whatever it
+    /// waits for, and renders it without the messages the turn takes.
+    fn settle(
+        &mut self,
+        context_turn: TurnRecord,
+        turn_log: &[Entry],
+        state: &str,
+        meter: &mut Meter,
+    ) {
+        loop {
+            let budgets = self.layout.turn_budgets();
+            match self
+                .turn_view
+                .advance(context_turn.start_id, budgets, &self.tree)
+            {
+                Progress::Settled => break,
+                Progress::Waiting(node) => match self.merge_task(node) {
+                    Some(task) => self.compact(task, meter),
+                    // Every message is built when it is logged, and a pair
+                    // in the view has both halves built.
+                    None => panic!("the turn view waits for {node}, which cannot be built"),
+                },
+            }
+        }
+        let probe = TurnContext {
+            instructions: "",
+            tools: &[],
+            view: &[],
+            log: turn_log,
+            turn: context_turn,
+            state: "",
+            block_lines: 1,
+            cache_key: None,
+            carries: &hearth_daemon::request::NO_CARRIES,
+        };
+        let taken: HashSet<u64> = turn_log
+            .iter()
+            .filter(|entry| probe.took(entry) && entry.message.id < context_turn.start_id)
+            .map(|entry| entry.message.id)
+            .collect();
+        let nodes = self.turn_view.nodes.clone();
+        if let Some(previous) = &self.settled {
+            let kept = previous
+                .nodes
+                .iter()
+                .zip(&nodes)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if kept < previous.nodes.len() {
+                meter.batch(kept, previous.nodes.len());
+            }
+        }
+        let lines = self.render(&taken);
+        let size = TAGS + lines.iter().map(|line| line.len() + 1).sum::<usize>();
+        meter.view(size, self.layout.high_budget);
+        self.settled = Some(Settled {
+            seq: context_turn.seq,
+            nodes,
+            lines,
+            state: state.to_string(),
+        });
+    }
+}
+
+impl Strategy for Hearth {
+    fn logged(&mut self, entry: &Entry, meter: &mut Meter) {
+        let id = entry.message.id;
+        self.known = id + 1;
+        let line = message_line(entry.message.kind.as_str(), &entry.message.text);
+        if line.len() <= self.layout.line_budget {
+            self.build(Node::message(id), line);
+        } else {
+            self.compact(Task::Compress { id, line }, meter);
+        }
+        self.drain(meter);
+    }
+
+    fn request(&mut self, turn: TurnRecord, turn_log: &[Entry], state: &str, meter: &mut Meter) {
+        if self.settled.as_ref().is_none_or(|s| s.seq != turn.seq) {
+            self.settle(turn, turn_log, state, meter);
+        }
+        if !self.metered {
+            return;
+        }
+        let Some(context) = self.context(turn, turn_log, state) else {
+            return;
+        };
+        let request = request::build(&context);
+        meter.turn(self.turn_body.set(&request));
+    }
+}
+
+/// The fake model's line for a task: the first words of the text (or of
+/// each half, for a merge), cut a bit under the line budget — 55% to 95% of
+/// it. On the first try, one answer in 25 runs over the budget, so the
+/// compactor asks again. Deterministic per node and try.
+fn fake_answer(task: &Task, attempt: u32, budget: usize) -> String {
+    let node = task.node();
+    let roll = mix(node.first() ^ (u64::from(node.level) << 56) ^ (u64::from(attempt) << 48));
+    let pick = (roll >> 8) as usize;
+    let target = if attempt == 0 && roll % 25 == 0 {
+        budget + 40 + pick % 300
+    } else {
+        budget * (55 + pick % 40) / 100
+    };
+    match task {
+        Task::Compress { line, .. } => cut(line, target),
+        Task::Merge { left, right, .. } => {
+            let half = target / 2 - 2;
+            format!("{} / {}", cut(left, half), cut(right, half))
+        }
+    }
+}
+
+/// SplitMix64's finalizer: a well-spread hash of a number.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}

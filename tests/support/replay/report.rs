@@ -1,0 +1,344 @@
+//! What a replay measures per strategy, and the markdown tables it prints.
+//!
+//! One [`Meter`] per strategy counts every request it sends through one
+//! simulated cache per time-to-live, split into turn requests and compaction
+//! calls. Turn requests are also counted in steady state (after the first
+//! tenth of the history) and, of those, warm (the previous turn request was
+//! within the time-to-live, so an idle user did not empty the cache — no
+//! layout can help that).
+
+use super::cache::{tokens, Body, Cache, BYTES_PER_TOKEN};
+use std::fmt::Write;
+
+/// Input counted over a set of requests, in tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub requests: u64,
+    pub input: u64,
+    pub cached: u64,
+    /// The largest request's input.
+    pub largest: u64,
+}
+
+impl Tally {
+    fn add(&mut self, input: u64, cached: u64) {
+        self.requests += 1;
+        self.input += input;
+        self.cached += cached;
+        self.largest = self.largest.max(input);
+    }
+
+    pub fn uncached(&self) -> u64 {
+        self.input - self.cached
+    }
+
+    /// The share of input served from the cache, 0 to 1.
+    pub fn share(&self) -> f64 {
+        if self.input == 0 {
+            return 0.0;
+        }
+        self.cached as f64 / self.input as f64
+    }
+}
+
+/// One time-to-live's counts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tallies {
+    pub turns: Tally,
+    pub steady: Tally,
+    pub warm: Tally,
+    pub compaction: Tally,
+    /// Of the compaction calls, those that compress one message (the rest
+    /// merge two lines, or summarize the history).
+    pub compress: Tally,
+}
+
+/// Everything measured for one strategy.
+pub struct Meter {
+    pub name: String,
+    caches: Vec<Cache>,
+    pub tallies: Vec<Tallies>,
+    /// Messages logged, and their text's bytes: what is new.
+    pub messages: u64,
+    pub new_bytes: u64,
+    /// The largest view a turn request showed, in rendered bytes, and the
+    /// layout's high budget; requests whose view passed it.
+    pub largest_view: Option<usize>,
+    pub view_budget: Option<usize>,
+    pub over_budget: u64,
+    /// Batches of merges seen by turns, and the sum over them of the share of
+    /// the view's lines that stayed as they were before the first change.
+    pub batches: u64,
+    pub batch_kept: f64,
+    /// Where the current request stands: its time, whether it is in steady
+    /// state, and per time-to-live whether it follows an idle gap.
+    now: u64,
+    steady: bool,
+    cold: Vec<bool>,
+    last_turn_request: Option<u64>,
+}
+
+impl Meter {
+    pub fn new(name: impl Into<String>, ttls: &[u64]) -> Meter {
+        Meter {
+            name: name.into(),
+            caches: ttls.iter().map(|&ttl| Cache::new(ttl)).collect(),
+            tallies: vec![Tallies::default(); ttls.len()],
+            messages: 0,
+            new_bytes: 0,
+            largest_view: None,
+            view_budget: None,
+            over_budget: 0,
+            batches: 0,
+            batch_kept: 0.0,
+            now: 0,
+            steady: false,
+            cold: vec![false; ttls.len()],
+            last_turn_request: None,
+        }
+    }
+
+    pub fn ttls(&self) -> Vec<u64> {
+        self.caches.iter().map(|cache| cache.ttl).collect()
+    }
+
+    /// A message reached the log.
+    pub fn logged(&mut self, text_bytes: usize, at: u64) {
+        self.messages += 1;
+        self.new_bytes += text_bytes as u64;
+        self.now = at;
+    }
+
+    /// The next requests are sent at `at` (compaction calls for what was
+    /// just logged, or a turn request).
+    pub fn at(&mut self, at: u64) {
+        self.now = at;
+    }
+
+    /// A turn request follows, at `at`.
+    pub fn turn_starts(&mut self, at: u64, steady: bool) {
+        self.now = at;
+        self.steady = steady;
+        for (cold, cache) in self.cold.iter_mut().zip(&self.caches) {
+            *cold = self
+                .last_turn_request
+                .is_none_or(|last| at.saturating_sub(last) > cache.ttl);
+        }
+        self.last_turn_request = Some(at);
+    }
+
+    /// One turn request.
+    pub fn turn(&mut self, body: &mut Body) {
+        let input = tokens(body.len() as u64);
+        for at in 0..self.caches.len() {
+            let cached = self.caches[at].serve(body, self.now);
+            let tally = &mut self.tallies[at];
+            tally.turns.add(input, cached);
+            if self.steady {
+                tally.steady.add(input, cached);
+                if !self.cold[at] {
+                    tally.warm.add(input, cached);
+                }
+            }
+        }
+    }
+
+    /// One compaction call; `compress` when it compresses one message.
+    pub fn compaction(&mut self, body: &mut Body, compress: bool) {
+        let input = tokens(body.len() as u64);
+        for at in 0..self.caches.len() {
+            let cached = self.caches[at].serve(body, self.now);
+            self.tallies[at].compaction.add(input, cached);
+            if compress {
+                self.tallies[at].compress.add(input, cached);
+            }
+        }
+    }
+
+    /// A turn found its view changed by a batch of merges, the first
+    /// `kept` of its previous lines unchanged.
+    pub fn batch(&mut self, kept: usize, previous: usize) {
+        self.batches += 1;
+        self.batch_kept += kept as f64 / previous.max(1) as f64;
+    }
+
+    /// The view a turn request shows, in rendered bytes, against its budget.
+    pub fn view(&mut self, bytes: usize, budget: usize) {
+        self.largest_view = Some(self.largest_view.unwrap_or(0).max(bytes));
+        self.view_budget = Some(budget);
+        if bytes > budget {
+            self.over_budget += 1;
+        }
+    }
+
+    /// Uncached input bytes per byte of new messages: turn requests only, or
+    /// with the compaction calls.
+    pub fn per_new_byte(&self, ttl: usize, with_compaction: bool) -> f64 {
+        let tally = &self.tallies[ttl];
+        let mut uncached = tally.turns.uncached();
+        if with_compaction {
+            uncached += tally.compaction.uncached();
+        }
+        (uncached * BYTES_PER_TOKEN) as f64 / self.new_bytes.max(1) as f64
+    }
+}
+
+/// hearth's goals, checked on one meter and one time-to-live.
+pub struct Goals {
+    pub steady_share: f64,
+    pub per_new_byte: f64,
+    pub with_compaction: f64,
+    pub within_budget: bool,
+}
+
+impl Goals {
+    pub fn of(meter: &Meter, ttl: usize) -> Goals {
+        Goals {
+            steady_share: meter.tallies[ttl].steady.share(),
+            per_new_byte: meter.per_new_byte(ttl, false),
+            with_compaction: meter.per_new_byte(ttl, true),
+            within_budget: meter.over_budget == 0 && meter.largest_view.is_some(),
+        }
+    }
+
+    pub fn lines(&self) -> String {
+        let mark = |met: bool| if met { "met" } else { "MISSED" };
+        format!(
+            "- ≥ 97% of turn input from cache in steady state: {:.1}% — {}\n\
+             - uncached input per new byte ≤ 1.5: turn requests {:.2} — {}; \
+             with the compaction calls {:.2} — {}\n\
+             - every request's view within the layout's budget: {}\n",
+            self.steady_share * 100.0,
+            mark(self.steady_share >= 0.97),
+            self.per_new_byte,
+            mark(self.per_new_byte <= 1.5),
+            self.with_compaction,
+            mark(self.with_compaction <= 1.5),
+            mark(self.within_budget),
+        )
+    }
+}
+
+fn mega(tokens: u64) -> String {
+    format!("{:.1}M", tokens as f64 / 1e6)
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}
+
+fn ttl_text(ttl: u64) -> String {
+    if ttl % 3_600 == 0 {
+        format!("{} h", ttl / 3_600)
+    } else {
+        format!("{} min", ttl / 60)
+    }
+}
+
+/// What the tables' columns mean.
+pub const LEGEND: &str = "\
+- *turn input*: input tokens of every turn request (4 bytes per token).
+- *from cache*: the share of turn input the simulated cache served; *steady*: \
+  the same after the first tenth of the history; *steady, warm*: of those, \
+  the requests sent within the time-to-live of the turn request before (an \
+  idle user empties any cache; no layout helps that).
+- *uncached per new byte*: uncached input bytes of turn requests ÷ bytes of \
+  new messages logged (1.0: every byte paid once); *with compaction*: \
+  counting the compaction calls' uncached input too.
+- *largest request*: the largest single request, turn or compaction.
+- *compaction calls*: hearth's compress and merge calls (tries included), \
+  the threshold baseline's summary calls; their input and its cache share.
+";
+
+/// The markdown table of every meter for one time-to-live.
+pub fn table(meters: &[Meter], ttl: usize) -> String {
+    let mut out = String::new();
+    let seconds = meters.first().map_or(0, |meter| meter.ttls()[ttl]);
+    let _ = writeln!(out, "Cache time-to-live {}:\n", ttl_text(seconds));
+    out.push_str(
+        "| strategy | turn requests | turn input (tokens) | from cache | steady | steady, warm | \
+         uncached per new byte | with compaction | largest request (tokens) | \
+         compaction calls | compaction input (tokens) | its cache share |\n",
+    );
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for meter in meters {
+        let tally = &meter.tallies[ttl];
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} | {} | {} |",
+            meter.name,
+            tally.turns.requests,
+            mega(tally.turns.input),
+            percent(tally.turns.share()),
+            percent(tally.steady.share()),
+            percent(tally.warm.share()),
+            meter.per_new_byte(ttl, false),
+            meter.per_new_byte(ttl, true),
+            tally.turns.largest.max(tally.compaction.largest),
+            tally.compaction.requests,
+            mega(tally.compaction.input),
+            percent(tally.compaction.share()),
+        );
+    }
+    out
+}
+
+/// The history's size, the views' bounds and batches, and where compaction
+/// input goes, under the tables (for the first time-to-live).
+pub fn summary(meters: &[Meter]) -> String {
+    let mut out = String::new();
+    if let Some(meter) = meters.first() {
+        let _ = writeln!(
+            out,
+            "History: {} messages, {:.1} MB of new text ({} tokens at {} bytes per token).",
+            meter.messages,
+            meter.new_bytes as f64 / 1e6,
+            mega(tokens(meter.new_bytes)),
+            BYTES_PER_TOKEN
+        );
+    }
+    for meter in meters {
+        if let (Some(view), Some(budget)) = (meter.largest_view, meter.view_budget) {
+            let _ = writeln!(
+                out,
+                "{}: largest view {view} bytes of a {budget}-byte budget; {} requests over it. \
+                 {} batches of merges, one per {:.0} turn requests, each keeping on average \
+                 {:.0}% of the view's lines before its first change.",
+                meter.name,
+                meter.over_budget,
+                meter.batches,
+                meter.tallies[0].turns.requests as f64 / meter.batches.max(1) as f64,
+                100.0 * meter.batch_kept / meter.batches.max(1) as f64,
+            );
+            let turns = meter.tallies[0].turns;
+            let _ = writeln!(
+                out,
+                "{}: {:.1} kB of new text per turn request against {:.1} kB of input: even if \
+                 every new byte were sent uncached once and nothing else, at most {:.1}% of turn \
+                 input could come from the cache.",
+                meter.name,
+                meter.new_bytes as f64 / turns.requests.max(1) as f64 / 1e3,
+                (turns.input * BYTES_PER_TOKEN) as f64 / turns.requests.max(1) as f64 / 1e3,
+                100.0
+                    * (1.0
+                        - meter.new_bytes as f64 / (turns.input * BYTES_PER_TOKEN).max(1) as f64),
+            );
+            let (all, compress) = (meter.tallies[0].compaction, meter.tallies[0].compress);
+            let per_byte = |tally: Tally| {
+                (tally.uncached() * BYTES_PER_TOKEN) as f64 / meter.new_bytes.max(1) as f64
+            };
+            let _ = writeln!(
+                out,
+                "{}: compaction calls {} ({} compress a message, {} merge two lines); uncached \
+                 input per new byte {:.2} from compress calls, {:.2} from merges.",
+                meter.name,
+                all.requests,
+                compress.requests,
+                all.requests - compress.requests,
+                per_byte(compress),
+                per_byte(all) - per_byte(compress),
+            );
+        }
+    }
+    out
+}

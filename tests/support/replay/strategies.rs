@@ -1,0 +1,414 @@
+//! The strategies compared, and the replay that drives them over one history
+//! in lockstep, so every strategy sees the same messages at the same times.
+//!
+//! - [`Hearth`](super::hearth::Hearth): the real tree, views and layout.
+//! - [`Unbounded`]: every message whole, appended; never forgets.
+//! - [`Compacting`]: the whole history until a request passes 80% of a
+//!   200k-token window, then one call summarizes all but the last 20k tokens.
+//! - [`Sliding`]: the messages of the last N bytes (N = hearth's high budget).
+//!
+//! The baselines send the history as a plain transcript (user items, the
+//! assistant's calls and their results) with the per-request state last, the
+//! layout kindest to them; hearth sends what `request::build` lays out.
+
+use super::cache::{self, Body};
+use super::hearth::Hearth;
+use super::history::{clock_text, Episode, Generator, Message};
+use super::report::Meter;
+use hearth_daemon::layout::Layout;
+use hearth_daemon::log::{Entry, TurnRecord};
+use hearth_daemon::memory::{cut, one_line};
+use hearth_daemon::model::ToolSpec;
+use hearth_daemon::request::whole;
+use hearth_protocol::Kind;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+
+/// The agent in the replay.
+pub const AGENT: &str = "main";
+
+/// A way to lay out a long conversation's requests.
+pub trait Strategy {
+    /// A message reached the log (its compaction calls, if any, run now).
+    fn logged(&mut self, entry: &Entry, meter: &mut Meter);
+    /// One request of a turn's chain. `turn_log` is the log from the turn's
+    /// first taken message on; `state` is the request's state message.
+    fn request(&mut self, turn: TurnRecord, turn_log: &[Entry], state: &str, meter: &mut Meter);
+}
+
+/// Walks a history, logging its messages and sending its turns' requests to
+/// every strategy.
+#[derive(Default)]
+pub struct Replay {
+    next_id: u64,
+    seq: i64,
+    /// Turns that start at or after this message are in steady state.
+    pub steady_from: u64,
+    /// The last turn: its record and its log from the first taken message.
+    pub last_turn: Option<(TurnRecord, Vec<Entry>)>,
+}
+
+impl Replay {
+    pub fn new(steady_from: u64) -> Replay {
+        Replay {
+            steady_from,
+            ..Replay::default()
+        }
+    }
+
+    pub fn episode(
+        &mut self,
+        episode: &Episode,
+        strategies: &mut [&mut dyn Strategy],
+        meters: &mut [Meter],
+    ) {
+        match episode {
+            Episode::Note(message) => {
+                self.log(message, strategies, meters);
+            }
+            Episode::Turn(turn) => {
+                let mut turn_log = Vec::new();
+                let first = self.next_id;
+                for message in &turn.taken {
+                    turn_log.push(self.log(message, strategies, meters));
+                }
+                let record = TurnRecord {
+                    seq: self.seq,
+                    start_id: self.next_id,
+                    taken_after: first as i64 - 1,
+                    taken_through: self.next_id - 1,
+                };
+                self.seq += 1;
+                for (step, &at) in turn.requests_at.iter().enumerate() {
+                    let state = format!(
+                        "Local time: {}\nYou are the agent `{AGENT}`.",
+                        clock_text(at)
+                    );
+                    let steady = record.start_id >= self.steady_from;
+                    for (strategy, meter) in strategies.iter_mut().zip(meters.iter_mut()) {
+                        meter.turn_starts(at, steady);
+                        strategy.request(record, &turn_log, &state, meter);
+                    }
+                    for message in turn.steps.get(step).into_iter().flatten() {
+                        turn_log.push(self.log(message, strategies, meters));
+                    }
+                }
+                turn_log.push(self.log(&turn.reply, strategies, meters));
+                self.last_turn = Some((record, turn_log));
+            }
+        }
+    }
+
+    fn log(
+        &mut self,
+        message: &Message,
+        strategies: &mut [&mut dyn Strategy],
+        meters: &mut [Meter],
+    ) -> Entry {
+        let entry = entry(self.next_id, message);
+        self.next_id += 1;
+        for (strategy, meter) in strategies.iter_mut().zip(meters.iter_mut()) {
+            meter.logged(message.text.len(), message.at);
+            strategy.logged(&entry, meter);
+        }
+        entry
+    }
+}
+
+/// A message as the log holds it, with the machine details the turn loop
+/// writes for echoes and tool calls.
+pub fn entry(id: u64, message: &Message) -> Entry {
+    let data = match (&message.call, message.step) {
+        (Some(call), Some(step)) => Some(json!({
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "output": call.output,
+            "step": step,
+        })),
+        (None, Some(step)) => Some(json!({ "step": step })),
+        _ => None,
+    };
+    Entry {
+        message: hearth_protocol::Message {
+            agent: AGENT.to_string(),
+            id,
+            kind: message.kind,
+            source: message.source.to_string(),
+            text: message.text.clone(),
+            status: (message.kind == Kind::Tool).then(|| "ok".to_string()),
+            at: clock_text(message.at),
+            answers: vec![],
+        },
+        data,
+    }
+}
+
+/// One logged message as transcript items, serialized.
+fn transcript(entry: &Entry) -> Vec<u8> {
+    let mut out = Vec::new();
+    let message = &entry.message;
+    let field = |key: &str| {
+        entry
+            .data
+            .as_ref()
+            .and_then(|data| data.get(key))
+            .and_then(Value::as_str)
+    };
+    match message.kind {
+        Kind::Reply | Kind::Echo => cache::assistant(&mut out, Some(&message.text), &[]),
+        Kind::Tool => match (field("call_id"), field("name"), field("arguments")) {
+            (Some(id), Some(name), Some(arguments)) => {
+                cache::assistant(&mut out, None, &[(id, name, arguments)]);
+                cache::tool_result(&mut out, id, field("output").unwrap_or(""));
+            }
+            _ => cache::user(&mut out, &whole(entry)),
+        },
+        _ => cache::user(&mut out, &whole(entry)),
+    }
+    out
+}
+
+/// The state item and the body's end.
+fn tail(state: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    cache::user(&mut out, state);
+    out.extend_from_slice(cache::END);
+    out
+}
+
+/// Every message whole, appended: cached, and unbounded.
+pub struct Unbounded {
+    body: Body,
+    /// Where the history ends in the body and the state begins.
+    history_end: usize,
+}
+
+impl Unbounded {
+    pub fn new(instructions: &str, tools: &[ToolSpec]) -> Unbounded {
+        let mut body = Body::default();
+        body.push(&cache::head(instructions, tools));
+        Unbounded {
+            history_end: body.len(),
+            body,
+        }
+    }
+}
+
+impl Strategy for Unbounded {
+    fn logged(&mut self, entry: &Entry, _: &mut Meter) {
+        self.body.truncate(self.history_end);
+        self.body.push(&transcript(entry));
+        self.history_end = self.body.len();
+    }
+
+    fn request(&mut self, _: TurnRecord, _: &[Entry], state: &str, meter: &mut Meter) {
+        self.body.truncate(self.history_end);
+        self.body.push(&tail(state));
+        meter.turn(&mut self.body);
+    }
+}
+
+/// The model's window, in tokens, and the share of it that triggers a compaction.
+pub const WINDOW_TOKENS: usize = 200_000;
+/// Compact once a request would pass this many bytes: 80% of the window.
+pub const COMPACT_AT: usize = WINDOW_TOKENS * 4 * 8 / 10;
+/// What a compaction keeps whole: the last 20k tokens of messages.
+pub const KEEP_BYTES: usize = 20_000 * 4;
+/// The summary that replaces the rest.
+pub const SUMMARY_BYTES: usize = 8_000;
+
+const SUMMARY_TASK: &str = "Summarize the conversation above for your own future use: who \
+asked for what, what was decided and done, what is still open, names, numbers and dates. \
+The summary will replace everything but the most recent messages.";
+
+/// The whole history until 80% of the window is used; then a summary
+/// replaces all but the last 20k tokens.
+pub struct Compacting {
+    body: Body,
+    head_end: usize,
+    history_end: usize,
+    /// The messages since the last compaction: their items and a few words.
+    kept: VecDeque<(Vec<u8>, String)>,
+    kept_bytes: usize,
+    summary: String,
+}
+
+impl Compacting {
+    pub fn new(instructions: &str, tools: &[ToolSpec]) -> Compacting {
+        let mut body = Body::default();
+        body.push(&cache::head(instructions, tools));
+        Compacting {
+            head_end: body.len(),
+            history_end: body.len(),
+            body,
+            kept: VecDeque::new(),
+            kept_bytes: 0,
+            summary: String::new(),
+        }
+    }
+
+    /// One summary call over the whole history; then the history restarts
+    /// from the summary and the messages of the last 20k tokens.
+    fn compact(&mut self, meter: &mut Meter) {
+        self.body.truncate(self.history_end);
+        let mut task = Vec::new();
+        cache::user(&mut task, SUMMARY_TASK);
+        task.extend_from_slice(cache::END);
+        self.body.push(&task);
+        meter.compaction(&mut self.body, false);
+        // The fake model's summary: the first words of each message it
+        // replaces, after the summary before, at most SUMMARY_BYTES.
+        let mut words = std::mem::take(&mut self.summary);
+        while self.kept_bytes > KEEP_BYTES {
+            let Some((item, snippet)) = self.kept.pop_front() else {
+                break;
+            };
+            self.kept_bytes -= item.len();
+            words.push_str("; ");
+            words.push_str(&snippet);
+        }
+        let start = words.len().saturating_sub(SUMMARY_BYTES);
+        let start = (start..words.len())
+            .find(|&at| words.is_char_boundary(at))
+            .unwrap_or(words.len());
+        self.summary = words[start..].to_string();
+        self.body.truncate(self.head_end);
+        let mut summary = Vec::new();
+        cache::user(
+            &mut summary,
+            &format!("Summary of the conversation so far: {}", self.summary),
+        );
+        self.body.push(&summary);
+        for (item, _) in &self.kept {
+            self.body.push(item);
+        }
+        self.history_end = self.body.len();
+    }
+}
+
+impl Strategy for Compacting {
+    fn logged(&mut self, entry: &Entry, _: &mut Meter) {
+        let item = transcript(entry);
+        self.body.truncate(self.history_end);
+        self.body.push(&item);
+        self.history_end = self.body.len();
+        self.kept_bytes += item.len();
+        let snippet = cut(&one_line(&entry.message.text), 80);
+        self.kept.push_back((item, snippet));
+    }
+
+    fn request(&mut self, _: TurnRecord, _: &[Entry], state: &str, meter: &mut Meter) {
+        let tail = tail(state);
+        if self.history_end + tail.len() > COMPACT_AT {
+            self.compact(meter);
+        }
+        self.body.truncate(self.history_end);
+        self.body.push(&tail);
+        meter.turn(&mut self.body);
+    }
+}
+
+/// The messages of the last `limit` bytes before the turn, whole; the window
+/// slides at each turn's start and stays put during its chain.
+pub struct Sliding {
+    head: Vec<u8>,
+    limit: usize,
+    window: VecDeque<Vec<u8>>,
+    window_bytes: usize,
+    /// Messages logged since the window last slid.
+    pending: Vec<Vec<u8>>,
+    seq: Option<i64>,
+    body: Body,
+    scratch: Vec<u8>,
+}
+
+impl Sliding {
+    pub fn new(instructions: &str, tools: &[ToolSpec], limit: usize) -> Sliding {
+        Sliding {
+            head: cache::head(instructions, tools),
+            limit,
+            window: VecDeque::new(),
+            window_bytes: 0,
+            pending: Vec::new(),
+            seq: None,
+            body: Body::default(),
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl Strategy for Sliding {
+    fn logged(&mut self, entry: &Entry, _: &mut Meter) {
+        self.pending.push(transcript(entry));
+    }
+
+    fn request(&mut self, turn: TurnRecord, _: &[Entry], state: &str, meter: &mut Meter) {
+        if self.seq != Some(turn.seq) {
+            self.seq = Some(turn.seq);
+            for item in self.pending.drain(..) {
+                self.window_bytes += item.len();
+                self.window.push_back(item);
+            }
+            while self.window_bytes > self.limit {
+                let Some(item) = self.window.pop_front() else {
+                    break;
+                };
+                self.window_bytes -= item.len();
+            }
+        }
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&self.head);
+        for item in self.window.iter().chain(&self.pending) {
+            self.scratch.extend_from_slice(item);
+        }
+        self.scratch.extend_from_slice(&tail(state));
+        self.body.replace(&self.scratch);
+        meter.turn(&mut self.body);
+    }
+}
+
+/// The comparison's rows, in order: hearth as the daemon runs it, hearth with
+/// the state fixed per turn (a diagnostic), and the three baselines.
+pub const NAMES: [&str; 5] = [
+    "hearth (default layout)",
+    "hearth, state fixed per turn (diagnostic)",
+    "whole history",
+    "compact at 80% of 200k",
+    "sliding window (128 kB)",
+];
+
+/// Replays one history of at least `messages` messages through every
+/// strategy in lockstep; one meter per strategy, in [`NAMES`] order (without
+/// the diagnostic row unless `diagnostic`), each with one cache per
+/// time-to-live in `ttls` (seconds).
+pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<Meter> {
+    let layout = match Layout::find("default") {
+        Ok(layout) => layout,
+        Err(err) => panic!("the default layout: {err}"),
+    };
+    let instructions = super::history::instructions();
+    let tools = super::history::tools();
+    let mut hearth = Hearth::new(layout.clone(), &instructions, &tools, true, false);
+    let mut fixed = Hearth::new(layout.clone(), &instructions, &tools, true, true);
+    let mut unbounded = Unbounded::new(&instructions, &tools);
+    let mut compacting = Compacting::new(&instructions, &tools);
+    let mut sliding = Sliding::new(&instructions, &tools, layout.high_budget);
+    let mut strategies: Vec<&mut dyn Strategy> = vec![
+        &mut hearth,
+        &mut fixed,
+        &mut unbounded,
+        &mut compacting,
+        &mut sliding,
+    ];
+    let mut meters: Vec<Meter> = NAMES.iter().map(|name| Meter::new(*name, ttls)).collect();
+    if !diagnostic {
+        strategies.remove(1);
+        meters.remove(1);
+    }
+    let mut replay = Replay::new(messages / 10);
+    for episode in Generator::new(seed, messages) {
+        replay.episode(&episode, &mut strategies, &mut meters);
+    }
+    meters
+}
