@@ -170,3 +170,26 @@ async fn a_bad_schedule_gets_a_clear_error() {
         stderr(&output)
     );
 }
+
+#[tokio::test]
+async fn the_configured_time_zone_is_the_agents_clock() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"m\"\nbase_url = \"{}\"\n\n[agent]\ntimezone = \"Asia/Tokyo\"\n",
+        model.base_url()
+    ));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    model.push(Reply::Text("It is evening in Tokyo.".into()));
+    let (id, _) = client.submit("what time is it?", "terminal", None).await;
+    client.reply_to(id).await;
+    let body = model.requests()[0].body.to_string();
+    assert!(body.contains("+09:00"), "{body}");
+
+    let broken = TestHome::new(bins!());
+    broken.write_config("[agent]\ntimezone = \"Mars/Olympus\"\n");
+    let output = broken.run_daemon_to_end();
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("unknown time zone"), "{}", stderr(&output));
+}

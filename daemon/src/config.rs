@@ -45,6 +45,9 @@ pub struct Config {
     /// What the tools may do (`[tools]`).
     #[serde(default)]
     pub tools: crate::tools::ToolsConfig,
+    /// Which tool calls wait for a person's approval (`[approvals]`).
+    #[serde(default)]
+    pub approvals: crate::approvals::ApprovalsConfig,
     /// The Telegram bridge's table, read by the bridge itself; when present
     /// the daemon starts the bridge.
     #[serde(default)]
@@ -269,6 +272,10 @@ pub struct AgentConfig {
     /// The folder its tools work in; `HOME/agents/NAME/work` when absent.
     #[serde(default)]
     pub workdir: Option<PathBuf>,
+    /// The time zone of schedules and of the time the agent is told (an IANA
+    /// name such as `Europe/Paris`); the system's when absent.
+    #[serde(default)]
+    pub timezone: Option<String>,
 }
 
 impl Default for AgentConfig {
@@ -277,6 +284,7 @@ impl Default for AgentConfig {
             name: default_agent_name(),
             layout: default_layout(),
             workdir: None,
+            timezone: None,
         }
     }
 }
@@ -333,19 +341,7 @@ impl Config {
 
     pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         toml::from_str(text).map_err(|err| {
-            let line = err
-                .span()
-                .map(|span| text[..span.start.min(text.len())].lines().count().max(1))
-                .unwrap_or(1);
-            // A span at the very start of a line counts the lines before it.
-            let line = match err.span() {
-                Some(span)
-                    if span.start > 0 && text.as_bytes().get(span.start - 1) == Some(&b'\n') =>
-                {
-                    line + 1
-                }
-                _ => line,
-            };
+            let line = toml_error_line(text, &err);
             ConfigError::Parse {
                 path: path.to_path_buf(),
                 line,
@@ -353,6 +349,17 @@ impl Config {
             }
         })
     }
+}
+
+/// The line (from 1) that a TOML error points at in `text`; the first when
+/// it points nowhere. Counts bytes, so no place can fall inside a character.
+pub(crate) fn toml_error_line(text: &str, err: &toml::de::Error) -> usize {
+    let start = err.span().map_or(0, |span| span.start.min(text.len()));
+    text.as_bytes()[..start]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 #[cfg(test)]

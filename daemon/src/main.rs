@@ -21,9 +21,32 @@ struct Args {
     log_file: Option<PathBuf>,
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let args = Args::parse();
+    let home = Home::resolve(args.home.as_deref());
+    // The time zone must be set before any thread starts: local times
+    // (schedules, the agent's clock) follow `TZ`. A broken config is reported
+    // by `run`, with its line.
+    if let Ok(config) = hearth_daemon::config::Config::load(&home.config_file()) {
+        if let Some(zone) = &config.agent.timezone {
+            if !std::path::Path::new("/usr/share/zoneinfo").join(zone).is_file() {
+                eprintln!("hearthd: unknown time zone `{zone}` in [agent] timezone (expected an IANA name such as Europe/Paris)");
+                std::process::exit(1);
+            }
+            std::env::set_var("TZ", zone);
+        }
+    }
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("hearthd: cannot start the runtime: {err}");
+            std::process::exit(1);
+        }
+    };
+    runtime.block_on(serve(args, home));
+}
+
+async fn serve(args: Args, home: Home) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let subscriber = tracing_subscriber::fmt().with_env_filter(filter);
@@ -50,7 +73,6 @@ async fn main() {
         }
         None => subscriber.with_writer(std::io::stderr).init(),
     }
-    let home = Home::resolve(args.home.as_deref());
     if let Err(err) = hearth_daemon::daemon::run(home, stop_signal()).await {
         eprintln!("hearthd: {err}");
         std::process::exit(1);
