@@ -142,7 +142,10 @@ async fn an_owners_message_reaches_the_agent_and_the_reply_comes_back() {
         }],
         "only the reply goes out, never the owner's own words"
     );
-    assert_eq!(calls.polls[0].allowed_updates, json!(["message"]));
+    assert_eq!(
+        calls.polls[0].allowed_updates,
+        json!(["message", "callback_query"])
+    );
     assert_eq!(calls.polls[0].timeout, Some(30));
 
     // The update is confirmed after the daemon acknowledged it, and the

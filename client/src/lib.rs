@@ -2,6 +2,7 @@
 //!
 //! - `connection.rs`: a greeted WebSocket connection to `hearthd`'s Unix socket.
 //! - `terminal.rs`: the interactive terminal client (`hearth` with no subcommand).
+//! - `approvals.rs`: the terminal's side of approvals: requests shown, `y`/`n` answers.
 //! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
 //! - `launch.rs`: attaching, with `hearthd` started in the background.
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
@@ -16,6 +17,7 @@
 //! shared with the daemon. The binary's thin `main.rs` is built by the root
 //! package.
 
+pub mod approvals;
 pub mod bridge;
 pub mod commands;
 pub mod connection;

@@ -11,7 +11,11 @@
 //! printer thread using rustyline's external printer, so events that arrive
 //! while the user types are printed above the line being typed instead of
 //! into it. The async side owns the connection and the [`Session`] state.
+//!
+//! A tool call waiting for approval is shown as a question; while one waits,
+//! a typed `y` or `n` answers it (see `approvals.rs`).
 
+use crate::approvals::{Approvals, Typed};
 use crate::connection::{ConnectError, Connection};
 use crate::launch;
 use hearth_protocol::home::Home;
@@ -77,6 +81,7 @@ pub async fn run(home: &Home, explicit_home: Option<&Path>) -> Result<(), Termin
     let (mut connection, welcome) = launch::attach(home, explicit_home).await?;
     let style = Style::detect();
     let mut session = Session::new(welcome.busy, style);
+    session.approvals = Approvals::following(&welcome.agent);
 
     // Events that arrive while history is fetched are shown after it; the
     // session drops any that history already showed.
@@ -162,6 +167,7 @@ pub async fn run(home: &Home, explicit_home: Option<&Path>) -> Result<(), Termin
                     }
                 }
                 ServerFrame::Error { message, .. } => {
+                    session.on_refused();
                     screen.show(style.error(&format!("error: hearthd refused: {message}")));
                 }
                 _ => {}
@@ -177,7 +183,15 @@ pub async fn run(home: &Home, explicit_home: Option<&Path>) -> Result<(), Termin
                 let resume = match input {
                     Input::Line(line) => {
                         session.ctrl_c_armed = false;
-                        if !line.trim().is_empty() {
+                        let typed = session.approvals.typed(&line);
+                        if let Some(answer) = typed.frame() {
+                            if let Err(err) = connection.send(&answer).await {
+                                break Err(err.into());
+                            }
+                            session.on_approve();
+                        } else if let Typed::Usage(how) = typed {
+                            screen.show(style.dim(how));
+                        } else if !line.trim().is_empty() {
                             let submit = ClientFrame::Submit {
                                 text: line.clone(),
                                 source: SOURCE.to_string(),
@@ -478,7 +492,8 @@ pub fn event_line(event: &Event, style: Style) -> Option<String> {
         EventKind::Busy => style.dim("… thinking"),
         EventKind::Ready => style.dim(&format!("· {} is ready", event.agent)),
         EventKind::Subagent => style.dim(&format!("· subagent: {text}")),
-        EventKind::Idle | EventKind::Delta => return None,
+        // Approvals are asked by the session, which keeps what waits.
+        EventKind::Idle | EventKind::Delta | EventKind::Approval => return None,
     };
     Some(line)
 }
@@ -516,6 +531,18 @@ pub struct Session {
     /// The newest message shown, so that history and live events that
     /// overlap never show a message twice.
     last_shown: Option<u64>,
+    /// Tool calls waiting for approval, which a typed `y` or `n` answers.
+    pub approvals: Approvals,
+    /// What the frames sent and not yet answered were, oldest first: the
+    /// daemon answers in order, and both a submit and an approve get `ack`.
+    awaiting: VecDeque<Sent>,
+}
+
+/// A frame sent that `ack` or `error` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Submit,
+    Approve,
 }
 
 impl Session {
@@ -529,16 +556,35 @@ impl Session {
             unanswered: BTreeSet::new(),
             answered: HashSet::new(),
             last_shown: None,
+            approvals: Approvals::default(),
+            awaiting: VecDeque::new(),
         }
     }
 
     /// A line typed here was sent.
     pub fn on_submit(&mut self, text: String) {
         self.pending.push_back(text);
+        self.awaiting.push_back(Sent::Submit);
     }
 
-    /// The oldest pending line is durable as `id`.
+    /// An answer to an approval was sent.
+    pub fn on_approve(&mut self) {
+        self.awaiting.push_back(Sent::Approve);
+    }
+
+    /// The daemon refused the oldest frame awaiting an answer.
+    pub fn on_refused(&mut self) {
+        if self.awaiting.pop_front() == Some(Sent::Submit) {
+            self.pending.pop_front();
+        }
+    }
+
+    /// The oldest frame awaiting an answer is acknowledged: a pending line
+    /// durable as `id`, or an approval's decision logged.
     pub fn on_ack(&mut self, id: u64) {
+        if self.awaiting.pop_front() == Some(Sent::Approve) {
+            return;
+        }
         self.pending.pop_front();
         self.own.insert(id);
         if !self.answered.contains(&id) {
@@ -553,6 +599,9 @@ impl Session {
 
     /// Takes an event; returns what to print, if anything.
     pub fn on_event(&mut self, event: &Event) -> Option<String> {
+        if event.kind == EventKind::Approval {
+            return self.approvals.on_event(event);
+        }
         match event.kind {
             EventKind::Busy => self.busy = true,
             EventKind::Idle => self.busy = false,
@@ -755,6 +804,35 @@ mod tests {
         session.on_event(&error);
         session.on_ack(7);
         assert!(session.settled());
+    }
+
+    #[test]
+    fn an_approvals_ack_is_not_taken_for_a_lines() {
+        let mut session = Session::new(false, Style::plain());
+        session.on_submit("first".into());
+        session.on_approve();
+        session.on_submit("second".into());
+        session.on_ack(10);
+        session.on_ack(11);
+        session.on_ack(12);
+        assert!(session.all_acked());
+        assert_eq!(
+            session.on_event(&event(12, Kind::User, "terminal", "second")),
+            None
+        );
+        assert!(session
+            .on_event(&event(
+                13,
+                Kind::Note,
+                "hearthd",
+                "approval abc123: allowed by terminal"
+            ))
+            .is_some());
+        session.on_approve();
+        session.on_refused();
+        session.on_submit("third".into());
+        session.on_ack(14);
+        assert!(session.all_acked());
     }
 
     #[test]

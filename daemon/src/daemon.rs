@@ -7,6 +7,7 @@
 //! with mode 0600, and starts the agent's loop, which continues any turn a
 //! crash cut off.
 
+use crate::approvals::Approvals;
 use crate::config::{Config, ConfigError};
 use crate::layout::{Layout, LayoutError};
 use crate::log::{Log, LogError};
@@ -152,6 +153,8 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let model_label = model.as_ref().map(Model::label);
 
     let processes = Processes::new();
+    // One registry for every agent: any client may answer any request.
+    let approvals = Approvals::new(config.approvals.clone(), log.clone(), events.clone());
     let subagents = Arc::new(Subagents::new(
         &config.agent.name,
         log.clone(),
@@ -163,6 +166,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         log: &log,
         events: &events,
         processes: &processes,
+        approvals: &approvals,
     };
     let mut loops = Vec::new();
     let mut agents = std::collections::BTreeMap::new();
@@ -223,6 +227,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         model: model_label,
         clients: AtomicU64::new(0),
         started: std::time::Instant::now(),
+        approvals,
     });
     let mut server_tasks = vec![tokio::spawn(server::serve(
         Listener::Unix(listener),
@@ -272,6 +277,7 @@ struct Starter<'a> {
     log: &'a Log,
     events: &'a broadcast::Sender<Event>,
     processes: &'a Processes,
+    approvals: &'a Approvals,
 }
 
 impl Starter<'_> {
@@ -314,6 +320,8 @@ impl Starter<'_> {
         if let Family::Parent(subagents) = &spec.family {
             tools = tools.with_subagents(subagents.clone());
         }
+        // Last: it checks the names in `[approvals]` against every tool.
+        tools = tools.with_approvals(self.approvals.clone());
         let meter = Meter::new(
             self.log.clone(),
             spec.name,

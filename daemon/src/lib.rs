@@ -14,6 +14,8 @@
 //! - `local.rs`: a local Ollama server, used when no model is configured.
 //! - `model/`: the providers, one file per wire protocol.
 //! - `tools/`: the agent's tools, one file per family.
+//! - `approvals.rs`: tool calls that wait for a person's yes or no.
+pub mod approvals;
 pub mod bridges;
 pub mod config;
 pub mod daemon;

@@ -10,14 +10,15 @@
 //! Bad input — not JSON, an unknown type, too large, another protocol
 //! version, a frame out of sequence — gets an `error` frame and changes nothing.
 
+use crate::approvals::{self, Approvals};
 use crate::log::{Log, LogError, NewMessage};
 use crate::schedule::{Schedule, When};
 use crate::turn::AgentHandle;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{
-    AgentStatus, ClientFrame, ErrorCode, Event, Kind, ReceiptStatus, ScheduleInfo, ServerFrame,
-    Status, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    AgentStatus, ClientFrame, ErrorCode, Event, EventKind, Kind, ReceiptStatus, ScheduleInfo,
+    ServerFrame, Status, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -49,6 +50,8 @@ pub struct Shared {
     pub clients: AtomicU64,
     /// When the daemon started, for `status`.
     pub started: std::time::Instant,
+    /// Tool calls waiting for a person: `approve` frames answer them.
+    pub approvals: Approvals,
 }
 
 /// A client's byte stream: the Unix socket, or TCP with a token.
@@ -193,7 +196,7 @@ async fn connection(
     let socket = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await?;
     let (mut sink, mut source) = socket.split();
 
-    let (since, handle) = loop {
+    let (since, handle, client) = loop {
         match next_frame(&mut source, &mut sink).await? {
             None => return Ok(()),
             Some(ClientFrame::Hello { version, .. }) if version != PROTOCOL_VERSION => {
@@ -211,10 +214,15 @@ async fn connection(
                 refuse(&mut sink, ErrorCode::Unauthorized, message).await?;
                 return Ok(());
             }
-            Some(ClientFrame::Hello { since, agent, .. }) => {
+            Some(ClientFrame::Hello {
+                since,
+                agent,
+                client,
+                ..
+            }) => {
                 let wanted = agent.unwrap_or_else(|| shared.agent.name.clone());
                 match shared.agents.get(&wanted) {
-                    Some(handle) => break (since, handle.clone()),
+                    Some(handle) => break (since, handle.clone(), client),
                     None => {
                         let known: Vec<&str> = shared.agents.keys().map(String::as_str).collect();
                         let message = format!(
@@ -256,16 +264,22 @@ async fn connection(
         Some(since) => catch_up(&mut sink, &shared.log, &agent, Some(since)).await?,
         None => last_id,
     };
+    // Requests that wait now: this client may answer them too.
+    for request in shared.approvals.waiting() {
+        send(&mut sink, &ServerFrame::Event(request)).await?;
+    }
 
     loop {
         tokio::select! {
             frame = next_frame(&mut source, &mut sink) => {
                 let Some(frame) = frame? else { return Ok(()) };
-                answer(frame, &mut sink, shared, &handle).await?;
+                answer(frame, &mut sink, shared, &handle, &client).await?;
             }
             event = events.recv() => match event {
                 Ok(event) => {
-                    if event.agent != agent {
+                    // Approvals go to every client: a subagent's would
+                    // otherwise reach no one, as people follow the top agent.
+                    if event.agent != agent && event.kind != EventKind::Approval {
                         continue;
                     }
                     if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
@@ -312,6 +326,7 @@ async fn answer(
     sink: &mut Sink,
     shared: &Shared,
     handle: &AgentHandle,
+    client: &str,
 ) -> Result<(), ConnectionError> {
     let agent = &handle.name;
     match frame {
@@ -354,6 +369,19 @@ async fn answer(
                 },
             )
             .await
+        }
+        ClientFrame::Approve { id, allow, by } => {
+            let who = approvals::who(client, by.as_deref());
+            match shared.approvals.answer(&id, allow, &who).await {
+                Ok(noted) => {
+                    let ack = ServerFrame::Ack {
+                        id: noted,
+                        duplicate: false,
+                    };
+                    send(sink, &ack).await
+                }
+                Err(err) => refuse(sink, ErrorCode::Refused, err.to_string()).await,
+            }
         }
         ClientFrame::Interrupt => {
             let running = handle.interrupt();

@@ -4,7 +4,9 @@
 //! socket. A client sends [`ClientFrame`]s and receives [`ServerFrame`]s. The
 //! first frame a client sends is `hello`; the daemon answers `welcome` and from
 //! then on sends every [`Event`] live: each logged [`Message`], and the agent's
-//! `ready`, `busy`, `idle`, `error` and `subagent` events.
+//! `ready`, `busy`, `idle`, `error` and `subagent` events. An `approval` event
+//! asks for a person's yes or no to a tool call ([`Approval`]); any client
+//! answers it with an `approve` frame, and the first answer decides.
 //!
 //! Each frame is one JSON object whose `type` names it. A frame that is not
 //! JSON, has an unknown type, is larger than [`MAX_FRAME_BYTES`] or speaks
@@ -118,6 +120,10 @@ pub enum EventKind {
     Subagent,
     /// A piece of reply text as the model writes it; transient, never logged.
     Delta,
+    /// A tool call waits for a person's approval, or (with
+    /// [`Approval::allowed`] set) that wait ended. Live only, never logged:
+    /// the request and the decision are logged as notes.
+    Approval,
 }
 
 impl From<Kind> for EventKind {
@@ -167,6 +173,29 @@ pub struct Event {
     pub at: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answers: Vec<u64>,
+    /// For an `approval` event: the call that waits, and how it was decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<Approval>>,
+}
+
+/// A tool call that waits for a person's approval. The event's `text` says
+/// it in one line (shell `git push`), or, once decided, how and by whom.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Approval {
+    /// A short id to answer with: `approve {id, allow}`.
+    pub id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The call's arguments, the JSON the model wrote.
+    pub arguments: String,
+    /// When the call is denied unless someone answered, local RFC 3339.
+    pub deadline: String,
+    /// How long the request waits in all, in seconds.
+    pub timeout_secs: u64,
+    /// None while the call waits; then whether it was allowed (a timeout
+    /// or an interrupt denies it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<bool>,
 }
 
 impl Event {
@@ -181,6 +210,7 @@ impl Event {
             status: None,
             at: None,
             answers: Vec::new(),
+            approval: None,
         }
     }
 
@@ -195,6 +225,7 @@ impl Event {
             status: message.status.clone(),
             at: Some(message.at.clone()),
             answers: message.answers.clone(),
+            approval: None,
         }
     }
 
@@ -287,6 +318,17 @@ pub enum ClientFrame {
     Stats {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         days: Option<u32>,
+    },
+    /// Answers the `approval` event `id`: allow the call or deny it. The
+    /// first answer decides; it is logged as a note naming this client (and
+    /// `by`, the person, where the client knows one) and answered with
+    /// `ack` (the note's id). An id that is unknown or already decided is
+    /// refused.
+    Approve {
+        id: String,
+        allow: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
 }
 
@@ -477,7 +519,7 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 14] = [
+const CLIENT_TYPES: [&str; 15] = [
     "hello",
     "notify",
     "schedule_add",
@@ -492,6 +534,7 @@ const CLIENT_TYPES: [&str; 14] = [
     "state_get",
     "state_set",
     "stats",
+    "approve",
 ];
 
 impl ClientFrame {
@@ -602,6 +645,53 @@ mod tests {
         assert_eq!(frame, ClientFrame::Stats { days: None });
         let frame = ClientFrame::Stats { days: Some(30) };
         assert_eq!(frame.encode(), r#"{"type":"stats","days":30}"#);
+    }
+
+    #[test]
+    fn approve_reads_with_or_without_a_person() {
+        let frame =
+            ClientFrame::decode(r#"{"type":"approve","id":"abc123","allow":true}"#).unwrap();
+        assert_eq!(
+            frame,
+            ClientFrame::Approve {
+                id: "abc123".into(),
+                allow: true,
+                by: None
+            }
+        );
+        let frame = ClientFrame::Approve {
+            id: "abc123".into(),
+            allow: false,
+            by: Some("@ada".into()),
+        };
+        assert_eq!(ClientFrame::decode(&frame.encode()).unwrap(), frame);
+        assert_eq!(
+            ClientFrame::decode(r#"{"type":"approve","id":"abc123"}"#)
+                .unwrap_err()
+                .code,
+            ErrorCode::BadFrame
+        );
+    }
+
+    #[test]
+    fn an_approval_event_carries_the_call_and_is_no_message() {
+        let mut event = Event::signal(EventKind::Approval, "hearth", Some("shell `ls`".into()));
+        event.approval = Some(Box::new(Approval {
+            id: "abc123".into(),
+            tool: "shell".into(),
+            arguments: r#"{"command":"ls"}"#.into(),
+            deadline: "2026-11-30T10:05:00+00:00".into(),
+            timeout_secs: 300,
+            allowed: None,
+        }));
+        let text = ServerFrame::Event(event.clone()).encode();
+        assert!(text.contains(r#""kind":"approval""#), "{text}");
+        assert!(!text.contains("allowed"), "{text}");
+        let ServerFrame::Event(read) = ServerFrame::decode(&text).unwrap() else {
+            panic!("not an event: {text}");
+        };
+        assert_eq!(read, event);
+        assert_eq!(read.as_message(), None);
     }
 
     #[test]

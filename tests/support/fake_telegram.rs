@@ -1,9 +1,10 @@
 //! A fake Telegram Bot API for end-to-end tests of the bridge.
 //!
 //! [`FakeTelegram::start`] binds `127.0.0.1:0` and answers
-//! `POST /bot<TOKEN>/getUpdates`, `/sendMessage` and `/sendChatAction` with
-//! the Bot API's JSON envelopes. A test plays the people who write to the
-//! bot ([`FakeTelegram::write`]), scripts failures of `sendMessage`
+//! `POST /bot<TOKEN>/getUpdates`, `/sendMessage`, `/sendChatAction` and
+//! `/answerCallbackQuery` with the Bot API's JSON envelopes. A test plays
+//! the people who write to the bot ([`FakeTelegram::write`]) and press its
+//! buttons ([`FakeTelegram::press`]), scripts failures of `sendMessage`
 //! ([`FakeTelegram::fail_next_send`]), can hold every `sendMessage` until
 //! the client goes away ([`FakeTelegram::hold_sends`]), and reads what the
 //! bridge did ([`FakeTelegram::calls`], [`FakeTelegram::wait_until`]).
@@ -106,6 +107,11 @@ pub struct Calls {
     pub actions: Vec<(i64, String)>,
     /// `sendMessage` requests held by [`FakeTelegram::hold_sends`] now.
     pub held: Vec<Sent>,
+    /// The `reply_markup` of every successful `sendMessage` that had one:
+    /// chat, text and markup.
+    pub keyboards: Vec<(i64, String, Value)>,
+    /// `answerCallbackQuery` requests: the press's id and the text shown.
+    pub answered: Vec<(String, String)>,
 }
 
 impl Calls {
@@ -219,6 +225,37 @@ impl FakeTelegram {
         message_id
     }
 
+    /// `from` presses a button whose `callback_data` is `data`, under a
+    /// message in their private chat; returns the press's id.
+    pub fn press(&self, from: &Person, data: &str) -> String {
+        let query_id = {
+            let mut state = self.shared.lock();
+            let update_id = state.next_update_id;
+            state.next_update_id += 1;
+            let query_id = format!("press-{update_id}");
+            let user = json!({"id": from.id, "is_bot": false, "first_name": from.first_name, "username": from.username});
+            let query = json!({
+                "id": query_id,
+                "from": user,
+                "chat_instance": "fake",
+                "message": {
+                    "message_id": 1,
+                    "date": 1_767_225_600,
+                    "chat": {"id": from.id, "type": "private"},
+                    "text": "the request",
+                },
+                "data": data,
+            });
+            state
+                .updates
+                .push(json!({"update_id": update_id, "callback_query": query}));
+            query_id
+        };
+        self.shared.queued.notify_waiters();
+        self.shared.bump();
+        query_id
+    }
+
     /// The next `sendMessage` (after any failures queued before) fails so.
     pub fn fail_next_send(&self, failure: Failure) {
         self.shared.lock().failures.push_back(failure);
@@ -317,6 +354,14 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
     match method {
         "getUpdates" => get_updates(stream, shared, &body).await,
         "sendMessage" => send_message(stream, shared, &body).await,
+        "answerCallbackQuery" => {
+            let id = body["callback_query_id"].as_str().unwrap_or_default();
+            let text = body["text"].as_str().unwrap_or_default();
+            let answered = (id.to_string(), text.to_string());
+            shared.lock().calls.answered.push(answered);
+            shared.bump();
+            http::write_json(stream, 200, &json!({"ok": true, "result": true})).await
+        }
         "sendChatAction" => {
             let chat_id = body["chat_id"].as_i64().unwrap_or_default();
             let action = body["action"].as_str().unwrap_or_default().to_string();
@@ -395,6 +440,14 @@ async fn send_message(stream: &mut TcpStream, shared: &Shared, body: &Value) -> 
             (400, refusal(400, "Bad Request: message is too long"))
         } else {
             state.calls.sent.push(sent.clone());
+            if !body["reply_markup"].is_null() {
+                let keyboard = (
+                    sent.chat_id,
+                    sent.text.clone(),
+                    body["reply_markup"].clone(),
+                );
+                state.calls.keyboards.push(keyboard);
+            }
             let message_id = state.next_message_id;
             state.next_message_id += 1;
             let message = json!({

@@ -104,6 +104,13 @@ pub trait Courier {
 
     /// Shows that the agent works ("typing…"); a failure only costs the hint.
     async fn show_busy(&mut self, feed: &mut Feed) -> Result<(), Self::Error>;
+
+    /// Asks the recipients about a tool call waiting for approval (an
+    /// `approval` event, live only); platforms without a way to answer
+    /// ignore it.
+    async fn ask_approval(&mut self, _feed: &mut Feed, _event: &Event) -> Result<(), Self::Error> {
+        Ok(())
+    }
 }
 
 /// The daemon's side of delivery: a connection that follows the log from
@@ -220,6 +227,7 @@ impl Feed {
                 return courier.show_busy(self).await;
             }
             EventKind::Idle => self.busy = false,
+            EventKind::Approval => return courier.ask_approval(self, &event).await,
             _ => {}
         }
         let logged = event.kind.message_kind().is_some();

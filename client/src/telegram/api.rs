@@ -1,5 +1,6 @@
 //! A small Telegram Bot API client over reqwest: `getUpdates`,
-//! `sendMessage` and `sendChatAction`, and the types of what comes back.
+//! `sendMessage` (with buttons or without), `sendChatAction` and
+//! `answerCallbackQuery`, and the types of what comes back.
 //!
 //! The token is part of every URL, so no error or log line here carries a
 //! URL: reqwest's errors are stripped of theirs.
@@ -79,13 +80,25 @@ impl ApiError {
     }
 }
 
-/// One entry of `getUpdates`. Only messages are asked for; anything else,
-/// or a message this client cannot read, has `message: None` and is
+/// One entry of `getUpdates`. Only messages and button presses are asked
+/// for; anything else, or one this client cannot read, has neither and is
 /// skipped, its `update_id` still confirmed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Update {
     pub update_id: i64,
     pub message: Option<Message>,
+    pub callback_query: Option<CallbackQuery>,
+}
+
+/// A press of a button under a message the bot sent.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CallbackQuery {
+    /// What `answerCallbackQuery` names.
+    pub id: String,
+    pub from: User,
+    /// The button's `callback_data`.
+    #[serde(default)]
+    pub data: Option<String>,
 }
 
 /// The fields of a Telegram Message the bridge uses; the rest is ignored.
@@ -207,7 +220,10 @@ impl Api {
         offset: Option<i64>,
         timeout_secs: u64,
     ) -> Result<Vec<Update>, ApiError> {
-        let mut body = json!({"timeout": timeout_secs, "allowed_updates": ["message"]});
+        let mut body = json!({
+            "timeout": timeout_secs,
+            "allowed_updates": ["message", "callback_query"],
+        });
         if let Some(offset) = offset {
             body["offset"] = json!(offset);
         }
@@ -229,6 +245,26 @@ impl Api {
             body["parse_mode"] = json!(mode);
         }
         self.call("sendMessage", &body, CALL_TIMEOUT).await?;
+        Ok(())
+    }
+
+    /// Sends plain `text` with an inline keyboard (`reply_markup`).
+    pub async fn send_with_keyboard(
+        &self,
+        chat_id: i64,
+        text: &str,
+        keyboard: &Value,
+    ) -> Result<(), ApiError> {
+        let body = json!({"chat_id": chat_id, "text": text, "reply_markup": keyboard});
+        self.call("sendMessage", &body, CALL_TIMEOUT).await?;
+        Ok(())
+    }
+
+    /// Answers a button press: stops its spinner and shows `text` briefly.
+    pub async fn answer_callback_query(&self, query_id: &str, text: &str) -> Result<(), ApiError> {
+        let body = json!({"callback_query_id": query_id, "text": text});
+        self.call("answerCallbackQuery", &body, CALL_TIMEOUT)
+            .await?;
         Ok(())
     }
 
@@ -298,19 +334,29 @@ pub fn parse_updates(result: Value) -> Result<Vec<Update>, ApiError> {
                         clip(&item.to_string())
                     ))
                 })?;
-            let message = match item.get("message") {
-                None | Some(Value::Null) => None,
-                Some(message) => match serde_json::from_value::<Message>(message.clone()) {
-                    Ok(message) => Some(message),
-                    Err(err) => {
-                        tracing::warn!("skipping update {update_id}: unreadable message: {err}");
-                        None
-                    }
-                },
-            };
-            Ok(Update { update_id, message })
+            let message = field::<Message>(&item, "message", update_id);
+            let callback_query = field::<CallbackQuery>(&item, "callback_query", update_id);
+            Ok(Update {
+                update_id,
+                message,
+                callback_query,
+            })
         })
         .collect()
+}
+
+/// An update's `name` field, when it is there and reads.
+fn field<T: serde::de::DeserializeOwned>(item: &Value, name: &str, update_id: i64) -> Option<T> {
+    match item.get(name) {
+        None | Some(Value::Null) => None,
+        Some(value) => match serde_json::from_value::<T>(value.clone()) {
+            Ok(value) => Some(value),
+            Err(err) => {
+                tracing::warn!("skipping update {update_id}: unreadable {name}: {err}");
+                None
+            }
+        },
+    }
 }
 
 fn clip(text: &str) -> String {
@@ -360,14 +406,16 @@ mod tests {
             updates[2],
             Update {
                 update_id: 9,
-                message: None
+                message: None,
+                callback_query: None
             }
         );
         assert_eq!(
             updates[3],
             Update {
                 update_id: 10,
-                message: None
+                message: None,
+                callback_query: None
             }
         );
     }

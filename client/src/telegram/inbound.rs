@@ -5,9 +5,11 @@
 //! offset, which is also stored in the daemon) only after the daemon
 //! acknowledged every message in it. Each message is submitted with the
 //! key `telegram:<chat>:<message>`, so a batch seen again after a crash is
-//! acknowledged as duplicates and logged once.
+//! acknowledged as duplicates and logged once. A button press answers an
+//! approval (see `approval.rs`).
 
 use super::api::{Api, Failure, Message, Update};
+use super::approval;
 use super::bridge::{BridgeError, CHATS_STATE, OFFSET_STATE, SOURCE};
 use super::config::TelegramConfig;
 use crate::bridge::backoff::Backoff;
@@ -193,6 +195,9 @@ impl<'a> Inbound<'a> {
 
     /// Relays, refuses or skips one update.
     async fn take(&mut self, update: Update) -> Result<(), BridgeError> {
+        if let Some(query) = update.callback_query {
+            return approval::take_press(self.api, self.config, &mut self.connection, query).await;
+        }
         let Some(message) = update.message else {
             tracing::debug!("skipping update {}: not a message", update.update_id);
             return Ok(());

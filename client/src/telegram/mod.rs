@@ -13,8 +13,11 @@
 //! - `outbound.rs`: daemon → Telegram: the courier of ordered delivery, with
 //!   retries, fallbacks and "typing…".
 //! - `format.rs`: Markdown as Telegram HTML (pure).
+//! - `approval.rs`: approvals asked with Allow and Deny buttons, and answered
+//!   by a press.
 
 pub mod api;
+pub mod approval;
 pub mod bridge;
 pub mod config;
 pub mod format;

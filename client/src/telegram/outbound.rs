@@ -1,7 +1,7 @@
 //! The outbound half: sends the agent's replies (and, as configured, its
 //! echoes, work reports, notes and errors) to the allowed users' chats, in
-//! log order from a stored cursor (see `bridge::delivery`), and shows
-//! "typing…" while the agent works.
+//! log order from a stored cursor (see `bridge::delivery`), shows "typing…"
+//! while the agent works, and asks about tool calls that wait for approval.
 
 use super::api::{Api, ApiError, Failure};
 use super::bridge::{BridgeError, CURSOR_STATE, SOURCE};
@@ -116,6 +116,12 @@ impl Courier for TelegramCourier<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Asks the target chats about a tool call, with Allow and Deny buttons.
+    async fn ask_approval(&mut self, feed: &mut Feed, event: &Event) -> Result<(), BridgeError> {
+        let chats = self.targets();
+        super::approval::ask(self.api, self.config, feed, &chats, event).await
     }
 
     /// Shows "typing…" in every target chat; a failure only costs the hint.

@@ -6,6 +6,10 @@
 //! [`MAX_INVALID_IN_A_ROW`]th on, the error also tells the model to stop
 //! calling tools and answer. A valid call, or [`Tools::begin_turn`], resets
 //! the count.
+//!
+//! A call that `[approvals]` names waits for a person's yes or no before it
+//! runs (see `crate::approvals`); a denied call is an error outcome and never
+//! runs. Its wait holds no place among the calls that run at once.
 
 use super::config::ToolsConfig;
 use super::folder::Folder;
@@ -13,6 +17,7 @@ use super::process::Processes;
 use super::shell::Shell;
 use super::web::Fetcher;
 use super::{args, date, files, schedule, shell, subagents, web, zoom};
+use crate::approvals::{Approvals, Verdict};
 use crate::log::Log;
 use crate::model::{ToolCall, ToolSpec};
 use crate::subagents::Subagents;
@@ -21,6 +26,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use tokio::sync::Semaphore;
 
 /// Invalid calls in a row after which the model is told to stop calling tools.
 pub const MAX_INVALID_IN_A_ROW: usize = 5;
@@ -109,6 +115,8 @@ pub struct Tools {
     subagents: Option<Arc<Subagents>>,
     /// Invalid calls since the last valid one (or the turn's start).
     invalid_in_a_row: Arc<AtomicUsize>,
+    /// Where calls that need a person's approval wait; none: no call does.
+    approvals: Option<Approvals>,
 }
 
 /// A call whose arguments passed the checks.
@@ -126,7 +134,20 @@ impl Tools {
             workspace: None,
             subagents: None,
             invalid_in_a_row: Arc::default(),
+            approvals: None,
         }
+    }
+
+    /// Makes the calls that `[approvals]` names wait for a person's answer.
+    pub fn with_approvals(mut self, approvals: Approvals) -> Tools {
+        let specs = self.specs();
+        for name in &approvals.config().tools {
+            if !specs.iter().any(|spec| &spec.name == name) {
+                tracing::warn!(agent = %self.agent, "[approvals] names `{name}`, which is not one of this agent's tools");
+            }
+        }
+        self.approvals = Some(approvals);
+        self
     }
 
     /// Adds `subagent_start`, `subagent_stop` and `subagent_list`: for the
@@ -173,7 +194,7 @@ impl Tools {
     /// correct, never a failure of the turn.
     pub async fn call(&self, call: &ToolCall) -> Outcome {
         match self.check(call) {
-            Ok(checked) => self.run(checked).await,
+            Ok(checked) => self.run_approved(checked, &Semaphore::new(1)).await,
             Err(refused) => refused,
         }
     }
@@ -198,14 +219,36 @@ impl Tools {
         let checked: Vec<Result<Checked<'a>, Outcome>> =
             calls.iter().map(|call| self.check(call)).collect();
         let concurrency = self.workspace.as_ref().map_or(1, |w| w.concurrency);
+        // Every call is under way at once, so one waiting for approval
+        // holds up none of the others; the permits bound how many run.
+        let running = Arc::new(Semaphore::new(concurrency));
         stream::iter(checked)
-            .map(move |checked| async move {
-                match checked {
-                    Ok(checked) => self.run(checked).await,
-                    Err(refused) => refused,
+            .map(move |checked| {
+                let running = running.clone();
+                async move {
+                    match checked {
+                        Ok(checked) => self.run_approved(checked, &running).await,
+                        Err(refused) => refused,
+                    }
                 }
             })
-            .buffered(concurrency)
+            .buffered(calls.len().max(1))
+    }
+
+    /// Runs a checked call once it is approved (when it needs to be) and a
+    /// permit of `running` is free; a denied call is an error outcome.
+    async fn run_approved(&self, call: Checked<'_>, running: &Semaphore) -> Outcome {
+        if let Some(approvals) = &self.approvals {
+            if approvals.needs_approval(call.name, &call.arguments) {
+                let verdict = approvals.ask(&self.agent, call.name, &call.arguments).await;
+                if let Verdict::Denied(why) = verdict {
+                    return Outcome::error(why);
+                }
+            }
+        }
+        // The semaphore is never closed; were it, the call would just run.
+        let _permit = running.acquire().await.ok();
+        self.run(call).await
     }
 
     /// The call's name and arguments against the tools' schemas; counts
