@@ -92,7 +92,7 @@ async fn the_tcp_listener_refuses_everything_before_a_good_hello() {
 
     let mut eager = Tcp::connect(&address).await;
     eager
-        .send(&ClientFrame::Submit { text: "let me in".into(), source: "x".into(), key: None })
+        .send(&ClientFrame::Submit { text: "let me in".into(), source: "x".into(), key: None, images: vec![] })
         .await;
     assert!(refused_and_closed(eager.frame().await));
 
@@ -100,7 +100,7 @@ async fn the_tcp_listener_refuses_everything_before_a_good_hello() {
     owner.send(&hello(Some(TOKEN))).await;
     assert!(matches!(owner.frame().await, Some(ServerFrame::Welcome { .. })));
     owner
-        .send(&ClientFrame::Submit { text: "hello from afar".into(), source: "remote".into(), key: None })
+        .send(&ClientFrame::Submit { text: "hello from afar".into(), source: "remote".into(), key: None, images: vec![] })
         .await;
     loop {
         match owner.frame().await {

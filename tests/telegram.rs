@@ -161,7 +161,7 @@ async fn an_owners_message_reaches_the_agent_and_the_reply_comes_back() {
     assert!(duplicate);
     assert_eq!(Some(id), user.id);
 
-    // A photo's caption goes in (the image itself is not read yet).
+    // A photo's caption goes in, the photo beside it (see tests/images.rs).
     model.push(Reply::text("Nice cat."));
     telegram.send_photo(&OWNER, Some("my cat"));
     let photo = watcher

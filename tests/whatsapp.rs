@@ -208,7 +208,8 @@ async fn an_owners_signed_message_reaches_the_agent_and_the_reply_goes_back() {
         .await;
     assert_eq!(answer.status, 200);
 
-    // A photo's caption goes in, or a placeholder (the image is not read yet).
+    // A photo's caption goes in, or a placeholder: MEDIA1 cannot be
+    // downloaded here, so no image goes along (tests/images.rs has one that can).
     for (n, (wamid, caption, answer)) in [
         ("wamid.A2", Some("my cat"), "Nice cat."),
         ("wamid.A3", None, "Another one."),

@@ -7,6 +7,7 @@
 //! passes (stdout in the binary), one line per item, so it pipes cleanly.
 
 use crate::connection::{ConnectError, Connection, Welcome};
+use crate::images::{self, ImageFileError};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, Event, EventKind, Kind, Message, ServerFrame, Status};
 use serde::Serialize;
@@ -33,6 +34,8 @@ pub enum CommandError {
     Unexpected(String),
     #[error("nothing to send: give the message's words, e.g. `hearth send hello there`")]
     NothingToSend,
+    #[error(transparent)]
+    Image(#[from] ImageFileError),
     #[error("hearthd closed the connection before message #{id} was answered")]
     ClosedBeforeAnswer { id: u64 },
     #[error("the turn that took message #{id} ended without a reply")]
@@ -87,6 +90,8 @@ pub struct SendRequest {
     pub key: Option<String>,
     /// Wait for the turn that takes the message and print its reply.
     pub wait: bool,
+    /// Image files the message carries.
+    pub images: Vec<std::path::PathBuf>,
 }
 
 /// The message text of `hearth send WORDS...`: the words joined by single
@@ -111,12 +116,19 @@ pub async fn send(
     // Subscribed from hello on, so no event about the message can be missed.
     let (mut connection, _) = connect_running(home, "hearth-send", None).await?;
     let mut early = Vec::new();
+    let hashes = images::put_files(&mut connection, &request.images, &mut |frame| {
+        if let ServerFrame::Event(event) = frame {
+            early.push(event);
+        }
+    })
+    .await?;
     let answer = connection
         .request(
             &ClientFrame::Submit {
                 text: request.text,
                 source: request.source,
                 key: request.key,
+                images: hashes,
             },
             &mut |event| early.push(event),
         )
@@ -520,6 +532,7 @@ mod tests {
             status: None,
             at: "2026-11-30T10:00:05+01:00".into(),
             answers: Vec::new(),
+            images: Vec::new(),
         }
     }
 

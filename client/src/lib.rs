@@ -8,6 +8,7 @@
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
 //! - `service.rs`: `hearth backup` and `hearth service install`.
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
+//! - `images.rs`: image files to attach, stored in and fetched from the daemon.
 //! - `bridge/`: what the bridges share: the daemon link, ordered delivery
 //!   from a stored cursor, splitting, the allowlist's refusal, the lock.
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
@@ -21,6 +22,7 @@ pub mod approvals;
 pub mod bridge;
 pub mod commands;
 pub mod connection;
+pub mod images;
 pub mod inbox;
 pub mod launch;
 pub mod service;

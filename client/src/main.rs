@@ -37,8 +37,11 @@ enum Subcommands {
     /// Send a message; prints its id once it is durable
     Send {
         /// The message, as words joined by spaces (use `--` before words that start with `-`)
-        #[arg(required = true, value_name = "TEXT")]
+        #[arg(required_unless_present = "image", value_name = "TEXT")]
         words: Vec<String>,
+        /// Attach an image file (PNG, JPEG, GIF or WebP, at most 10 MB); may be repeated
+        #[arg(long, value_name = "FILE")]
+        image: Vec<PathBuf>,
         /// Where the message says it came from
         #[arg(long, default_value = "script")]
         source: String,
@@ -174,16 +177,23 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Subcommands::Send {
             words,
+            image,
             source,
             key,
             wait,
         }) => {
-            let text = commands::join_words(&words).ok_or(CommandError::NothingToSend)?;
+            // With an image the words may be left out.
+            let text = match commands::join_words(&words) {
+                Some(text) => text,
+                None if !image.is_empty() => String::new(),
+                None => return Err(CommandError::NothingToSend.into()),
+            };
             let request = SendRequest {
                 text,
                 source,
                 key,
                 wait,
+                images: image,
             };
             commands::send(&home, request, &mut stdout).await?
         }

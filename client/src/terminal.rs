@@ -17,6 +17,7 @@
 
 use crate::approvals::{Approvals, Typed};
 use crate::connection::{ConnectError, Connection};
+use crate::images::{self, ImageFileError};
 use crate::launch;
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, Event, EventKind, Message, ServerFrame};
@@ -192,15 +193,11 @@ pub async fn run(home: &Home, explicit_home: Option<&Path>) -> Result<(), Termin
                         } else if let Typed::Usage(how) = typed {
                             screen.show(style.dim(how));
                         } else if !line.trim().is_empty() {
-                            let submit = ClientFrame::Submit {
-                                text: line.clone(),
-                                source: SOURCE.to_string(),
-                                key: None,
-                            };
-                            if let Err(err) = connection.send(&submit).await {
+                            if let Err(err) =
+                                submit_line(&mut connection, &mut session, &screen, line).await
+                            {
                                 break Err(err.into());
                             }
-                            session.on_submit(line);
                         }
                         Resume::Continue
                     }
@@ -261,6 +258,40 @@ enum Step {
     Frame(Result<Option<ServerFrame>, ConnectError>),
     Input(Option<Input>),
     Signal,
+}
+
+/// Submits a typed line, first storing the images it attaches
+/// (`/image PATH words…` or `@PATH words…`). An image that cannot be read or
+/// is refused is shown as an error and the line is not sent.
+async fn submit_line(
+    connection: &mut Connection,
+    session: &mut Session,
+    screen: &Screen,
+    line: String,
+) -> Result<(), ConnectError> {
+    let (text, paths) = images::parse_line(&line, Path::is_file);
+    let mut on_other = |frame: ServerFrame| match frame {
+        ServerFrame::Event(event) => screen.show_all(session.on_event(&event)),
+        ServerFrame::Ack { id, .. } => session.on_ack(id),
+        _ => {}
+    };
+    let hashes = match images::put_files(connection, &paths, &mut on_other).await {
+        Ok(hashes) => hashes,
+        Err(ImageFileError::Connection(err)) => return Err(err),
+        Err(err) => {
+            screen.show(session.style.error(&format!("error: {err}")));
+            return Ok(());
+        }
+    };
+    let submit = ClientFrame::Submit {
+        text: text.clone(),
+        source: SOURCE.to_string(),
+        key: None,
+        images: hashes,
+    };
+    connection.send(&submit).await?;
+    session.on_submit(text);
+    Ok(())
 }
 
 /// What Ctrl-C decided.
@@ -495,6 +526,12 @@ pub fn event_line(event: &Event, style: Style) -> Option<String> {
         // Approvals are asked by the session, which keeps what waits.
         EventKind::Idle | EventKind::Delta | EventKind::Approval => return None,
     };
+    // Images are named, never drawn: `[image: cat.png, 640x480]`.
+    let mut line = line;
+    for image in &event.images {
+        line.push('\n');
+        line.push_str(&style.dim(&format!("[image: {}]", image.label())));
+    }
     Some(line)
 }
 
@@ -659,6 +696,7 @@ mod tests {
             status: None,
             at: "2026-11-30T10:00:00+00:00".into(),
             answers: Vec::new(),
+            images: Vec::new(),
         }
     }
 
@@ -833,6 +871,37 @@ mod tests {
         session.on_submit("third".into());
         session.on_ack(14);
         assert!(session.all_acked());
+    }
+
+    #[test]
+    fn images_are_named_on_lines_of_their_own() {
+        let mut shown = event(
+            6,
+            Kind::Tool,
+            "hearth",
+            "show_image({\"path\":\"cat.png\"}) → shown cat.png",
+        );
+        shown.status = Some("ok".into());
+        shown.images = vec![hearth_protocol::ImageRef {
+            sha256: "c".repeat(64),
+            media_type: "image/png".into(),
+            width: Some(640),
+            height: Some(480),
+            name: Some("cat.png".into()),
+        }];
+        let line = event_line(&shown, Style::plain()).unwrap();
+        assert!(line.ends_with("\n[image: cat.png, 640x480]"), "{line}");
+        let mut photo = event(7, Kind::User, "telegram", "my cat");
+        photo.images = vec![hearth_protocol::ImageRef {
+            name: None,
+            width: None,
+            height: None,
+            ..shown.images[0].clone()
+        }];
+        assert_eq!(
+            event_line(&photo, Style::plain()).as_deref(),
+            Some("[telegram] my cat\n[image: cccccccccccc]")
+        );
     }
 
     #[test]

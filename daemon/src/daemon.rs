@@ -9,6 +9,7 @@
 
 use crate::approvals::Approvals;
 use crate::config::{Config, ConfigError};
+use crate::images::ImageStore;
 use crate::layout::{Layout, LayoutError};
 use crate::log::{Log, LogError};
 use crate::memory::{Memory, MemoryConfig};
@@ -153,6 +154,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let model_label = model.as_ref().map(Model::label);
 
     let processes = Processes::new();
+    let images = ImageStore::new(&home.data_dir);
     // One registry for every agent: any client may answer any request.
     let approvals = Approvals::new(config.approvals.clone(), log.clone(), events.clone());
     let subagents = Arc::new(Subagents::new(
@@ -167,6 +169,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         events: &events,
         processes: &processes,
         approvals: &approvals,
+        images: &images,
     };
     let mut loops = Vec::new();
     let mut agents = std::collections::BTreeMap::new();
@@ -228,6 +231,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         clients: AtomicU64::new(0),
         started: std::time::Instant::now(),
         approvals,
+        images,
     });
     let mut server_tasks = vec![tokio::spawn(server::serve(
         Listener::Unix(listener),
@@ -278,6 +282,7 @@ struct Starter<'a> {
     events: &'a broadcast::Sender<Event>,
     processes: &'a Processes,
     approvals: &'a Approvals,
+    images: &'a ImageStore,
 }
 
 impl Starter<'_> {
@@ -316,7 +321,9 @@ impl Starter<'_> {
             "tools work in {}",
             workspace.root().display()
         );
-        let mut tools = Tools::new(spec.name, self.log.clone()).with_workspace(workspace);
+        let mut tools = Tools::new(spec.name, self.log.clone())
+            .with_workspace(workspace)
+            .with_images(self.images.clone());
         if let Family::Parent(subagents) = &spec.family {
             tools = tools.with_subagents(subagents.clone());
         }

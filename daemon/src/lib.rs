@@ -5,6 +5,7 @@
 //! - `config.rs`: `config.toml`, read once at start.
 //! - `layout.rs`: the built-in layouts that size the view.
 //! - `log.rs`: the append-only SQLite log and its one writer thread.
+//! - `images.rs`: images stored once by their SHA-256, named from the log.
 //! - `request.rs`: how a turn's request is laid out from the log (pure).
 //! - `schedule.rs`: schedules and the notify queue, delivered between chains.
 //! - `subagents.rs`: the top agent's children and their runs.
@@ -19,6 +20,7 @@ pub mod approvals;
 pub mod bridges;
 pub mod config;
 pub mod daemon;
+pub mod images;
 pub mod layout;
 pub mod local;
 pub mod log;

@@ -714,6 +714,7 @@ pub(crate) fn append(
         status: message.status,
         at,
         answers: answers(message.data.as_ref()),
+        images: crate::images::refs(message.data.as_ref()),
     };
     appended.push(logged.clone());
     Ok(logged)
@@ -741,6 +742,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
             status: row.get(5)?,
             at: row.get(6)?,
             answers: answers(data.as_ref()),
+            images: crate::images::refs(data.as_ref()),
         },
         data,
     })

@@ -8,10 +8,17 @@
 //! (the date and time); then the messages the turn took, whole, and its chain
 //! (each step's echo and tool calls, their results, and any messages taken
 //! mid-turn after them).
+//!
+//! A taken message with images carries them whole, read from the image
+//! store through [`Images`]; its text says how many there are. Images that a
+//! tool call brought back (`zoom(id, 1)` of a message with images) follow the
+//! step's tool results as a user item: Chat Completions cannot put images in
+//! a tool result, so every provider gets them the same way.
 
+use crate::images::{self, ImageStore};
 use crate::log::{Entry, TurnRecord};
-use crate::model::{Carry, Item, Request, ToolCall, ToolSpec};
-use hearth_protocol::Kind;
+use crate::model::{Carry, Image, Item, Request, ToolCall, ToolSpec};
+use hearth_protocol::{ImageRef, Kind};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -24,6 +31,30 @@ beside tool calls), tool (a call and its result), note (what the daemon recorded
 
 /// No reasoning to hand back: for a chain's first request, and for replays.
 pub static NO_CARRIES: BTreeMap<u32, Carry> = BTreeMap::new();
+
+/// Where a request's images are read from.
+pub trait Images: Sync {
+    /// The image's bytes as a request carries them; `None` when they cannot
+    /// be read (the item then goes without it).
+    fn load(&self, image: &ImageRef) -> Option<Image>;
+}
+
+impl Images for ImageStore {
+    fn load(&self, image: &ImageRef) -> Option<Image> {
+        ImageStore::load(self, image)
+    }
+}
+
+/// No images at all: for replays and tests of logs without any.
+pub struct NoImages;
+
+impl Images for NoImages {
+    fn load(&self, _: &ImageRef) -> Option<Image> {
+        None
+    }
+}
+
+pub static NO_IMAGES: NoImages = NoImages;
 
 /// A turn's instructions: the fixed preamble, then the agent's prompt file.
 /// A missing or unreadable file leaves the preamble alone; an edit applies at
@@ -51,6 +82,8 @@ pub struct TurnContext<'a> {
     /// reasoning, thinking blocks), kept in memory for the chain only: never
     /// logged, never shown.
     pub carries: &'a BTreeMap<u32, Carry>,
+    /// Where the images of taken messages and tool results are read from.
+    pub images: &'a dyn Images,
 }
 
 impl TurnContext<'_> {
@@ -86,13 +119,31 @@ impl TurnContext<'_> {
     }
 }
 
-/// A message the turn took, whole: `id+0|kind from source: text`.
+/// A message the turn took, whole: `id+0|kind from source: text`, the text
+/// saying how many images follow (`[1 image] text`).
 pub fn whole(entry: &Entry) -> String {
     let message = &entry.message;
     format!(
         "{}+0|{} from {}: {}",
-        message.id, message.kind, message.source, message.text
+        message.id,
+        message.kind,
+        message.source,
+        images::labelled(&message.text, message.images.len())
     )
+}
+
+/// A taken message as a user item, with its images.
+fn taken_item(context: &TurnContext, entry: &Entry) -> Item {
+    Item::User {
+        text: whole(entry),
+        images: load(context, &entry.message.images),
+    }
+}
+
+fn load(context: &TurnContext, refs: &[ImageRef]) -> Vec<Image> {
+    refs.iter()
+        .filter_map(|image| context.images.load(image))
+        .collect()
 }
 
 /// The view as request messages: `<chat>` then blocks of `block_lines`
@@ -107,10 +158,8 @@ pub fn view_items(lines: &[String], block_lines: usize) -> Vec<Item> {
             first.push_str(line);
         }
     }
-    let mut items = vec![Item::User { text: first }];
-    items.extend(blocks.map(|block| Item::User {
-        text: block.join("\n"),
-    }));
+    let mut items = vec![Item::user(first)];
+    items.extend(blocks.map(|block| Item::user(block.join("\n"))));
     items
 }
 
@@ -126,15 +175,13 @@ pub fn build(context: &TurnContext) -> Request {
     if whole_blocks > 0 {
         cache_marks.push(whole_blocks - 1);
     }
-    items.push(Item::User {
-        text: format!("</chat>\n{}", context.state),
-    });
+    items.push(Item::user(format!("</chat>\n{}", context.state)));
     for entry in context
         .log
         .iter()
         .filter(|entry| entry.message.id < context.turn.start_id && context.took(entry))
     {
-        items.push(Item::User { text: whole(entry) });
+        items.push(taken_item(context, entry));
     }
     chain(context, &mut items);
     cache_marks.push(items.len() - 1);
@@ -148,7 +195,8 @@ pub fn build(context: &TurnContext) -> Request {
 }
 
 /// The turn's chain from the log: per step, the assistant's echo and calls,
-/// then the results, then the messages taken while the step ran.
+/// then the results, then the images the results brought back, then the
+/// messages taken while the step ran.
 fn chain(context: &TurnContext, items: &mut Vec<Item>) {
     let mut step: Option<u32> = None;
     let mut echo: Option<String> = None;
@@ -161,6 +209,11 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
                  results: &mut Vec<Item>,
                  deferred: &mut Vec<Item>,
                  items: &mut Vec<Item>| {
+        // Recalled images sit among the results until here: after every
+        // result of the step, since providers want the results together.
+        let (recalled, results): (Vec<Item>, Vec<Item>) = results
+            .drain(..)
+            .partition(|item| matches!(item, Item::User { .. }));
         if echo.is_some() || !calls.is_empty() {
             items.push(Item::Assistant {
                 text: echo.take(),
@@ -170,7 +223,8 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
                     .unwrap_or_default(),
             });
         }
-        items.append(results);
+        items.extend(results);
+        items.extend(recalled);
         items.append(deferred);
     };
     for entry in context
@@ -199,11 +253,23 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
                         call_id: call.id.clone(),
                         output,
                     });
+                    let recalled = images::refs_in(entry.data.as_ref(), "recalled");
+                    if !recalled.is_empty() {
+                        results.push(Item::User {
+                            text: format!(
+                                "{} returned by {}({})",
+                                images::labelled("", recalled.len()).trim_end(),
+                                call.name,
+                                call.arguments
+                            ),
+                            images: load(context, &recalled),
+                        });
+                    }
                     calls.push(call);
                 }
             }
             Kind::User | Kind::Work if context.took(entry) => {
-                deferred.push(Item::User { text: whole(entry) });
+                deferred.push(taken_item(context, entry));
             }
             _ => {}
         }
@@ -258,6 +324,7 @@ mod tests {
                 status: None,
                 at: "2026-11-30T10:00:00+00:00".into(),
                 answers: vec![],
+                images: images::refs(data.as_ref()),
             },
             data,
         }
@@ -281,6 +348,7 @@ mod tests {
             block_lines: 2,
             cache_key: None,
             carries: &NO_CARRIES,
+            images: &NO_IMAGES,
         }
     }
 
@@ -308,7 +376,7 @@ mod tests {
             .items
             .iter()
             .map(|item| match item {
-                Item::User { text } => text.clone(),
+                Item::User { text, .. } => text.clone(),
                 other => panic!("{other:?}"),
             })
             .collect();
@@ -349,9 +417,9 @@ mod tests {
             .collect();
         assert_eq!(
             rendered.join("\n"),
-            "User { text: \"<chat>\\n0+1|user: hello\\n1+1|reply: hi\" }\n\
-             User { text: \"</chat>\\nnow\" }\n\
-             User { text: \"2+0|user from terminal: what now?\" }"
+            "User { text: \"<chat>\\n0+1|user: hello\\n1+1|reply: hi\", images: [] }\n\
+             User { text: \"</chat>\\nnow\", images: [] }\n\
+             User { text: \"2+0|user from terminal: what now?\", images: [] }"
         );
         assert_eq!(request.instructions, "be kind");
         assert_eq!(request.cache_marks, vec![0, 2]);
@@ -389,7 +457,7 @@ mod tests {
         let tail: Vec<String> = request.items[2..]
             .iter()
             .map(|item| match item {
-                Item::User { text } => format!("user {text}"),
+                Item::User { text, .. } => format!("user {text}"),
                 Item::Assistant {
                     text, tool_calls, ..
                 } => format!(
@@ -411,5 +479,90 @@ mod tests {
                 "result c2",
             ]
         );
+    }
+
+    /// Images by hash, as the store would give them.
+    struct Stored;
+
+    impl Images for Stored {
+        fn load(&self, image: &ImageRef) -> Option<Image> {
+            (image.sha256 != "gone").then(|| Image {
+                media_type: image.media_type.clone(),
+                data_base64: format!("bytes-of-{}", image.sha256),
+            })
+        }
+    }
+
+    fn image(sha256: &str) -> Value {
+        json!({"sha256": sha256, "media_type": "image/png"})
+    }
+
+    #[test]
+    fn taken_images_go_whole_and_recalled_ones_follow_the_results() {
+        let zoom = json!({"call_id": "c1", "name": "zoom", "arguments": "{\"id\":0,\"n\":1}",
+            "output": "0+0|user: [2 images] look", "step": 0, "recalled": [image("a"), image("b")]});
+        let log = vec![
+            entry(
+                0,
+                Kind::User,
+                "look",
+                Some(json!({"images": [image("a"), image("gone")]})),
+            ),
+            entry(1, Kind::Tool, "zoom", Some(zoom)),
+            entry(
+                2,
+                Kind::User,
+                "and this",
+                Some(json!({"images": [image("c")]})),
+            ),
+        ];
+        let turn = TurnRecord {
+            seq: 0,
+            start_id: 1,
+            taken_after: -1,
+            taken_through: 2,
+        };
+        let mut context = context(&[], &log, turn);
+        context.images = &Stored;
+        let request = build(&context);
+        let users: Vec<(String, Vec<String>)> = request
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                Item::User { text, images } => Some((
+                    text.clone(),
+                    images.iter().map(|i| i.data_base64.clone()).collect(),
+                )),
+                _ => None,
+            })
+            .skip(2)
+            .collect();
+        assert_eq!(
+            users,
+            vec![
+                (
+                    "0+0|user from terminal: [2 images] look".to_string(),
+                    vec!["bytes-of-a".to_string()]
+                ),
+                (
+                    "[2 images] returned by zoom({\"id\":0,\"n\":1})".to_string(),
+                    vec!["bytes-of-a".to_string(), "bytes-of-b".to_string()]
+                ),
+                (
+                    "2+0|user from terminal: [1 image] and this".to_string(),
+                    vec!["bytes-of-c".to_string()]
+                ),
+            ]
+        );
+        // The recalled images come after the step's result, never between results.
+        let kinds: Vec<&str> = request.items[2..]
+            .iter()
+            .map(|item| match item {
+                Item::User { .. } => "user",
+                Item::Assistant { .. } => "assistant",
+                Item::ToolResult { .. } => "result",
+            })
+            .collect();
+        assert_eq!(kinds, ["user", "assistant", "result", "user", "user"]);
     }
 }

@@ -11,6 +11,7 @@
 //! version, a frame out of sequence — gets an `error` frame and changes nothing.
 
 use crate::approvals::{self, Approvals};
+use crate::images::{self, ImageStore};
 use crate::log::{Log, LogError, NewMessage};
 use crate::schedule::{Schedule, When};
 use crate::turn::AgentHandle;
@@ -52,6 +53,8 @@ pub struct Shared {
     pub started: std::time::Instant,
     /// Tool calls waiting for a person: `approve` frames answer them.
     pub approvals: Approvals,
+    /// Where `image_put` stores images and `image_get` reads them.
+    pub images: ImageStore,
 }
 
 /// A client's byte stream: the Unix socket, or TCP with a token.
@@ -333,12 +336,30 @@ async fn answer(
         ClientFrame::Hello { .. } => {
             refuse(sink, ErrorCode::Sequence, "hello was already said".into()).await
         }
-        ClientFrame::Submit { text, source, key } => {
-            if let Some(why) = check_submit(&text, &source, key.as_deref()) {
+        ClientFrame::Submit {
+            text,
+            source,
+            key,
+            images: hashes,
+        } => {
+            // With images the words may be empty; every other check holds.
+            let words = if hashes.is_empty() {
+                text.as_str()
+            } else {
+                "(images)"
+            };
+            if let Some(why) = check_submit(words, &source, key.as_deref()) {
                 return refuse(sink, ErrorCode::Refused, why).await;
             }
+            let attached = match shared.images.attach(&hashes) {
+                Ok(attached) => attached,
+                Err(err) => return send(sink, &err.frame()).await,
+            };
             let mut message = NewMessage::new(Kind::User, &source, text);
             message.key = key;
+            if !attached.is_empty() {
+                message.data = Some(images::data(&attached));
+            }
             match shared.log.submit(agent, message).await {
                 Ok((id, duplicate)) => {
                     if !duplicate {
@@ -489,6 +510,16 @@ async fn answer(
                 },
             )
             .await
+        }
+        ClientFrame::ImagePut {
+            media_type,
+            data_base64,
+        } => {
+            let answer = shared.images.answer_put(&media_type, &data_base64).await;
+            send(sink, &answer).await
+        }
+        ClientFrame::ImageGet { sha256 } => {
+            send(sink, &shared.images.answer_get(&sha256).await).await
         }
         ClientFrame::Stats { days } => {
             let days = days.unwrap_or(7).clamp(1, 3660);

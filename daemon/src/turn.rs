@@ -152,6 +152,8 @@ impl AgentLoop {
         let result = self.serve(&mut shutdown).await;
         if let Err(err) = &result {
             tracing::error!(agent = %self.agent.name, "the agent stopped: {err}");
+            // A turn cut off by the failure is not running any more.
+            let _ = self.busy.send(false);
             self.agent.emit(
                 EventKind::Error,
                 Some(format!(
@@ -375,6 +377,7 @@ impl Agent {
                 block_lines: self.block_lines,
                 cache_key: Some(format!("hearth-{name}")),
                 carries: &carries,
+                images: self.tools.image_source(),
             };
             let request = request::build(&context);
             let step = context.next_step();
@@ -440,7 +443,11 @@ impl Agent {
             while let Some(outcome) = outcomes.next().await {
                 let Some(record) = records.next() else { break };
                 let output = clip(&outcome.output, self.limits.tool_output_chars);
-                let message = tool_message(name, record, &output, outcome.status);
+                let message = crate::images::name_in_tool_message(
+                    tool_message(name, record, &output, outcome.status),
+                    &outcome.images,
+                    &outcome.recalled,
+                );
                 self.log.finish_call(name, &record.call_id, message).await?;
             }
             if rounds >= self.limits.max_rounds {

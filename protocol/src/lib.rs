@@ -13,9 +13,16 @@
 //! another [`PROTOCOL_VERSION`] is answered with an `error` frame and changes
 //! nothing.
 //!
+//! A message may carry images, by content address: a client stores one with
+//! `image_put` and names it in `submit`; events carry references and
+//! `image_get` returns the bytes ([`image`]).
+//!
 //! [`home`] says where a home keeps its files, so daemon and clients agree.
 
 pub mod home;
+pub mod image;
+
+pub use image::ImageRef;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -96,6 +103,10 @@ pub struct Message {
     /// For a reply: the ids of the messages its turn answered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answers: Vec<u64>,
+    /// The images the message carries: a user's attachments, an image a
+    /// tool showed. Fetch the bytes with `image_get`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRef>,
 }
 
 /// What an event is about: a logged message's kind, or a change of the agent.
@@ -173,6 +184,9 @@ pub struct Event {
     pub at: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answers: Vec<u64>,
+    /// A logged message's images (see [`Message::images`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRef>,
     /// For an `approval` event: the call that waits, and how it was decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Box<Approval>>,
@@ -210,6 +224,7 @@ impl Event {
             status: None,
             at: None,
             answers: Vec::new(),
+            images: Vec::new(),
             approval: None,
         }
     }
@@ -225,6 +240,7 @@ impl Event {
             status: message.status.clone(),
             at: Some(message.at.clone()),
             answers: message.answers.clone(),
+            images: message.images.clone(),
             approval: None,
         }
     }
@@ -240,6 +256,7 @@ impl Event {
             status: self.status.clone(),
             at: self.at.clone().unwrap_or_default(),
             answers: self.answers.clone(),
+            images: self.images.clone(),
         })
     }
 }
@@ -264,13 +281,27 @@ pub enum ClientFrame {
     },
     /// A user message. Answered with `ack` once it is durable. The same `key`
     /// again is acknowledged with the first message's id and logged once.
+    /// `images` names images stored before with `image_put`, by `sha256`;
+    /// with images the text may be empty.
     Submit {
         text: String,
         #[serde(default = "default_source")]
         source: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         key: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<String>,
     },
+    /// Stores an image (PNG, JPEG, GIF or WebP, at most
+    /// [`image::MAX_IMAGE_BYTES`]) for a later `submit`. Answered with
+    /// `image_stored` once the file is durable. This frame alone may be up to
+    /// [`image::MAX_IMAGE_FRAME_BYTES`].
+    ImagePut {
+        media_type: String,
+        data_base64: String,
+    },
+    /// Asks for a stored image's bytes; answered with `image`.
+    ImageGet { sha256: String },
     /// Log a `note` (a bridge's refused sender, say); it starts no turn.
     /// Answered with `ack` once durable.
     Note {
@@ -491,6 +522,14 @@ pub enum ServerFrame {
         #[serde(default)]
         value: Option<String>,
     },
+    /// The answer to `image_put`: the image is durable under this reference.
+    ImageStored(ImageRef),
+    /// The answer to `image_get`.
+    Image {
+        sha256: String,
+        media_type: String,
+        data_base64: String,
+    },
     /// The answer to `stats`: one row per day and agent with requests,
     /// oldest day first, over the `days` days ending today.
     Stats {
@@ -519,7 +558,7 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 15] = [
+const CLIENT_TYPES: [&str; 17] = [
     "hello",
     "notify",
     "schedule_add",
@@ -534,20 +573,23 @@ const CLIENT_TYPES: [&str; 15] = [
     "state_get",
     "state_set",
     "stats",
+    "image_put",
+    "image_get",
     "approve",
 ];
 
 impl ClientFrame {
     /// Reads one text frame, telling apart the ways it can be wrong.
     pub fn decode(text: &str) -> Result<ClientFrame, FrameError> {
-        if text.len() > MAX_FRAME_BYTES {
-            return Err(FrameError {
-                code: ErrorCode::TooLarge,
-                message: format!(
-                    "frame of {} bytes is over the limit of {MAX_FRAME_BYTES} bytes",
-                    text.len()
-                ),
-            });
+        let too_large = |limit: usize| FrameError {
+            code: ErrorCode::TooLarge,
+            message: format!(
+                "frame of {} bytes is over the limit of {limit} bytes",
+                text.len()
+            ),
+        };
+        if text.len() > image::MAX_IMAGE_FRAME_BYTES {
+            return Err(too_large(image::MAX_IMAGE_FRAME_BYTES));
         }
         let value: serde_json::Value = serde_json::from_str(text).map_err(|err| FrameError {
             code: ErrorCode::BadFrame,
@@ -561,6 +603,10 @@ impl ClientFrame {
                 code: ErrorCode::BadFrame,
                 message: "frame is not a JSON object with a string `type`".to_string(),
             })?;
+        // Only `image_put` may be larger than the usual limit.
+        if text.len() > MAX_FRAME_BYTES && kind != "image_put" {
+            return Err(too_large(MAX_FRAME_BYTES));
+        }
         if !CLIENT_TYPES.contains(&kind.as_str()) {
             return Err(FrameError {
                 code: ErrorCode::UnknownType,
@@ -605,7 +651,8 @@ mod tests {
             ClientFrame::Submit {
                 text: "hi".into(),
                 source: "terminal".into(),
-                key: None
+                key: None,
+                images: vec![]
             }
         );
         assert_eq!(ClientFrame::decode(&frame.encode()).unwrap(), frame);
@@ -695,6 +742,39 @@ mod tests {
     }
 
     #[test]
+    fn only_image_put_may_be_larger_than_a_frame() {
+        let data = "A".repeat(MAX_FRAME_BYTES + 8);
+        let put =
+            format!(r#"{{"type":"image_put","media_type":"image/png","data_base64":"{data}"}}"#);
+        assert!(matches!(
+            ClientFrame::decode(&put),
+            Ok(ClientFrame::ImagePut { .. })
+        ));
+        let huge = "A".repeat(image::MAX_IMAGE_FRAME_BYTES);
+        let put =
+            format!(r#"{{"type":"image_put","media_type":"image/png","data_base64":"{huge}"}}"#);
+        assert_eq!(
+            ClientFrame::decode(&put).unwrap_err().code,
+            ErrorCode::TooLarge
+        );
+        let submit = ClientFrame::decode(r#"{"type":"submit","text":"","images":["ab"]}"#).unwrap();
+        assert!(matches!(submit, ClientFrame::Submit { images, .. } if images == ["ab"]));
+        let stored = ServerFrame::ImageStored(ImageRef {
+            sha256: "ab".into(),
+            media_type: "image/png".into(),
+            width: Some(1),
+            height: None,
+            name: None,
+        });
+        let text = stored.encode();
+        assert_eq!(
+            text,
+            r#"{"type":"image_stored","sha256":"ab","media_type":"image/png","width":1}"#
+        );
+        assert_eq!(ServerFrame::decode(&text).unwrap(), stored);
+    }
+
+    #[test]
     fn message_event_round_trips() {
         let message = Message {
             agent: "hearth".into(),
@@ -705,6 +785,7 @@ mod tests {
             status: None,
             at: "2026-11-30T10:00:00+00:00".into(),
             answers: vec![5, 6],
+            images: vec![],
         };
         let frame = ServerFrame::Event(Event::message(&message));
         let text = frame.encode();

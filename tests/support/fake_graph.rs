@@ -2,8 +2,9 @@
 //! WhatsApp bridge.
 //!
 //! [`FakeGraph::start`] binds `127.0.0.1:0` and answers, under
-//! [`FakeGraph::graph_base`]: `POST /{PHONE_NUMBER_ID}/messages` (text
-//! messages, and read marks with "typing…"), `GET /{media_id}` (a media
+//! [`FakeGraph::graph_base`]: `POST /{PHONE_NUMBER_ID}/messages` (text and
+//! image messages, and read marks with "typing…"), `POST
+//! /{PHONE_NUMBER_ID}/media` (an upload), `GET /{media_id}` (a media
 //! file's address) and `GET` of that address (the file), each only with
 //! the Bearer [`ACCESS_TOKEN`], as Graph does. A test scripts failures of
 //! sends ([`FakeGraph::fail_next_send`]), can hold every send until the
@@ -99,6 +100,10 @@ pub struct Calls {
     pub downloads: Vec<String>,
     /// Requests refused for a missing or wrong access token.
     pub unauthorized: usize,
+    /// Media uploaded (`POST /{PHONE_NUMBER_ID}/media`): type and bytes.
+    pub uploads: Vec<(String, Vec<u8>)>,
+    /// Image messages sent: the recipient and the media id.
+    pub images: Vec<(String, String)>,
 }
 
 impl Calls {
@@ -275,8 +280,10 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
         return not_found(stream).await;
     };
     let messages = format!("{PHONE_NUMBER_ID}/messages");
+    let media = format!("{PHONE_NUMBER_ID}/media");
     match (request.method.as_str(), rest) {
         ("POST", path) if path == messages => post_message(stream, shared, &request).await,
+        ("POST", path) if path == media => upload(stream, shared, &request).await,
         ("GET", id) if !id.contains('/') => media_address(stream, shared, id).await,
         _ => not_found(stream).await,
     }
@@ -311,8 +318,11 @@ async fn post_message(
             .unwrap_or_default()
             .to_string(),
     };
+    if body["type"] == "image" {
+        return send_image(stream, shared, &body).await;
+    }
     if body["type"] != "text" {
-        let error = graph_error(100, "Only text messages are faked", None);
+        let error = graph_error(100, "Only text and image messages are faked", None);
         return http::write_json(stream, 400, &error).await;
     }
     if !hold(stream, shared, &sent).await {
@@ -341,6 +351,61 @@ async fn post_message(
                 "messages": [{"id": id}],
             });
             (200, answer)
+        }
+    };
+    shared.bump();
+    http::write_json(stream, status, &answer).await
+}
+
+/// `POST /{PHONE_NUMBER_ID}/media`: an upload in multipart form data
+/// (`messaging_product`, `type`, `file`); the file becomes media.
+async fn upload(stream: &mut TcpStream, shared: &Shared, request: &Request) -> io::Result<()> {
+    let parts = http::form_parts(request).unwrap_or_default();
+    let field = |name: &str| {
+        parts
+            .iter()
+            .find(|(head, _)| head.contains(&format!("name=\"{name}\"")))
+    };
+    let product = field("messaging_product").map(|(_, value)| value.as_slice());
+    let (Some(b"whatsapp"), Some((head, bytes))) = (product, field("file")) else {
+        let error = graph_error(100, "messaging_product and file are required.", None);
+        return http::write_json(stream, 400, &error).await;
+    };
+    let mime_type = http::part_header(head, "content-type")
+        .unwrap_or_default()
+        .to_string();
+    let id = {
+        let mut state = shared.lock();
+        state.next_id += 1;
+        let id = format!("uploaded{}", state.next_id);
+        state.calls.uploads.push((mime_type.clone(), bytes.clone()));
+        state.media.insert(id.clone(), (mime_type, bytes.clone()));
+        id
+    };
+    shared.bump();
+    http::write_json(stream, 200, &json!({ "id": id })).await
+}
+
+/// An image message naming uploaded media.
+async fn send_image(stream: &mut TcpStream, shared: &Shared, body: &Value) -> io::Result<()> {
+    let to = body["to"].as_str().unwrap_or_default().to_string();
+    let media_id = body["image"]["id"].as_str().unwrap_or_default().to_string();
+    let (status, answer) = {
+        let mut state = shared.lock();
+        if state.media.contains_key(&media_id) {
+            state.calls.images.push((to.clone(), media_id));
+            state.next_id += 1;
+            let answer = json!({
+                "messaging_product": "whatsapp",
+                "contacts": [{"input": to, "wa_id": to}],
+                "messages": [{"id": format!("wamid.out.{}", state.next_id)}],
+            });
+            (200, answer)
+        } else {
+            (
+                400,
+                graph_error(131053, "(#131053) Media upload error", None),
+            )
         }
     };
     shared.bump();

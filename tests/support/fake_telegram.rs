@@ -8,11 +8,17 @@
 //! ([`FakeTelegram::fail_next_send`]), can hold every `sendMessage` until
 //! the client goes away ([`FakeTelegram::hold_sends`]), and reads what the
 //! bridge did ([`FakeTelegram::calls`], [`FakeTelegram::wait_until`]).
+//! Photos people send are served by `getFile` and the file download, and
+//! `sendPhoto` takes the bot's images (`files.rs`).
 //!
 //! `getUpdates` behaves like Telegram's: a long poll that holds until an
 //! update is queued or its `timeout` passes, and an `offset` confirms (and
 //! forgets) every update before it. The HTTP is the fake model's: one
 //! request per connection.
+
+mod files;
+
+pub use files::photo_bytes;
 
 use crate::fake_model::http::{self, RequestError};
 use crate::harness::DEADLINE;
@@ -112,6 +118,10 @@ pub struct Calls {
     pub keyboards: Vec<(i64, String, Value)>,
     /// `answerCallbackQuery` requests: the press's id and the text shown.
     pub answered: Vec<(String, String)>,
+    /// Files downloaded, by their `file_path`.
+    pub downloads: Vec<String>,
+    /// `sendPhoto` requests: chat, the photo's media type and bytes.
+    pub photos: Vec<(i64, String, Vec<u8>)>,
 }
 
 impl Calls {
@@ -149,6 +159,8 @@ struct State {
     next_message_id: i64,
     failures: VecDeque<Failure>,
     hold: bool,
+    /// The files people sent, by file id, for `getFile` and downloads.
+    files: std::collections::BTreeMap<String, Vec<u8>>,
 }
 
 impl FakeTelegram {
@@ -188,6 +200,16 @@ impl FakeTelegram {
 
     /// `from` sends a photo, with a caption or without.
     pub fn send_photo(&self, from: &Person, caption: Option<&str>) -> i64 {
+        self.send_photo_bytes(from, &photo_bytes(), caption)
+    }
+
+    /// `from` sends a photo whose largest size has these bytes (the file
+    /// `large`, which `getFile` and the download then serve).
+    pub fn send_photo_bytes(&self, from: &Person, bytes: &[u8], caption: Option<&str>) -> i64 {
+        self.shared
+            .lock()
+            .files
+            .insert("large".to_string(), bytes.to_vec());
         let mut fields = json!({"photo": [
             {"file_id": "small", "file_unique_id": "s", "width": 90, "height": 90},
             {"file_id": "large", "file_unique_id": "l", "width": 1280, "height": 1280}
@@ -346,6 +368,9 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
             return http::write_json(stream, 400, &refusal(400, &message)).await
         }
     };
+    if let Some(served) = files::download(stream, shared, &request.path).await {
+        return served;
+    }
     let prefix = format!("/bot{TOKEN}/");
     let Some(method) = request.path.strip_prefix(&prefix) else {
         return http::write_json(stream, 401, &refusal(401, "Unauthorized")).await;
@@ -354,6 +379,8 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
     match method {
         "getUpdates" => get_updates(stream, shared, &body).await,
         "sendMessage" => send_message(stream, shared, &body).await,
+        "getFile" => files::get_file(stream, shared, &body).await,
+        "sendPhoto" => files::send_photo(stream, shared, &request).await,
         "answerCallbackQuery" => {
             let id = body["callback_query_id"].as_str().unwrap_or_default();
             let text = body["text"].as_str().unwrap_or_default();

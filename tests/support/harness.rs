@@ -265,6 +265,7 @@ impl Client {
             text: text.to_string(),
             source: source.to_string(),
             key: key.map(str::to_string),
+            images: Vec::new(),
         };
         match self.request(frame).await {
             ServerFrame::Ack { id, duplicate } => (id, duplicate),

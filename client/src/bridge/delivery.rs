@@ -15,8 +15,9 @@ use super::config::Outgoing;
 use super::link::{self, LinkError};
 use crate::commands::{connect_running, LogWalk};
 use crate::connection::{ConnectError, Connection};
+use crate::images::{self, Attachment, ImageFileError};
 use hearth_protocol::home::Home;
-use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
+use hearth_protocol::{ClientFrame, Event, EventKind, ImageRef, ServerFrame};
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
@@ -104,6 +105,18 @@ pub trait Courier {
 
     /// Shows that the agent works ("typing…"); a failure only costs the hint.
     async fn show_busy(&mut self, feed: &mut Feed) -> Result<(), Self::Error>;
+
+    /// Sends an image a tool showed to every recipient, as the platform's
+    /// photo; trouble is handled as in [`Courier::deliver`]. A platform that
+    /// sends no images leaves this out, and the image is not sent.
+    async fn deliver_image(
+        &mut self,
+        _feed: &mut Feed,
+        _image: &ImageRef,
+        _attachment: &Attachment,
+    ) -> Result<(), Self::Error> {
+        Ok(())
+    }
 
     /// Asks the recipients about a tool call waiting for approval (an
     /// `approval` event, live only); platforms without a way to answer
@@ -245,14 +258,46 @@ impl Feed {
             }
             _ => false,
         };
+        let shown = self.show_images(courier, &event).await?;
         if let Some(id) = id {
             self.cursor = Cursor::After(id);
             self.unsaved = true;
-            if delivered {
+            if delivered || shown {
                 self.save_cursor().await?;
             }
         }
         Ok(())
+    }
+
+    /// Sends the images a tool showed (`show_image`): fetched from the
+    /// daemon, handed to the courier. An image that cannot be fetched is
+    /// skipped with a note. Returns whether anything was sent.
+    async fn show_images<C: Courier>(
+        &mut self,
+        courier: &mut C,
+        event: &Event,
+    ) -> Result<bool, C::Error> {
+        if event.kind != EventKind::Tool || event.images.is_empty() || !courier.has_recipients() {
+            return Ok(false);
+        }
+        for image in &event.images {
+            let backlog = &mut self.backlog;
+            let fetched = images::get(&mut self.connection, &image.sha256, &mut |frame| {
+                if let ServerFrame::Event(event) = frame {
+                    backlog.push_back(event);
+                }
+            })
+            .await;
+            match fetched {
+                Ok(attachment) => courier.deliver_image(self, image, &attachment).await?,
+                Err(ImageFileError::Connection(err)) => return Err(LinkError::from(err).into()),
+                Err(err) => {
+                    let note = format!("{}: image {} not sent: {err}", self.source, image.label());
+                    self.note(note).await?;
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// Runs `work` (a send, a wait) while the connection keeps being read;
@@ -298,6 +343,7 @@ mod tests {
             status: None,
             at: String::new(),
             answers: Vec::new(),
+            images: Vec::new(),
         })
     }
 

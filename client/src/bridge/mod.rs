@@ -11,6 +11,7 @@
 //! - `people.rs`: the refusal strangers get (once per run) and the chats
 //!   that get the agent's messages.
 //! - `lock.rs`: one bridge of a kind per home.
+//! - `multipart.rs`: an upload's `multipart/form-data` body (pure).
 //! - `backoff.rs` and `split.rs`: waits between retries, and long text in
 //!   parts a platform takes (pure).
 
@@ -19,6 +20,7 @@ pub mod config;
 pub mod delivery;
 pub mod link;
 pub mod lock;
+pub mod multipart;
 pub mod people;
 pub mod split;
 

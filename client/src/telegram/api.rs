@@ -195,9 +195,9 @@ struct Parameters {
 /// The client of one bot.
 #[derive(Clone)]
 pub struct Api {
-    http: reqwest::Client,
+    pub(super) http: reqwest::Client,
     /// `{api_base}/bot{token}`: the prefix of every method's URL.
-    bot_url: String,
+    pub(super) bot_url: String,
 }
 
 impl Api {
@@ -276,7 +276,12 @@ impl Api {
     }
 
     /// Posts `body` to `method` and returns the envelope's `result`.
-    async fn call(&self, method: &str, body: &Value, timeout: Duration) -> Result<Value, ApiError> {
+    pub(super) async fn call(
+        &self,
+        method: &str,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<Value, ApiError> {
         let response = self
             .http
             .post(format!("{}/{method}", self.bot_url))
@@ -295,7 +300,7 @@ impl Api {
 }
 
 /// The `result` of a Bot API answer, or the error it reports.
-fn read_envelope(status: u16, text: &str) -> Result<Value, ApiError> {
+pub(super) fn read_envelope(status: u16, text: &str) -> Result<Value, ApiError> {
     match serde_json::from_str::<Envelope>(text) {
         Ok(envelope) if envelope.ok => Ok(envelope.result),
         Ok(envelope) => Err(ApiError::Refused {

@@ -12,6 +12,7 @@ use super::api::{Api, Failure, Message, Update};
 use super::approval;
 use super::bridge::{BridgeError, CHATS_STATE, OFFSET_STATE, SOURCE};
 use super::config::TelegramConfig;
+use super::photos::{self, Photo};
 use crate::bridge::backoff::Backoff;
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::people::{refusal_note, remember_chat, Strangers};
@@ -73,7 +74,8 @@ pub fn classify(message: &Message, config: &TelegramConfig) -> Incoming {
 }
 
 /// The words a message gives the agent: its text, else its caption, else a
-/// placeholder naming what was sent. Images and voice are not read yet.
+/// placeholder naming what was sent. A photo itself goes along as an image
+/// (see `photos.rs`); voice and other files are not read yet.
 pub fn message_text(message: &Message) -> Option<String> {
     let words = message
         .text
@@ -203,7 +205,10 @@ impl<'a> Inbound<'a> {
             return Ok(());
         };
         match classify(&message, self.config) {
-            Incoming::Relay { chat_id, key, text } => self.relay(chat_id, key, text).await,
+            Incoming::Relay { chat_id, key, text } => {
+                let photo = photos::largest(&message);
+                self.relay(chat_id, key, text, photo).await
+            }
             Incoming::Refuse {
                 chat_id,
                 user_id,
@@ -216,11 +221,24 @@ impl<'a> Inbound<'a> {
         }
     }
 
-    async fn relay(&mut self, chat_id: i64, key: String, text: String) -> Result<(), BridgeError> {
+    async fn relay(
+        &mut self,
+        chat_id: i64,
+        key: String,
+        text: String,
+        photo: Option<Photo>,
+    ) -> Result<(), BridgeError> {
+        let (text, images) = match photo {
+            Some(photo) => {
+                photos::attach(self.api, &mut self.connection, &key, photo, text).await?
+            }
+            None => (text, Vec::new()),
+        };
         let frame = ClientFrame::Submit {
             text,
             source: SOURCE.to_string(),
             key: Some(key.clone()),
+            images,
         };
         match link::request(&mut self.connection, frame, &mut |_| {}).await {
             Ok(ServerFrame::Ack { id, duplicate }) => {

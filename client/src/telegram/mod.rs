@@ -13,6 +13,7 @@
 //! - `outbound.rs`: daemon → Telegram: the courier of ordered delivery, with
 //!   retries, fallbacks and "typing…".
 //! - `format.rs`: Markdown as Telegram HTML (pure).
+//! - `photos.rs`: owners' photos in as images, shown images out with `sendPhoto`.
 //! - `approval.rs`: approvals asked with Allow and Deny buttons, and answered
 //!   by a press.
 
@@ -23,6 +24,7 @@ pub mod config;
 pub mod format;
 pub mod inbound;
 pub mod outbound;
+pub mod photos;
 
 pub use bridge::{run, BridgeError, EXIT_CONFIG};
 pub use config::TelegramConfig;

@@ -10,8 +10,9 @@ use super::format::to_html;
 use crate::bridge::backoff::Backoff;
 use crate::bridge::delivery::{outgoing_text, Courier, Cursor, Feed};
 use crate::bridge::split::{split, MAX_MESSAGE_UNITS};
+use crate::images::Attachment;
 use hearth_protocol::home::Home;
-use hearth_protocol::Event;
+use hearth_protocol::{Event, ImageRef};
 use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -122,6 +123,17 @@ impl Courier for TelegramCourier<'_> {
     async fn ask_approval(&mut self, feed: &mut Feed, event: &Event) -> Result<(), BridgeError> {
         let chats = self.targets();
         super::approval::ask(self.api, self.config, feed, &chats, event).await
+    }
+
+    /// Sends a shown image to every target chat with `sendPhoto`.
+    async fn deliver_image(
+        &mut self,
+        feed: &mut Feed,
+        image: &ImageRef,
+        attachment: &Attachment,
+    ) -> Result<(), BridgeError> {
+        let chats = self.targets();
+        super::photos::deliver(self.api, self.config, feed, &chats, image, attachment).await
     }
 
     /// Shows "typing…" in every target chat; a failure only costs the hint.

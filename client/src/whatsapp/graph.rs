@@ -1,10 +1,11 @@
 //! A small client of the WhatsApp Cloud API (Meta's Graph API) over
-//! reqwest: sending text, the read mark with "typing…", and downloading an
-//! inbound message's media.
+//! reqwest: sending text, the read mark with "typing…", downloading an
+//! inbound message's media and uploading media (see `media.rs`).
 //!
 //! The access token travels only in the `Authorization` header, never in a
 //! URL, and no error here carries a URL or a header.
 
+use crate::bridge::multipart::Form;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -190,8 +191,24 @@ impl Graph {
         })
     }
 
+    /// Uploads a file to `/{phone_number_id}/media` (multipart form data:
+    /// `messaging_product`, `type` and `file`); returns the answer, whose
+    /// `id` names the media for a message.
+    pub(super) async fn upload(&self, form: Form) -> Result<Value, GraphError> {
+        let response = self
+            .http
+            .post(format!("{}/{}/media", self.base, self.phone_number_id))
+            .bearer_auth(&self.access_token)
+            .header(reqwest::header::CONTENT_TYPE, form.content_type)
+            .body(form.body)
+            .send()
+            .await
+            .map_err(network)?;
+        read_json(checked(response).await?).await
+    }
+
     /// Posts to `/{phone_number_id}/messages` and returns the answer.
-    async fn post_message(&self, request: &Value) -> Result<Value, GraphError> {
+    pub(super) async fn post_message(&self, request: &Value) -> Result<Value, GraphError> {
         let response = self
             .http
             .post(format!("{}/{}/messages", self.base, self.phone_number_id))

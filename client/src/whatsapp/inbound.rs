@@ -10,6 +10,7 @@
 use super::bridge::{BridgeError, CHATS_STATE, SOURCE};
 use super::config::WhatsAppConfig;
 use super::graph::Graph;
+use super::media;
 use super::payload::Received;
 use super::webhook::Delivery;
 use crate::bridge::link::{self, LinkError};
@@ -150,7 +151,17 @@ impl<'a> Inbound<'a> {
                 wamid,
                 key,
                 text,
-            } => self.relay(from, wamid, key, text).await,
+            } => {
+                let (text, images) = media::attach(
+                    self.graph,
+                    &mut self.connection,
+                    &key,
+                    received.media.as_ref(),
+                    text,
+                )
+                .await?;
+                self.relay(from, wamid, key, text, images).await
+            }
             Incoming::Refuse { from, who } => {
                 if !self.refused.first_time(from.clone()) {
                     tracing::info!("whatsapp: refused another message from {who}");
@@ -174,6 +185,7 @@ impl<'a> Inbound<'a> {
         wamid: String,
         key: String,
         text: String,
+        images: Vec<String>,
     ) -> Result<(), BridgeError> {
         // Shared before the submit, so the turn it starts finds it.
         self.last_received.send_replace(Some(LastReceived {
@@ -184,6 +196,7 @@ impl<'a> Inbound<'a> {
             text,
             source: SOURCE.to_string(),
             key: Some(key.clone()),
+            images,
         };
         match link::request(&mut self.connection, frame, &mut |_| {}).await {
             Ok(ServerFrame::Ack { id, duplicate }) => {

@@ -17,12 +17,14 @@
 //! - `outbound.rs`: daemon → WhatsApp: the courier of ordered delivery, the
 //!   24-hour window, read marks with "typing…".
 //! - `graph.rs`: the Graph API client (send, read mark, media) and its errors.
+//! - `media.rs`: received images in as attachments, shown images out.
 //! - `bridge.rs`: start-up, the state names, running the webhook and both halves.
 
 pub mod bridge;
 pub mod config;
 pub mod graph;
 pub mod inbound;
+pub mod media;
 pub mod outbound;
 pub mod payload;
 pub mod webhook;

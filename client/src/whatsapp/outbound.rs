@@ -14,10 +14,12 @@ use super::inbound::LastReceived;
 use crate::bridge::backoff::Backoff;
 use crate::bridge::delivery::{outgoing_text, Courier, Cursor, Feed};
 use crate::bridge::split::{split, MAX_MESSAGE_UNITS};
+use crate::images::Attachment;
 use hearth_protocol::home::Home;
-use hearth_protocol::Event;
+use hearth_protocol::{Event, ImageRef};
 use std::collections::BTreeSet;
 use std::convert::Infallible;
+use std::future::Future;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -109,6 +111,28 @@ impl WhatsAppCourier<'_> {
 impl Courier for WhatsAppCourier<'_> {
     type Error = BridgeError;
 
+    /// Uploads a shown image and sends it to every target number; a number
+    /// that will not take it is skipped with a note.
+    async fn deliver_image(
+        &mut self,
+        feed: &mut Feed,
+        image: &ImageRef,
+        attachment: &Attachment,
+    ) -> Result<(), BridgeError> {
+        for to in self.targets() {
+            let send = || self.graph.send_image(&to, attachment);
+            let sent = feed.beside(send_retrying(self, &to, send)).await??;
+            if let Delivery::Skipped(why) = sent {
+                let note = format!(
+                    "whatsapp: could not send image {} to +{to}: {why}",
+                    image.label()
+                );
+                feed.note(note).await?;
+            }
+        }
+        Ok(())
+    }
+
     fn busy_every(&self) -> Duration {
         TYPING_EVERY
     }
@@ -187,9 +211,19 @@ async fn send_part(
     to: &str,
     part: &str,
 ) -> Result<Delivery, BridgeError> {
+    send_retrying(courier, to, || courier.graph.send_text(to, part)).await
+}
+
+/// Sends with `send` to one number: skipped outside the 24-hour window or
+/// when it can never go through, retried with backoff otherwise.
+async fn send_retrying<F: Future<Output = Result<String, GraphError>>>(
+    courier: &WhatsAppCourier<'_>,
+    to: &str,
+    send: impl Fn() -> F,
+) -> Result<Delivery, BridgeError> {
     let mut backoff = Backoff::default();
     loop {
-        let error = match courier.graph.send_text(to, part).await {
+        let error = match send().await {
             Ok(_) => return Ok(Delivery::Sent),
             Err(error) => error,
         };

@@ -7,6 +7,10 @@
 
 use serde_json::Value;
 
+/// The words of an image sent without a caption; the image itself goes
+/// along as an attachment when it can be fetched (see `media.rs`).
+pub const PHOTO: &str = "[photo]";
+
 /// One message someone sent to the business number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Received {
@@ -93,15 +97,16 @@ fn text(value: &Value) -> Option<String> {
     (!text.is_empty()).then(|| text.to_string())
 }
 
-/// What a message says to the agent. Media are not read yet: a caption
-/// stands for them, else a placeholder.
+/// What a message says to the agent: a caption stands for media, else a
+/// placeholder. An image itself goes along when it can be fetched (see
+/// `media.rs`); other media are not read yet.
 fn words(message: &Value) -> Option<String> {
     let kind = message["type"].as_str().unwrap_or_default();
     let body = &message[kind];
     let caption = text(&body["caption"]);
     let said = match kind {
         "text" => text(&body["body"])?,
-        "image" => caption.unwrap_or_else(|| "[photo]".to_string()),
+        "image" => caption.unwrap_or_else(|| PHOTO.to_string()),
         "video" => caption.unwrap_or_else(|| "[video]".to_string()),
         "audio" if body["voice"].as_bool() == Some(true) => "[voice message]".to_string(),
         "audio" => "[audio]".to_string(),

@@ -83,9 +83,10 @@ pub fn request(
     task: &Task,
 ) -> Request {
     let mut items = crate::request::view_items(context, layout.block_lines);
-    items.push(Item::User {
-        text: format!("</chat>\n{}", task.prompt(layout.line_budget)),
-    });
+    items.push(Item::user(format!(
+        "</chat>\n{}",
+        task.prompt(layout.line_budget)
+    )));
     let last = items.len() - 1;
     Request {
         instructions: instructions.to_string(),
@@ -181,18 +182,13 @@ mod tests {
         };
         let context = vec!["0+4|older".to_string(), "4+2|old".to_string()];
         let request = request("instr", &[], &context, &layout, &task);
-        let Some(Item::User { text }) = request.items.last() else {
+        let Some(Item::User { text, .. }) = request.items.last() else {
             panic!("no task");
         };
         assert!(text.starts_with("</chat>\nMerge the two lines below, which cover messages 6 to 7"));
         assert!(text.contains(&format!("\n{}\n", "-".repeat(512))));
         assert!(text.ends_with("6+1|left line\n7+1|right line"));
-        assert_eq!(
-            request.items[0],
-            Item::User {
-                text: "<chat>\n0+4|older\n4+2|old".into()
-            }
-        );
+        assert_eq!(request.items[0], Item::user("<chat>\n0+4|older\n4+2|old"));
     }
 
     #[test]

@@ -256,7 +256,7 @@ impl Keeper {
                 if self.lines.line(node).is_some() {
                     continue;
                 }
-                let line = message_line(entry.message.kind.as_str(), &entry.message.text);
+                let line = message_line(entry.message.kind.as_str(), &view_text(&entry.message));
                 if line.len() <= self.config.layout.line_budget || self.config.model.is_none() {
                     let mechanical = line.len() > self.config.layout.line_budget;
                     let text = super::tree::cut(&line, self.config.layout.line_budget);
@@ -375,7 +375,7 @@ impl Keeper {
                 .await?;
             return Ok(entries.first().map(|entry| Task::Compress {
                 id: node.first(),
-                line: message_line(entry.message.kind.as_str(), &entry.message.text),
+                line: message_line(entry.message.kind.as_str(), &view_text(&entry.message)),
             }));
         }
         let Some((left, right)) = node.children() else {
@@ -583,4 +583,10 @@ async fn sleep_until(at: Option<Instant>) {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
+}
+
+/// A message's text as its line shows it: with images, how many come first
+/// (`[2 images] caption`); the bytes never.
+fn view_text(message: &hearth_protocol::Message) -> String {
+    crate::images::labelled(&message.text, message.images.len())
 }

@@ -112,6 +112,12 @@ enum Content<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    /// An image, inline as base64.
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
     ToolResult {
         tool_use_id: &'a str,
         #[serde(skip_serializing_if = "str::is_empty")]
@@ -119,6 +125,15 @@ enum Content<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+}
+
+/// `{"type":"base64","media_type":…,"data":…}`.
+#[derive(Debug, Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
 }
 
 /// `{"type":"ephemeral"}`: the default five-minute cache entry.
@@ -137,6 +152,7 @@ impl Block<'_> {
             Block::Content(
                 Content::Text { cache_control, .. }
                 | Content::ToolUse { cache_control, .. }
+                | Content::Image { cache_control, .. }
                 | Content::ToolResult { cache_control, .. },
             ) => {
                 *cache_control = Some(EPHEMERAL);
@@ -253,7 +269,7 @@ fn messages<'a>(
 /// empty text blocks).
 fn blocks<'a>(item: &'a Item, label: &str) -> (Role, Vec<Block<'a>>) {
     match item {
-        Item::User { text } => {
+        Item::User { text, images } => {
             let mut blocks = Vec::new();
             if !text.trim().is_empty() {
                 blocks.push(Block::Content(Content::Text {
@@ -261,6 +277,16 @@ fn blocks<'a>(item: &'a Item, label: &str) -> (Role, Vec<Block<'a>>) {
                     cache_control: None,
                 }));
             }
+            blocks.extend(images.iter().map(|image| {
+                Block::Content(Content::Image {
+                    source: ImageSource {
+                        kind: "base64",
+                        media_type: &image.media_type,
+                        data: &image.data_base64,
+                    },
+                    cache_control: None,
+                })
+            }));
             (Role::User, blocks)
         }
         Item::Assistant {

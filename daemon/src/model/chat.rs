@@ -73,7 +73,7 @@ enum Message<'a> {
         content: &'a str,
     },
     User {
-        content: &'a str,
+        content: UserContent<'a>,
     },
     Assistant {
         content: Option<&'a str>,
@@ -84,6 +84,27 @@ enum Message<'a> {
         tool_call_id: &'a str,
         content: &'a str,
     },
+}
+
+/// A user message's content: its text alone, or (with images) the text
+/// part and then one `image_url` part per image, as a data URL.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(&'a str),
+    Parts(Vec<Part<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Debug, Serialize)]
+struct ImageUrl {
+    url: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -125,7 +146,20 @@ fn request_body<'a>(config: &'a ModelConfig, request: &'a Request, stream: bool)
         });
     }
     messages.extend(request.items.iter().map(|item| match item {
-        Item::User { text } => Message::User { content: text },
+        Item::User { text, images } if images.is_empty() => Message::User {
+            content: UserContent::Text(text),
+        },
+        Item::User { text, images } => {
+            let mut parts = vec![Part::Text { text }];
+            parts.extend(images.iter().map(|image| Part::ImageUrl {
+                image_url: ImageUrl {
+                    url: image.data_url(),
+                },
+            }));
+            Message::User {
+                content: UserContent::Parts(parts),
+            }
+        }
         // Chat Completions has no reasoning to carry.
         Item::Assistant {
             text, tool_calls, ..

@@ -83,11 +83,42 @@ impl Carry {
     }
 }
 
+/// An image a request carries, read from the image store when the request
+/// is built. Each provider sends it inline as base64 after the item's text.
+#[derive(Clone, PartialEq)]
+pub struct Image {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: String,
+    pub data_base64: String,
+}
+
+impl Image {
+    /// `data:<media type>;base64,<data>`, as the OpenAI APIs take an image.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.data_base64)
+    }
+}
+
+impl std::fmt::Debug for Image {
+    /// The media type and size only: a request's debug form never holds
+    /// megabytes of base64.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Image({}, {} base64 bytes)",
+            self.media_type,
+            self.data_base64.len()
+        )
+    }
+}
+
 /// One entry of a request's conversation, after the instructions.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
+    /// Text, with images after it (none for most items).
     User {
         text: String,
+        images: Vec<Image>,
     },
     Assistant {
         text: Option<String>,
@@ -100,6 +131,16 @@ pub enum Item {
         call_id: String,
         output: String,
     },
+}
+
+impl Item {
+    /// A user item of text alone.
+    pub fn user(text: impl Into<String>) -> Item {
+        Item::User {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
 }
 
 /// A provider-neutral request. Serialized deterministically by each provider:

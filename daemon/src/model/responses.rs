@@ -104,8 +104,16 @@ enum InputItem<'a> {
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ContentPart<'a> {
-    InputText { text: &'a str },
-    OutputText { text: &'a str },
+    InputText {
+        text: &'a str,
+    },
+    /// An image as a data URL.
+    InputImage {
+        image_url: String,
+    },
+    OutputText {
+        text: &'a str,
+    },
 }
 
 /// A function tool; flat, unlike Chat Completions' nested `function`.
@@ -137,10 +145,16 @@ fn request_body<'a>(
     let mut input = Vec::with_capacity(request.items.len());
     for item in &request.items {
         match item {
-            Item::User { text } => input.push(Input::Item(InputItem::Message {
-                role: "user",
-                content: vec![ContentPart::InputText { text }],
-            })),
+            Item::User { text, images } => {
+                let mut content = vec![ContentPart::InputText { text }];
+                content.extend(images.iter().map(|image| ContentPart::InputImage {
+                    image_url: image.data_url(),
+                }));
+                input.push(Input::Item(InputItem::Message {
+                    role: "user",
+                    content,
+                }))
+            }
             Item::Assistant {
                 text,
                 tool_calls,

@@ -11,6 +11,7 @@
 //! - `files.rs`: `read_file`, `write_file`, `edit_file`, `list_dir`.
 //! - `folder.rs`: where a path leads, confined to the working folder.
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
+//! - `show_image.rs`: `show_image`, an image of the working folder shown to people.
 //! - `html.rs`: HTML reduced to readable text (pure).
 //! - `schedule.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
 //! - `subagents.rs`: `subagent_start`, `subagent_stop`, `subagent_list` (top agent only).
@@ -25,6 +26,7 @@ mod process;
 mod registry;
 mod schedule;
 mod shell;
+mod show_image;
 mod subagents;
 mod web;
 mod zoom;

@@ -16,12 +16,14 @@ use super::folder::Folder;
 use super::process::Processes;
 use super::shell::Shell;
 use super::web::Fetcher;
-use super::{args, date, files, schedule, shell, subagents, web, zoom};
+use super::{args, date, files, schedule, shell, show_image, subagents, web, zoom};
 use crate::approvals::{Approvals, Verdict};
+use crate::images::ImageStore;
 use crate::log::Log;
 use crate::model::{ToolCall, ToolSpec};
 use crate::subagents::Subagents;
 use futures_util::stream::{self, Stream, StreamExt};
+use hearth_protocol::ImageRef;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,6 +39,12 @@ pub struct Outcome {
     pub output: String,
     /// `ok` or `error`.
     pub status: &'static str,
+    /// Images the call shows to people (`show_image`): its tool message
+    /// carries them, and clients fetch them.
+    pub images: Vec<ImageRef>,
+    /// Images the call brings back to the model (`zoom` of a message with
+    /// images): sent after the step's results, never shown again.
+    pub recalled: Vec<ImageRef>,
 }
 
 impl Outcome {
@@ -44,13 +52,15 @@ impl Outcome {
         Outcome {
             output: output.into(),
             status: "ok",
+            images: Vec::new(),
+            recalled: Vec::new(),
         }
     }
 
     pub fn error(output: impl Into<String>) -> Outcome {
         Outcome {
-            output: output.into(),
             status: "error",
+            ..Outcome::ok(output)
         }
     }
 }
@@ -117,6 +127,9 @@ pub struct Tools {
     invalid_in_a_row: Arc<AtomicUsize>,
     /// Where calls that need a person's approval wait; none: no call does.
     approvals: Option<Approvals>,
+    /// Where `show_image` stores what it shows and requests read images
+    /// from; none: no `show_image`, and requests carry no images.
+    images: Option<ImageStore>,
 }
 
 /// A call whose arguments passed the checks.
@@ -135,6 +148,22 @@ impl Tools {
             subagents: None,
             invalid_in_a_row: Arc::default(),
             approvals: None,
+            images: None,
+        }
+    }
+
+    /// Adds `show_image` (with a workspace) and lets requests carry the
+    /// images of the log.
+    pub fn with_images(mut self, images: ImageStore) -> Tools {
+        self.images = Some(images);
+        self
+    }
+
+    /// Where a request's images are read from.
+    pub fn image_source(&self) -> &dyn crate::request::Images {
+        match &self.images {
+            Some(store) => store,
+            None => &crate::request::NO_IMAGES,
         }
     }
 
@@ -171,6 +200,9 @@ impl Tools {
             specs.push(shell::spec(&workspace.shell.config));
             specs.extend(files::specs());
             specs.push(web::spec());
+            if self.images.is_some() {
+                specs.push(show_image::spec());
+            }
         }
         if self.subagents.is_some() {
             specs.extend(subagents::specs());
@@ -305,6 +337,10 @@ impl Tools {
             },
             ("shell", Some(workspace)) => workspace.shell.call(&arguments).await,
             ("web_fetch", Some(workspace)) => workspace.fetcher.call(&arguments).await,
+            ("show_image", Some(workspace)) => match &self.images {
+                Some(store) => show_image::call(workspace.folder.clone(), store, &arguments).await,
+                None => Outcome::error("there is no tool `show_image`"),
+            },
             (name, Some(workspace)) => files::call(workspace.folder.clone(), name, arguments).await,
             // `check` admits only the tools in `specs`.
             (name, None) => Outcome::error(format!("there is no tool `{name}`")),

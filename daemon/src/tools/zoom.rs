@@ -1,5 +1,7 @@
 //! `zoom(id, n)`: how the agent walks its memory. Line `id+n` opens into the
-//! two lines it was made from; `zoom(id, 1)` gives message `id` whole.
+//! two lines it was made from; `zoom(id, 1)` gives message `id` whole,
+//! with its images: the result says how many, and the images themselves go
+//! back to the model after the step's results (see `request.rs`).
 
 use super::Outcome;
 use crate::log::Log;
@@ -11,7 +13,7 @@ pub fn spec() -> ToolSpec {
     ToolSpec {
         name: "zoom".to_string(),
         description: "Open a line of your memory. `zoom(id, n)` on line `id+n` gives the two \
-lines it summarizes; `zoom(id, 1)` gives message `id` whole."
+lines it summarizes; `zoom(id, 1)` gives message `id` whole, with its images."
             .to_string(),
         parameters: json!({
             "type": "object",
@@ -48,10 +50,26 @@ pub async fn call(log: &Log, agent: &str, arguments: &Value) -> Outcome {
     if n == 1 {
         return match log.range(agent, id, id + 1, 1).await {
             Ok(entries) => match entries.first() {
-                Some(entry) => Outcome::ok(format!(
-                    "{id}+0|{}: {}",
-                    entry.message.kind, entry.message.text
-                )),
+                Some(entry) => {
+                    let message = &entry.message;
+                    let count = message.images.len();
+                    let mut outcome = Outcome::ok(format!(
+                        "{id}+0|{}: {}",
+                        message.kind,
+                        crate::images::labelled(&message.text, count)
+                    ));
+                    if count > 0 {
+                        outcome.output.push_str(&format!(
+                            "\n(the message's {} follow{})",
+                            crate::images::labelled("", count)
+                                .trim()
+                                .trim_matches(['[', ']']),
+                            if count == 1 { "s" } else { "" }
+                        ));
+                        outcome.recalled = message.images.clone();
+                    }
+                    outcome
+                }
                 None => Outcome::error(format!("there is no message {id}")),
             },
             Err(err) => Outcome::error(format!("cannot read the log: {err}")),

@@ -178,6 +178,38 @@ pub(crate) async fn client_gone(stream: &mut TcpStream) {
     }
 }
 
+/// The parts of a `multipart/form-data` request, in order: each part's
+/// head (its header lines) and its bytes. None when the request is not one.
+pub(crate) fn form_parts(request: &Request) -> Option<Vec<(String, Vec<u8>)>> {
+    let content_type = request.headers.get("content-type")?;
+    let boundary = content_type.split("boundary=").nth(1)?.trim_matches('"');
+    let delimiter = format!("--{boundary}");
+    let mut parts = Vec::new();
+    let mut rest = request.body.as_slice();
+    while let Some(start) = find(rest, delimiter.as_bytes()) {
+        rest = &rest[start + delimiter.len()..];
+        if rest.starts_with(b"--") {
+            break;
+        }
+        let part = rest.strip_prefix(b"\r\n").unwrap_or(rest);
+        let head_end = find(part, b"\r\n\r\n")?;
+        let head = String::from_utf8_lossy(&part[..head_end]).to_string();
+        let content = &part[head_end + 4..];
+        let end = find(content, format!("\r\n{delimiter}").as_bytes()).unwrap_or(content.len());
+        parts.push((head, content[..end].to_vec()));
+        rest = &content[end..];
+    }
+    Some(parts)
+}
+
+/// The value of a part's header line `name: value`.
+pub(crate) fn part_header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.trim().eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack
         .windows(needle.len())

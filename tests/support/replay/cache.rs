@@ -232,7 +232,7 @@ pub fn tool_result(out: &mut Vec<u8>, call_id: &str, output: &str) {
 /// One item of a request.
 pub fn item(out: &mut Vec<u8>, item: &Item) {
     match item {
-        Item::User { text } => user(out, text),
+        Item::User { text, .. } => user(out, text),
         Item::Assistant {
             text, tool_calls, ..
         } => {

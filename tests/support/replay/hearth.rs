@@ -130,6 +130,7 @@ impl Hearth {
             },
             block_lines: self.layout.block_lines,
             carries: &hearth_daemon::request::NO_CARRIES,
+            images: &hearth_daemon::request::NO_IMAGES,
             cache_key: Some(format!("hearth-{AGENT}")),
         })
     }
@@ -292,6 +293,7 @@ impl Hearth {
             block_lines: 1,
             cache_key: None,
             carries: &hearth_daemon::request::NO_CARRIES,
+            images: &hearth_daemon::request::NO_IMAGES,
         };
         let taken: HashSet<u64> = turn_log
             .iter()

@@ -139,6 +139,7 @@ pub fn entry(id: u64, message: &Message) -> Entry {
             status: (message.kind == Kind::Tool).then(|| "ok".to_string()),
             at: clock_text(message.at),
             answers: vec![],
+            images: vec![],
         },
         data,
     }

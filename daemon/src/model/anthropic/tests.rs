@@ -28,7 +28,7 @@ fn source() -> Source<'static> {
 }
 
 fn user(text: &str) -> Item {
-    Item::User { text: text.into() }
+    Item::user(text)
 }
 
 fn tool(name: &str) -> ToolSpec {
@@ -162,6 +162,33 @@ fn marks_that_point_nowhere_are_dropped() {
     request.items.push(user("   "));
     request.cache_marks.push(7);
     assert_eq!(marks(&body(&config, &request)), 3);
+}
+
+#[test]
+fn images_go_as_base64_blocks_and_the_mark_goes_on_the_last() {
+    let request = Request {
+        instructions: String::new(),
+        tools: vec![],
+        items: vec![Item::User {
+            text: "what is this?".into(),
+            images: vec![crate::model::Image {
+                media_type: "image/webp".into(),
+                data_base64: "UklGRg==".into(),
+            }],
+        }],
+        cache_key: None,
+        cache_marks: vec![0],
+    };
+    let body = serde_json::to_string(&request_body(&config(""), &request, LABEL, false)).unwrap();
+    assert!(
+        body.contains(concat!(
+            r#""messages":[{"role":"user","content":["#,
+            r#"{"type":"text","text":"what is this?"},"#,
+            r#"{"type":"image","source":{"type":"base64","media_type":"image/webp","data":"UklGRg=="},"#,
+            r#""cache_control":{"type":"ephemeral"}}]}]"#
+        )),
+        "{body}"
+    );
 }
 
 #[test]

@@ -31,9 +31,7 @@ fn request() -> Request {
             parameters: json!({"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}),
         }],
         items: vec![
-            Item::User {
-                text: "list files".into(),
-            },
+            Item::user("list files"),
             Item::Assistant {
                 carry: Carry::default(),
                 text: None,
@@ -87,6 +85,37 @@ fn streaming_request_serializes_exactly() {
     assert_eq!(body, expected);
 }
 
+/// A user item with one image, as every provider's image test sends it.
+fn with_image() -> Request {
+    Request {
+        instructions: String::new(),
+        tools: vec![],
+        items: vec![Item::User {
+            text: "what is this?".into(),
+            images: vec![crate::model::Image {
+                media_type: "image/png".into(),
+                data_base64: "iVBORw0K".into(),
+            }],
+        }],
+        cache_key: None,
+        cache_marks: vec![0],
+    }
+}
+
+#[test]
+fn images_go_as_image_url_parts_after_the_text() {
+    let body = serde_json::to_string(&request_body(&config(""), &with_image(), false)).unwrap();
+    assert_eq!(
+        body,
+        concat!(
+            r#"{"model":"gpt-test","messages":[{"role":"user","content":["#,
+            r#"{"type":"text","text":"what is this?"},"#,
+            r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0K"}}]}],"#,
+            r#""stream":false}"#
+        )
+    );
+}
+
 #[test]
 fn plain_request_omits_what_is_unset() {
     let config = config("");
@@ -94,7 +123,7 @@ fn plain_request_omits_what_is_unset() {
         instructions: String::new(),
         tools: vec![],
         items: vec![
-            Item::User { text: "hi".into() },
+            Item::user("hi"),
             Item::Assistant {
                 carry: Carry::default(),
                 text: Some("hello".into()),

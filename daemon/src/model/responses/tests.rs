@@ -33,9 +33,7 @@ fn request() -> Request {
             parameters: json!({"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}),
         }],
         items: vec![
-            Item::User {
-                text: "list files".into(),
-            },
+            Item::user("list files"),
             Item::Assistant {
                 carry: Carry::default(),
                 text: Some("Looking.".into()),
@@ -101,6 +99,32 @@ fn streaming_request_serializes_exactly() {
         r#""prompt_cache_key":"agent-hearth","stream":true}"#
     );
     assert_eq!(body, expected);
+}
+
+#[test]
+fn images_go_as_input_image_parts_after_the_text() {
+    let request = Request {
+        instructions: String::new(),
+        tools: vec![],
+        items: vec![Item::User {
+            text: "what is this?".into(),
+            images: vec![crate::model::Image {
+                media_type: "image/jpeg".into(),
+                data_base64: "/9j/4AAQ".into(),
+            }],
+        }],
+        cache_key: None,
+        cache_marks: vec![],
+    };
+    let body = serde_json::to_string(&request_body(&config(""), &request, LABEL, false)).unwrap();
+    assert!(
+        body.contains(concat!(
+            r#""input":[{"type":"message","role":"user","content":["#,
+            r#"{"type":"input_text","text":"what is this?"},"#,
+            r#"{"type":"input_image","image_url":"data:image/jpeg;base64,/9j/4AAQ"}]}]"#
+        )),
+        "{body}"
+    );
 }
 
 #[test]

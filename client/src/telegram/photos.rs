@@ -1,0 +1,243 @@
+//! Photos both ways. In: an owner's photo (its largest size) is fetched with
+//! `getFile` and downloaded from `{api_base}/file/bot<token>/<file_path>`,
+//! stored in the daemon and submitted with its caption. Out: an image a
+//! tool showed is sent with `sendPhoto`, uploaded as multipart form data.
+
+use super::api::{read_envelope, Api, ApiError, Failure, Message};
+use super::bridge::{BridgeError, SOURCE};
+use super::config::TelegramConfig;
+use crate::bridge::backoff::Backoff;
+use crate::bridge::delivery::Feed;
+use crate::bridge::link::{self, LinkError};
+use crate::bridge::multipart;
+use crate::connection::Connection;
+use crate::images::{self, Attachment, ImageFileError};
+use hearth_protocol::image::MAX_IMAGE_BYTES;
+use hearth_protocol::ImageRef;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// How long a download or an upload may take.
+const TRANSFER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A photo an owner sent: its largest size's file, and its caption.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Photo {
+    pub file_id: String,
+    pub caption: Option<String>,
+}
+
+/// The message's photo, if it has one: the largest of its sizes (by pixels,
+/// the last on a tie, as Telegram lists them smallest first).
+pub fn largest(message: &Message) -> Option<Photo> {
+    let sizes = message.photo.as_ref()?;
+    let pixels = |size: &Value| {
+        let side = |key: &str| size.get(key).and_then(Value::as_u64).unwrap_or(0);
+        side("width") * side("height")
+    };
+    let best = sizes
+        .iter()
+        .filter(|size| size.get("file_id").and_then(Value::as_str).is_some())
+        .max_by_key(|size| pixels(size))?;
+    Some(Photo {
+        file_id: best.get("file_id")?.as_str()?.to_string(),
+        caption: message
+            .caption
+            .as_deref()
+            .map(str::trim)
+            .filter(|caption| !caption.is_empty())
+            .map(str::to_string),
+    })
+}
+
+/// Why a photo could not be fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum PhotoError {
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    #[error("the file is {0} bytes, over the limit of {MAX_IMAGE_BYTES}")]
+    TooLarge(u64),
+    #[error("Telegram gave no path for the file")]
+    NoPath,
+    #[error("the file is not a PNG, JPEG, GIF or WebP image")]
+    NotAnImage,
+}
+
+impl Api {
+    /// Downloads a file by its id: `getFile`, then the file itself.
+    pub async fn download(&self, file_id: &str) -> Result<Attachment, PhotoError> {
+        let body = json!({"file_id": file_id});
+        let file = self.call("getFile", &body, TRANSFER_TIMEOUT).await?;
+        if let Some(size) = file.get("file_size").and_then(Value::as_u64) {
+            if size > MAX_IMAGE_BYTES as u64 {
+                return Err(PhotoError::TooLarge(size));
+            }
+        }
+        let path = file
+            .get("file_path")
+            .and_then(Value::as_str)
+            .ok_or(PhotoError::NoPath)?;
+        // `bot_url` is `{api_base}/bot{token}`; a token has no `/`.
+        let (base, token) = self.bot_url.rsplit_once("/bot").ok_or(PhotoError::NoPath)?;
+        let response = self
+            .http
+            .get(format!("{base}/file/bot{token}/{path}"))
+            .timeout(TRANSFER_TIMEOUT)
+            .send()
+            .await
+            .map_err(network)?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.map_err(network)?;
+            return Err(read_envelope(status.as_u16(), &text)
+                .err()
+                .unwrap_or_else(|| ApiError::BadAnswer("a download that failed".into()))
+                .into());
+        }
+        if let Some(length) = response.content_length() {
+            if length > MAX_IMAGE_BYTES as u64 {
+                return Err(PhotoError::TooLarge(length));
+            }
+        }
+        let bytes = response.bytes().await.map_err(network)?;
+        Attachment::from_bytes(bytes.to_vec()).map_err(|_| PhotoError::NotAnImage)
+    }
+
+    /// Sends an image to a chat with `sendPhoto`, uploaded as a file.
+    pub async fn send_photo(&self, chat_id: i64, image: &Attachment) -> Result<(), ApiError> {
+        let extension = hearth_protocol::image::extension(image.media_type).unwrap_or("jpg");
+        let chat = chat_id.to_string();
+        let form = multipart::form(
+            &[("chat_id", &chat)],
+            "photo",
+            &format!("image.{extension}"),
+            image.media_type,
+            &image.bytes,
+        );
+        let response = self
+            .http
+            .post(format!("{}/sendPhoto", self.bot_url))
+            .header(reqwest::header::CONTENT_TYPE, form.content_type)
+            .body(form.body)
+            .timeout(TRANSFER_TIMEOUT)
+            .send()
+            .await
+            .map_err(|err| ApiError::Network(err.without_url().to_string()))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|err| ApiError::Network(err.without_url().to_string()))?;
+        read_envelope(status.as_u16(), &text).map(drop)
+    }
+}
+
+fn network(err: reqwest::Error) -> PhotoError {
+    PhotoError::Api(ApiError::Network(err.without_url().to_string()))
+}
+
+/// Sends a shown image to every chat in `chats`, waiting out flood control
+/// and retrying other trouble; a chat that can never take it is skipped
+/// with a note.
+pub async fn deliver(
+    api: &Api,
+    config: &TelegramConfig,
+    feed: &mut Feed,
+    chats: &[i64],
+    image: &ImageRef,
+    attachment: &Attachment,
+) -> Result<(), BridgeError> {
+    for &chat in chats {
+        let mut backoff = Backoff::default();
+        loop {
+            let Err(error) = feed.beside(api.send_photo(chat, attachment)).await? else {
+                break;
+            };
+            let wait = match error.failure() {
+                Failure::Unauthorized => {
+                    return Err(BridgeError::Unauthorized {
+                        error,
+                        env: config.token_env.clone(),
+                    })
+                }
+                Failure::Wait(wait) => wait,
+                Failure::Transient => backoff.next_wait(),
+                Failure::Permanent | Failure::Markup => {
+                    let note = format!(
+                        "telegram: could not send image {} to chat {chat}: {error}; skipped",
+                        image.label()
+                    );
+                    feed.note(note).await?;
+                    break;
+                }
+            };
+            tracing::warn!(
+                "sending a photo to chat {chat} failed: {error}; trying again in {wait:?}"
+            );
+            feed.beside(tokio::time::sleep(wait)).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Fetches an owner's photo and stores it in the daemon: the words to
+/// submit (the caption, or nothing) and the image's hash. A photo that
+/// cannot be fetched or is refused leaves the words as they were (the
+/// caption, or `[photo]`) and a note saying why.
+pub async fn attach(
+    api: &Api,
+    connection: &mut Connection,
+    key: &str,
+    photo: Photo,
+    words: String,
+) -> Result<(String, Vec<String>), BridgeError> {
+    let fetched = link::beside(connection, api.download(&photo.file_id), &mut |_| {}).await?;
+    let stored = match fetched {
+        Ok(attachment) => match images::put(connection, &attachment, &mut |_| {}).await {
+            Ok(stored) => Ok(stored),
+            Err(ImageFileError::Connection(err)) => return Err(LinkError::from(err).into()),
+            Err(err) => Err(err.to_string()),
+        },
+        Err(err) => Err(err.to_string()),
+    };
+    match stored {
+        Ok(stored) => Ok((photo.caption.unwrap_or_default(), vec![stored.sha256])),
+        Err(why) => {
+            let note = format!("telegram: the photo of message {key} was not attached: {why}");
+            link::note(connection, SOURCE, note, &mut |_| {}).await?;
+            Ok((words, Vec::new()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telegram::api::parse_updates;
+
+    #[test]
+    fn the_largest_size_is_taken_with_the_caption() {
+        let update = json!([{"update_id": 1, "message": {
+            "message_id": 3, "chat": {"id": 42, "type": "private"},
+            "photo": [
+                {"file_id": "small", "file_unique_id": "s", "width": 90, "height": 90},
+                {"file_id": "large", "file_unique_id": "l", "width": 1280, "height": 960},
+                {"file_id": "mid", "file_unique_id": "m", "width": 320, "height": 240}
+            ],
+            "caption": " my cat "
+        }}]);
+        let message = parse_updates(update).unwrap().remove(0).message.unwrap();
+        assert_eq!(
+            largest(&message),
+            Some(Photo {
+                file_id: "large".into(),
+                caption: Some("my cat".into())
+            })
+        );
+        let text = json!([{"update_id": 2, "message": {
+            "message_id": 4, "chat": {"id": 42, "type": "private"}, "text": "hi"
+        }}]);
+        let message = parse_updates(text).unwrap().remove(0).message.unwrap();
+        assert_eq!(largest(&message), None);
+    }
+}

@@ -1,0 +1,87 @@
+//! Images both ways. In: an allowed person's image is downloaded from the
+//! Graph API, stored in the daemon and submitted with its caption. Out: an
+//! image a tool showed is uploaded (`POST /{phone_number_id}/media`) and
+//! sent as an image message.
+
+use super::bridge::{BridgeError, SOURCE};
+use super::graph::{Graph, GraphError};
+use super::payload::{MediaRef, PHOTO};
+use crate::bridge::link::{self, LinkError};
+use crate::bridge::multipart;
+use crate::connection::Connection;
+use crate::images::{self, Attachment, ImageFileError};
+use serde_json::json;
+
+/// Downloads a received image and stores it in the daemon: the words to
+/// submit (the caption, or nothing for the `[photo]` placeholder) and the
+/// image's hash. Media other than images, or an image that cannot be
+/// fetched or is refused, leave the words as they were (with a note when
+/// an image was lost).
+pub async fn attach(
+    graph: &Graph,
+    connection: &mut Connection,
+    key: &str,
+    media: Option<&MediaRef>,
+    words: String,
+) -> Result<(String, Vec<String>), BridgeError> {
+    let Some(media) = media.filter(|media| media.kind == "image") else {
+        return Ok((words, Vec::new()));
+    };
+    let fetched = link::beside(connection, graph.media(&media.id), &mut |_| {}).await?;
+    let stored = match fetched
+        .map_err(|err| err.to_string())
+        .and_then(|media| Attachment::from_bytes(media.bytes).map_err(|err| err.to_string()))
+    {
+        Ok(attachment) => match images::put(connection, &attachment, &mut |_| {}).await {
+            Ok(stored) => Ok(stored),
+            Err(ImageFileError::Connection(err)) => return Err(LinkError::from(err).into()),
+            Err(err) => Err(err.to_string()),
+        },
+        Err(why) => Err(why),
+    };
+    match stored {
+        Ok(stored) => {
+            let words = if words == PHOTO { String::new() } else { words };
+            Ok((words, vec![stored.sha256]))
+        }
+        Err(why) => {
+            let note = format!("whatsapp: the image of message {key} was not attached: {why}");
+            link::note(connection, SOURCE, note, &mut |_| {}).await?;
+            Ok((words, Vec::new()))
+        }
+    }
+}
+
+impl Graph {
+    /// Uploads an image and sends it to `to` as an image message; returns
+    /// the new message's id.
+    pub async fn send_image(&self, to: &str, image: &Attachment) -> Result<String, GraphError> {
+        let extension = hearth_protocol::image::extension(image.media_type).unwrap_or("jpg");
+        let form = multipart::form(
+            &[
+                ("messaging_product", "whatsapp"),
+                ("type", image.media_type),
+            ],
+            "file",
+            &format!("image.{extension}"),
+            image.media_type,
+            &image.bytes,
+        );
+        let uploaded = self.upload(form).await?;
+        let media_id = uploaded["id"]
+            .as_str()
+            .ok_or_else(|| GraphError::BadAnswer(uploaded.to_string()))?;
+        let request = json!({
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": to,
+            "type": "image",
+            "image": {"id": media_id},
+        });
+        let answer = self.post_message(&request).await?;
+        answer["messages"][0]["id"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| GraphError::BadAnswer(answer.to_string()))
+    }
+}

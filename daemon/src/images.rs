@@ -1,0 +1,390 @@
+//! Images: stored once, content-addressed, in the home's data folder, and
+//! referenced from the log.
+//!
+//! An image lives in `images/<sha256>.<ext>`: written to a temporary file,
+//! synced, renamed into place and the folder synced, so a stored image
+//! survives a power cut before anything that names it is acknowledged. The
+//! same bytes again find the file already there. Files are never changed or
+//! removed: the append-only log may name them forever.
+//!
+//! A message names its images in its `data` as `{"images": [ImageRef…]}`;
+//! clients see them on the message and its event. A `tool` message may also
+//! name, as `recalled`, images it brings back to the model (`zoom(id, 1)` of
+//! a message with images) without showing them to anyone again.
+
+use crate::log::NewMessage;
+use crate::model::Image;
+use hearth_protocol::image::{self, ImageError};
+use hearth_protocol::{ErrorCode, ImageRef, ServerFrame};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The most images one message may carry.
+pub const MAX_IMAGES_PER_MESSAGE: usize = 16;
+
+/// How much of a stored file is read to find its size in pixels.
+const HEAD_BYTES: u64 = 256 * 1024;
+
+/// Names temporary files apart within this process.
+static NEXT_TEMPORARY: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0}")]
+    Refused(#[from] ImageError),
+    #[error("`{0}` is not an image's sha256 (64 lowercase hex digits)")]
+    BadName(String),
+    #[error("there is no stored image {0}; store it with `image_put` first")]
+    Missing(String),
+    #[error("a message carries at most {MAX_IMAGES_PER_MESSAGE} images, not {0}")]
+    TooMany(usize),
+    #[error("the image store at {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+impl StoreError {
+    /// The error frame that tells a client.
+    pub fn frame(&self) -> ServerFrame {
+        let code = match self {
+            StoreError::Refused(ImageError::TooLarge(_)) => ErrorCode::TooLarge,
+            StoreError::Refused(ImageError::MediaType(_))
+            | StoreError::Missing(_)
+            | StoreError::TooMany(_) => ErrorCode::Refused,
+            StoreError::Refused(_) | StoreError::BadName(_) => ErrorCode::BadFrame,
+            StoreError::Io { .. } => ErrorCode::Storage,
+        };
+        let message = match self {
+            StoreError::Io { .. } => format!("the image was not stored: {self}"),
+            _ => format!("image refused: {self}"),
+        };
+        ServerFrame::Error { code, message }
+    }
+}
+
+/// The folder of stored images. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ImageStore {
+    dir: PathBuf,
+}
+
+impl ImageStore {
+    /// The store in `data_dir/images`; the folder is made on first use.
+    pub fn new(data_dir: &Path) -> ImageStore {
+        ImageStore {
+            dir: data_dir.join("images"),
+        }
+    }
+
+    /// Checks and stores `bytes` of `media_type`; returns once the file is
+    /// durable. `name` is kept on the reference for people to see.
+    pub async fn put(
+        &self,
+        media_type: &str,
+        bytes: Vec<u8>,
+        name: Option<String>,
+    ) -> Result<ImageRef, StoreError> {
+        image::check(media_type, &bytes)?;
+        let store = self.clone();
+        let media_type = media_type.to_string();
+        tokio::task::spawn_blocking(move || store.put_blocking(&media_type, &bytes, name))
+            .await
+            .map_err(|err| StoreError::Io {
+                path: self.dir.clone(),
+                source: io::Error::other(err),
+            })?
+    }
+
+    fn put_blocking(
+        &self,
+        media_type: &str,
+        bytes: &[u8],
+        name: Option<String>,
+    ) -> Result<ImageRef, StoreError> {
+        let sha256 = hex(&Sha256::digest(bytes));
+        // `check` admitted only types with an extension.
+        let extension = image::extension(media_type).unwrap_or("bin");
+        let path = self.dir.join(format!("{sha256}.{extension}"));
+        let (width, height) = image::dimensions(bytes).unzip();
+        let stored = ImageRef {
+            sha256,
+            media_type: media_type.to_string(),
+            width,
+            height,
+            name,
+        };
+        if fs::metadata(&path).is_ok_and(|meta| meta.len() == bytes.len() as u64) {
+            return Ok(stored);
+        }
+        let io_error = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io { path, source }
+        };
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(io_error(&self.dir))?;
+        let temporary = self.dir.join(format!(
+            ".{}.{}-{}.tmp",
+            stored.sha256,
+            std::process::id(),
+            NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = (|| {
+            let mut file = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temporary)?;
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            fs::rename(&temporary, &path)?;
+            fs::File::open(&self.dir)?.sync_all()
+        })();
+        if let Err(source) = written {
+            let _ = fs::remove_file(&temporary);
+            return Err(StoreError::Io { path, source });
+        }
+        Ok(stored)
+    }
+
+    /// Answers `image_put`: checks and stores the payload.
+    pub async fn answer_put(&self, media_type: &str, data_base64: &str) -> ServerFrame {
+        let stored = match image::decode(media_type, data_base64) {
+            Ok(bytes) => self.put(media_type, bytes, None).await,
+            Err(err) => Err(err.into()),
+        };
+        match stored {
+            Ok(image) => ServerFrame::ImageStored(image),
+            Err(err) => {
+                if let StoreError::Io { .. } = err {
+                    tracing::error!("{err}");
+                }
+                err.frame()
+            }
+        }
+    }
+
+    /// Answers `image_get` with the bytes as base64.
+    pub async fn answer_get(&self, sha256: &str) -> ServerFrame {
+        let store = self.clone();
+        let sha256 = sha256.to_string();
+        let read = tokio::task::spawn_blocking(move || {
+            let image = store.find(&sha256)?;
+            let bytes = store.read(&image)?;
+            Ok::<_, StoreError>((image, bytes))
+        })
+        .await;
+        match read {
+            Ok(Ok((image, bytes))) => ServerFrame::Image {
+                sha256: image.sha256,
+                media_type: image.media_type,
+                data_base64: image::encode(&bytes),
+            },
+            Ok(Err(err)) => err.frame(),
+            Err(err) => StoreError::Io {
+                path: self.dir.clone(),
+                source: io::Error::other(err),
+            }
+            .frame(),
+        }
+    }
+
+    /// The stored images a `submit` names, in order; an unknown one refuses
+    /// the whole message.
+    pub fn attach(&self, hashes: &[String]) -> Result<Vec<ImageRef>, StoreError> {
+        if hashes.len() > MAX_IMAGES_PER_MESSAGE {
+            return Err(StoreError::TooMany(hashes.len()));
+        }
+        hashes.iter().map(|sha256| self.find(sha256)).collect()
+    }
+
+    /// The stored image named by `sha256`, if there is one.
+    pub fn find(&self, sha256: &str) -> Result<ImageRef, StoreError> {
+        let valid = sha256.len() == 64
+            && sha256
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !valid {
+            return Err(StoreError::BadName(sha256.chars().take(80).collect()));
+        }
+        for (media_type, extension) in image::MEDIA_TYPES {
+            let path = self.dir.join(format!("{sha256}.{extension}"));
+            let Ok(file) = fs::File::open(&path) else {
+                continue;
+            };
+            // The header is enough for the size; a JPEG's may follow
+            // large metadata.
+            let mut head = Vec::new();
+            io::Read::read_to_end(&mut io::Read::take(file, HEAD_BYTES), &mut head)
+                .map_err(|source| StoreError::Io { path, source })?;
+            let (width, height) = image::dimensions(&head).unzip();
+            return Ok(ImageRef {
+                sha256: sha256.to_string(),
+                media_type: media_type.to_string(),
+                width,
+                height,
+                name: None,
+            });
+        }
+        Err(StoreError::Missing(sha256.to_string()))
+    }
+
+    /// A stored image's bytes.
+    pub fn read(&self, image: &ImageRef) -> Result<Vec<u8>, StoreError> {
+        let extension = image::extension(&image.media_type)
+            .ok_or_else(|| StoreError::Missing(image.sha256.clone()))?;
+        let path = self.dir.join(format!("{}.{extension}", image.sha256));
+        fs::read(&path).map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => StoreError::Missing(image.sha256.clone()),
+            _ => StoreError::Io { path, source },
+        })
+    }
+
+    /// An image as a model request carries it; `None` (with a warning) when
+    /// its file is gone, so one lost file never fails every turn.
+    pub fn load(&self, image: &ImageRef) -> Option<Image> {
+        match self.read(image) {
+            Ok(bytes) => Some(Image {
+                media_type: image.media_type.clone(),
+                data_base64: image::encode(&bytes),
+            }),
+            Err(err) => {
+                tracing::warn!("an image of the log cannot be read: {err}");
+                None
+            }
+        }
+    }
+}
+
+/// The images a message's `data` names under `key` (`images`, or
+/// `recalled` on a tool message); malformed entries are skipped.
+pub fn refs_in(data: Option<&Value>, key: &str) -> Vec<ImageRef> {
+    data.and_then(|data| data.get(key))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|item| serde_json::from_value(item.clone()).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The images a message carries (its `data.images`).
+pub fn refs(data: Option<&Value>) -> Vec<ImageRef> {
+    refs_in(data, "images")
+}
+
+/// `data` naming `images`: `{"images": [...]}`.
+pub fn data(images: &[ImageRef]) -> Value {
+    json!({ "images": images })
+}
+
+/// A tool message naming the images its call showed (`images`) and those
+/// it brought back to the model (`recalled`) beside its other details.
+pub fn name_in_tool_message(
+    mut message: NewMessage,
+    shown: &[ImageRef],
+    recalled: &[ImageRef],
+) -> NewMessage {
+    for (key, list) in [("images", shown), ("recalled", recalled)] {
+        if list.is_empty() {
+            continue;
+        }
+        let data = message.data.get_or_insert_with(|| json!({}));
+        if let Some(object) = data.as_object_mut() {
+            object.insert(key.to_string(), json!(list));
+        }
+    }
+    message
+}
+
+/// A message's text as its memory line and the model see it: with images,
+/// it starts by saying how many (`[2 images] caption`); never the bytes.
+pub fn labelled(text: &str, images: usize) -> String {
+    match images {
+        0 => text.to_string(),
+        1 => format!("[1 image] {text}"),
+        n => format!("[{n} images] {text}"),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png() -> Vec<u8> {
+        let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        bytes.extend(3u32.to_be_bytes());
+        bytes.extend(2u32.to_be_bytes());
+        bytes
+    }
+
+    #[tokio::test]
+    async fn an_image_is_stored_once_under_its_sha256() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ImageStore::new(dir.path());
+        let stored = store
+            .put("image/png", png(), Some("a.png".into()))
+            .await
+            .unwrap();
+        assert_eq!(stored.sha256, hex(&Sha256::digest(png())));
+        assert_eq!((stored.width, stored.height), (Some(3), Some(2)));
+        let path = dir.path().join(format!("images/{}.png", stored.sha256));
+        assert_eq!(fs::read(&path).unwrap(), png());
+        let again = store.put("image/png", png(), None).await.unwrap();
+        assert_eq!(again.sha256, stored.sha256);
+        let files: Vec<_> = fs::read_dir(dir.path().join("images")).unwrap().collect();
+        assert_eq!(files.len(), 1, "no temporary file is left behind");
+
+        let found = store.find(&stored.sha256).unwrap();
+        assert_eq!(found.media_type, "image/png");
+        assert_eq!(store.read(&found).unwrap(), png());
+        let loaded = store.load(&found).unwrap();
+        assert_eq!(loaded.data_base64, image::encode(&png()));
+    }
+
+    #[tokio::test]
+    async fn bad_bytes_and_bad_names_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ImageStore::new(dir.path());
+        let err = store.put("image/jpeg", png(), None).await.unwrap_err();
+        assert_eq!(err.to_string(), "the bytes are image/png, not image/jpeg");
+        assert!(!dir.path().join("images").exists());
+        assert!(matches!(
+            store.find("../../etc/passwd"),
+            Err(StoreError::BadName(_))
+        ));
+        assert!(matches!(
+            store.find(&"0".repeat(64)),
+            Err(StoreError::Missing(_))
+        ));
+    }
+
+    #[test]
+    fn data_round_trips_and_labels_count_images() {
+        let image = ImageRef {
+            sha256: "f".repeat(64),
+            media_type: "image/gif".into(),
+            width: None,
+            height: None,
+            name: None,
+        };
+        let data = data(std::slice::from_ref(&image));
+        assert_eq!(refs(Some(&data)), vec![image]);
+        assert!(refs(Some(&json!({"images": "nope"}))).is_empty());
+        assert!(refs(None).is_empty());
+        assert_eq!(labelled("look", 0), "look");
+        assert_eq!(labelled("look", 1), "[1 image] look");
+        assert_eq!(labelled("look", 2), "[2 images] look");
+    }
+}
