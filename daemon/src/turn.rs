@@ -336,6 +336,25 @@ impl Agent {
         // Reasoning to hand back to the model within this chain only.
         let mut carries: BTreeMap<u32, Carry> = BTreeMap::new();
         self.tools.begin_turn();
+        // The prompt, the tools and the state are read once: every request of
+        // the chain extends the one before, byte for byte.
+        let instructions = request::instructions(&self.prompt_file);
+        let specs = self.tools.specs();
+        let mut state = format!(
+            "Local time: {}\nYou are the agent `{name}`.",
+            tools::date_now()
+        );
+        match &self.family {
+            Family::Parent(family) => {
+                state.push('\n');
+                state.push_str(&family.describe().await?);
+            }
+            Family::Child(family) => state.push_str(&format!(
+                "\nYou are a subagent of `{}`: your answer to a task is your report to it.",
+                family.parent()
+            )),
+            Family::Alone => {}
+        }
         loop {
             *turn = self.log.take_more(name, *turn).await?;
             let Some(model) = &self.model else {
@@ -350,23 +369,6 @@ impl Agent {
                 return Ok(Ending::Failed(spent));
             }
             let entries = self.log.range(name, first, u64::MAX, u32::MAX).await?;
-            let instructions = request::instructions(&self.prompt_file);
-            let specs = self.tools.specs();
-            let mut state = format!(
-                "Local time: {}\nYou are the agent `{name}`.",
-                tools::date_now()
-            );
-            match &self.family {
-                Family::Parent(family) => {
-                    state.push('\n');
-                    state.push_str(&family.describe().await?);
-                }
-                Family::Child(family) => state.push_str(&format!(
-                    "\nYou are a subagent of `{}`: your answer to a task is your report to it.",
-                    family.parent()
-                )),
-                Family::Alone => {}
-            }
             let context = TurnContext {
                 instructions: &instructions,
                 tools: &specs,
