@@ -6,6 +6,7 @@
 //! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
 //! - `launch.rs`: attaching, with `hearthd` started in the background.
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
+//! - `session.rs`: how events look in the terminal, and what it remembers.
 //! - `service.rs`: `hearth backup` and `hearth service install`.
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
 //! - `images.rs`: image files to attach, stored in and fetched from the daemon.
@@ -26,6 +27,7 @@ pub mod images;
 pub mod inbox;
 pub mod launch;
 pub mod service;
+pub mod session;
 pub mod stats;
 pub mod telegram;
 pub mod terminal;
