@@ -21,7 +21,7 @@ use crate::images::{self, ImageFileError};
 use crate::launch;
 pub use crate::session::{event_line, first_line, Session, Style};
 use hearth_protocol::home::Home;
-use hearth_protocol::{ClientFrame, Event, EventKind, Message, ServerFrame};
+use hearth_protocol::{ClientFrame, EventKind, ServerFrame};
 use rustyline::error::ReadlineError;
 use rustyline::{DefaultEditor, ExternalPrinter};
 use std::io::{self, IsTerminal, Write};
@@ -453,6 +453,7 @@ impl SavedTerminal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hearth_protocol::{Event, Message};
     use hearth_protocol::Kind;
 
     fn message(id: u64, kind: Kind, source: &str, text: &str) -> Message {

@@ -442,3 +442,54 @@ mod tests {
         assert!(said.starts_with("c line 7:"), "{said}");
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    //! Property tests: no text makes `Config::parse` panic, and every
+    //! refusal names a line of the file.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lines a config file is made of, right and wrong, and some noise.
+    fn line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("[model]".to_string()),
+            Just("[[model.fallback]]".to_string()),
+            Just("[agent]".to_string()),
+            Just("[limits]".to_string()),
+            Just("[budget]".to_string()),
+            Just("[[agents]]".to_string()),
+            Just("provider = \"openai-chat\"".to_string()),
+            Just("model = \"m\"".to_string()),
+            Just("timeout_secs = 5".to_string()),
+            Just("max_rounds = -1".to_string()),
+            Just("daily_usd = 2.5".to_string()),
+            Just("name = \"x\"".to_string()),
+            Just("responsibility = \"y\"".to_string()),
+            "[a-z_]{1,12} = (\"[^\"\\\\\n]{0,8}\"|[0-9]{1,3}|true|\\[\\]|\\{\\})",
+            "[\\[\\]=\"a-zé✓ .#0-9]{0,16}",
+            any::<String>(),
+        ]
+    }
+
+    fn file() -> impl Strategy<Value = String> {
+        proptest::collection::vec(line(), 0..10).prop_map(|lines| lines.join("\n"))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_text_parses_or_names_a_line(text in file()) {
+            match Config::parse(Path::new("config.toml"), &text) {
+                Ok(_) => {}
+                Err(ConfigError::Parse { line, message, .. }) => {
+                    let lines = text.split('\n').count();
+                    prop_assert!(line >= 1 && line <= lines, "line {} of {}: {}", line, lines, message);
+                    prop_assert!(!message.is_empty());
+                }
+                Err(other) => panic!("parsing reads no file: {other}"),
+            }
+        }
+    }
+}

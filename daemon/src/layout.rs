@@ -83,8 +83,10 @@ impl Layout {
             file: file.to_string(),
             message,
         };
-        let layout: Layout =
-            toml::from_str(text).map_err(|err| broken(err.message().trim().to_string()))?;
+        let layout: Layout = toml::from_str(text).map_err(|err| {
+            let line = crate::config::toml_error_line(text, &err);
+            broken(format!("line {line}: {}", err.message().trim()))
+        })?;
         let checks = [
             (layout.block_lines == 0, "`block_lines` must be at least 1"),
             (
@@ -173,5 +175,48 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("mine.toml") && err.contains("foo"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod fuzz {
+    //! Property tests: no text makes `Layout::parse` panic, and every
+    //! refusal names the file and a line or a key.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The default layout's lines, some changed or dropped, and noise.
+    fn file() -> impl Strategy<Value = String> {
+        let lines: Vec<String> = include_str!("../../layouts/default.toml")
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let count = lines.len();
+        proptest::collection::vec(
+            prop_oneof![
+                (0..count).prop_map(move |n| lines[n].clone()),
+                "[a-z_]{1,24} = -?[0-9]{1,7}",
+                "[\\[\\]=\"a-zé✓ .#0-9_]{0,20}",
+                any::<String>(),
+            ],
+            0..24,
+        )
+        .prop_map(|lines| lines.join("\n"))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_text_parses_or_names_a_line_or_key(text in file()) {
+            match Layout::parse("mine.toml", &text) {
+                Ok(layout) => prop_assert!(layout.block_lines >= 1 && layout.low_budget <= layout.high_budget),
+                Err(err) => {
+                    let said = err.to_string();
+                    prop_assert!(said.starts_with("layout mine.toml"), "{}", said);
+                    prop_assert!(said.contains(" line ") || said.contains('`'), "{}", said);
+                }
+            }
+        }
     }
 }

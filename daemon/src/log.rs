@@ -126,6 +126,7 @@ impl Log {
             message: err.to_string(),
         })?;
         prepare(&connection)?;
+        limit_for_tests(&connection)?;
         let (jobs, receiver) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("hearth-log".into())
@@ -149,8 +150,19 @@ impl Log {
         let (answer, receive) = oneshot::channel::<Result<T, LogError>>();
         let job: Job = Box::new(move |tx, appended| {
             // The job runs inside a savepoint so a failing job leaves the
-            // others of its group intact.
-            let result = tx.execute_batch("SAVEPOINT job").and_then(|()| {
+            // others of its group intact. After some errors (a full disk,
+            // I/O) SQLite rolls back the group's whole transaction; a job
+            // run after that would commit on its own while its group fails,
+            // so it is not run: it fails with its group.
+            let result = if tx.is_autocommit() {
+                Err(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                    Some("the group's transaction was rolled back".into()),
+                ))
+            } else {
+                Ok(())
+            };
+            let result = result.and_then(|()| tx.execute_batch("SAVEPOINT job")).and_then(|()| {
                 let mut mine = Vec::new();
                 match job(tx, &mut mine) {
                     Ok(value) => {
@@ -505,9 +517,34 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
             known: SCHEMA_VERSION,
         });
     }
-    create(connection)?;
+    // One transaction for the whole schema: never half a schema, and one
+    // sync at a first start rather than one per table (~20 fsyncs, most of
+    // a first start's time).
+    let tx = connection.unchecked_transaction()?;
+    create(&tx)?;
     // Migrations from older versions go here, one step per version.
-    connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// A fault-injection hook for tests, not a setting: `HEARTH_TEST_MAX_PAGES=N`
+/// caps the database at N pages (`PRAGMA max_page_count`), so that a write
+/// past the cap fails as on a full disk (`SQLITE_FULL`). `tests/faults.rs`
+/// uses it to show that a failed write stops the agent with an `error` event
+/// and loses nothing already acknowledged. Unset (always, outside tests), it
+/// does nothing.
+pub const TEST_MAX_PAGES_ENV: &str = "HEARTH_TEST_MAX_PAGES";
+
+fn limit_for_tests(connection: &Connection) -> Result<(), LogError> {
+    let Some(pages) = std::env::var(TEST_MAX_PAGES_ENV)
+        .ok()
+        .and_then(|pages| pages.trim().parse::<i64>().ok())
+    else {
+        return Ok(());
+    };
+    tracing::warn!("{TEST_MAX_PAGES_ENV} is set: the database is capped at {pages} pages");
+    connection.pragma_update(None, "max_page_count", pages)?;
     Ok(())
 }
 
@@ -659,13 +696,12 @@ fn writer(mut connection: Connection, jobs: mpsc::Receiver<Job>, events: broadca
     }
 }
 
+// The statements of every append are cached: preparing them again each
+// time cost as much of the writer's time as running them.
 fn next_id(tx: &Connection, agent: &str) -> Result<u64, rusqlite::Error> {
-    tx.query_row(
-        "SELECT COALESCE(MAX(id), -1) + 1 FROM messages WHERE agent = ?1",
-        params![agent],
-        |row| row.get::<_, i64>(0),
-    )
-    .map(|id| id as u64)
+    tx.prepare_cached("SELECT COALESCE(MAX(id), -1) + 1 FROM messages WHERE agent = ?1")?
+        .query_row(params![agent], |row| row.get::<_, i64>(0))
+        .map(|id| id as u64)
 }
 
 fn waiting(tx: &Connection, agent: &str, after: i64) -> Result<Vec<u64>, rusqlite::Error> {
@@ -690,21 +726,21 @@ pub(crate) fn append(
     let id = next_id(tx, agent)?;
     let at = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
     let data = message.data.as_ref().map(Value::to_string);
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO messages (agent, id, kind, source, text, status, at, data, key)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![
-            agent,
-            id as i64,
-            message.kind.as_str(),
-            message.source,
-            message.text,
-            message.status,
-            at,
-            data,
-            message.key
-        ],
-    )?;
+    )?
+    .execute(params![
+        agent,
+        id as i64,
+        message.kind.as_str(),
+        message.source,
+        message.text,
+        message.status,
+        at,
+        data,
+        message.key
+    ])?;
     let logged = Message {
         agent: agent.to_string(),
         id,

@@ -18,6 +18,10 @@ pub mod meta_webhook;
 /// Real `hearthd` processes on temporary homes, clients on their sockets.
 pub mod harness;
 
+/// The crash suite's workload, its clients and the ledger of what the
+/// daemon acknowledged before it was killed.
+pub mod crash;
+
 /// The memory benchmark's replay: a long synthetic history through hearth's
 /// layout and three baselines, with a simulated prompt cache.
 pub mod replay;

@@ -219,3 +219,105 @@ mod tests {
         assert_eq!(events, vec![event(None, "a\u{fffd}b")]);
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    //! Property tests: a stream cut into arbitrary chunks gives the events it
+    //! gives whole, and no bytes at all can make the parser panic.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A field value: anything but a line break.
+    fn value() -> impl Strategy<Value = String> {
+        "[^\r\n]{0,12}"
+    }
+
+    /// Events to send: an optional name and one or more data lines.
+    fn events() -> impl Strategy<Value = Vec<(Option<String>, Vec<String>)>> {
+        proptest::collection::vec(
+            (
+                proptest::option::of(value()),
+                proptest::collection::vec(value(), 1..4),
+            ),
+            0..6,
+        )
+    }
+
+    /// The stream of `events`, each line ended by `ends` in turn (`\n`,
+    /// `\r\n` or `\r`), with comments sprinkled in.
+    fn render(events: &[(Option<String>, Vec<String>)], ends: &[u8], comments: bool) -> Vec<u8> {
+        let mut lines = Vec::new();
+        for (name, data) in events {
+            if comments {
+                lines.push(": keep-alive".to_string());
+            }
+            if let Some(name) = name {
+                lines.push(format!("event: {name}"));
+            }
+            lines.extend(data.iter().map(|line| format!("data: {line}")));
+            lines.push(String::new());
+        }
+        let mut stream = Vec::new();
+        let mut after_cr = false;
+        for (n, line) in lines.iter().enumerate() {
+            stream.extend_from_slice(line.as_bytes());
+            let end: &[u8] = match ends[n % ends.len()] % 3 {
+                // A blank line after a lone `\r` cannot start with `\n`:
+                // the two would read as one `\r\n`.
+                _ if after_cr && line.is_empty() => b"\r",
+                0 => b"\n",
+                1 => b"\r\n",
+                _ => b"\r",
+            };
+            after_cr = end == b"\r";
+            stream.extend_from_slice(end);
+        }
+        stream
+    }
+
+    /// `bytes` fed in the chunks that `cuts` (positions, any order) make.
+    fn feed_cut(bytes: &[u8], cuts: &[usize]) -> Vec<SseEvent> {
+        let mut cuts: Vec<usize> = cuts.iter().map(|cut| cut % (bytes.len() + 1)).collect();
+        cuts.sort_unstable();
+        let mut parser = SseParser::new();
+        let mut events = Vec::new();
+        let mut from = 0;
+        for cut in cuts.into_iter().chain([bytes.len()]) {
+            events.extend(parser.feed(&bytes[from..cut]));
+            from = cut;
+        }
+        events
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_chunking_of_a_stream_gives_its_events(
+            sent in events(),
+            ends in proptest::collection::vec(any::<u8>(), 1..8),
+            comments in any::<bool>(),
+            cuts in proptest::collection::vec(any::<usize>(), 0..12),
+        ) {
+            let stream = render(&sent, &ends, comments);
+            let expected: Vec<SseEvent> = sent
+                .iter()
+                .map(|(name, data)| SseEvent { event: name.clone(), data: data.join("\n") })
+                .collect();
+            prop_assert_eq!(feed_cut(&stream, &[]), expected.clone());
+            prop_assert_eq!(feed_cut(&stream, &cuts), expected);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic_and_chunking_does_not_matter(
+            bytes in proptest::collection::vec(
+                prop_oneof![any::<u8>(), Just(b'\n'), Just(b'\r'), Just(b':')],
+                0..256,
+            ),
+            cuts in proptest::collection::vec(any::<usize>(), 0..16),
+        ) {
+            let whole = feed_cut(&bytes, &[]);
+            prop_assert_eq!(feed_cut(&bytes, &cuts), whole);
+        }
+    }
+}

@@ -549,3 +549,6 @@ fn show(value: &Value) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod fuzz;

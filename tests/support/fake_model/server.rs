@@ -159,6 +159,18 @@ impl FakeModel {
         self.shared.lock().requests.clone()
     }
 
+    /// How many requests have arrived so far.
+    pub fn request_count(&self) -> usize {
+        self.shared.lock().requests.len()
+    }
+
+    /// The requests received after the first `first`, in arrival order:
+    /// cheaper than [`FakeModel::requests`] in a long run.
+    pub fn requests_from(&self, first: usize) -> Vec<Recorded> {
+        let script = self.shared.lock();
+        script.requests.get(first..).unwrap_or_default().to_vec()
+    }
+
     /// Resolves once at least `n` requests have arrived, with every request
     /// received so far. Waits forever if they never come; a test that may
     /// fail that way wraps the call in a timeout.

@@ -330,11 +330,13 @@ pub fn summary(meters: &[Meter]) -> String {
             let _ = writeln!(
                 out,
                 "{}: compaction calls {} ({} compress a message, {} merge two lines); uncached \
-                 input per new byte {:.2} from compress calls, {:.2} from merges.",
+                 input per new byte with a {} time-to-live: {:.2} from compress calls, {:.2} from \
+                 merges.",
                 meter.name,
                 all.requests,
                 compress.requests,
                 all.requests - compress.requests,
+                ttl_text(meter.ttls()[0]),
                 per_byte(compress),
                 per_byte(all) - per_byte(compress),
             );
