@@ -14,13 +14,16 @@ use hearth_protocol::{Kind, Message, ReceiptStatus};
 use hearth_tests::bins;
 use hearth_tests::crash::{
     notifier, observer, scheduler, submitter, Lcg, Planned, Progress, Receipt, Seen, SharedLedger,
-    Steady,
+    Steady, SLOW_CALL_ECHO,
 };
 use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
 use hearth_tests::harness::{Daemon, TestHome, DEADLINE};
 use rusqlite::{Connection, OpenFlags};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
+
+/// The model that answers turns; summaries go to another.
+const TURN_MODEL: &str = "turn-model";
 
 /// Clients submitting at once in each round.
 const CLIENTS: usize = 3;
@@ -61,7 +64,12 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
     let model = FakeModel::start().await;
     model.set_default(Reply::text("Noted."));
     let home = TestHome::new(bins!());
-    home.use_model("openai-chat", &model.base_url());
+    // Summaries name their own model, so the scripted replies go to turns.
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"{TURN_MODEL}\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\n\n[memory]\nmodel = \"summarizer\"\n",
+        model.base_url()
+    ));
     let ledger = SharedLedger::default();
     let seen = Seen::default();
     let mut tally = Tally::default();
@@ -79,19 +87,46 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
         following.abort();
         following = tokio::spawn(observer(home.socket(), seen.clone(), progress.clone()));
 
-        // Some turns call a tool first, some fail; the rest answer at once.
-        for _ in 0..rng.below(4) {
-            if rng.chance(70) {
-                model.push(Reply::ToolCalls {
-                    text: rng.chance(50).then(|| "Checking the clock.".to_string()),
-                    calls: vec![("date".into(), "{}".into())],
-                });
+        // Some turns call a tool first — the clock, or a short shell command
+        // that a kill may cut off — some fail; the rest answer at once. In
+        // some rounds the kill waits for such a command to start.
+        // Scripted only once the last round's script is used up, so that
+        // the first turn of the round takes the first reply.
+        let at_a_tool_call = rng.chance(30);
+        let scripted = rng.below(4) + u64::from(at_a_tool_call);
+        let scripted = if model.pending_replies_for(TURN_MODEL) == 0 {
+            scripted
+        } else {
+            0
+        };
+        let at_a_tool_call = at_a_tool_call && scripted > 0;
+        for n in 0..scripted {
+            let choice = if at_a_tool_call && n == 0 {
+                5
             } else {
-                model.push(Reply::error(
-                    400,
-                    "invalid_request_error",
-                    "scripted failure",
-                ));
+                rng.below(10)
+            };
+            if choice < 5 {
+                model.push_for(
+                    TURN_MODEL,
+                    Reply::ToolCalls {
+                        text: rng.chance(50).then(|| "Checking the clock.".to_string()),
+                        calls: vec![("date".into(), "{}".into())],
+                    },
+                );
+            } else if choice < 7 {
+                model.push_for(
+                    TURN_MODEL,
+                    Reply::ToolCalls {
+                        text: Some(SLOW_CALL_ECHO.into()),
+                        calls: vec![("shell".into(), r#"{"command": "sleep 0.2"}"#.into())],
+                    },
+                );
+            } else {
+                model.push_for(
+                    TURN_MODEL,
+                    Reply::error(400, "invalid_request_error", "scripted failure"),
+                );
             }
         }
 
@@ -139,19 +174,33 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
         ));
 
         // The kill: after a drawn number of acknowledgements and events, or
-        // once the workload is done if it ends first.
-        let target = 1 + rng.below(planned as u64 * 4);
+        // as soon as a slow tool call starts, or once the workload is done
+        // if it ends first.
+        let target = 1 + rng.below(planned as u64 * 2);
         let mut workload = tokio::spawn(async move {
             while let Some(task) = workload.join_next().await {
                 task.expect("no workload task panicked");
             }
         });
-        let finished = tokio::select! {
-            () = progress.reached(target) => None,
-            done = &mut workload => Some(done),
+        let finished = if at_a_tool_call {
+            // The round's first turn takes the scripted slow call.
+            tokio::time::timeout(DEADLINE, progress.echoed())
+                .await
+                .expect("the scripted slow tool call starts");
+            None
+        } else {
+            tokio::select! {
+                () = progress.reached(target) => None,
+                done = &mut workload => Some(done),
+            }
         };
         daemon.kill9();
         let killed_at = progress.count();
+        let when = match (&finished, at_a_tool_call) {
+            (Some(_), _) => "once the workload was done".to_string(),
+            (None, true) => "as a slow tool call started".to_string(),
+            (None, false) => format!("after {killed_at} observations (target {target})"),
+        };
         let done = match finished {
             Some(done) => done,
             None => tokio::time::timeout(DEADLINE, workload)
@@ -214,13 +263,26 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
         wait_until_quiet(&home, &mut steady, &daemon).await;
 
         let log = steady.whole_log().await;
+        if std::env::var("DEBUG_TOOLS").is_ok() {
+            for m in log
+                .iter()
+                .filter(|m| m.kind == Kind::Tool || m.kind == Kind::Echo)
+            {
+                eprintln!(
+                    "DBG {} {:?} {:?} {}",
+                    m.id,
+                    m.kind,
+                    m.status,
+                    m.text.chars().take(120).collect::<String>()
+                );
+            }
+        }
         check_log(&home, &log, &ledger, &mut tally);
         let requests = model.requests_from(requests_before);
         check_probe(&requests, &log, probe_id, &probe.text, &mut tally);
         check_observer(&seen, &log, &mut tally).await;
         eprintln!(
-            "crash round {}/{rounds}: killed after {killed_at} of {target} observations; \
-             log has {} messages",
+            "crash round {}/{rounds}: killed {when}; log has {} messages",
             round + 1,
             log.len()
         );
@@ -239,7 +301,11 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
         ledger.schedules.len(),
     );
     for (invariant, times) in &tally.0 {
-        eprintln!("  {invariant}: checked {times} times");
+        if invariant.starts_with('(') {
+            eprintln!("  {invariant}: {times}");
+        } else {
+            eprintln!("  {invariant}: checked {times} times");
+        }
     }
 }
 
@@ -576,6 +642,14 @@ fn check_turns(db: &Connection, log: &[Message], tally: &mut Tally) {
             |r| r.get(0),
         )
         .unwrap();
+    let calls: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM messages WHERE kind = 'tool'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    tally.0.insert("(tool calls logged)", calls as u64);
     tally
         .0
         .insert("(tool calls cut off, logged interrupted)", cut as u64);
@@ -599,6 +673,7 @@ fn check_turns(db: &Connection, log: &[Message], tally: &mut Tally) {
                 && m.source == "hearthd"
                 && FAILED_ENDINGS.iter().any(|start| m.text.starts_with(start)))
     };
+    let mut ended: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut taken_after = -1i64;
     let mut taken_users = BTreeSet::new();
     for (n, &(seq, start_id, after, through, finished)) in turns.iter().enumerate() {
@@ -628,7 +703,7 @@ fn check_turns(db: &Connection, log: &[Message], tally: &mut Tally) {
             1,
             "turn {seq} (messages {start_id}..{end}) ends exactly once: {endings:?}"
         );
-        tally.add(ending_kind(endings[0]), 1);
+        *ended.entry(ending_kind(endings[0])).or_default() += 1;
         if endings[0].kind == Kind::Reply {
             assert_eq!(
                 endings[0].answers, taken,
@@ -636,6 +711,8 @@ fn check_turns(db: &Connection, log: &[Message], tally: &mut Tally) {
             );
         }
     }
+    // How the turns so far ended: totals of the log, not checks.
+    tally.0.extend(ended);
     tally.add("turn ends exactly once", turns.len() as u64);
     tally.add(
         "reply answers exactly what its turn took",

@@ -133,31 +133,49 @@ impl SharedLedger {
     }
 }
 
-/// Acknowledgements and events observed so far in a round: what the moment
-/// of a kill is measured in.
+/// What the agent says beside a slow tool call it starts, so a kill can be
+/// aimed at the call.
+pub const SLOW_CALL_ECHO: &str = "Running a command.";
+
+/// Acknowledgements and events observed so far in a round, and the echoes
+/// of slow tool calls: what the moment of a kill is measured in.
 #[derive(Clone)]
-pub struct Progress(Arc<watch::Sender<u64>>);
+pub struct Progress {
+    count: Arc<watch::Sender<u64>>,
+    echoes: Arc<watch::Sender<u64>>,
+}
 
 impl Default for Progress {
     fn default() -> Progress {
-        Progress(Arc::new(watch::channel(0).0))
+        Progress {
+            count: Arc::new(watch::channel(0).0),
+            echoes: Arc::new(watch::channel(0).0),
+        }
     }
 }
 
 impl Progress {
     pub fn bump(&self) {
-        self.0.send_modify(|count| *count += 1);
+        self.count.send_modify(|count| *count += 1);
     }
 
     pub fn count(&self) -> u64 {
-        *self.0.borrow()
+        *self.count.borrow()
     }
 
     /// Resolves once `target` acknowledgements and events were observed.
     pub async fn reached(&self, target: u64) {
-        let mut seen = self.0.subscribe();
+        let mut seen = self.count.subscribe();
         // Errs only if the sender is dropped, which `self` prevents.
         let _ = seen.wait_for(|count| *count >= target).await;
+    }
+
+    /// Resolves once a [`SLOW_CALL_ECHO`] was observed: a slow tool call
+    /// has just started.
+    pub async fn echoed(&self) {
+        let mut seen = self.echoes.subscribe();
+        // As above.
+        let _ = seen.wait_for(|echoes| *echoes > 0).await;
     }
 }
 
@@ -339,6 +357,11 @@ pub async fn observer(socket: PathBuf, seen: Seen, progress: Progress) {
     while let Ok(Some(frame)) = connection.next().await {
         if let ServerFrame::Event(event) = frame {
             progress.bump();
+            if event.kind == hearth_protocol::EventKind::Echo
+                && event.text.as_deref() == Some(SLOW_CALL_ECHO)
+            {
+                progress.echoes.send_modify(|echoes| *echoes += 1);
+            }
             if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
                 seen.push(id);
             }

@@ -149,6 +149,15 @@ impl FakeModel {
         self.shared.lock().local_models = names.iter().map(|name| name.to_string()).collect();
     }
 
+    /// How many replies pushed for `model` no request has taken yet.
+    pub fn pending_replies_for(&self, model: &str) -> usize {
+        self.shared
+            .lock()
+            .for_model
+            .get(model)
+            .map_or(0, VecDeque::len)
+    }
+
     /// How many pushed replies no request has taken yet.
     pub fn pending_replies(&self) -> usize {
         self.shared.lock().replies.len()
