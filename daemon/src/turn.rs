@@ -157,7 +157,7 @@ impl AgentLoop {
             self.agent.emit(
                 EventKind::Error,
                 Some(format!(
-                    "the log cannot be written ({err}); the agent stopped and accepts no work"
+                    "the log cannot be written ({err}); the agent stopped: messages that are still acknowledged are kept and answered after hearthd restarts with room to write"
                 )),
                 Vec::new(),
             );
