@@ -1,0 +1,624 @@
+//! The frames themselves: what a client sends, what the daemon sends, and
+//! the events and messages they carry.
+
+use crate::image::{self, ImageRef};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The version a client states in `hello`; a different one is refused.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest frame the daemon accepts; larger frames get an `error` frame.
+pub const MAX_FRAME_BYTES: usize = 1 << 20;
+
+/// The kinds of message in the log.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A person's words; the source says where from.
+    User,
+    /// The agent's answer that ends a turn.
+    Reply,
+    /// What the agent says mid-chain beside tool calls.
+    Echo,
+    /// A tool call and its result.
+    Tool,
+    /// What the daemon records; starts no turn.
+    Note,
+    /// A subagent's report, starting with its name.
+    Work,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::User,
+        Kind::Reply,
+        Kind::Echo,
+        Kind::Tool,
+        Kind::Note,
+        Kind::Work,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::User => "user",
+            Kind::Reply => "reply",
+            Kind::Echo => "echo",
+            Kind::Tool => "tool",
+            Kind::Note => "note",
+            Kind::Work => "work",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One message of an agent's log, as clients see it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Message {
+    /// The agent whose log holds the message.
+    pub agent: String,
+    /// Dense per agent: 0, 1, 2, …
+    pub id: u64,
+    pub kind: Kind,
+    /// Where the message came from: `terminal`, `telegram`, `schedule`, … for
+    /// user messages; the agent's name for what the agent says; `hearthd` for notes.
+    pub source: String,
+    pub text: String,
+    /// For tool results (`ok`, `error`, `interrupted`) and reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// When it was logged, RFC 3339 with the local offset.
+    pub at: String,
+    /// For a reply: the ids of the messages its turn answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<u64>,
+    /// The images the message carries: a user's attachments, an image a
+    /// tool showed. Fetch the bytes with `image_get`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRef>,
+}
+
+/// What an event is about: a logged message's kind, or a change of the agent.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    User,
+    Reply,
+    Echo,
+    Tool,
+    Note,
+    Work,
+    /// The agent is up and its loop is running.
+    Ready,
+    /// A turn started.
+    Busy,
+    /// The turn ended.
+    Idle,
+    /// A turn (or the daemon) failed; `text` says what to fix.
+    Error,
+    /// A subagent started a run.
+    Subagent,
+    /// A piece of reply text as the model writes it; transient, never logged.
+    Delta,
+    /// A tool call waits for a person's approval, or (with
+    /// [`Approval::allowed`] set) that wait ended. Live only, never logged:
+    /// the request and the decision are logged as notes.
+    Approval,
+}
+
+impl From<Kind> for EventKind {
+    fn from(kind: Kind) -> EventKind {
+        match kind {
+            Kind::User => EventKind::User,
+            Kind::Reply => EventKind::Reply,
+            Kind::Echo => EventKind::Echo,
+            Kind::Tool => EventKind::Tool,
+            Kind::Note => EventKind::Note,
+            Kind::Work => EventKind::Work,
+        }
+    }
+}
+
+impl EventKind {
+    /// The message kind, when this event is a logged message.
+    pub fn message_kind(self) -> Option<Kind> {
+        Some(match self {
+            EventKind::User => Kind::User,
+            EventKind::Reply => Kind::Reply,
+            EventKind::Echo => Kind::Echo,
+            EventKind::Tool => Kind::Tool,
+            EventKind::Note => Kind::Note,
+            EventKind::Work => Kind::Work,
+            _ => return None,
+        })
+    }
+}
+
+/// An event sent to every attached client. Logged messages carry all of
+/// their fields; `ready`, `busy`, `idle`, `error`, `subagent` and `delta` carry
+/// what applies to them (an `error` names in `answers` the messages whose turn failed).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Event {
+    pub kind: EventKind,
+    pub agent: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<u64>,
+    /// A logged message's images (see [`Message::images`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRef>,
+    /// For an `approval` event: the call that waits, and how it was decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<Approval>>,
+}
+
+/// A tool call that waits for a person's approval. The event's `text` says
+/// it in one line (shell `git push`), or, once decided, how and by whom.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Approval {
+    /// A short id to answer with: `approve {id, allow}`.
+    pub id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The call's arguments, the JSON the model wrote.
+    pub arguments: String,
+    /// When the call is denied unless someone answered, local RFC 3339.
+    pub deadline: String,
+    /// How long the request waits in all, in seconds.
+    pub timeout_secs: u64,
+    /// None while the call waits; then whether it was allowed (a timeout
+    /// or an interrupt denies it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<bool>,
+}
+
+impl Event {
+    /// An event about the agent rather than a message (`busy`, `idle`, …).
+    pub fn signal(kind: EventKind, agent: &str, text: Option<String>) -> Event {
+        Event {
+            kind,
+            agent: agent.to_string(),
+            id: None,
+            text,
+            source: None,
+            status: None,
+            at: None,
+            answers: Vec::new(),
+            images: Vec::new(),
+            approval: None,
+        }
+    }
+
+    /// The event of a logged message.
+    pub fn message(message: &Message) -> Event {
+        Event {
+            kind: message.kind.into(),
+            agent: message.agent.clone(),
+            id: Some(message.id),
+            text: Some(message.text.clone()),
+            source: Some(message.source.clone()),
+            status: message.status.clone(),
+            at: Some(message.at.clone()),
+            answers: message.answers.clone(),
+            images: message.images.clone(),
+            approval: None,
+        }
+    }
+
+    /// The logged message this event carries, if it is one.
+    pub fn as_message(&self) -> Option<Message> {
+        Some(Message {
+            agent: self.agent.clone(),
+            id: self.id?,
+            kind: self.kind.message_kind()?,
+            source: self.source.clone().unwrap_or_default(),
+            text: self.text.clone().unwrap_or_default(),
+            status: self.status.clone(),
+            at: self.at.clone().unwrap_or_default(),
+            answers: self.answers.clone(),
+            images: self.images.clone(),
+        })
+    }
+}
+
+/// Frames a client sends.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientFrame {
+    /// The first frame: who the client is. With `since`, the daemon first sends
+    /// every message with a greater id, then the live events, none twice.
+    Hello {
+        client: String,
+        version: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<u64>,
+        /// Which agent's log to follow; the top agent when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
+        /// Over TCP: the listener's token. The Unix socket needs none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
+    },
+    /// A user message. Answered with `ack` once it is durable. The same `key`
+    /// again is acknowledged with the first message's id and logged once.
+    /// `images` names images stored before with `image_put`, by `sha256`;
+    /// with images the text may be empty.
+    Submit {
+        text: String,
+        #[serde(default = "default_source")]
+        source: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<String>,
+    },
+    /// Stores an image (PNG, JPEG, GIF or WebP, at most
+    /// [`image::MAX_IMAGE_BYTES`]) for a later `submit`. Answered with
+    /// `image_stored` once the file is durable. This frame alone may be up to
+    /// [`image::MAX_IMAGE_FRAME_BYTES`].
+    ImagePut {
+        media_type: String,
+        data_base64: String,
+    },
+    /// Asks for a stored image's bytes; answered with `image`.
+    ImageGet { sha256: String },
+    /// Log a `note` (a bridge's refused sender, say); it starts no turn.
+    /// Answered with `ack` once durable.
+    Note {
+        text: String,
+        #[serde(default = "default_source")]
+        source: String,
+    },
+    /// End the running turn, if any. Answered with `interrupted`.
+    Interrupt,
+    /// A page of the log: up to `limit` messages before `before` (newest page
+    /// when absent), oldest first.
+    History {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+    /// Ask for a `status` frame.
+    Status,
+    /// An event from another program, with an idempotency key. Stored
+    /// durably and answered to this client alone with `receipt`; it enters the
+    /// log between turns, once, however often the key arrives.
+    Notify {
+        key: String,
+        text: String,
+        #[serde(default = "default_notify_source")]
+        source: String,
+    },
+    /// Add a schedule: `when` is a local time (`2026-12-24 18:00`) or a
+    /// 5-field cron expression. Answered with `schedules` (the new one).
+    ScheduleAdd { when: String, text: String },
+    /// Answered with `schedules`, soonest first.
+    ScheduleList,
+    /// Answered with `schedules` (the cancelled one), or an error.
+    ScheduleCancel { id: i64 },
+    /// Write a consistent copy of the database to `path` (absolute, not yet
+    /// existing) while the daemon runs. Answered with `backed_up`.
+    Backup { path: String },
+    /// Read a client's small named state (a bridge's offset or cursor).
+    StateGet { name: String },
+    /// Write a client's small named state; answered with `state` once durable.
+    StateSet { name: String, value: String },
+    /// Model usage and cost per day and agent over the last `days` days
+    /// (today included; 7 when absent). Answered with `stats`.
+    Stats {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        days: Option<u32>,
+    },
+    /// Answers the `approval` event `id`: allow the call or deny it. The
+    /// first answer decides; it is logged as a note naming this client (and
+    /// `by`, the person, where the client knows one) and answered with
+    /// `ack` (the note's id). An id that is unknown or already decided is
+    /// refused.
+    Approve {
+        id: String,
+        allow: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
+}
+
+fn default_source() -> String {
+    "terminal".to_string()
+}
+
+fn default_notify_source() -> String {
+    "notify".to_string()
+}
+
+/// A stored schedule.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ScheduleInfo {
+    pub id: i64,
+    /// The cron expression, or the one-off time.
+    pub when: String,
+    pub text: String,
+    /// The next firing, local RFC 3339.
+    pub next: String,
+}
+
+/// One day's model requests of one agent, as `stats` reports them.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct StatsRow {
+    /// The local day, `YYYY-MM-DD`.
+    pub day: String,
+    pub agent: String,
+    /// Model requests: turns' and compactions'.
+    pub requests: u64,
+    /// Every input token, cached or not.
+    pub input_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cached_input_tokens: u64,
+    /// Input tokens written to the prompt cache, where the provider says.
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
+    /// What the priced requests cost, in USD.
+    pub cost_usd: f64,
+    /// Requests to models without a price (local ones), counted at 0.
+    pub unpriced_requests: u64,
+}
+
+/// How a notify event was taken.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceiptStatus {
+    /// Stored; it will enter the log once.
+    Accepted,
+    /// Its key was seen before; nothing new was stored.
+    Duplicate,
+}
+
+/// The agent's state, as `status` reports it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Status {
+    pub agent: String,
+    /// A turn is running.
+    pub busy: bool,
+    /// The newest message's id, if the log has any.
+    #[serde(default)]
+    pub last_id: Option<u64>,
+    /// User messages and reports waiting for a turn.
+    pub waiting: u64,
+    /// `provider/model`, or none when no model is configured.
+    #[serde(default)]
+    pub model: Option<String>,
+    pub clients: u64,
+    pub pid: u32,
+    pub version: String,
+    /// Seconds since the daemon started.
+    #[serde(default)]
+    pub uptime_secs: u64,
+    /// Every agent of the daemon (the top one first, then its subagents).
+    #[serde(default)]
+    pub agents: Vec<AgentStatus>,
+    /// The next schedule of this agent: local time and text.
+    #[serde(default)]
+    pub next_schedule: Option<String>,
+    /// What all agents spent today, in USD.
+    #[serde(default)]
+    pub cost_today_usd: Option<f64>,
+}
+
+/// One agent in `status`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct AgentStatus {
+    pub name: String,
+    pub busy: bool,
+}
+
+/// Why the daemon refused a frame.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// Not JSON, or JSON of the wrong shape.
+    BadFrame,
+    /// A `type` the daemon does not know.
+    UnknownType,
+    /// Larger than [`MAX_FRAME_BYTES`].
+    TooLarge,
+    /// Another protocol version.
+    Version,
+    /// A frame before `hello`, or a second `hello`.
+    Sequence,
+    /// A well-formed request the daemon cannot carry out.
+    Refused,
+    /// The log could not be written; nothing was accepted.
+    Storage,
+    /// Over TCP: no token, or the wrong one. The connection is closed.
+    Unauthorized,
+}
+
+/// Frames the daemon sends.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame {
+    /// The answer to `hello`.
+    Welcome {
+        version: u32,
+        agent: String,
+        #[serde(default)]
+        last_id: Option<u64>,
+        busy: bool,
+    },
+    /// A submitted message is durable under `id`; `duplicate` when its key
+    /// had been seen and nothing new was logged.
+    Ack {
+        id: u64,
+        duplicate: bool,
+    },
+    /// A live event.
+    Event(Event),
+    /// The answer to `interrupt`: whether a turn was running and was ended.
+    Interrupted {
+        running: bool,
+    },
+    /// The answer to `history`, oldest first.
+    History {
+        messages: Vec<Message>,
+    },
+    Status(Status),
+    /// The answer to `notify`, to its sender alone.
+    Receipt {
+        status: ReceiptStatus,
+        seq: i64,
+    },
+    /// The answer to the schedule frames.
+    Schedules {
+        schedules: Vec<ScheduleInfo>,
+    },
+    /// The answer to `backup`: the copy's size.
+    BackedUp {
+        path: String,
+        bytes: u64,
+    },
+    /// The answer to `state_get` and `state_set`.
+    State {
+        name: String,
+        #[serde(default)]
+        value: Option<String>,
+    },
+    /// The answer to `image_put`: the image is durable under this reference.
+    ImageStored(ImageRef),
+    /// The answer to `image_get`.
+    Image {
+        sha256: String,
+        media_type: String,
+        data_base64: String,
+    },
+    /// The answer to `stats`: one row per day and agent with requests,
+    /// oldest day first, over the `days` days ending today.
+    Stats {
+        days: u32,
+        rows: Vec<StatsRow>,
+    },
+    /// A frame was refused; nothing changed.
+    Error {
+        code: ErrorCode,
+        message: String,
+    },
+}
+
+/// Why a text frame could not be read as a [`ClientFrame`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+const CLIENT_TYPES: [&str; 17] = [
+    "hello",
+    "notify",
+    "schedule_add",
+    "schedule_list",
+    "schedule_cancel",
+    "backup",
+    "submit",
+    "note",
+    "interrupt",
+    "history",
+    "status",
+    "state_get",
+    "state_set",
+    "stats",
+    "image_put",
+    "image_get",
+    "approve",
+];
+
+impl ClientFrame {
+    /// Reads one text frame, telling apart the ways it can be wrong.
+    pub fn decode(text: &str) -> Result<ClientFrame, FrameError> {
+        let too_large = |limit: usize| FrameError {
+            code: ErrorCode::TooLarge,
+            message: format!(
+                "frame of {} bytes is over the limit of {limit} bytes",
+                text.len()
+            ),
+        };
+        if text.len() > image::MAX_IMAGE_FRAME_BYTES {
+            return Err(too_large(image::MAX_IMAGE_FRAME_BYTES));
+        }
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|err| FrameError {
+            code: ErrorCode::BadFrame,
+            message: format!("frame is not JSON: {err}"),
+        })?;
+        let kind = value
+            .get("type")
+            .and_then(|t| t.as_str())
+            .map(str::to_string)
+            .ok_or(FrameError {
+                code: ErrorCode::BadFrame,
+                message: "frame is not a JSON object with a string `type`".to_string(),
+            })?;
+        // Only `image_put` may be larger than the usual limit.
+        if text.len() > MAX_FRAME_BYTES && kind != "image_put" {
+            return Err(too_large(MAX_FRAME_BYTES));
+        }
+        if !CLIENT_TYPES.contains(&kind.as_str()) {
+            return Err(FrameError {
+                code: ErrorCode::UnknownType,
+                message: format!(
+                    "unknown frame type `{kind}`; expected one of {}",
+                    CLIENT_TYPES.join(", ")
+                ),
+            });
+        }
+        serde_json::from_value(value).map_err(|err| FrameError {
+            code: ErrorCode::BadFrame,
+            message: format!("bad `{kind}` frame: {err}"),
+        })
+    }
+
+    pub fn encode(&self) -> String {
+        // Serializing these plain structs cannot fail: no maps with non-string keys.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl ServerFrame {
+    pub fn encode(&self) -> String {
+        // As above: plain data, always serializable.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn decode(text: &str) -> Result<ServerFrame, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod fuzz;

@@ -1,0 +1,154 @@
+use super::*;
+
+#[test]
+fn submit_round_trips_with_default_source() {
+    let frame = ClientFrame::decode(r#"{"type":"submit","text":"hi"}"#).unwrap();
+    assert_eq!(
+        frame,
+        ClientFrame::Submit {
+            text: "hi".into(),
+            source: "terminal".into(),
+            key: None,
+            images: vec![]
+        }
+    );
+    assert_eq!(ClientFrame::decode(&frame.encode()).unwrap(), frame);
+}
+
+#[test]
+fn decode_tells_the_ways_a_frame_is_wrong() {
+    assert_eq!(
+        ClientFrame::decode("not json").unwrap_err().code,
+        ErrorCode::BadFrame
+    );
+    assert_eq!(
+        ClientFrame::decode(r#"{"type":"launch"}"#)
+            .unwrap_err()
+            .code,
+        ErrorCode::UnknownType
+    );
+    assert_eq!(
+        ClientFrame::decode(r#"{"type":"submit"}"#)
+            .unwrap_err()
+            .code,
+        ErrorCode::BadFrame
+    );
+    let big = format!(
+        r#"{{"type":"submit","text":"{}"}}"#,
+        "x".repeat(MAX_FRAME_BYTES)
+    );
+    assert_eq!(
+        ClientFrame::decode(&big).unwrap_err().code,
+        ErrorCode::TooLarge
+    );
+}
+
+#[test]
+fn stats_asks_for_a_week_unless_told() {
+    let frame = ClientFrame::decode(r#"{"type":"stats"}"#).unwrap();
+    assert_eq!(frame, ClientFrame::Stats { days: None });
+    let frame = ClientFrame::Stats { days: Some(30) };
+    assert_eq!(frame.encode(), r#"{"type":"stats","days":30}"#);
+}
+
+#[test]
+fn approve_reads_with_or_without_a_person() {
+    let frame = ClientFrame::decode(r#"{"type":"approve","id":"abc123","allow":true}"#).unwrap();
+    assert_eq!(
+        frame,
+        ClientFrame::Approve {
+            id: "abc123".into(),
+            allow: true,
+            by: None
+        }
+    );
+    let frame = ClientFrame::Approve {
+        id: "abc123".into(),
+        allow: false,
+        by: Some("@ada".into()),
+    };
+    assert_eq!(ClientFrame::decode(&frame.encode()).unwrap(), frame);
+    assert_eq!(
+        ClientFrame::decode(r#"{"type":"approve","id":"abc123"}"#)
+            .unwrap_err()
+            .code,
+        ErrorCode::BadFrame
+    );
+}
+
+#[test]
+fn an_approval_event_carries_the_call_and_is_no_message() {
+    let mut event = Event::signal(EventKind::Approval, "hearth", Some("shell `ls`".into()));
+    event.approval = Some(Box::new(Approval {
+        id: "abc123".into(),
+        tool: "shell".into(),
+        arguments: r#"{"command":"ls"}"#.into(),
+        deadline: "2026-11-30T10:05:00+00:00".into(),
+        timeout_secs: 300,
+        allowed: None,
+    }));
+    let text = ServerFrame::Event(event.clone()).encode();
+    assert!(text.contains(r#""kind":"approval""#), "{text}");
+    assert!(!text.contains("allowed"), "{text}");
+    let ServerFrame::Event(read) = ServerFrame::decode(&text).unwrap() else {
+        panic!("not an event: {text}");
+    };
+    assert_eq!(read, event);
+    assert_eq!(read.as_message(), None);
+}
+
+#[test]
+fn only_image_put_may_be_larger_than_a_frame() {
+    let data = "A".repeat(MAX_FRAME_BYTES + 8);
+    let put = format!(r#"{{"type":"image_put","media_type":"image/png","data_base64":"{data}"}}"#);
+    assert!(matches!(
+        ClientFrame::decode(&put),
+        Ok(ClientFrame::ImagePut { .. })
+    ));
+    let huge = "A".repeat(image::MAX_IMAGE_FRAME_BYTES);
+    let put = format!(r#"{{"type":"image_put","media_type":"image/png","data_base64":"{huge}"}}"#);
+    assert_eq!(
+        ClientFrame::decode(&put).unwrap_err().code,
+        ErrorCode::TooLarge
+    );
+    let submit = ClientFrame::decode(r#"{"type":"submit","text":"","images":["ab"]}"#).unwrap();
+    assert!(matches!(submit, ClientFrame::Submit { images, .. } if images == ["ab"]));
+    let stored = ServerFrame::ImageStored(ImageRef {
+        sha256: "ab".into(),
+        media_type: "image/png".into(),
+        width: Some(1),
+        height: None,
+        name: None,
+    });
+    let text = stored.encode();
+    assert_eq!(
+        text,
+        r#"{"type":"image_stored","sha256":"ab","media_type":"image/png","width":1}"#
+    );
+    assert_eq!(ServerFrame::decode(&text).unwrap(), stored);
+}
+
+#[test]
+fn message_event_round_trips() {
+    let message = Message {
+        agent: "hearth".into(),
+        id: 7,
+        kind: Kind::Reply,
+        source: "hearth".into(),
+        text: "hello".into(),
+        status: None,
+        at: "2026-11-30T10:00:00+00:00".into(),
+        answers: vec![5, 6],
+        images: vec![],
+    };
+    let frame = ServerFrame::Event(Event::message(&message));
+    let text = frame.encode();
+    assert!(
+        text.starts_with(r#"{"type":"event","kind":"reply""#),
+        "{text}"
+    );
+    let ServerFrame::Event(event) = ServerFrame::decode(&text).unwrap() else {
+        panic!("not an event: {text}");
+    };
+    assert_eq!(event.as_message(), Some(message));
+}
