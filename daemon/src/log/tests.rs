@@ -1,0 +1,120 @@
+use super::*;
+
+fn open() -> (tempfile::TempDir, Log, broadcast::Receiver<Event>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, receiver) = broadcast::channel(64);
+    let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+    (dir, log, receiver)
+}
+
+#[tokio::test]
+async fn a_backup_is_a_consistent_copy() {
+    let (dir, log, _events) = open();
+    log.append("a", NewMessage::new(Kind::User, "t", "keep"))
+        .await
+        .unwrap();
+    let copy = dir.path().join("copy.db");
+    assert!(log.backup(&copy).await.unwrap() > 0);
+    let (events, _) = broadcast::channel(4);
+    let restored = Log::open(&copy, events).unwrap();
+    assert_eq!(restored.page("a", None, 10).await.unwrap()[0].text, "keep");
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hearth.db");
+    let connection = Connection::open(&path).unwrap();
+    connection.pragma_update(None, "user_version", 99).unwrap();
+    drop(connection);
+    let (events, _) = broadcast::channel(4);
+    let err = Log::open(&path, events).err().unwrap().to_string();
+    assert!(err.contains("schema 99"), "{err}");
+}
+
+#[tokio::test]
+async fn ids_are_dense_per_agent() {
+    let (_dir, log, _events) = open();
+    for expected in 0..3 {
+        let message = log
+            .append("a", NewMessage::new(Kind::User, "terminal", "hi"))
+            .await
+            .unwrap();
+        assert_eq!(message.id, expected);
+    }
+    let other = log
+        .append("b", NewMessage::new(Kind::Note, "hearthd", "x"))
+        .await
+        .unwrap();
+    assert_eq!(other.id, 0);
+}
+
+#[tokio::test]
+async fn same_key_is_logged_once() {
+    let (_dir, log, _events) = open();
+    let mut message = NewMessage::new(Kind::User, "telegram", "hello");
+    message.key = Some("tg:1".into());
+    assert_eq!(log.submit("a", message.clone()).await.unwrap(), (0, false));
+    assert_eq!(log.submit("a", message).await.unwrap(), (0, true));
+    assert_eq!(log.next_id("a").await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn messages_cannot_be_updated_or_deleted() {
+    let (dir, log, _events) = open();
+    log.append("a", NewMessage::new(Kind::User, "terminal", "keep me"))
+        .await
+        .unwrap();
+    let connection = Connection::open(dir.path().join("hearth.db")).unwrap();
+    let update = connection.execute("UPDATE messages SET text = 'changed'", []);
+    assert!(update.unwrap_err().to_string().contains("append-only"));
+    let delete = connection.execute("DELETE FROM messages", []);
+    assert!(delete.unwrap_err().to_string().contains("append-only"));
+    let page = log.page("a", None, 10).await.unwrap();
+    assert_eq!(page[0].text, "keep me");
+}
+
+#[tokio::test]
+async fn appended_messages_are_broadcast_in_order() {
+    let (_dir, log, mut events) = open();
+    let appends: Vec<_> = (0..20)
+        .map(|n| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                log.append("a", NewMessage::new(Kind::User, "t", format!("{n}")))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    for append in appends {
+        append.await.unwrap();
+    }
+    for expected in 0..20 {
+        assert_eq!(events.recv().await.unwrap().id, Some(expected));
+    }
+}
+
+#[tokio::test]
+async fn a_turn_takes_what_waits_and_more_later() {
+    let (_dir, log, _events) = open();
+    assert_eq!(log.begin_turn("a", -1).await.unwrap(), None);
+    log.append("a", NewMessage::new(Kind::Note, "hearthd", "n"))
+        .await
+        .unwrap();
+    log.append("a", NewMessage::new(Kind::User, "t", "one"))
+        .await
+        .unwrap();
+    let turn = log.begin_turn("a", -1).await.unwrap().unwrap();
+    assert_eq!((turn.start_id, turn.taken_through), (2, 1));
+    log.append("a", NewMessage::new(Kind::User, "t", "two"))
+        .await
+        .unwrap();
+    let turn = log.take_more("a", turn).await.unwrap();
+    assert_eq!(turn.taken_through, 2);
+    let reply = NewMessage::new(Kind::Reply, "a", "done")
+        .with_data(serde_json::json!({"answers": [1, 2]}));
+    let logged = log.finish_turn("a", turn, vec![reply]).await.unwrap();
+    assert_eq!(logged[0].answers, vec![1, 2]);
+    assert_eq!(log.last_turn("a").await.unwrap(), Some((turn, true)));
+}
