@@ -36,9 +36,10 @@ fn main() {
          user messages, replies, tool calls with outputs up to 30,000 characters) replayed \
          through hearth's real tree, views and `request::build` with a fake summarizer, and \
          through three baselines, on a simulated OpenAI prefix cache (longest fresh prefix in \
-         128-token steps, nothing under 1,024 tokens). The second hearth row keeps the state \
-         message of a turn's first request for its whole chain — a diagnostic: the daemon \
-         writes the time, to the second, into every request.\n"
+         128-token steps, nothing under 1,024 tokens). Like the daemon, hearth's row reads the \
+         state (the time, to the second) once per turn; the second hearth row, a diagnostic, \
+         re-times it at every request of a chain, as the daemon did before, so every step \
+         re-sends the turn's own messages and earlier tool results.\n"
     );
     println!("{LEGEND}");
     for ttl in 0..TTLS.len() {

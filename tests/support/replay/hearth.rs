@@ -8,7 +8,8 @@
 //! are built is built eagerly, free when the two lines fit together, by a
 //! merge call otherwise. Each call's context is the compaction view before
 //! the node. A turn's view is advanced to the turn's start when the turn
-//! begins, and stays the same for its whole chain.
+//! begins, and stays the same for its whole chain, as does its state (the
+//! time when the turn began), so each request extends the one before.
 
 use super::cache::RequestBody;
 use super::report::Meter;
@@ -41,7 +42,7 @@ struct Settled {
     seq: i64,
     nodes: Vec<Node>,
     lines: Vec<String>,
-    /// The state of the turn's first request.
+    /// The state of the turn's first request, kept for its whole chain.
     state: String,
 }
 
@@ -60,9 +61,9 @@ pub struct Hearth {
     /// Whether requests are serialized and counted (off when only the
     /// layout's speed is measured).
     metered: bool,
-    /// Keep the first request's state for a turn's whole chain — a
-    /// diagnostic variant; the daemon writes the time into every request.
-    fixed_state: bool,
+    /// Re-time the state at every request of a chain, as the daemon did
+    /// before it read the state once per turn — a diagnostic variant.
+    state_per_request: bool,
     settled: Option<Settled>,
     /// What the compaction view last reached, with the log's length then:
     /// it is advanced again only once it can move.
@@ -81,7 +82,7 @@ impl Hearth {
         instructions: &str,
         tools: &[ToolSpec],
         metered: bool,
-        fixed_state: bool,
+        state_per_request: bool,
     ) -> Hearth {
         Hearth {
             layout,
@@ -93,7 +94,7 @@ impl Hearth {
             known: 0,
             merges: BTreeSet::new(),
             metered,
-            fixed_state,
+            state_per_request,
             settled: None,
             compaction_progress: None,
             compaction_lines: Vec::new(),
@@ -123,10 +124,10 @@ impl Hearth {
             view: &settled.lines,
             log: turn_log,
             turn,
-            state: if self.fixed_state {
-                &settled.state
-            } else {
+            state: if self.state_per_request {
                 state
+            } else {
+                &settled.state
             },
             block_lines: self.layout.block_lines,
             carries: &hearth_daemon::request::NO_CARRIES,

@@ -370,10 +370,10 @@ impl Strategy for Sliding {
 }
 
 /// The comparison's rows, in order: hearth as the daemon runs it, hearth with
-/// the state fixed per turn (a diagnostic), and the three baselines.
+/// the state re-timed at every request (a diagnostic), and the three baselines.
 pub const NAMES: [&str; 5] = [
     "hearth (default layout)",
-    "hearth, state fixed per turn (diagnostic)",
+    "hearth, state re-timed per request (diagnostic)",
     "whole history",
     "compact at 80% of 200k",
     "sliding window (128 kB)",
@@ -391,13 +391,13 @@ pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<
     let instructions = super::history::instructions();
     let tools = super::history::tools();
     let mut hearth = Hearth::new(layout.clone(), &instructions, &tools, true, false);
-    let mut fixed = Hearth::new(layout.clone(), &instructions, &tools, true, true);
+    let mut retimed = Hearth::new(layout.clone(), &instructions, &tools, true, true);
     let mut unbounded = Unbounded::new(&instructions, &tools);
     let mut compacting = Compacting::new(&instructions, &tools);
     let mut sliding = Sliding::new(&instructions, &tools, layout.high_budget);
     let mut strategies: Vec<&mut dyn Strategy> = vec![
         &mut hearth,
-        &mut fixed,
+        &mut retimed,
         &mut unbounded,
         &mut compacting,
         &mut sliding,
