@@ -239,10 +239,7 @@ async fn fan_out(parts: &Parts, bins: &Bins, dir: &Path, report: &mut Report) ->
     for (clients, samples) in FAN_OUT {
         for kind in [fanout::Frame::Note, fanout::Frame::Submit] {
             eprintln!("daemon bench: fan-out of {kind:?} to {clients} clients");
-            let mut latencies =
-                fanout::latencies(bins, dir, kind, clients, parts.scale(samples)).await?;
-            latencies.sort();
-            runs.push((kind, clients, latencies));
+            runs.push(fanout::measure(bins, dir, kind, clients, parts.scale(samples)).await?);
         }
     }
     report.fan_out(&runs);

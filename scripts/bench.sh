@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 command="cargo bench --bench memory"
 output=$($command)
+# The daemon benchmark's section (scripts/bench-daemon.sh) is kept as it is.
+daemon=$(sed -n '/<!-- daemon:start -->/,/<!-- daemon:end -->/p' BENCHMARKS.md 2>/dev/null || true)
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ *//')
 [ -n "$cpu" ] || cpu=$(sysctl -n machdep.cpu.brand_string 2>/dev/null || echo unknown)
@@ -22,5 +24,9 @@ cores=$(nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo '?')
     echo "- Commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo
     echo "$output"
+    if [ -n "$daemon" ]; then
+        echo
+        echo "$daemon"
+    fi
 } >BENCHMARKS.md
 echo "wrote BENCHMARKS.md"

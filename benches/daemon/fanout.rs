@@ -8,7 +8,7 @@
 //! scheduling on a machine they share.
 
 use crate::appends::{acknowledged, submit};
-use crate::process::{Bins, Daemon, Model, DEADLINE};
+use crate::process::{cpu_time, Bins, Daemon, Model, DEADLINE};
 use anyhow::{Context, Result};
 use hearth_client::Connection;
 use hearth_protocol::{ClientFrame, EventKind, ServerFrame};
@@ -56,14 +56,26 @@ impl Frame {
     }
 }
 
-/// One latency per (message, receiver): `samples × clients` in all.
-pub async fn latencies(
+/// What one count of clients measured.
+pub struct FanOut {
+    pub kind: Frame,
+    pub clients: usize,
+    /// One per (message, receiver), sorted.
+    pub latencies: Vec<Duration>,
+    /// CPU time per timed message: the daemon's (log, broadcast, one frame
+    /// per client) and this process's (submitter and receivers).
+    pub daemon_cpu: Duration,
+    pub bench_cpu: Duration,
+}
+
+/// Times `samples` messages, each to every one of `clients` receivers.
+pub async fn measure(
     bins: &Bins,
     dir: &Path,
     kind: Frame,
     clients: usize,
     samples: usize,
-) -> Result<Vec<Duration>> {
+) -> Result<FanOut> {
     let home = dir.join(format!("fanout-{kind:?}-{clients}"));
     std::fs::create_dir_all(&home)?;
     Model::None.write(&home)?;
@@ -89,7 +101,11 @@ pub async fn latencies(
     let (mut submitter, _) = Connection::open(daemon.socket(), "submitter", None).await?;
 
     let mut latencies = Vec::with_capacity(samples * clients);
+    let mut cpu_before = (Duration::ZERO, Duration::ZERO);
     for seq in 0..total {
+        if seq == WARM_UP {
+            cpu_before = (daemon.cpu()?, cpu_time(std::process::id())?);
+        }
         let frame = kind.frame(format!("fanout {seq}"))?;
         submitted[seq].store(clock.elapsed().as_nanos() as u64, Ordering::Release);
         acknowledged(&mut submitter, &frame).await?;
@@ -108,11 +124,21 @@ pub async fn latencies(
         }
         tokio::time::sleep(GAP).await;
     }
+    let timed = samples.max(1) as u32;
+    let daemon_cpu = daemon.cpu()?.saturating_sub(cpu_before.0) / timed;
+    let bench_cpu = cpu_time(std::process::id())?.saturating_sub(cpu_before.1) / timed;
     receivers.abort_all();
     submitter.close().await;
     daemon.settle().await?;
     daemon.stop()?;
-    Ok(latencies)
+    latencies.sort();
+    Ok(FanOut {
+        kind,
+        clients,
+        latencies,
+        daemon_cpu,
+        bench_cpu,
+    })
 }
 
 /// Reads every frame; for each `fanout N` message of `kind`, reports how long after

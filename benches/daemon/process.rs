@@ -78,6 +78,9 @@ pub struct Memory {
     pub rss: u64,
     /// `VmHWM`: the most that was ever resident.
     pub hwm: u64,
+    /// `RssAnon`: the part of `VmRSS` that is the process's own (heap,
+    /// stacks) rather than mapped files (the binary's code, libc).
+    pub anon: u64,
 }
 
 /// A running `hearthd`; killed when dropped.
@@ -166,7 +169,13 @@ impl Daemon {
         Ok(Memory {
             rss: field("VmRSS:")?,
             hwm: field("VmHWM:")?,
+            anon: field("RssAnon:")?,
         })
+    }
+
+    /// The CPU time all of the daemon's threads have used so far.
+    pub fn cpu(&self) -> Result<Duration> {
+        cpu_time(self.child.id())
     }
 
     /// Waits until the agent is idle with nothing waiting; returns its status.
@@ -209,4 +218,40 @@ impl Drop for Daemon {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The CPU time (user and system) process `pid` has used so far, threads
+/// that ended included: fields 14 and 15 of `/proc/PID/stat`, in clock ticks
+/// (`getconf CLK_TCK`, 100 on Linux), so to 10 ms.
+pub fn cpu_time(pid: u32) -> Result<Duration> {
+    static TICKS_PER_SECOND: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let ticks_per_second = *TICKS_PER_SECOND.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|out| String::from_utf8(out.stdout).ok())
+            .and_then(|text| text.trim().parse().ok())
+            .filter(|ticks| *ticks > 0)
+            .unwrap_or(100)
+    });
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let after_name = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .with_context(|| format!("{path}: no command name"))?;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // `after_name` starts at field 3, so fields 14 and 15 are at 11 and 12.
+    let ticks = |n: usize| -> Result<u64> {
+        fields
+            .get(n)
+            .and_then(|field| field.parse().ok())
+            .with_context(|| format!("{path}: field {}", n + 3))
+    };
+    let total = ticks(11)? + ticks(12)?;
+    Ok(Duration::from_nanos(
+        total * 1_000_000_000 / ticks_per_second,
+    ))
 }
