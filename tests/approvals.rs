@@ -288,7 +288,11 @@ async fn an_interrupt_while_a_call_waits_denies_it_and_ends_the_turn() {
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert!(!workdir(&t.home).join("a.txt").exists());
-    assert_eq!(t.model.requests().len(), 1, "no request after the interrupt");
+    assert_eq!(
+        t.model.requests().len(),
+        1,
+        "no request after the interrupt"
+    );
 }
 
 #[tokio::test]

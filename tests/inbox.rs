@@ -191,5 +191,9 @@ async fn the_configured_time_zone_is_the_agents_clock() {
     broken.write_config("[agent]\ntimezone = \"Mars/Olympus\"\n");
     let output = broken.run_daemon_to_end();
     assert!(!output.status.success());
-    assert!(stderr(&output).contains("unknown time zone"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("unknown time zone"),
+        "{}",
+        stderr(&output)
+    );
 }

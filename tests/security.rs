@@ -45,13 +45,18 @@ impl Tcp {
     }
 
     async fn send(&mut self, frame: &ClientFrame) {
-        self.0.send(Message::Text(frame.encode().into())).await.unwrap();
+        self.0
+            .send(Message::Text(frame.encode().into()))
+            .await
+            .unwrap();
     }
 
     /// The next frame, or none once the daemon closed the connection.
     async fn frame(&mut self) -> Option<ServerFrame> {
         loop {
-            let next = tokio::time::timeout(DEADLINE, self.0.next()).await.expect("in time");
+            let next = tokio::time::timeout(DEADLINE, self.0.next())
+                .await
+                .expect("in time");
             match next {
                 Some(Ok(Message::Text(text))) => return Some(ServerFrame::decode(&text).unwrap()),
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
@@ -72,7 +77,13 @@ fn hello(token: Option<&str>) -> ClientFrame {
 }
 
 fn refused_and_closed(first: Option<ServerFrame>) -> bool {
-    matches!(first, Some(ServerFrame::Error { code: ErrorCode::Unauthorized, .. }))
+    matches!(
+        first,
+        Some(ServerFrame::Error {
+            code: ErrorCode::Unauthorized,
+            ..
+        })
+    )
 }
 
 #[tokio::test]
@@ -84,23 +95,41 @@ async fn the_tcp_listener_refuses_everything_before_a_good_hello() {
     let mut anonymous = Tcp::connect(&address).await;
     anonymous.send(&hello(None)).await;
     assert!(refused_and_closed(anonymous.frame().await));
-    assert!(anonymous.frame().await.is_none(), "closed after the refusal");
+    assert!(
+        anonymous.frame().await.is_none(),
+        "closed after the refusal"
+    );
 
     let mut wrong = Tcp::connect(&address).await;
-    wrong.send(&hello(Some("a-long-test-token-0123456780"))).await;
+    wrong
+        .send(&hello(Some("a-long-test-token-0123456780")))
+        .await;
     assert!(refused_and_closed(wrong.frame().await));
 
     let mut eager = Tcp::connect(&address).await;
     eager
-        .send(&ClientFrame::Submit { text: "let me in".into(), source: "x".into(), key: None, images: vec![] })
+        .send(&ClientFrame::Submit {
+            text: "let me in".into(),
+            source: "x".into(),
+            key: None,
+            images: vec![],
+        })
         .await;
     assert!(refused_and_closed(eager.frame().await));
 
     let mut owner = Tcp::connect(&address).await;
     owner.send(&hello(Some(TOKEN))).await;
-    assert!(matches!(owner.frame().await, Some(ServerFrame::Welcome { .. })));
+    assert!(matches!(
+        owner.frame().await,
+        Some(ServerFrame::Welcome { .. })
+    ));
     owner
-        .send(&ClientFrame::Submit { text: "hello from afar".into(), source: "remote".into(), key: None, images: vec![] })
+        .send(&ClientFrame::Submit {
+            text: "hello from afar".into(),
+            source: "remote".into(),
+            key: None,
+            images: vec![],
+        })
         .await;
     loop {
         match owner.frame().await {
@@ -147,8 +176,12 @@ async fn the_socket_and_its_folder_are_private_without_a_home_flag() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert!(client.is_some(), "the daemon answered on the XDG runtime socket");
-    let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert!(
+        client.is_some(),
+        "the daemon answered on the XDG runtime socket"
+    );
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&socket), 0o600);
     assert_eq!(mode(&runtime.join("hearth")), 0o700);
     assert_eq!(mode(&root.path().join("data").join("hearth")), 0o700);
@@ -187,7 +220,10 @@ async fn the_shell_never_sees_the_daemons_keys() {
     let mut client = home.connect("terminal", None).await;
     model.push(Reply::ToolCalls {
         text: None,
-        calls: vec![("shell".into(), r#"{"command":"echo key=[$HEARTH_TEST_KEY]"}"#.into())],
+        calls: vec![(
+            "shell".into(),
+            r#"{"command":"echo key=[$HEARTH_TEST_KEY]"}"#.into(),
+        )],
     });
     model.push(Reply::Text("done".into()));
     let (id, _) = client.submit("print the key", "terminal", None).await;

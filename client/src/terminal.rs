@@ -453,8 +453,8 @@ impl SavedTerminal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hearth_protocol::{Event, Message};
     use hearth_protocol::Kind;
+    use hearth_protocol::{Event, Message};
 
     fn message(id: u64, kind: Kind, source: &str, text: &str) -> Message {
         Message {

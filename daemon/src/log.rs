@@ -162,20 +162,22 @@ impl Log {
             } else {
                 Ok(())
             };
-            let result = result.and_then(|()| tx.execute_batch("SAVEPOINT job")).and_then(|()| {
-                let mut mine = Vec::new();
-                match job(tx, &mut mine) {
-                    Ok(value) => {
-                        tx.execute_batch("RELEASE job")?;
-                        appended.extend(mine);
-                        Ok(value)
+            let result = result
+                .and_then(|()| tx.execute_batch("SAVEPOINT job"))
+                .and_then(|()| {
+                    let mut mine = Vec::new();
+                    match job(tx, &mut mine) {
+                        Ok(value) => {
+                            tx.execute_batch("RELEASE job")?;
+                            appended.extend(mine);
+                            Ok(value)
+                        }
+                        Err(err) => {
+                            tx.execute_batch("ROLLBACK TO job; RELEASE job")?;
+                            Err(err)
+                        }
                     }
-                    Err(err) => {
-                        tx.execute_batch("ROLLBACK TO job; RELEASE job")?;
-                        Err(err)
-                    }
-                }
-            });
+                });
             Box::new(move |committed: Result<(), String>| {
                 let answer_value = match committed {
                     Ok(()) => result.map_err(LogError::from),

@@ -83,7 +83,9 @@ impl Subagents {
     fn children(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Child>> {
         // A poisoned lock only means a panic elsewhere while holding it; the
         // map itself is still whole.
-        self.children.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.children
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Declares a child before its loop starts.
@@ -180,7 +182,11 @@ impl Subagents {
             .collect();
         let mut text = String::from("Your subagents (start them with subagent_start):");
         for (name, responsibility) in children {
-            let state = if running.contains(&name) { "running" } else { "idle" };
+            let state = if running.contains(&name) {
+                "running"
+            } else {
+                "idle"
+            };
             text.push_str(&format!("\n- {name} ({state}): {responsibility}"));
         }
         Ok(text)
@@ -188,7 +194,12 @@ impl Subagents {
 
     /// Called by a child's loop when one of its turns ended: reports the run
     /// whose task that turn took.
-    pub async fn turn_ended(&self, child: &str, taken: &[u64], outcome: TurnOutcome) -> Result<(), LogError> {
+    pub async fn turn_ended(
+        &self,
+        child: &str,
+        taken: &[u64],
+        outcome: TurnOutcome,
+    ) -> Result<(), LogError> {
         let Some(run) = self.log.running_run(&self.parent, child).await? else {
             return Ok(());
         };
@@ -200,7 +211,13 @@ impl Subagents {
             TurnOutcome::Failed(why) => (format!("failed: {why}"), "failed"),
             TurnOutcome::Interrupted => ("interrupted before it finished".to_string(), "stopped"),
         };
-        if self.log.finish_run(&self.parent, &run, &text, status).await?.is_some() && status != "stopped" {
+        if self
+            .log
+            .finish_run(&self.parent, &run, &text, status)
+            .await?
+            .is_some()
+            && status != "stopped"
+        {
             if let Some(parent) = self.parent_handle.get() {
                 parent.wake();
             }
@@ -212,17 +229,22 @@ impl Subagents {
     /// cut the report off. Runs still in progress resume in the child's loop.
     pub async fn recover(&self) -> Result<(), LogError> {
         for run in self.log.running_runs(&self.parent).await? {
-            let entries = self.log.range(&run.child, run.task_id, u64::MAX, u32::MAX).await?;
+            let entries = self
+                .log
+                .range(&run.child, run.task_id, u64::MAX, u32::MAX)
+                .await?;
             let reply = entries.iter().find(|entry| {
                 entry.message.kind == Kind::Reply && entry.message.answers.contains(&run.task_id)
             });
             if let Some(reply) = reply {
                 let text = reply.message.text.clone();
-                self.turn_ended(&run.child, &[run.task_id], TurnOutcome::Replied(text)).await?;
+                self.turn_ended(&run.child, &[run.task_id], TurnOutcome::Replied(text))
+                    .await?;
                 continue;
             }
             if let Some((turn, true)) = self.log.last_turn(&run.child).await? {
-                let took = turn.taken_after < run.task_id as i64 && run.task_id <= turn.taken_through;
+                let took =
+                    turn.taken_after < run.task_id as i64 && run.task_id <= turn.taken_through;
                 if took {
                     let outcome = TurnOutcome::Failed("the run ended without a report".into());
                     self.turn_ended(&run.child, &[run.task_id], outcome).await?;
@@ -238,7 +260,12 @@ impl Log {
     pub async fn start_run(&self, parent: &str, child: &str, task: &str) -> Result<Run, LogError> {
         let (parent, child, task) = (parent.to_string(), child.to_string(), task.to_string());
         self.run(move |tx, appended| {
-            let message = append_in(tx, &child, NewMessage::new(Kind::User, &parent, task), appended)?;
+            let message = append_in(
+                tx,
+                &child,
+                NewMessage::new(Kind::User, &parent, task),
+                appended,
+            )?;
             tx.execute(
                 "INSERT INTO runs (parent, child, task_id, status) VALUES (?1, ?2, ?3, 'running')",
                 params![parent, child, message.id as i64],
@@ -254,7 +281,13 @@ impl Log {
 
     /// Reports a run in the parent's log and marks it done — once: a run that
     /// is no longer running is not reported again (returns none).
-    pub async fn finish_run(&self, parent: &str, run: &Run, text: &str, status: &str) -> Result<Option<Message>, LogError> {
+    pub async fn finish_run(
+        &self,
+        parent: &str,
+        run: &Run,
+        text: &str,
+        status: &str,
+    ) -> Result<Option<Message>, LogError> {
         let (parent, run, status) = (parent.to_string(), run.clone(), status.to_string());
         let text = format!("{}: {text}", run.child);
         self.run(move |tx, appended| {
@@ -322,18 +355,33 @@ mod tests {
         let log = Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
         let subagents = Subagents::new("top", log.clone(), events);
         subagents.declare("scout", "looks things up");
-        let run = subagents.start("scout", "find the train times").await.unwrap();
+        let run = subagents
+            .start("scout", "find the train times")
+            .await
+            .unwrap();
         assert!(matches!(
             subagents.start("scout", "again").await,
             Err(SubagentError::Busy(_))
         ));
-        assert!(subagents.describe().await.unwrap().contains("- scout (running): looks things up"));
+        assert!(subagents
+            .describe()
+            .await
+            .unwrap()
+            .contains("- scout (running): looks things up"));
         subagents
-            .turn_ended("scout", &[run.task_id], TurnOutcome::Replied("the 9:14".into()))
+            .turn_ended(
+                "scout",
+                &[run.task_id],
+                TurnOutcome::Replied("the 9:14".into()),
+            )
             .await
             .unwrap();
         subagents
-            .turn_ended("scout", &[run.task_id], TurnOutcome::Replied("the 9:14".into()))
+            .turn_ended(
+                "scout",
+                &[run.task_id],
+                TurnOutcome::Replied("the 9:14".into()),
+            )
             .await
             .unwrap();
         let parent = log.page("top", None, 10).await.unwrap();
@@ -358,6 +406,9 @@ mod tests {
         let report = subagents.stop("scout").await.unwrap();
         assert_eq!(report.status.as_deref(), Some("stopped"));
         assert!(log.waiting("top", -1).await.unwrap().is_empty());
-        assert!(matches!(subagents.stop("scout").await, Err(SubagentError::Idle(_))));
+        assert!(matches!(
+            subagents.stop("scout").await,
+            Err(SubagentError::Idle(_))
+        ));
     }
 }
