@@ -20,6 +20,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use tokio::sync::{broadcast, oneshot};
 
 /// Jobs taken into one transaction at most.
@@ -112,9 +113,35 @@ type Delivery = Box<dyn FnOnce(Result<(), String>) + Send>;
 /// A handle to the writer thread. Cheap to clone.
 #[derive(Clone)]
 pub struct Log {
+    // Declared before `_writer`: dropping the last handle drops the last
+    // sender first, so the writer thread ends and can be joined.
     jobs: mpsc::Sender<Job>,
     /// The database file, for backups through a second connection.
     path: std::path::PathBuf,
+    _writer: Arc<Writer>,
+}
+
+/// The writer thread, joined when the last handle to the log is dropped, so
+/// the database is closed (and its WAL checkpointed) before anything opens it
+/// again.
+struct Writer {
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            // A handle dropped on the writer thread itself must not wait for it.
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
 }
 
 impl Log {
@@ -128,7 +155,7 @@ impl Log {
         prepare(&connection)?;
         limit_for_tests(&connection)?;
         let (jobs, receiver) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("hearth-log".into())
             .spawn(move || writer(connection, receiver, events))
             .map_err(|err| LogError::Open {
@@ -138,6 +165,9 @@ impl Log {
         Ok(Log {
             jobs,
             path: path.to_path_buf(),
+            _writer: Arc::new(Writer {
+                thread: Mutex::new(Some(thread)),
+            }),
         })
     }
 
@@ -509,9 +539,10 @@ pub const SCHEMA_VERSION: i64 = 1;
 /// Sets the pragmas (WAL, and full sync so that an acknowledged write
 /// survives a power cut, not only a crash) and brings the schema up to date.
 fn prepare(connection: &Connection) -> Result<(), LogError> {
+    // First, so that switching to WAL waits for a connection that is closing.
+    connection.busy_timeout(std::time::Duration::from_secs(5))?;
     connection.pragma_update(None, "journal_mode", "WAL")?;
     connection.pragma_update(None, "synchronous", "FULL")?;
-    connection.busy_timeout(std::time::Duration::from_secs(5))?;
     let version: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if version > SCHEMA_VERSION {
         return Err(LogError::NewerSchema {
