@@ -351,21 +351,67 @@ impl Seen {
 /// so the suite can check it missed nothing and saw nothing twice. Runs
 /// until the daemon dies; every event counts as progress.
 pub async fn observer(socket: PathBuf, seen: Seen, progress: Progress) {
-    let Some(mut connection) = open(&socket, "observer", seen.last()).await else {
+    let since = seen.last();
+    let Some(mut connection) = open(&socket, "observer", since).await else {
         return;
     };
+    // Ids at or below this came from history, not from events.
+    let mut floor: Option<u64> = None;
+    if since.is_none() {
+        // Nothing seen yet: what was logged before this hello comes from a
+        // history page, and the events that overlap it are skipped.
+        let page = ClientFrame::History {
+            before: None,
+            limit: Some(10_000),
+        };
+        if connection.send(&page).await.is_err() {
+            return;
+        }
+        let mut early = Vec::new();
+        loop {
+            match connection.next().await {
+                Ok(Some(ServerFrame::History { messages })) => {
+                    for message in &messages {
+                        seen.push(message.id);
+                    }
+                    floor = messages.last().map(|m| m.id);
+                    for id in early.drain(..) {
+                        if floor.is_none_or(|floor| id > floor) {
+                            seen.push(id);
+                        }
+                    }
+                    break;
+                }
+                Ok(Some(ServerFrame::Event(event))) => {
+                    progress.bump();
+                    note_echo(&event, &progress);
+                    if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
+                        early.push(id);
+                    }
+                }
+                Ok(Some(_)) => {}
+                _ => return,
+            }
+        }
+    }
     while let Ok(Some(frame)) = connection.next().await {
         if let ServerFrame::Event(event) = frame {
             progress.bump();
-            if event.kind == hearth_protocol::EventKind::Echo
-                && event.text.as_deref() == Some(SLOW_CALL_ECHO)
-            {
-                progress.echoes.send_modify(|echoes| *echoes += 1);
-            }
+            note_echo(&event, &progress);
             if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
-                seen.push(id);
+                if floor.is_none_or(|floor| id > floor) {
+                    seen.push(id);
+                }
             }
         }
+    }
+}
+
+fn note_echo(event: &hearth_protocol::Event, progress: &Progress) {
+    if event.kind == hearth_protocol::EventKind::Echo
+        && event.text.as_deref() == Some(SLOW_CALL_ECHO)
+    {
+        progress.echoes.send_modify(|echoes| *echoes += 1);
     }
 }
 
