@@ -143,3 +143,24 @@ fn a_secrets_file_other_users_can_read_is_refused() {
     assert!(said.contains("chmod 600"), "{said}");
     assert!(!said.contains("sk-do-not-leak"));
 }
+
+#[test]
+fn a_layout_too_big_for_the_model_window_is_refused_at_start_with_the_layout_that_fits() {
+    let home = TestHome::new(bins!());
+    // Never contacted: the daemon refuses before any request.
+    let model = "[model]\nprovider = \"openai-chat\"\nmodel = \"local-8b\"\n\
+                 base_url = \"http://127.0.0.1:9/v1\"\ncontext_window = 32768\n";
+    home.write_config(model);
+    let output = home.run_daemon_to_end();
+    assert!(!output.status.success());
+    let said = stderr(&output);
+    assert!(said.contains("layout `default`"), "{said}");
+    assert!(said.contains("32768-token window"), "{said}");
+    assert!(said.contains("layout = \"small\""), "{said}");
+
+    // The layout it names fits: the daemon starts and answers.
+    home.write_config(&format!("{model}\n[agent]\nlayout = \"small\"\n"));
+    let mut daemon = home.start();
+    assert!(daemon.is_running());
+    assert!(daemon.stop());
+}

@@ -192,6 +192,11 @@ pub struct ModelConfig {
     /// none.
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// The model's context window in tokens, for models hearth does not
+    /// know (local ones) or to correct its table. The agent's layout is
+    /// checked against it at start.
+    #[serde(default)]
+    pub context_window: Option<u32>,
     /// Retries of a call that failed for a passing reason (overload, rate
     /// limit, server error, broken connection) before this model counts as
     /// failing.

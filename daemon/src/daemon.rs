@@ -76,6 +76,8 @@ pub enum StartError {
     Memory(String),
     #[error("{path}: {source}")]
     Layout { path: PathBuf, source: LayoutError },
+    #[error(transparent)]
+    Window(#[from] crate::model::window::TooSmall),
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StartError + 'a {
@@ -329,6 +331,7 @@ impl Starter<'_> {
         }
         // Last: it checks the names in `[approvals]` against every tool.
         tools = tools.with_approvals(self.approvals.clone());
+        self.check_window(&spec, &layout, &prompt_file, &tools.specs())?;
         let meter = Meter::new(
             self.log.clone(),
             spec.name,
@@ -365,6 +368,63 @@ impl Starter<'_> {
             meter,
         };
         Ok(agent.start())
+    }
+}
+
+impl Starter<'_> {
+    /// Refuses a layout whose largest turn or compaction request cannot fit
+    /// the window of a model that would be sent it (when the window is
+    /// known), so a context-length error cannot recur at every turn.
+    fn check_window(
+        &self,
+        spec: &AgentSpec<'_>,
+        layout: &Layout,
+        prompt_file: &Path,
+        tools: &[crate::model::ToolSpec],
+    ) -> Result<(), StartError> {
+        use crate::model::window::{check, Largest};
+        let tools_bytes: usize = tools
+            .iter()
+            .map(|tool| {
+                tool.name.len() + tool.description.len() + tool.parameters.to_string().len()
+            })
+            .sum();
+        let turn_prompt = crate::request::instructions(prompt_file).len();
+        let own_bytes = self.config.limits.tool_output_chars;
+        let turn = |layout: &Layout| Largest {
+            purpose: "turn",
+            view_bytes: layout.high_budget,
+            fixed_bytes: turn_prompt + tools_bytes,
+            own_bytes,
+        };
+        let compaction = |layout: &Layout| Largest {
+            purpose: "compaction",
+            view_bytes: layout.compaction_high_budget,
+            fixed_bytes: layout
+                .compaction_prompt
+                .as_ref()
+                .map_or(turn_prompt, String::len)
+                + tools_bytes,
+            own_bytes,
+        };
+        let small = Layout::find("small").ok();
+        let small = small.as_ref();
+        if let Some(model) = &spec.model {
+            let smaller = small.map(|small| ("small", turn(small)));
+            check(
+                spec.name,
+                spec.layout,
+                turn(layout),
+                model.configs(),
+                smaller,
+            )?;
+        }
+        if let Some(model) = &spec.compactor_model {
+            let smaller = small.map(|small| ("small", compaction(small)));
+            let largest = compaction(layout);
+            check(spec.name, spec.layout, largest, model.configs(), smaller)?;
+        }
+        Ok(())
     }
 }
 

@@ -34,10 +34,16 @@ pub enum ModelError {
     },
     /// The request does not fit the model's context window.
     #[error(
-        "the request is too long for {model} ({message}); \
-         set `layout = \"small\"` in [agent] or use a model with a larger context window"
+        "the request is too long for {model} ({message}); {}: \
+         set `layout = \"small\"` in [agent] or use a model with a larger context window",
+        window_text(*.window)
     )]
-    ContextLength { model: String, message: String },
+    ContextLength {
+        model: String,
+        message: String,
+        /// The model's window in tokens, when configured or well known.
+        window: Option<u32>,
+    },
     /// Any other HTTP error. 408, 409, 429 and 5xx are transient.
     #[error("{provider} answered {status}: {message}")]
     Status {
@@ -117,8 +123,23 @@ pub struct WireError {
 pub struct Source<'a> {
     pub provider: &'static str,
     pub model: &'a str,
+    /// The model's context window in tokens, when known.
+    pub window: Option<u32>,
     /// What to check when the key is refused.
     pub key_hint: String,
+}
+
+/// How a context-length error names the model's window.
+fn window_text(window: Option<u32>) -> String {
+    match window {
+        Some(window) => format!(
+            "its window is {window} tokens, and hearth refuses to start with a layout too big \
+             for it, so the turn's own messages or tool results were too long"
+        ),
+        None => "hearth does not know its window: set `context_window` in [model] so the \
+                 layout is checked against it at start"
+            .to_string(),
+    }
 }
 
 /// Error types and codes that mean the account cannot pay.
@@ -201,6 +222,7 @@ pub fn classify(
         return ModelError::ContextLength {
             model: source.model.to_string(),
             message,
+            window: source.window,
         };
     }
     let auth_marks = [
@@ -246,6 +268,7 @@ mod tests {
         Source {
             provider: "anthropic",
             model: "claude-test",
+            window: Some(200_000),
             key_hint: "check $ANTHROPIC_API_KEY".into(),
         }
     }

@@ -71,6 +71,11 @@ impl Model {
             .unwrap_or_default()
     }
 
+    /// The configuration of every model, fallbacks after the configured one.
+    pub fn configs(&self) -> impl Iterator<Item = &ModelConfig> {
+        self.providers.iter().map(|provider| &provider.config)
+    }
+
     /// `provider/model` of every model, fallbacks after the configured one.
     pub fn labels(&self) -> Vec<String> {
         self.providers.iter().map(Provider::label).collect()

@@ -16,6 +16,7 @@
 //! - `retry.rs`: when a failed call is tried again, and after how long.
 //! - `error.rs`: [`ModelError`], and how providers' errors sort into it.
 //! - `sse.rs`: server-sent events, split on blank lines.
+//! - `window.rs`: context windows, and whether a layout fits one.
 //! - `http.rs`: what the providers share: the POST, reading bodies and
 //!   streams, reading error bodies.
 
@@ -28,6 +29,7 @@ mod provider;
 mod responses;
 mod retry;
 mod sse;
+pub mod window;
 
 pub use error::ModelError;
 pub use fallback::Model;

@@ -43,6 +43,7 @@ impl Provider {
         Source {
             provider: self.config.provider.name(),
             model: &self.config.model,
+            window: super::window::of(&self.config),
             key_hint,
         }
     }

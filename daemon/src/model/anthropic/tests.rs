@@ -23,6 +23,7 @@ fn source() -> Source<'static> {
     Source {
         provider: "anthropic",
         model: "claude-test",
+        window: None,
         key_hint: "check the key in $ANTHROPIC_API_KEY".into(),
     }
 }

@@ -8,6 +8,7 @@ fn source() -> Source<'static> {
     Source {
         provider: "openai-chat",
         model: "gpt-test",
+        window: None,
         key_hint: "check the key".into(),
     }
 }

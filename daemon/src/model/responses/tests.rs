@@ -10,6 +10,7 @@ fn source() -> Source<'static> {
     Source {
         provider: "openai",
         model: "gpt-test",
+        window: None,
         key_hint: "check the key".into(),
     }
 }

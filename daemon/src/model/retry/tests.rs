@@ -30,6 +30,7 @@ fn http_error(status: u16, pairs: &[(&'static str, &str)], kind: &str, code: &st
     let source = Source {
         provider: "anthropic",
         model: "claude-test",
+        window: None,
         key_hint: "check the key".into(),
     };
     let error = WireError {
