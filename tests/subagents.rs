@@ -159,3 +159,32 @@ async fn a_run_cut_by_a_crash_resumes_and_reports_once() {
         .count();
     assert_eq!(reports, 1, "exactly one report");
 }
+
+#[tokio::test]
+async fn only_the_top_agent_may_write_on_whatsapp() {
+    let model = FakeModel::start().await;
+    let home = home(&model);
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    // The bridge itself cannot run here (no secrets); the tool is the daemon's.
+    home.write_config(&format!(
+        "{config}\n[whatsapp]\nphone_number_id = \"1\"\nallow = [\"+15551234567\"]\n"
+    ));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    model.push_for("fake-model", start_scout("look it up"));
+    model.push_for("fake-model", Reply::Text("asked".into()));
+    model.push_for("scout-model", Reply::Text("found".into()));
+    model.push_for("fake-model", Reply::Text("done".into()));
+    let (id, _) = client.submit("go", "terminal", None).await;
+    client.reply_to(id).await;
+    let report = client.wait_for(|e| e.kind == EventKind::Work).await;
+    client.reply_to(report.id.unwrap()).await;
+
+    let requests = model.requests();
+    let tools_of = |model: &str| {
+        let request = requests.iter().find(|r| r.body["model"] == model).unwrap();
+        request.body["tools"].to_string()
+    };
+    assert!(tools_of("fake-model").contains("whatsapp_send"));
+    assert!(!tools_of("scout-model").contains("whatsapp_send"));
+}

@@ -592,3 +592,90 @@ fn hearth_whatsapp_refuses_to_start_without_its_secrets_or_a_table() {
     assert_eq!(output.status.code(), Some(78), "{stderr}");
     assert!(stderr.contains("has no [whatsapp] table"), "{stderr}");
 }
+
+#[tokio::test]
+async fn whatsapp_send_writes_to_a_named_contact_once_even_across_a_bridge_restart() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    home.write_config(&format!(
+        "{config}contacts = {{ Anna = \"+44 7700 900123\" }}\n"
+    ));
+    let daemon = home.start();
+    Webhook::of(&daemon, 1).await;
+
+    // The owner asks from the terminal; the agent writes to Anna, then to a
+    // stranger (refused: nobody the config names), then answers.
+    let mut terminal = home.connect("terminal", None).await;
+    model.push(Reply::tool_call(
+        "whatsapp_send",
+        r#"{"to": "anna", "text": "Dinner at 8?"}"#,
+    ));
+    model.push(Reply::tool_call(
+        "whatsapp_send",
+        r#"{"to": "+15550000000", "text": "hello"}"#,
+    ));
+    model.push(Reply::text("Asked Anna."));
+    let (id, _) = terminal
+        .submit("ask Anna about dinner", "terminal", None)
+        .await;
+    terminal.reply_to(id).await;
+    let calls = graph
+        .wait_until("the message to Anna", |calls| !calls.sent.is_empty())
+        .await;
+    assert_eq!(calls.sent_to("447700900123"), vec!["Dinner at 8?"]);
+    let requests = model.requests();
+    assert!(requests[0].body["tools"]
+        .to_string()
+        .contains("Anna (+447700900123)"));
+    let log = history(&home).await;
+    let tools = texts(&log, Kind::Tool);
+    assert!(tools[0].contains("queued for +447700900123"), "{tools:?}");
+    assert!(
+        tools[1].contains("not someone you may write to"),
+        "{tools:?}"
+    );
+
+    // A restarted bridge resumes after what it sent: nothing goes out twice.
+    // (Killed between a send and storing the cursor, it would send that one
+    // again, as the README says; the kill waits until the cursor is stored.)
+    let last = log.last().expect("a log").id;
+    eventually("the cursor past the turn", || {
+        let home = &home;
+        async move {
+            let mut client = home.connect("cursor", None).await;
+            let name = "whatsapp.cursor".to_string();
+            match client.request(ClientFrame::StateGet { name }).await {
+                ServerFrame::State {
+                    value: Some(value), ..
+                } => (value.parse::<u64>().ok()? >= last).then_some(()),
+                _ => None,
+            }
+        }
+    })
+    .await;
+    let pid = bridge_pid(&daemon).await;
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    Webhook::of(&daemon, 2).await;
+    model.push(Reply::text("Still here."));
+    let (id, _) = terminal.submit("anything else?", "terminal", None).await;
+    terminal.reply_to(id).await;
+    // The owner never wrote on WhatsApp, so no reply goes to them; a
+    // message from them now gets its answer, and Anna got hers only once.
+    model.push(Reply::text("Hi Ada."));
+    let webhook = Webhook::of(&daemon, 2).await;
+    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.S1", "hi")]).await;
+    let calls = graph
+        .wait_until("the answer to the owner", |calls| {
+            !calls.sent_to(OWNER.wa_id).is_empty()
+        })
+        .await;
+    assert_eq!(calls.sent_to(OWNER.wa_id), vec!["Hi Ada."]);
+    assert_eq!(calls.sent_to("447700900123"), vec!["Dinner at 8?"]);
+}

@@ -533,6 +533,7 @@ mod tests {
             at: "2026-11-30T10:00:05+01:00".into(),
             answers: Vec::new(),
             images: Vec::new(),
+            outbox: None,
         }
     }
 

@@ -467,6 +467,7 @@ mod tests {
             at: "2026-11-30T10:00:00+00:00".into(),
             answers: Vec::new(),
             images: Vec::new(),
+            outbox: None,
         }
     }
 

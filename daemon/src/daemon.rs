@@ -16,6 +16,7 @@ use crate::memory::{Memory, MemoryConfig};
 use crate::model::Model;
 use crate::server::{self, Listener, Shared};
 use crate::subagents::Subagents;
+use crate::tools::WhatsAppContacts;
 use crate::tools::{Processes, Tools, Workspace};
 use crate::turn::{Agent, AgentHandle, AgentLoop, Family};
 use crate::usage::{Meter, Prices};
@@ -78,6 +79,11 @@ pub enum StartError {
     Layout { path: PathBuf, source: LayoutError },
     #[error(transparent)]
     Window(#[from] crate::model::window::TooSmall),
+    #[error("{path}: {source}")]
+    WhatsAppContacts {
+        path: PathBuf,
+        source: crate::tools::WhatsAppContactsError,
+    },
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StartError + 'a {
@@ -106,6 +112,16 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let mut config = Config::load(&home.config_file())?;
     check_secrets_file(&home.secrets_file())?;
     check_agents(&config)?;
+    // Who the top agent may write to on WhatsApp (`whatsapp_send`).
+    let whatsapp = match &config.whatsapp {
+        Some(table) => Some(WhatsAppContacts::from_table(table).map_err(|source| {
+            StartError::WhatsAppContacts {
+                path: home.config_file(),
+                source,
+            }
+        })?),
+        None => None,
+    };
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let log = Log::open(&home.database(), events.clone())?;
     // No model configured: a local Ollama server's, when one answers.
@@ -187,6 +203,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
             model,
             default_prompt: &prompt,
             family: Family::Child(subagents.clone()),
+            whatsapp: None,
         };
         let (agent_loop, handle) = starter.start(spec).await?;
         subagents.attach_child(&child.name, handle.clone());
@@ -206,6 +223,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         model,
         default_prompt: DEFAULT_PROMPT,
         family,
+        whatsapp: whatsapp.filter(|contacts| !contacts.is_empty()),
     };
     let (agent_loop, handle) = starter.start(spec).await?;
     subagents.attach_parent(handle.clone());
@@ -274,6 +292,8 @@ struct AgentSpec<'a> {
     /// Written to `agents/NAME/prompt.md` at first start.
     default_prompt: &'a str,
     family: Family,
+    /// Who `whatsapp_send` may write to: the top agent's, never a child's.
+    whatsapp: Option<WhatsAppContacts>,
 }
 
 /// What every agent of a daemon shares.
@@ -328,6 +348,9 @@ impl Starter<'_> {
             .with_images(self.images.clone());
         if let Family::Parent(subagents) = &spec.family {
             tools = tools.with_subagents(subagents.clone());
+        }
+        if let Some(contacts) = &spec.whatsapp {
+            tools = tools.with_whatsapp(contacts.clone());
         }
         // Last: it checks the names in `[approvals]` against every tool.
         tools = tools.with_approvals(self.approvals.clone());

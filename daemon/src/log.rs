@@ -71,6 +71,16 @@ impl NewMessage {
         self
     }
 
+    /// Keeps a message a tool left for a bridge to send (`whatsapp_send`)
+    /// in the data, where clients read it as the message's `outbox`.
+    pub fn with_outbox(mut self, outbox: Option<&hearth_protocol::Outbox>) -> NewMessage {
+        if let Some(outbox) = outbox {
+            let data = self.data.get_or_insert_with(|| serde_json::json!({}));
+            data["outbox"] = serde_json::json!(outbox);
+        }
+        self
+    }
+
     pub fn with_data(mut self, data: Value) -> NewMessage {
         self.data = Some(data);
         self
@@ -606,9 +616,16 @@ pub(crate) fn append(
         at,
         answers: answers(message.data.as_ref()),
         images: crate::images::refs(message.data.as_ref()),
+        outbox: outbox(message.data.as_ref()),
     };
     appended.push(logged.clone());
     Ok(logged)
+}
+
+/// A tool message's outbox (`whatsapp_send`), from its data.
+fn outbox(data: Option<&Value>) -> Option<hearth_protocol::Outbox> {
+    let outbox = data?.get("outbox")?;
+    serde_json::from_value(outbox.clone()).ok()
 }
 
 fn answers(data: Option<&Value>) -> Vec<u64> {
@@ -634,6 +651,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
             at: row.get(6)?,
             answers: answers(data.as_ref()),
             images: crate::images::refs(data.as_ref()),
+            outbox: outbox(data.as_ref()),
         },
         data,
     })

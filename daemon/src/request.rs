@@ -325,6 +325,7 @@ mod tests {
                 at: "2026-11-30T10:00:00+00:00".into(),
                 answers: vec![],
                 images: images::refs(data.as_ref()),
+                outbox: None,
             },
             data,
         }

@@ -446,7 +446,8 @@ impl Agent {
                 let Some(record) = records.next() else { break };
                 let output = clip(&outcome.output, self.limits.tool_output_chars);
                 let message = crate::images::name_in_tool_message(
-                    tool_message(name, record, &output, outcome.status),
+                    tool_message(name, record, &output, outcome.status)
+                        .with_outbox(outcome.outbox.as_ref()),
                     &outcome.images,
                     &outcome.recalled,
                 );

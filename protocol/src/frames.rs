@@ -85,6 +85,20 @@ pub struct Message {
     /// tool showed. Fetch the bytes with `image_get`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ImageRef>,
+    /// For a tool message: a message the tool left for a bridge to send
+    /// (`whatsapp_send`), delivered once by the bridge it names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<Outbox>,
+}
+
+/// A message a tool left for a bridge to send to one person.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Outbox {
+    /// The bridge that sends it, by its source name (`whatsapp`).
+    pub via: String,
+    /// The person, as the platform names them (a WhatsApp number's digits).
+    pub to: String,
+    pub text: String,
 }
 
 /// What an event is about: a logged message's kind, or a change of the agent.
@@ -168,6 +182,9 @@ pub struct Event {
     /// For an `approval` event: the call that waits, and how it was decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Box<Approval>>,
+    /// A logged tool message's outbox (see [`Message::outbox`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<Outbox>,
 }
 
 /// A tool call that waits for a person's approval. The event's `text` says
@@ -204,6 +221,7 @@ impl Event {
             answers: Vec::new(),
             images: Vec::new(),
             approval: None,
+            outbox: None,
         }
     }
 
@@ -220,6 +238,7 @@ impl Event {
             answers: message.answers.clone(),
             images: message.images.clone(),
             approval: None,
+            outbox: message.outbox.clone(),
         }
     }
 
@@ -235,6 +254,7 @@ impl Event {
             at: self.at.clone().unwrap_or_default(),
             answers: self.answers.clone(),
             images: self.images.clone(),
+            outbox: self.outbox.clone(),
         })
     }
 }

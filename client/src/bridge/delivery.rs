@@ -8,6 +8,9 @@
 //! the chat shows the person's own words already, and mirroring what was
 //! typed elsewhere would read as if the owner had said it there.
 //!
+//! A tool message with an outbox addressed to the bridge (`whatsapp_send`)
+//! is sent to the one person it names, under the same cursor.
+//!
 //! [`Feed`] is the daemon's side, the same for every bridge; a
 //! [`Courier`] is the platform's side: who gets what, and how it is sent.
 
@@ -17,7 +20,7 @@ use crate::commands::{connect_running, LogWalk};
 use crate::connection::{ConnectError, Connection};
 use crate::images::{self, Attachment, ImageFileError};
 use hearth_protocol::home::Home;
-use hearth_protocol::{ClientFrame, Event, EventKind, ImageRef, ServerFrame};
+use hearth_protocol::{ClientFrame, Event, EventKind, ImageRef, Outbox, ServerFrame};
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
@@ -116,6 +119,22 @@ pub trait Courier {
         _attachment: &Attachment,
     ) -> Result<(), Self::Error> {
         Ok(())
+    }
+
+    /// Sends `text` to one person, `to` (the platform's name for them), for
+    /// tool message `id`'s outbox (`whatsapp_send`); trouble is handled as
+    /// in [`Courier::deliver`]. A platform without such a tool never gets
+    /// an outbox addressed to it.
+    async fn send_to(
+        &mut self,
+        feed: &mut Feed,
+        id: u64,
+        to: &str,
+        _text: &str,
+    ) -> Result<(), Self::Error> {
+        let note =
+            format!("message #{id} for {to} was not sent: this bridge cannot send to one person");
+        Ok(feed.note(note).await?)
     }
 
     /// Asks the recipients about a tool call waiting for approval (an
@@ -251,13 +270,17 @@ impl Feed {
             // Live signals (an error) have no place in the log.
             (false, _) => None,
         };
-        let delivered = match courier.outgoing(&event) {
+        let mut delivered = match courier.outgoing(&event) {
             Some(text) if courier.has_recipients() => {
                 courier.deliver(self, id, &text).await?;
                 true
             }
             _ => false,
         };
+        if let (Some(id), Some(outbox)) = (id, self.outbox_for_me(&event)) {
+            courier.send_to(self, id, &outbox.to, &outbox.text).await?;
+            delivered = true;
+        }
         let shown = self.show_images(courier, &event).await?;
         if let Some(id) = id {
             self.cursor = Cursor::After(id);
@@ -267,6 +290,13 @@ impl Feed {
             }
         }
         Ok(())
+    }
+
+    /// The outbox of a tool call that succeeded and addressed this bridge.
+    fn outbox_for_me(&self, event: &Event) -> Option<Outbox> {
+        let outbox = event.outbox.as_ref()?;
+        let ok = event.kind == EventKind::Tool && event.status.as_deref() == Some("ok");
+        (ok && outbox.via == self.source).then(|| outbox.clone())
     }
 
     /// Sends the images a tool showed (`show_image`): fetched from the
@@ -344,6 +374,7 @@ mod tests {
             at: String::new(),
             answers: Vec::new(),
             images: Vec::new(),
+            outbox: None,
         })
     }
 

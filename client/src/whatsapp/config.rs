@@ -53,6 +53,11 @@ struct Table {
     /// What goes out besides replies.
     #[serde(default = "default_send")]
     pub send: Vec<Outgoing>,
+    /// Named numbers the agent's `whatsapp_send` may also write to; the
+    /// daemon reads them, and its tool messages say whom to send to.
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub contacts: toml::Table,
 }
 
 /// A number that may be written as TOML text or as an integer.

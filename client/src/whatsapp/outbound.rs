@@ -173,6 +173,30 @@ impl Courier for WhatsAppCourier<'_> {
         Ok(())
     }
 
+    /// Sends a `whatsapp_send` message to its one number, whether or not
+    /// that number wrote (the daemon let the agent write only to numbers
+    /// the config names); outside the 24-hour window it is skipped with a
+    /// note, as replies are.
+    async fn send_to(
+        &mut self,
+        feed: &mut Feed,
+        id: u64,
+        to: &str,
+        text: &str,
+    ) -> Result<(), BridgeError> {
+        for part in split(text, MAX_MESSAGE_UNITS) {
+            let sent = feed.beside(send_part(self, to, &part)).await??;
+            if let Delivery::Skipped(why) = sent {
+                feed.note(format!(
+                    "whatsapp: could not deliver message #{id} to +{to}: {why}"
+                ))
+                .await?;
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Marks the newest message read and shows "typing…" to its sender; a
     /// failure only costs the hint.
     async fn show_busy(&mut self, feed: &mut Feed) -> Result<(), BridgeError> {

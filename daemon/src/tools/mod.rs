@@ -15,6 +15,7 @@
 //! - `html.rs`: HTML reduced to readable text (pure).
 //! - `schedule.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
 //! - `subagents.rs`: `subagent_start`, `subagent_stop`, `subagent_list` (top agent only).
+//! - `whatsapp.rs`: `whatsapp_send`, a message the WhatsApp bridge sends (top agent only).
 
 mod args;
 mod config;
@@ -29,9 +30,11 @@ mod shell;
 mod show_image;
 mod subagents;
 mod web;
+mod whatsapp;
 mod zoom;
 
 pub use config::ToolsConfig;
 pub use date::now as date_now;
 pub use process::Processes;
 pub use registry::{Outcome, Tools, Workspace, MAX_INVALID_IN_A_ROW};
+pub use whatsapp::{Contacts as WhatsAppContacts, ContactsError as WhatsAppContactsError};

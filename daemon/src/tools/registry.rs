@@ -16,7 +16,7 @@ use super::folder::Folder;
 use super::process::Processes;
 use super::shell::Shell;
 use super::web::Fetcher;
-use super::{args, date, files, schedule, shell, show_image, subagents, web, zoom};
+use super::{args, date, files, schedule, shell, show_image, subagents, web, whatsapp, zoom};
 use crate::approvals::{Approvals, Verdict};
 use crate::images::ImageStore;
 use crate::log::Log;
@@ -45,6 +45,9 @@ pub struct Outcome {
     /// Images the call brings back to the model (`zoom` of a message with
     /// images): sent after the step's results, never shown again.
     pub recalled: Vec<ImageRef>,
+    /// A message for a bridge to send (`whatsapp_send`): its tool message
+    /// carries it, and the bridge sends it once.
+    pub outbox: Option<hearth_protocol::Outbox>,
 }
 
 impl Outcome {
@@ -54,6 +57,7 @@ impl Outcome {
             status: "ok",
             images: Vec::new(),
             recalled: Vec::new(),
+            outbox: None,
         }
     }
 
@@ -130,6 +134,8 @@ pub struct Tools {
     /// Where `show_image` stores what it shows and requests read images
     /// from; none: no `show_image`, and requests carry no images.
     images: Option<ImageStore>,
+    /// Who `whatsapp_send` may write to; none: no `whatsapp_send`.
+    whatsapp: Option<Arc<whatsapp::Contacts>>,
 }
 
 /// A call whose arguments passed the checks.
@@ -149,6 +155,7 @@ impl Tools {
             invalid_in_a_row: Arc::default(),
             approvals: None,
             images: None,
+            whatsapp: None,
         }
     }
 
@@ -186,6 +193,13 @@ impl Tools {
         self
     }
 
+    /// Adds `whatsapp_send` to these people: for the top agent only, when
+    /// the config has a `[whatsapp]` table.
+    pub fn with_whatsapp(mut self, contacts: whatsapp::Contacts) -> Tools {
+        self.whatsapp = Some(Arc::new(contacts));
+        self
+    }
+
     /// Adds the tools that act in a workspace: shell, files, web.
     pub fn with_workspace(mut self, workspace: Workspace) -> Tools {
         self.workspace = Some(Arc::new(workspace));
@@ -206,6 +220,9 @@ impl Tools {
         }
         if self.subagents.is_some() {
             specs.extend(subagents::specs());
+        }
+        if let Some(contacts) = &self.whatsapp {
+            specs.push(whatsapp::spec(contacts));
         }
         specs
     }
@@ -334,6 +351,10 @@ impl Tools {
             (name, _) if subagents::handles(name) => match &self.subagents {
                 Some(family) => subagents::call(family, name, &arguments).await,
                 None => Outcome::error(format!("there is no tool `{name}`")),
+            },
+            ("whatsapp_send", _) => match &self.whatsapp {
+                Some(contacts) => whatsapp::call(contacts, &arguments),
+                None => Outcome::error("there is no tool `whatsapp_send`"),
             },
             ("shell", Some(workspace)) => workspace.shell.call(&arguments).await,
             ("web_fetch", Some(workspace)) => workspace.fetcher.call(&arguments).await,

@@ -140,6 +140,7 @@ fn message_event_round_trips() {
         at: "2026-11-30T10:00:00+00:00".into(),
         answers: vec![5, 6],
         images: vec![],
+        outbox: None,
     };
     let frame = ServerFrame::Event(Event::message(&message));
     let text = frame.encode();
@@ -149,6 +150,35 @@ fn message_event_round_trips() {
     );
     let ServerFrame::Event(event) = ServerFrame::decode(&text).unwrap() else {
         panic!("not an event: {text}");
+    };
+    assert_eq!(event.as_message(), Some(message));
+}
+
+#[test]
+fn a_tool_message_carries_its_outbox_through_an_event() {
+    let message = Message {
+        agent: "hearth".into(),
+        id: 9,
+        kind: Kind::Tool,
+        source: "hearth".into(),
+        text: "whatsapp_send(…) → queued".into(),
+        status: Some("ok".into()),
+        at: "2026-11-30T10:00:00+00:00".into(),
+        answers: vec![],
+        images: vec![],
+        outbox: Some(Outbox {
+            via: "whatsapp".into(),
+            to: "4915112345678".into(),
+            text: "see you at 8".into(),
+        }),
+    };
+    let text = ServerFrame::Event(Event::message(&message)).encode();
+    assert!(
+        text.contains(r#""outbox":{"via":"whatsapp","to":"4915112345678""#),
+        "{text}"
+    );
+    let ServerFrame::Event(event) = ServerFrame::decode(&text).unwrap() else {
+        panic!("{text}")
     };
     assert_eq!(event.as_message(), Some(message));
 }

@@ -140,6 +140,7 @@ pub fn entry(id: u64, message: &Message) -> Entry {
             at: clock_text(message.at),
             answers: vec![],
             images: vec![],
+            outbox: None,
         },
         data,
     }

@@ -1,0 +1,247 @@
+//! `whatsapp_send(to, text)`: the top agent writes to a person on WhatsApp.
+//!
+//! Only people the config names can be written to: the numbers of
+//! `[whatsapp] allow` and the named numbers of `[whatsapp] contacts`. The
+//! tool does not talk to WhatsApp itself: its tool message carries the
+//! message as an outbox, and the WhatsApp bridge, which follows the log from
+//! its stored cursor, sends it once (with either backend), as it sends
+//! replies. So a message the agent sent while the bridge was restarting goes
+//! out when it is back, and none goes out twice. Subagents never get the
+//! tool.
+
+use super::Outcome;
+use crate::model::ToolSpec;
+use hearth_protocol::Outbox;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The outbox's `via`: the WhatsApp bridge's source name.
+pub const VIA: &str = "whatsapp";
+
+/// The longest text one call sends; the bridge splits it into WhatsApp's
+/// parts. Longer text is refused, so the model says it shorter.
+const MAX_TEXT_CHARS: usize = 16_000;
+
+/// Who `whatsapp_send` may write to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Contacts {
+    /// Names (`contacts`), to numbers (digits only).
+    named: BTreeMap<String, String>,
+    /// Every number that may be written to, named or allowed.
+    numbers: Vec<String>,
+}
+
+/// The numbers a `[whatsapp]` table lists, as text or integers.
+#[derive(Debug, thiserror::Error)]
+#[error("[whatsapp] {key}: {message}")]
+pub struct ContactsError {
+    key: String,
+    message: String,
+}
+
+/// A phone number as WhatsApp names it: digits only, country code first.
+/// `+49 151 1234-5678` → `4915112345678`; none when it is not a number.
+pub fn normalize_number(text: &str) -> Option<String> {
+    let digits: String = text
+        .chars()
+        .filter(|c| !matches!(c, '+' | ' ' | '-' | '.' | '(' | ')'))
+        .collect();
+    let plausible = (6..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
+    plausible.then_some(digits)
+}
+
+impl Contacts {
+    /// Reads `allow` and `contacts` of the `[whatsapp]` table; the bridge
+    /// reads (and checks) the rest.
+    pub fn from_table(table: &toml::Table) -> Result<Contacts, ContactsError> {
+        let number = |key: String, value: &toml::Value| {
+            let text = match value {
+                toml::Value::String(text) => text.clone(),
+                toml::Value::Integer(number) => number.to_string(),
+                other => other.to_string(),
+            };
+            normalize_number(&text).ok_or(ContactsError {
+                key,
+                message: format!(
+                    "`{text}` is not a phone number; write it with its country code, like \"+15551234567\""
+                ),
+            })
+        };
+        let mut contacts = Contacts::default();
+        if let Some(allow) = table.get("allow").and_then(toml::Value::as_array) {
+            for value in allow {
+                let number = number("allow".to_string(), value)?;
+                contacts.add(number);
+            }
+        }
+        if let Some(named) = table.get("contacts") {
+            let Some(named) = named.as_table() else {
+                return Err(ContactsError {
+                    key: "contacts".to_string(),
+                    message:
+                        "must be a table of names and numbers, like { anna = \"+4915112345678\" }"
+                            .to_string(),
+                });
+            };
+            for (name, value) in named {
+                let number = number(format!("contacts.{name}"), value)?;
+                contacts.named.insert(name.clone(), number.clone());
+                contacts.add(number);
+            }
+        }
+        Ok(contacts)
+    }
+
+    fn add(&mut self, number: String) {
+        if !self.numbers.contains(&number) {
+            self.numbers.push(number);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.numbers.is_empty()
+    }
+
+    /// The number `to` names: a contact's name (any case) or a number that
+    /// may be written to.
+    fn resolve(&self, to: &str) -> Result<String, String> {
+        let to = to.trim();
+        if let Some((_, number)) = self
+            .named
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(to))
+        {
+            return Ok(number.clone());
+        }
+        match normalize_number(to) {
+            Some(number) if self.numbers.contains(&number) => Ok(number),
+            _ => Err(format!(
+                "`{to}` is not someone you may write to on WhatsApp; you may write to: {}",
+                self.listing()
+            )),
+        }
+    }
+
+    /// The names and numbers, as the tool's description and errors list them.
+    fn listing(&self) -> String {
+        let mut entries: Vec<String> = self
+            .named
+            .iter()
+            .map(|(name, number)| format!("{name} (+{number})"))
+            .collect();
+        let unnamed = self
+            .numbers
+            .iter()
+            .filter(|number| !self.named.values().any(|named| named == *number));
+        entries.extend(unnamed.map(|number| format!("+{number}")));
+        entries.join(", ")
+    }
+}
+
+pub fn spec(contacts: &Contacts) -> ToolSpec {
+    ToolSpec {
+        name: "whatsapp_send".to_string(),
+        description: format!(
+            "Sends a WhatsApp message to one person, by name or number. The WhatsApp bridge \
+             delivers it; a failure to deliver shows up later as a note. You may write to: {}.",
+            contacts.listing()
+        ),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "to": {"type": "string", "description": "A contact's name or number."},
+                "text": {"type": "string", "description": "The message."}
+            },
+            "required": ["to", "text"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+pub fn call(contacts: &Contacts, arguments: &Value) -> Outcome {
+    let to = arguments["to"].as_str().unwrap_or_default();
+    let text = arguments["text"].as_str().unwrap_or_default().trim();
+    if text.is_empty() {
+        return Outcome::error("`text` is empty: there is nothing to send");
+    }
+    let chars = text.chars().count();
+    if chars > MAX_TEXT_CHARS {
+        return Outcome::error(format!(
+            "`text` has {chars} characters; send at most {MAX_TEXT_CHARS}"
+        ));
+    }
+    match contacts.resolve(to) {
+        Ok(number) => Outcome {
+            outbox: Some(Outbox {
+                via: VIA.to_string(),
+                to: number.clone(),
+                text: text.to_string(),
+            }),
+            ..Outcome::ok(format!(
+                "queued for +{number}; the WhatsApp bridge sends it"
+            ))
+        },
+        Err(why) => Outcome::error(why),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contacts(text: &str) -> Contacts {
+        let table: toml::Table = toml::from_str(text).unwrap();
+        Contacts::from_table(&table).unwrap()
+    }
+
+    #[test]
+    fn allowed_and_named_numbers_may_be_written_to() {
+        let c = contacts(
+            "allow = [\"+49 151 1234-5678\", 15551234567]\ncontacts = { Anna = \"+44 7700 900123\" }",
+        );
+        assert_eq!(c.resolve("anna"), Ok("447700900123".to_string()));
+        assert_eq!(c.resolve("+4915112345678"), Ok("4915112345678".to_string()));
+        assert_eq!(c.resolve("15551234567"), Ok("15551234567".to_string()));
+        let refused = c.resolve("+15550000000").unwrap_err();
+        assert!(
+            refused.contains("Anna (+447700900123), +4915112345678, +15551234567"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_call_leaves_an_outbox_and_bad_calls_leave_none() {
+        let c = contacts("allow = [\"+4915112345678\"]");
+        let sent = call(
+            &c,
+            &json!({"to": "+49 151 12345678", "text": " see you at 8 "}),
+        );
+        assert_eq!(sent.status, "ok");
+        assert_eq!(
+            sent.outbox,
+            Some(Outbox {
+                via: "whatsapp".into(),
+                to: "4915112345678".into(),
+                text: "see you at 8".into()
+            })
+        );
+        for arguments in [
+            json!({"to": "+4915112345678", "text": "  "}),
+            json!({"to": "mallory", "text": "hi"}),
+            json!({"to": "+4915112345678", "text": "x".repeat(MAX_TEXT_CHARS + 1)}),
+        ] {
+            let refused = call(&c, &arguments);
+            assert_eq!(refused.status, "error", "{arguments}");
+            assert_eq!(refused.outbox, None);
+        }
+    }
+
+    #[test]
+    fn a_number_that_is_not_one_is_an_error_naming_the_key() {
+        let table: toml::Table = toml::from_str("contacts = { bob = \"call me\" }").unwrap();
+        let err = Contacts::from_table(&table).unwrap_err().to_string();
+        assert!(err.starts_with("[whatsapp] contacts.bob:"), "{err}");
+        let table: toml::Table = toml::from_str("contacts = [\"+4915112345678\"]").unwrap();
+        assert!(Contacts::from_table(&table).is_err());
+    }
+}
