@@ -178,3 +178,20 @@ async fn run_until(home: &Home, shutdown: impl Future<Output = ()>) -> Result<()
         () = shutdown => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_linked_device_config_without_the_feature_says_how_to_build_it() {
+        let err = BridgeError::NoLinkedDevice("config.toml".into());
+        assert!(err.is_config(), "exits with EXIT_CONFIG");
+        let said = err.to_string();
+        assert!(
+            said.contains("built without linked-device support")
+                && said.contains("cargo build --release --features whatsapp-web"),
+            "{said}"
+        );
+    }
+}

@@ -26,6 +26,7 @@ use hearth_protocol::home::Home;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::future::Future;
+use std::io::Write;
 use std::path::PathBuf;
 use tokio::sync::{mpsc, watch};
 
@@ -141,13 +142,19 @@ pub async fn relay<D: Device>(
 
 /// `hearth whatsapp link`: shows the pairing code in the terminal until
 /// the phone scans it, and writes what happens to `out`.
-pub async fn link_device(home: &Home, out: &mut impl std::io::Write) -> Result<(), WebError> {
+pub async fn link_device(home: &Home, out: &mut impl Write) -> Result<(), WebError> {
     let _lock = lock(&home.data_dir.join(LOCK_FILE), "WhatsApp", "whatsapp")?;
     let path = home.data_dir.join(SESSION_FILE);
     let (device, mut events) = Library::open(&path).await?;
     if let Some(number) = device.own().number {
         return Err(WebError::AlreadyLinked(number, path));
     }
+    // Written before connecting: with no network the library keeps trying,
+    // and the user should know what it waits for.
+    let _ = writeln!(
+        out,
+        "Connecting to WhatsApp to link this hearth as a device…"
+    );
     device.start();
     let result = pairing::pair(&mut events, out).await;
     // Stopping flushes the new session to its file.
