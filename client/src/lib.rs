@@ -13,7 +13,8 @@
 //! - `bridge/`: what the bridges share: the daemon link, ordered delivery
 //!   from a stored cursor, splitting, the allowlist's refusal, the lock.
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
-//! - `whatsapp/`: the WhatsApp Cloud API bridge (`hearth whatsapp`).
+//! - `whatsapp/`: the WhatsApp bridge (`hearth whatsapp`): the Cloud API, or
+//!   a linked personal account (`whatsapp/web/`, feature `whatsapp-web`).
 //!
 //! Where a home's files live (the socket among them) is `hearth_protocol::home`,
 //! shared with the daemon. The binary's thin `main.rs` is built by the root

@@ -109,8 +109,17 @@ enum Subcommands {
     },
     /// Run the Telegram bridge: relay the allowed users' messages to the agent and its replies back (hearthd starts it when config.toml has a [telegram] table)
     Telegram,
-    /// Run the WhatsApp Cloud API bridge: a webhook for the allowed numbers' messages, the agent's replies sent back (hearthd starts it when config.toml has a [whatsapp] table)
-    Whatsapp,
+    /// Run the WhatsApp bridge: the allowed numbers' messages in, the agent's replies back (hearthd starts it when config.toml has a [whatsapp] table)
+    Whatsapp {
+        #[command(subcommand)]
+        action: Option<WhatsappAction>,
+    },
+}
+
+#[derive(Subcommand)]
+enum WhatsappAction {
+    /// Link a personal WhatsApp account as a device of it (backend = "web"): shows the QR code to scan with the phone
+    Link,
 }
 
 #[derive(Subcommand)]
@@ -139,7 +148,7 @@ async fn main() -> ExitCode {
     // The bridge is a service whose output goes to hearthd's log: it says
     // what it does. The interactive commands stay quiet.
     let level = match cli.command {
-        Some(Subcommands::Telegram | Subcommands::Whatsapp) => "info",
+        Some(Subcommands::Telegram | Subcommands::Whatsapp { action: None }) => "info",
         _ => "warn",
     };
     tracing_subscriber::fmt()
@@ -229,9 +238,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => bridge_failed("telegram", &err, err.is_config()),
         },
-        Some(Subcommands::Whatsapp) => match whatsapp::run(&home, stop_signal()).await {
+        Some(Subcommands::Whatsapp { action: None }) => {
+            match whatsapp::run(&home, stop_signal()).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => bridge_failed("whatsapp", &err, err.is_config()),
+            }
+        }
+        Some(Subcommands::Whatsapp {
+            action: Some(WhatsappAction::Link),
+        }) => match whatsapp::link(&home, &mut stdout).await {
             Ok(()) => ExitCode::SUCCESS,
-            Err(err) => bridge_failed("whatsapp", &err, err.is_config()),
+            Err(err) => bridge_failed("whatsapp link", &err, err.is_config()),
         },
     };
     Ok(code)

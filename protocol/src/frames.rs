@@ -101,6 +101,19 @@ pub struct Outbox {
     pub text: String,
 }
 
+/// A phone number as WhatsApp names it (`wa_id`), the form of an outbox's
+/// `to` for WhatsApp: its digits, without `+`, spaces, dashes, dots or
+/// parentheses. `None` when anything else is left, or too few or too many
+/// digits for a number with its country code.
+pub fn whatsapp_number(text: &str) -> Option<String> {
+    let digits: String = text
+        .chars()
+        .filter(|c| !matches!(c, '+' | ' ' | '-' | '.' | '(' | ')'))
+        .collect();
+    let plausible = (6..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
+    plausible.then_some(digits)
+}
+
 /// What an event is about: a logged message's kind, or a change of the agent.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

@@ -8,7 +8,7 @@
 //! answered 200 is sent again), so the process keeps nothing and may be
 //! killed at any moment: hearthd starts it again.
 
-use super::config::WhatsAppConfig;
+use super::config::{Backend, WhatsAppConfig};
 use super::graph::{Graph, GraphError};
 use super::inbound::Inbound;
 use super::outbound::Outbound;
@@ -64,16 +64,26 @@ pub enum BridgeError {
     Webhook(std::io::Error),
     #[error("the WhatsApp webhook stopped handing over deliveries")]
     WebhookGone,
+    /// The linked-device backend's failures.
+    #[cfg(feature = "whatsapp-web")]
+    #[error(transparent)]
+    Web(#[from] super::web::WebError),
+    #[error("{0}: [whatsapp] backend = \"web\" links a personal account, but this hearth was built without linked-device support; build it with `cargo build --release --features whatsapp-web`")]
+    NoLinkedDevice(std::path::PathBuf),
 }
 
 impl BridgeError {
     /// Whether the bridge cannot run until its configuration (or a secret)
     /// is fixed, so starting it again would only fail again.
     pub fn is_config(&self) -> bool {
-        matches!(
-            self,
-            BridgeError::Config(_) | BridgeError::Unauthorized { .. }
-        )
+        match self {
+            BridgeError::Config(_)
+            | BridgeError::Unauthorized { .. }
+            | BridgeError::NoLinkedDevice(_) => true,
+            #[cfg(feature = "whatsapp-web")]
+            BridgeError::Web(err) => err.is_config(),
+            _ => false,
+        }
     }
 }
 
@@ -91,8 +101,26 @@ pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), 
     result
 }
 
+/// `hearth whatsapp link`: links this hearth to a personal account as a
+/// WhatsApp Web device, showing the pairing code on `out`.
+pub async fn link(home: &Home, out: &mut impl std::io::Write) -> Result<(), BridgeError> {
+    #[cfg(feature = "whatsapp-web")]
+    return Ok(super::web::link_device(home, out).await?);
+    #[cfg(not(feature = "whatsapp-web"))]
+    {
+        let _ = out;
+        Err(BridgeError::NoLinkedDevice(home.config_file()))
+    }
+}
+
 async fn run_until(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), BridgeError> {
     let config = WhatsAppConfig::load(home)?;
+    if config.backend == Backend::Web {
+        #[cfg(feature = "whatsapp-web")]
+        return Ok(super::web::run(home, &config, shutdown).await?);
+        #[cfg(not(feature = "whatsapp-web"))]
+        return Err(BridgeError::NoLinkedDevice(home.config_file()));
+    }
     let secrets = config.secrets(home)?;
     let _lock = lock(&home.data_dir.join("whatsapp.lock"), "WhatsApp", "whatsapp")?;
     let graph = Graph::new(
@@ -148,5 +176,22 @@ async fn run_until(home: &Home, shutdown: impl Future<Output = ()>) -> Result<()
             Err(err) => Err(BridgeError::Webhook(err)),
         },
         () = shutdown => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_linked_device_config_without_the_feature_says_how_to_build_it() {
+        let err = BridgeError::NoLinkedDevice("config.toml".into());
+        assert!(err.is_config(), "exits with EXIT_CONFIG");
+        let said = err.to_string();
+        assert!(
+            said.contains("built without linked-device support")
+                && said.contains("cargo build --release --features whatsapp-web"),
+            "{said}"
+        );
     }
 }

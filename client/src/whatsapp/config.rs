@@ -1,7 +1,13 @@
 //! The bridge's configuration: the `[whatsapp]` table of the home's
-//! `config.toml`, and its three secrets (the webhook's verify token, the
-//! app secret that signs deliveries, the access token that sends) from the
-//! environment or `secrets.env`.
+//! `config.toml`, and, for the Cloud API backend, its three secrets (the
+//! webhook's verify token, the app secret that signs deliveries, the access
+//! token that sends) from the environment or `secrets.env`.
+//!
+//! `backend` picks how the bridge reaches WhatsApp: `"cloud"` (the default,
+//! the Business Cloud API) or `"web"` (a personal account linked as a
+//! device; see `web/`). `allow` and `send` mean the same for both; the
+//! webhook's settings, `phone_number_id` and the secrets are the Cloud
+//! API's and are not read with `"web"`.
 
 use crate::bridge::config::{self as shared, default_send, ConfigError, Outgoing};
 use hearth_protocol::home::Home;
@@ -21,10 +27,24 @@ pub const DEFAULT_ACCESS_TOKEN_ENV: &str = "WHATSAPP_ACCESS_TOKEN";
 const TABLE: &str = "whatsapp";
 const EXAMPLE: &str = "phone_number_id = \"…\" and allow = [\"+your number\"]";
 
+/// How the bridge reaches WhatsApp.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// The WhatsApp Business Cloud API: a business number, a webhook.
+    #[default]
+    Cloud,
+    /// A personal account, linked as a WhatsApp Web device (`hearth
+    /// whatsapp link`); only in a hearth built with `--features whatsapp-web`.
+    Web,
+}
+
 /// The `[whatsapp]` table as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Table {
+    #[serde(default)]
+    pub backend: Backend,
     /// Where the webhook listens. Loopback by default: a reverse proxy with
     /// TLS exposes it; every delivery is checked against its signature.
     #[serde(default = "default_listen")]
@@ -42,8 +62,10 @@ struct Table {
     #[serde(default = "default_access_token_env")]
     pub access_token_env: String,
     /// The business phone number's id (not the number itself): messages go
-    /// out from it, and only messages to it are relayed.
-    pub phone_number_id: NumberText,
+    /// out from it, and only messages to it are relayed. Required with the
+    /// Cloud API; not read with the linked device.
+    #[serde(default)]
+    pub phone_number_id: Option<NumberText>,
     #[serde(default = "default_graph_base")]
     pub graph_base: String,
     /// The numbers whose messages reach the agent and that get its replies,
@@ -106,11 +128,13 @@ struct ConfigFile {
 /// The `[whatsapp]` table, checked and normalized.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WhatsAppConfig {
+    pub backend: Backend,
     pub listen: SocketAddr,
     pub path: String,
     pub verify_token_env: String,
     pub app_secret_env: String,
     pub access_token_env: String,
+    /// Empty with the linked device, which has no business number.
     pub phone_number_id: String,
     /// Without a trailing `/`.
     pub graph_base: String,
@@ -119,17 +143,7 @@ pub struct WhatsAppConfig {
     pub send: Vec<Outgoing>,
 }
 
-/// A phone number as WhatsApp ids it (`wa_id`): its digits, without `+`,
-/// spaces, dashes, dots or parentheses. `None` when anything else is left,
-/// or too few or too many digits for a number with its country code.
-pub fn normalize_number(text: &str) -> Option<String> {
-    let digits: String = text
-        .chars()
-        .filter(|c| !matches!(c, '+' | ' ' | '-' | '.' | '(' | ')'))
-        .collect();
-    let plausible = (6..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
-    plausible.then_some(digits)
-}
+pub use hearth_protocol::whatsapp_number as normalize_number;
 
 impl WhatsAppConfig {
     /// Reads the `[whatsapp]` table of the home's `config.toml`.
@@ -165,12 +179,23 @@ impl WhatsAppConfig {
                 table.graph_base
             ))
         })?;
-        let phone_number_id = table.phone_number_id.as_text().trim().to_string();
-        if phone_number_id.is_empty() || !phone_number_id.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(invalid(format!(
-                "phone_number_id `{phone_number_id}` is not an id; WhatsApp Manager (API Setup) shows the phone number's id"
-            )));
-        }
+        let phone_number_id = match (table.backend, &table.phone_number_id) {
+            (Backend::Web, _) => String::new(),
+            (Backend::Cloud, None) => {
+                return Err(invalid(
+                    "phone_number_id is missing; WhatsApp Manager (API Setup) shows the phone number's id (or set backend = \"web\" to link a personal account)".to_string(),
+                ))
+            }
+            (Backend::Cloud, Some(id)) => {
+                let id = id.as_text().trim().to_string();
+                if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(invalid(format!(
+                        "phone_number_id `{id}` is not an id; WhatsApp Manager (API Setup) shows the phone number's id"
+                    )));
+                }
+                id
+            }
+        };
         let allow = table
             .allow
             .iter()
@@ -193,6 +218,7 @@ impl WhatsAppConfig {
             }
         }
         Ok(WhatsAppConfig {
+            backend: table.backend,
             listen,
             path: table.path,
             verify_token_env: table.verify_token_env,
@@ -276,7 +302,23 @@ mod tests {
         assert_eq!(config.graph_base, "https://graph.facebook.com/v23.0");
         assert_eq!(config.allow, vec!["15551234567"]);
         assert_eq!(config.send, default_send());
+        assert_eq!(config.backend, Backend::Cloud);
         assert!(config.allows("15551234567") && !config.allows("+15551234567"));
+    }
+
+    #[test]
+    fn the_linked_device_needs_no_business_number_and_accepts_contacts() {
+        let text = "[whatsapp]\nbackend = \"web\"\nallow = [\"+1 555 123 4567\"]\nsend = [\"note\"]\n\n[whatsapp.contacts]\nmum = \"+44 20 7946 0958\"\n";
+        let config = parse(text).unwrap();
+        assert_eq!(config.backend, Backend::Web);
+        assert_eq!(config.phone_number_id, "");
+        assert_eq!(config.allow, vec!["15551234567"]);
+        assert_eq!(config.send, vec![Outgoing::Note]);
+
+        let said = parse("[whatsapp]\nbackend = \"webb\"\nallow = []\n")
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("webb"), "{said}");
     }
 
     #[test]
@@ -335,7 +377,10 @@ mod tests {
             .to_string();
         assert!(said.contains("allow"), "allow is required: {said}");
         let said = parse("[whatsapp]\nallow = []\n").unwrap_err().to_string();
-        assert!(said.contains("phone_number_id"), "{said}");
+        assert!(
+            said.contains("phone_number_id is missing") && said.contains("backend = \"web\""),
+            "{said}"
+        );
 
         let said = parse("[whatsapp]\nphone_number_id = \"1\"\nallow = [\"call me\"]\n")
             .unwrap_err()

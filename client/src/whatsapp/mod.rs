@@ -1,12 +1,14 @@
 //! The WhatsApp bridge: `hearth whatsapp`, a client of the daemon like the
 //! terminal, which relays the allowed numbers' messages in and the agent's
-//! replies out through the WhatsApp Business Cloud API. hearthd starts it
-//! when `config.toml` has a `[whatsapp]` table. What it shares with the
-//! Telegram bridge (the daemon link, ordered delivery, splitting, the
-//! allowlist's refusal, the lock) is in `crate::bridge`.
+//! replies out. hearthd starts it when `config.toml` has a `[whatsapp]`
+//! table. What it shares with the Telegram bridge (the daemon link, ordered
+//! delivery, splitting, the allowlist's refusal, the lock) is in
+//! `crate::bridge`.
 //!
-//! Only the Cloud API backend exists; linking a personal account as a
-//! WhatsApp Web device is not implemented.
+//! Two backends: the WhatsApp Business Cloud API (`backend = "cloud"`, the
+//! default; the files below), and a personal account linked as a WhatsApp
+//! Web device (`backend = "web"`, `hearth whatsapp link`; in `web/`, built
+//! only with the `whatsapp-web` feature).
 //!
 //! - `config.rs`: the `[whatsapp]` table and the three secrets.
 //! - `webhook.rs`: the HTTP server Meta delivers to: the verification
@@ -18,7 +20,9 @@
 //!   24-hour window, read marks with "typing…".
 //! - `graph.rs`: the Graph API client (send, read mark, media) and its errors.
 //! - `media.rs`: received images in as attachments, shown images out.
-//! - `bridge.rs`: start-up, the state names, running the webhook and both halves.
+//! - `bridge.rs`: start-up (and the choice of backend), the state names,
+//!   running the webhook and both halves.
+//! - `web/`: the linked-device backend.
 
 pub mod bridge;
 pub mod config;
@@ -27,8 +31,10 @@ pub mod inbound;
 pub mod media;
 pub mod outbound;
 pub mod payload;
+#[cfg(feature = "whatsapp-web")]
+pub mod web;
 pub mod webhook;
 
 pub use crate::bridge::EXIT_CONFIG;
-pub use bridge::{run, BridgeError, SOURCE};
+pub use bridge::{link, run, BridgeError, SOURCE};
 pub use config::WhatsAppConfig;

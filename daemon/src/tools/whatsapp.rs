@@ -11,7 +11,7 @@
 
 use super::Outcome;
 use crate::model::ToolSpec;
-use hearth_protocol::Outbox;
+use hearth_protocol::{whatsapp_number as normalize_number, Outbox};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -37,17 +37,6 @@ pub struct Contacts {
 pub struct ContactsError {
     key: String,
     message: String,
-}
-
-/// A phone number as WhatsApp names it: digits only, country code first.
-/// `+49 151 1234-5678` → `4915112345678`; none when it is not a number.
-pub fn normalize_number(text: &str) -> Option<String> {
-    let digits: String = text
-        .chars()
-        .filter(|c| !matches!(c, '+' | ' ' | '-' | '.' | '(' | ')'))
-        .collect();
-    let plausible = (6..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
-    plausible.then_some(digits)
 }
 
 impl Contacts {
