@@ -74,8 +74,10 @@ impl Task {
 }
 
 /// The request for one try of `task`, after `context` (rendered compaction
-/// view lines that all come before the node).
+/// view lines that all come before the node). It carries the agent's cache
+/// key, as its turns do, so it is routed to the cache they warmed.
 pub fn request(
+    agent: &str,
     instructions: &str,
     tools: &[ToolSpec],
     context: &[String],
@@ -92,7 +94,7 @@ pub fn request(
         instructions: instructions.to_string(),
         tools: tools.to_vec(),
         items,
-        cache_key: None,
+        cache_key: Some(crate::request::cache_key(agent)),
         cache_marks: vec![last],
     }
 }
@@ -118,22 +120,19 @@ pub fn clean(answer: &str) -> String {
     line.trim_matches('"').trim().to_string()
 }
 
-/// Runs the tries of one compaction; the shortest answer wins, cut at the
-/// guard. Every answered try is stored through `meter`.
+/// Runs the tries of one compaction, each sending `request` (see
+/// [`request`]); the shortest answer wins, cut at the guard. Every answered
+/// try is stored through `meter`.
 pub async fn compact(
     model: &Model,
     meter: &Meter,
-    instructions: &str,
-    tools: &[ToolSpec],
-    context: &[String],
+    request: &Request,
     layout: &Layout,
-    task: &Task,
 ) -> Result<String, ModelError> {
-    let request = request(instructions, tools, context, layout, task);
     let mut best: Option<String> = None;
     for _ in 0..layout.compactor_tries {
         let started = std::time::Instant::now();
-        let response = model.complete(&request, &mut |_| {}, &mut |_| {}).await?;
+        let response = model.complete(request, &mut |_| {}, &mut |_| {}).await?;
         let latency = started.elapsed();
         if let Err(err) = meter.record(Purpose::Compaction, &response, latency).await {
             // The keeper stops on the log's next failure; the line is still good.
@@ -181,7 +180,7 @@ mod tests {
             right: "right line".into(),
         };
         let context = vec!["0+4|older".to_string(), "4+2|old".to_string()];
-        let request = request("instr", &[], &context, &layout, &task);
+        let request = request("a", "instr", &[], &context, &layout, &task);
         let Some(Item::User { text, .. }) = request.items.last() else {
             panic!("no task");
         };
@@ -189,6 +188,20 @@ mod tests {
         assert!(text.contains(&format!("\n{}\n", "-".repeat(512))));
         assert!(text.ends_with("6+1|left line\n7+1|right line"));
         assert_eq!(request.items[0], Item::user("<chat>\n0+4|older\n4+2|old"));
+    }
+
+    #[test]
+    fn compaction_requests_carry_the_agents_cache_key_as_its_turns_do() {
+        let layout = Layout::find("default").unwrap();
+        let task = Task::Compress {
+            id: 9,
+            line: "user: a long story".into(),
+        };
+        let request = request("main", "instr", &[], &[], &layout, &task);
+        assert_eq!(
+            request.cache_key.as_deref(),
+            Some(crate::request::cache_key("main").as_str())
+        );
     }
 
     #[test]
