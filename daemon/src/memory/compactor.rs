@@ -43,14 +43,22 @@ impl Task {
         }
     }
 
+    /// The task's text. Its first part — what to write, and the ruler — is
+    /// the same for every task, and the parts that name the node come after
+    /// the ruler: calls that follow the same context (a message's compress
+    /// call and the merges that start at that message) find the first part
+    /// in the cache as well.
     fn prompt(&self, budget: usize) -> String {
         let ruler = "-".repeat(budget);
+        let head = format!(
+            "Write the one line that will stand for the text below the ruler in your memory \
+             from now on: at most {budget} bytes (the ruler is exactly that long), no line \
+             breaks. Answer with the line only.\n{ruler}\n"
+        );
         match self {
             Task::Compress { id, line } => format!(
-                "Write the one line that will stand for message {id} in your memory from now on: \
-                 at most {budget} bytes (the ruler below is exactly that long), no line breaks, \
-                 keeping names, numbers, decisions and anything still to do. \
-                 Answer with the line only.\n{ruler}\n{id}+0|{line}"
+                "{head}Message {id}, whole; keep its names, numbers, decisions and anything \
+                 still to do:\n{id}+0|{line}"
             ),
             Task::Merge {
                 parent,
@@ -59,10 +67,8 @@ impl Task {
             } => {
                 let (l, r) = parent.children().unwrap_or((*parent, *parent));
                 format!(
-                    "Merge the two lines below, which cover messages {} to {}, into the one line \
-                     that will stand for both from now on: at most {budget} bytes (the ruler below \
-                     is exactly that long), no line breaks, keeping what matters most. \
-                     Answer with the line only.\n{ruler}\n{l}|{}\n{r}|{}",
+                    "{head}Two lines that cover messages {} to {}, to merge into one; keep \
+                     what matters most:\n{l}|{}\n{r}|{}",
                     parent.first(),
                     parent.last(),
                     one_line(left),
@@ -184,8 +190,11 @@ mod tests {
         let Some(Item::User { text, .. }) = request.items.last() else {
             panic!("no task");
         };
-        assert!(text.starts_with("</chat>\nMerge the two lines below, which cover messages 6 to 7"));
-        assert!(text.contains(&format!("\n{}\n", "-".repeat(512))));
+        assert!(text.starts_with("</chat>\nWrite the one line"));
+        assert!(text.contains(&format!(
+            "\n{}\nTwo lines that cover messages 6 to 7",
+            "-".repeat(512)
+        )));
         assert!(text.ends_with("6+1|left line\n7+1|right line"));
         assert_eq!(request.items[0], Item::user("<chat>\n0+4|older\n4+2|old"));
     }
