@@ -5,15 +5,16 @@
 //! calls. Requests are also counted in steady state (after the first tenth of
 //! the history) and, of those, warm: a turn request sent within the
 //! time-to-live of the turn request before it, a compaction call within the
-//! time-to-live of the compaction call before it (the request that shares
-//! its prefix: the compaction view). A request that is not warm follows an
-//! idle user or an idle compactor, which empty any cache; no layout that
-//! obeys the memory's rules can help that.
+//! time-to-live of the request before it that shares its prefix (for hearth
+//! the compaction call before, whose compaction view it reads; for the
+//! threshold baseline the turn request before). A request that is not warm
+//! follows an idle user or an idle compactor, which empty any cache; no
+//! layout that obeys the memory's rules can help that.
 //!
 //! Hearth's meter also holds its [`Floors`]: what any layout obeying the
 //! memory's rules must send uncached on the same history.
 
-use super::cache::{tokens, Body, Cache, BYTES_PER_TOKEN};
+use super::cache::{common_prefix, tokens, Body, Cache, BYTES_PER_TOKEN};
 use std::fmt::Write;
 
 /// Input counted over a set of requests, in tokens.
@@ -67,6 +68,12 @@ pub struct Tallies {
     /// Steady compaction calls sent within the time-to-live of the
     /// compaction call before them.
     pub warm_compaction: Tally,
+    /// Of the bytes each warm steady request shares with the request of its
+    /// kind before it, those the cache did not serve because it serves
+    /// whole 128-token blocks only: turn requests, and compaction calls
+    /// (measured only when the meter keeps the bodies).
+    pub unserved_turns: u64,
+    pub unserved_calls: u64,
 }
 
 /// What no layout that obeys the memory's rules can avoid sending uncached
@@ -141,6 +148,10 @@ pub struct Meter {
     /// the current turn request is the first to carry.
     unsent_bytes: u64,
     arrived_bytes: u64,
+    /// The last turn request's and the last compaction call's bodies, kept
+    /// to measure what the cache's block steps leave unserved; none when
+    /// the bodies are too large to copy at every request.
+    last_bodies: Option<[Vec<u8>; 2]>,
 }
 
 impl Meter {
@@ -164,7 +175,26 @@ impl Meter {
             last_compaction: None,
             unsent_bytes: 0,
             arrived_bytes: 0,
+            last_bodies: None,
         }
+    }
+
+    /// Also measures the bytes the cache's block steps leave unserved.
+    pub fn measuring_blocks(mut self) -> Meter {
+        self.last_bodies = Some([Vec::new(), Vec::new()]);
+        self
+    }
+
+    /// The bytes `body` shares with the last request of its kind, which it
+    /// then replaces; zero when bodies are not kept.
+    fn shared_with_last(&mut self, body: &Body, kind: usize) -> u64 {
+        let Some(bodies) = &mut self.last_bodies else {
+            return 0;
+        };
+        let shared = common_prefix(&bodies[kind], body.bytes());
+        bodies[kind].clear();
+        bodies[kind].extend_from_slice(body.bytes());
+        shared as u64
     }
 
     pub fn ttls(&self) -> Vec<u64> {
@@ -201,6 +231,7 @@ impl Meter {
     /// One turn request.
     pub fn turn(&mut self, body: &mut Body) {
         let input = tokens(body.len() as u64);
+        let shared = self.shared_with_last(body, 0);
         for at in 0..self.caches.len() {
             let cached = self.caches[at].serve(body, self.now);
             let tally = &mut self.tallies[at];
@@ -210,18 +241,36 @@ impl Meter {
                 if !self.cold[at] {
                     tally.warm.add(input, cached);
                     tally.warm_new_bytes += self.arrived_bytes;
+                    tally.unserved_turns += shared.saturating_sub(cached * BYTES_PER_TOKEN);
                 }
             }
         }
     }
 
-    /// One compaction call; `compress` when it compresses one message.
+    /// One of hearth's compaction calls; `compress` when it compresses one
+    /// message. Warm when the compaction call before it, which shares its
+    /// prefix (the compaction view), was within the time-to-live.
     pub fn compaction(&mut self, body: &mut Body, compress: bool) {
+        self.call(body, compress, false);
+    }
+
+    /// The threshold baseline's summary call, sent just before the turn
+    /// request it makes room for: it shares its prefix with the turn
+    /// requests, so it is warm when that turn request is.
+    pub fn summary(&mut self, body: &mut Body) {
+        self.call(body, false, true);
+    }
+
+    fn call(&mut self, body: &mut Body, compress: bool, after_turns: bool) {
         let input = tokens(body.len() as u64);
+        let shared = self.shared_with_last(body, 1);
         for at in 0..self.caches.len() {
-            let warm = self
-                .last_compaction
-                .is_some_and(|last| self.now.saturating_sub(last) <= self.caches[at].ttl);
+            let warm = if after_turns {
+                !self.cold[at]
+            } else {
+                self.last_compaction
+                    .is_some_and(|last| self.now.saturating_sub(last) <= self.caches[at].ttl)
+            };
             let cached = self.caches[at].serve(body, self.now);
             let tally = &mut self.tallies[at];
             tally.compaction.add(input, cached);
@@ -230,6 +279,7 @@ impl Meter {
             }
             if self.steady && warm {
                 tally.warm_compaction.add(input, cached);
+                tally.unserved_calls += shared.saturating_sub(cached * BYTES_PER_TOKEN);
             }
         }
         self.last_compaction = Some(self.now);
@@ -394,9 +444,10 @@ pub const LEGEND: &str = "\
   since that request before (what they were the first to carry; a message \
   logged after an idle gap belongs to the cold request that follows it); \
   *with compaction*: adding the uncached input of the steady compaction \
-  calls sent within the time-to-live of the compaction call before them \
-  (the one request that shares their prefix, the compaction view, beyond \
-  the instructions and tools); the denominator stays the same.
+  calls sent within the time-to-live of the request before them that \
+  shares their prefix — for hearth the compaction call before (the \
+  compaction view), for the threshold baseline the turn request before (its \
+  summary call reads the whole history); the denominator stays the same.
 - *largest request*: the largest single request, turn or compaction.
 - *compaction calls*: hearth's compress and merge calls (tries included), \
   the threshold baseline's summary calls; their input and its cache share.
@@ -503,6 +554,21 @@ pub fn summary(meters: &[Meter]) -> String {
                     per(floors.turns()),
                     per(floors.turns() + floors.compaction()),
                     100.0 * meter.share_cap(),
+                );
+            }
+            let tally = &meter.tallies[0];
+            if meter.last_bodies.is_some() {
+                let _ = writeln!(
+                    out,
+                    "{}: the cache serves whole 128-token blocks: of the bytes each warm steady \
+                     request shares with the request of its kind before it, those it did not \
+                     serve come to {:.2} per new byte of the warm turn requests and {:.2} in \
+                     their compaction calls ({} time-to-live; no layout controls where in a \
+                     block a request departs from the one before).",
+                    meter.name,
+                    tally.unserved_turns as f64 / tally.warm_new_bytes.max(1) as f64,
+                    tally.unserved_calls as f64 / tally.warm_new_bytes.max(1) as f64,
+                    ttl_text(meter.ttls()[0]),
                 );
             }
             let (all, compress) = (meter.tallies[0].compaction, meter.tallies[0].compress);
