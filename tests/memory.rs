@@ -92,6 +92,10 @@ async fn a_long_message_is_summarized_and_the_view_shows_its_line() {
     let task = contents(&requests[0]).last().unwrap().clone();
     assert!(task.contains(&"-".repeat(80)), "a ruler of the line budget");
     assert!(task.contains("garden"));
+    // The summary is routed to the cache the agent's turns use.
+    let key = &requests[1].body["prompt_cache_key"];
+    assert!(key.is_string(), "the turn has a cache key");
+    assert_eq!(&requests[0].body["prompt_cache_key"], key);
     // The turn that took the long message has it whole, not in its view.
     assert!(contents(&requests[1]).iter().any(|c| c.contains(&long)));
     // The next turn sees its summary line, and the long text nowhere.

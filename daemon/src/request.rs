@@ -56,6 +56,14 @@ impl Images for NoImages {
 
 pub static NO_IMAGES: NoImages = NoImages;
 
+/// The prompt cache key of an agent's requests, its turns' and its
+/// compactor's alike: OpenAI routes the requests of one key to the same
+/// cache, so a compaction call finds the instructions and tools its agent's
+/// turns left there.
+pub fn cache_key(agent: &str) -> String {
+    format!("hearth-{agent}")
+}
+
 /// A turn's instructions: the fixed preamble, then the agent's prompt file.
 /// A missing or unreadable file leaves the preamble alone; an edit applies at
 /// the next request.

@@ -377,7 +377,7 @@ impl Agent {
                 turn: *turn,
                 state: &state,
                 block_lines: self.block_lines,
-                cache_key: Some(format!("hearth-{name}")),
+                cache_key: Some(request::cache_key(name)),
                 carries: &carries,
                 images: self.tools.image_source(),
             };

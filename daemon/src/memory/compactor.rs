@@ -43,14 +43,22 @@ impl Task {
         }
     }
 
+    /// The task's text. Its first part — what to write, and the ruler — is
+    /// the same for every task, and the parts that name the node come after
+    /// the ruler: calls that follow the same context (a message's compress
+    /// call and the merges that start at that message) find the first part
+    /// in the cache as well.
     fn prompt(&self, budget: usize) -> String {
         let ruler = "-".repeat(budget);
+        let head = format!(
+            "Write the one line that will stand for the text below the ruler in your memory \
+             from now on: at most {budget} bytes (the ruler is exactly that long), no line \
+             breaks. Answer with the line only.\n{ruler}\n"
+        );
         match self {
             Task::Compress { id, line } => format!(
-                "Write the one line that will stand for message {id} in your memory from now on: \
-                 at most {budget} bytes (the ruler below is exactly that long), no line breaks, \
-                 keeping names, numbers, decisions and anything still to do. \
-                 Answer with the line only.\n{ruler}\n{id}+0|{line}"
+                "{head}Message {id}, whole; keep its names, numbers, decisions and anything \
+                 still to do:\n{id}+0|{line}"
             ),
             Task::Merge {
                 parent,
@@ -59,10 +67,8 @@ impl Task {
             } => {
                 let (l, r) = parent.children().unwrap_or((*parent, *parent));
                 format!(
-                    "Merge the two lines below, which cover messages {} to {}, into the one line \
-                     that will stand for both from now on: at most {budget} bytes (the ruler below \
-                     is exactly that long), no line breaks, keeping what matters most. \
-                     Answer with the line only.\n{ruler}\n{l}|{}\n{r}|{}",
+                    "{head}Two lines that cover messages {} to {}, to merge into one; keep \
+                     what matters most:\n{l}|{}\n{r}|{}",
                     parent.first(),
                     parent.last(),
                     one_line(left),
@@ -74,8 +80,10 @@ impl Task {
 }
 
 /// The request for one try of `task`, after `context` (rendered compaction
-/// view lines that all come before the node).
+/// view lines that all come before the node). It carries the agent's cache
+/// key, as its turns do, so it is routed to the cache they warmed.
 pub fn request(
+    agent: &str,
     instructions: &str,
     tools: &[ToolSpec],
     context: &[String],
@@ -92,7 +100,7 @@ pub fn request(
         instructions: instructions.to_string(),
         tools: tools.to_vec(),
         items,
-        cache_key: None,
+        cache_key: Some(crate::request::cache_key(agent)),
         cache_marks: vec![last],
     }
 }
@@ -118,22 +126,19 @@ pub fn clean(answer: &str) -> String {
     line.trim_matches('"').trim().to_string()
 }
 
-/// Runs the tries of one compaction; the shortest answer wins, cut at the
-/// guard. Every answered try is stored through `meter`.
+/// Runs the tries of one compaction, each sending `request` (see
+/// [`request`]); the shortest answer wins, cut at the guard. Every answered
+/// try is stored through `meter`.
 pub async fn compact(
     model: &Model,
     meter: &Meter,
-    instructions: &str,
-    tools: &[ToolSpec],
-    context: &[String],
+    request: &Request,
     layout: &Layout,
-    task: &Task,
 ) -> Result<String, ModelError> {
-    let request = request(instructions, tools, context, layout, task);
     let mut best: Option<String> = None;
     for _ in 0..layout.compactor_tries {
         let started = std::time::Instant::now();
-        let response = model.complete(&request, &mut |_| {}, &mut |_| {}).await?;
+        let response = model.complete(request, &mut |_| {}, &mut |_| {}).await?;
         let latency = started.elapsed();
         if let Err(err) = meter.record(Purpose::Compaction, &response, latency).await {
             // The keeper stops on the log's next failure; the line is still good.
@@ -181,14 +186,31 @@ mod tests {
             right: "right line".into(),
         };
         let context = vec!["0+4|older".to_string(), "4+2|old".to_string()];
-        let request = request("instr", &[], &context, &layout, &task);
+        let request = request("a", "instr", &[], &context, &layout, &task);
         let Some(Item::User { text, .. }) = request.items.last() else {
             panic!("no task");
         };
-        assert!(text.starts_with("</chat>\nMerge the two lines below, which cover messages 6 to 7"));
-        assert!(text.contains(&format!("\n{}\n", "-".repeat(512))));
+        assert!(text.starts_with("</chat>\nWrite the one line"));
+        assert!(text.contains(&format!(
+            "\n{}\nTwo lines that cover messages 6 to 7",
+            "-".repeat(512)
+        )));
         assert!(text.ends_with("6+1|left line\n7+1|right line"));
         assert_eq!(request.items[0], Item::user("<chat>\n0+4|older\n4+2|old"));
+    }
+
+    #[test]
+    fn compaction_requests_carry_the_agents_cache_key_as_its_turns_do() {
+        let layout = Layout::find("default").unwrap();
+        let task = Task::Compress {
+            id: 9,
+            line: "user: a long story".into(),
+        };
+        let request = request("main", "instr", &[], &[], &layout, &task);
+        assert_eq!(
+            request.cache_key.as_deref(),
+            Some(crate::request::cache_key("main").as_str())
+        );
     }
 
     #[test]

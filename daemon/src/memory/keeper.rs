@@ -497,17 +497,17 @@ impl Keeper {
                     Some(prompt) => prompt.clone(),
                     None => request::instructions(&config.prompt_file),
                 };
-                let result = compactor::compact(
-                    &model,
-                    &config.meter,
+                let request = compactor::request(
+                    &config.agent,
                     &instructions,
                     &config.tools,
                     &context,
                     &config.layout,
                     &task,
-                )
-                .await
-                .map_err(|err| err.to_string());
+                );
+                let result = compactor::compact(&model, &config.meter, &request, &config.layout)
+                    .await
+                    .map_err(|err| err.to_string());
                 let _ = inputs.send(Input::Finished { node, result });
             });
         }

@@ -75,7 +75,8 @@ impl Body {
     }
 }
 
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+/// The length of the longest common prefix of two byte strings.
+pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let mut at = 0;
     while at + 64 <= n && a[at..at + 64] == b[at..at + 64] {

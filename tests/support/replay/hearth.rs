@@ -22,6 +22,7 @@ use hearth_daemon::memory::{
 };
 use hearth_daemon::model::ToolSpec;
 use hearth_daemon::request::{self, TurnContext};
+use hearth_protocol::Kind;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The bytes of `<chat>\n` and `</chat>` that a view's size counts.
@@ -70,6 +71,13 @@ pub struct Hearth {
     compaction_progress: Option<(u64, Progress)>,
     /// The compaction view's rendered lines, kept in step with its nodes.
     compaction_lines: Vec<(Node, String)>,
+    /// How many of those lines some call's context has shown since they
+    /// last changed: the rest are new to every request (a floor).
+    compaction_lines_shown: usize,
+    /// The lengths, in lines, of the contexts calls have shown since those
+    /// lines last changed: a call after one of them could find its task's
+    /// first bytes in the cache (a floor).
+    contexts_shown: HashSet<usize>,
     turn_body: RequestBody,
     compaction_body: RequestBody,
     /// Compaction calls made, tries included.
@@ -98,6 +106,8 @@ impl Hearth {
             settled: None,
             compaction_progress: None,
             compaction_lines: Vec::new(),
+            compaction_lines_shown: 0,
+            contexts_shown: HashSet::new(),
             turn_body: RequestBody::default(),
             compaction_body: RequestBody::default(),
             calls: 0,
@@ -132,7 +142,7 @@ impl Hearth {
             block_lines: self.layout.block_lines,
             carries: &hearth_daemon::request::NO_CARRIES,
             images: &hearth_daemon::request::NO_IMAGES,
-            cache_key: Some(format!("hearth-{AGENT}")),
+            cache_key: Some(request::cache_key(AGENT)),
         })
     }
 
@@ -193,8 +203,12 @@ impl Hearth {
     fn compact(&mut self, task: Task, meter: &mut Meter) {
         let node = task.node();
         if self.metered {
-            let context = self.compaction_context(node);
+            if let Task::Merge { left, right, .. } = &task {
+                meter.floors.merge += (left.len() + right.len()) as u64;
+            }
+            let context = self.compaction_context(node, meter);
             let request = compaction_request(
+                AGENT,
                 &self.instructions,
                 &self.tools,
                 &context,
@@ -228,7 +242,7 @@ impl Hearth {
     /// call for context; the view is advanced first as far as built lines
     /// allow. (Skipping an advance that cannot move, and rendering only the
     /// lines that changed, give the same lines faster.)
-    fn compaction_context(&mut self, node: Node) -> Vec<String> {
+    fn compaction_context(&mut self, node: Node, meter: &mut Meter) -> Vec<String> {
         let stuck = match self.compaction_progress {
             Some((known, Progress::Settled)) => known == self.known,
             Some((_, Progress::Waiting(missing))) => !self.tree.0.contains_key(&missing),
@@ -253,11 +267,24 @@ impl Hearth {
             let line = render_line(n, self.tree.line(n).unwrap_or(""));
             self.compaction_lines.push((n, line));
         }
-        self.compaction_lines
+        let context: Vec<String> = self
+            .compaction_lines
             .iter()
             .take_while(|(n, _)| n.end() <= node.first())
             .map(|(_, line)| line.clone())
-            .collect()
+            .collect();
+        let shown = self.compaction_lines_shown.min(same);
+        meter.floors.compaction_view += context
+            .iter()
+            .skip(shown)
+            .map(|line| line.len() as u64 + 1)
+            .sum::<u64>();
+        self.compaction_lines_shown = shown.max(context.len());
+        self.contexts_shown.retain(|&len| len <= same);
+        if self.contexts_shown.insert(context.len()) {
+            meter.floors.rulers += self.layout.line_budget as u64;
+        }
+        context
     }
 
     /// Advances the turn view to the turn's start, building whatever it
@@ -314,6 +341,20 @@ impl Hearth {
             }
         }
         let lines = self.render(&taken);
+        let shown = self.settled.as_ref().map_or(0, |previous| {
+            previous
+                .lines
+                .iter()
+                .zip(&lines)
+                .take_while(|(a, b)| a == b)
+                .count()
+        });
+        meter.floors.turn_view += lines[shown..]
+            .iter()
+            .map(|line| line.len() as u64 + 1)
+            .sum::<u64>()
+            + "</chat>\n".len() as u64
+            + state.len() as u64;
         let size = TAGS + lines.iter().map(|line| line.len() + 1).sum::<usize>();
         meter.view(size, self.layout.high_budget);
         self.settled = Some(Settled {
@@ -330,6 +371,13 @@ impl Strategy for Hearth {
         let id = entry.message.id;
         self.known = id + 1;
         let line = message_line(entry.message.kind.as_str(), &entry.message.text);
+        let text_bytes = entry.message.text.len() as u64;
+        if !matches!(entry.message.kind, Kind::Reply | Kind::Note) {
+            meter.floors.whole += text_bytes;
+        }
+        if line.len() > self.layout.line_budget {
+            meter.floors.compress += text_bytes;
+        }
         if line.len() <= self.layout.line_budget {
             self.build(Node::message(id), line);
         } else {

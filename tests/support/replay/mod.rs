@@ -18,5 +18,5 @@ pub mod strategies;
 
 pub use hearth::Hearth;
 pub use history::{generate, Episode, Generator};
-pub use report::{summary, table, Goals, Meter, Tally, LEGEND};
+pub use report::{summary, table, Floors, Goals, Meter, Tally, LEGEND};
 pub use strategies::{compare, Replay, Strategy, NAMES};
