@@ -36,6 +36,40 @@ pub async fn request(
     }
 }
 
+/// Submits a person's message under the idempotency `key` made of the
+/// platform's message id (logged once, however often it is submitted). A
+/// message the daemon refuses for good is noted and passed over, so it does
+/// not stall the ones after it; other failures are the caller's.
+pub async fn submit(
+    connection: &mut Connection,
+    source: &str,
+    key: String,
+    text: String,
+    images: Vec<String>,
+) -> Result<(), LinkError> {
+    let frame = ClientFrame::Submit {
+        text,
+        source: source.to_string(),
+        key: Some(key.clone()),
+        images,
+    };
+    match request(connection, frame, &mut |_| {}).await {
+        Ok(ServerFrame::Ack { id, duplicate }) => {
+            tracing::debug!("{key} is message #{id} (duplicate: {duplicate})");
+            Ok(())
+        }
+        Ok(other) => Err(LinkError::Unexpected(other.encode())),
+        Err(LinkError::Refused {
+            code: ErrorCode::Refused,
+            message,
+        }) => {
+            let text = format!("{source}: hearthd refused message {key}: {message}");
+            note(connection, source, text, &mut |_| {}).await
+        }
+        Err(err) => Err(err),
+    }
+}
+
 /// Reads a state the bridge keeps in the daemon.
 pub async fn get_state(
     connection: &mut Connection,

@@ -13,10 +13,9 @@ use super::graph::Graph;
 use super::media;
 use super::payload::Received;
 use super::webhook::Delivery;
-use crate::bridge::link::{self, LinkError};
+use crate::bridge::link;
 use crate::bridge::people::{refusal_note, remember_chat, Strangers, REFUSAL};
 use crate::connection::Connection;
-use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame};
 use std::collections::BTreeSet;
 use std::convert::Infallible;
 use tokio::sync::{mpsc, watch};
@@ -192,27 +191,7 @@ impl<'a> Inbound<'a> {
             wamid,
             from: from.clone(),
         }));
-        let frame = ClientFrame::Submit {
-            text,
-            source: SOURCE.to_string(),
-            key: Some(key.clone()),
-            images,
-        };
-        match link::request(&mut self.connection, frame, &mut |_| {}).await {
-            Ok(ServerFrame::Ack { id, duplicate }) => {
-                tracing::debug!("{key} is message #{id} (duplicate: {duplicate})");
-            }
-            Ok(other) => return Err(LinkError::Unexpected(other.encode()).into()),
-            // The daemon will never take this message; do not stall the rest.
-            Err(LinkError::Refused {
-                code: ErrorCode::Refused,
-                message,
-            }) => {
-                let text = format!("whatsapp: hearthd refused message {key}: {message}");
-                link::note(&mut self.connection, SOURCE, text, &mut |_| {}).await?;
-            }
-            Err(err) => return Err(err.into()),
-        }
+        link::submit(&mut self.connection, SOURCE, key, text, images).await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, from).await?;
         Ok(())
     }

@@ -15,7 +15,6 @@ use crate::connection::Connection;
 use crate::images::{self, Attachment, ImageFileError};
 use crate::whatsapp::bridge::{CHATS_STATE, SOURCE};
 use crate::whatsapp::config::WhatsAppConfig;
-use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, VecDeque};
 use tokio::sync::{mpsc, watch};
@@ -273,27 +272,7 @@ impl<'a, D: Device> Inbound<'a, D> {
     ) -> Result<(), WebError> {
         // Shared before the submit, so the turn it starts finds it.
         self.last_chat.send_replace(Some(chat.clone()));
-        let frame = ClientFrame::Submit {
-            text,
-            source: SOURCE.to_string(),
-            key: Some(key.clone()),
-            images,
-        };
-        match link::request(&mut self.connection, frame, &mut |_| {}).await {
-            Ok(ServerFrame::Ack { id, duplicate }) => {
-                tracing::debug!("{key} is message #{id} (duplicate: {duplicate})");
-            }
-            Ok(other) => return Err(LinkError::Unexpected(other.encode()).into()),
-            // The daemon will never take this message; do not stall the rest.
-            Err(LinkError::Refused {
-                code: ErrorCode::Refused,
-                message,
-            }) => {
-                let text = format!("whatsapp: hearthd refused message {key}: {message}");
-                link::note(&mut self.connection, SOURCE, text, &mut |_| {}).await?;
-            }
-            Err(err) => return Err(err.into()),
-        }
+        link::submit(&mut self.connection, SOURCE, key, text, images).await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, chat).await?;
         Ok(())
     }
