@@ -1,0 +1,695 @@
+//! End-to-end: the WhatsApp linked-device bridge. A real `hearthd` runs on
+//! a temporary home with a fake model; the bridge's relay
+//! (`whatsapp::web::bridge::relay`) runs in this process against a fake
+//! linked device, which records what it is asked to send and lets the test
+//! play WhatsApp: deliver messages, and see whether the bridge told it they
+//! were taken (`done`).
+//!
+//! The daemon's config has no `[whatsapp]` table, except in the test of
+//! `whatsapp_send`, which needs one: there hearthd also starts `hearth
+//! whatsapp`, which finds no linked device and exits for good (78) with a
+//! note; the test waits for that before running its own relay.
+
+#![cfg(feature = "whatsapp-web")]
+
+use hearth_client::bridge::people::REFUSAL;
+use hearth_client::whatsapp::web::bridge::{relay, WebError};
+use hearth_client::whatsapp::web::device::{
+    Chat, Device, DeviceError, Own, Received, WebEvent, WebImage,
+};
+use hearth_client::whatsapp::WhatsAppConfig;
+use hearth_protocol::home::Home;
+use hearth_protocol::{ClientFrame, EventKind, Kind, Message, ServerFrame};
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Gate, Reply};
+use hearth_tests::harness::{TestHome, DEADLINE};
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::{JoinHandle, LocalSet};
+
+/// The linked account's number and privacy id.
+const OWNER: &str = "15551234567";
+const OWNER_LID: &str = "99000111";
+const FRIEND: &str = "447946000958";
+const STRANGER: &str = "4915100000000";
+/// A contact of `[whatsapp] contacts`, not on the allowlist.
+const ANNA: &str = "447700900123";
+
+// ── the fake linked device ──────────────────────────────────────────────
+
+/// A message the device was asked to send.
+#[derive(Debug, Clone, PartialEq)]
+struct Sent {
+    to: String,
+    text: String,
+    /// The id WhatsApp gave it.
+    id: String,
+}
+
+/// A linked device that records its sends; shared by the test and the
+/// bridge that uses it (the bridge runs on this thread).
+#[derive(Clone)]
+struct FakeDevice(Rc<DeviceState>);
+
+struct DeviceState {
+    sent: RefCell<Vec<Sent>>,
+    /// The chats "typing…" was shown in.
+    composing: RefCell<Vec<String>>,
+    /// While true, sends wait: a bridge stopped meanwhile never made them.
+    hold: watch::Sender<bool>,
+    /// Sends waiting now.
+    held: Cell<usize>,
+}
+
+/// Counts a waiting send until it goes on or is dropped.
+struct Waiting<'a>(&'a Cell<usize>);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
+}
+
+impl FakeDevice {
+    fn new() -> FakeDevice {
+        FakeDevice(Rc::new(DeviceState {
+            sent: RefCell::default(),
+            composing: RefCell::default(),
+            hold: watch::channel(false).0,
+            held: Cell::new(0),
+        }))
+    }
+
+    fn sent(&self) -> Vec<Sent> {
+        self.0.sent.borrow().clone()
+    }
+
+    /// The texts sent to `to`, in order.
+    fn sent_to(&self, to: &str) -> Vec<String> {
+        let sent = self.0.sent.borrow();
+        sent.iter()
+            .filter(|s| s.to == to)
+            .map(|s| s.text.clone())
+            .collect()
+    }
+
+    fn hold_sends(&self, hold: bool) {
+        self.0.hold.send_replace(hold);
+    }
+
+    fn held(&self) -> usize {
+        self.0.held.get()
+    }
+}
+
+impl Device for FakeDevice {
+    fn own(&self) -> Own {
+        Own {
+            number: Some(OWNER.into()),
+            lid: Some(OWNER_LID.into()),
+        }
+    }
+
+    async fn send_text(&self, to: &str, text: &str) -> Result<String, DeviceError> {
+        let mut hold = self.0.hold.subscribe();
+        if *hold.borrow_and_update() {
+            self.0.held.set(self.0.held.get() + 1);
+            let _waiting = Waiting(&self.0.held);
+            let _ = hold.wait_for(|hold| !hold).await;
+        }
+        let mut sent = self.0.sent.borrow_mut();
+        let id = format!("3EB0SENT{}", sent.len() + 1);
+        sent.push(Sent {
+            to: to.to_string(),
+            text: text.to_string(),
+            id: id.clone(),
+        });
+        Ok(id)
+    }
+
+    async fn send_image(&self, to: &str, _: Vec<u8>, _: &str) -> Result<String, DeviceError> {
+        self.send_text(to, "[image]").await
+    }
+
+    async fn composing(&self, to: &str) -> Result<(), DeviceError> {
+        self.0.composing.borrow_mut().push(to.to_string());
+        Ok(())
+    }
+
+    async fn download(&self, _: &WebImage) -> Result<Vec<u8>, DeviceError> {
+        Err(DeviceError {
+            retry: false,
+            message: "no images in these tests".into(),
+        })
+    }
+}
+
+/// A message someone wrote to the owner in their chat.
+fn from(number: &str, name: &str, id: &str, words: &str) -> Received {
+    Received {
+        id: id.into(),
+        chat: Chat::Direct {
+            number: Some(number.into()),
+            lid: None,
+        },
+        from: Some(number.into()),
+        from_address: format!("{number}@s.whatsapp.net"),
+        from_me: false,
+        name: name.into(),
+        text: Some(words.into()),
+        image: None,
+    }
+}
+
+/// A message the owner wrote (on the phone) in `chat`.
+fn by_owner(chat: Chat, id: &str, words: &str) -> Received {
+    Received {
+        id: id.into(),
+        chat,
+        from: Some(OWNER.into()),
+        from_address: format!("{OWNER}@s.whatsapp.net"),
+        from_me: true,
+        name: "Ada".into(),
+        text: Some(words.into()),
+        image: None,
+    }
+}
+
+fn chat_with(number: &str) -> Chat {
+    Chat::Direct {
+        number: Some(number.into()),
+        lid: None,
+    }
+}
+
+// ── the bridge, in this process ─────────────────────────────────────────
+
+/// The relay running on this thread (inside a [`LocalSet`]) with the fake
+/// device; the test plays WhatsApp through `events`.
+struct Bridge {
+    events: mpsc::UnboundedSender<WebEvent>,
+    shutdown: oneshot::Sender<()>,
+    running: JoinHandle<Result<(), WebError>>,
+}
+
+impl Bridge {
+    /// Starts the relay and returns once it takes messages (and so once its
+    /// delivery knows where it starts).
+    async fn start(home: &TestHome, config: &WhatsAppConfig, device: &FakeDevice) -> Bridge {
+        let (events, events_in) = mpsc::unbounded_channel();
+        let (shutdown, on_shutdown) = oneshot::channel::<()>();
+        let home = Home::at(home.path());
+        let config = config.clone();
+        let device = device.clone();
+        let running = tokio::task::spawn_local(async move {
+            let shutdown = async {
+                let _ = on_shutdown.await;
+            };
+            relay(&home, &config, &device, events_in, shutdown).await
+        });
+        let mut bridge = Bridge {
+            events,
+            shutdown,
+            running,
+        };
+        // The inbound half starts after the outbound one, so nothing logged
+        // from here on is missed.
+        assert!(bridge.deliver(Vec::new()).await, "the bridge is running");
+        bridge
+    }
+
+    /// WhatsApp delivers `messages`; returns what the bridge answered on
+    /// `done` (`false` when it dropped it).
+    async fn deliver(&mut self, messages: Vec<Received>) -> bool {
+        let (done, answer) = oneshot::channel();
+        self.events
+            .send(WebEvent::Messages { messages, done })
+            .expect("the bridge takes events");
+        let answered = async {
+            tokio::select! {
+                answer = answer => answer.unwrap_or(false),
+                ended = &mut self.running => panic!("the bridge stopped: {ended:?}"),
+            }
+        };
+        tokio::time::timeout(DEADLINE, answered)
+            .await
+            .expect("the bridge answers in time")
+    }
+
+    /// Stops the bridge as its process would on a signal.
+    async fn stop(self) {
+        let _ = self.shutdown.send(());
+        let ended = self.running.await.expect("the bridge's task");
+        assert!(ended.is_ok(), "{ended:?}");
+    }
+
+    /// Drops the bridge wherever it is, as if its process were killed.
+    async fn kill(self) {
+        self.running.abort();
+        let _ = self.running.await;
+    }
+}
+
+/// `[whatsapp]` for the linked device, as written in `config.toml`.
+fn web_table(allow: &[&str]) -> String {
+    let allow: Vec<String> = allow.iter().map(|n| format!("\"+{n}\"")).collect();
+    format!(
+        "[whatsapp]\nbackend = \"web\"\nallow = [{}]\n",
+        allow.join(", ")
+    )
+}
+
+fn parse(text: &str) -> WhatsAppConfig {
+    WhatsAppConfig::parse(Path::new("config.toml"), text).expect("a [whatsapp] table")
+}
+
+/// A home whose daemon talks to `model`, with no bridge of its own.
+fn home(model: &FakeModel) -> TestHome {
+    let home = TestHome::new(bins!());
+    home.use_model("openai-chat", &model.base_url());
+    home
+}
+
+/// Waits (checking every few milliseconds, up to the deadline) until
+/// `check` gives a value.
+async fn eventually<T, F>(what: &str, mut check: impl FnMut() -> F) -> T
+where
+    F: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited in vain for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until the device sent `n` messages; returns them all.
+async fn sends(device: &FakeDevice, n: usize) -> Vec<Sent> {
+    eventually(&format!("{n} message(s) sent"), || {
+        let sent = device.sent();
+        std::future::ready((sent.len() >= n).then_some(sent))
+    })
+    .await
+}
+
+/// The whole log, oldest first.
+async fn history(home: &TestHome) -> Vec<Message> {
+    let mut client = home.connect("history", None).await;
+    match client
+        .request(ClientFrame::History {
+            before: None,
+            limit: Some(1000),
+        })
+        .await
+    {
+        ServerFrame::History { messages } => messages,
+        other => panic!("expected history, got {other:?}"),
+    }
+}
+
+fn texts(log: &[Message], kind: Kind) -> Vec<String> {
+    log.iter()
+        .filter(|m| m.kind == kind)
+        .map(|m| m.text.clone())
+        .collect()
+}
+
+// ── the tests ───────────────────────────────────────────────────────────
+
+#[tokio::test]
+async fn an_allowed_persons_message_is_acknowledged_once_logged_and_answered() {
+    LocalSet::new()
+        .run_until(async {
+            let model = FakeModel::start().await;
+            let home = home(&model);
+            let _daemon = home.start();
+            let config = parse(&web_table(&[FRIEND]));
+            let device = FakeDevice::new();
+            let mut bridge = Bridge::start(&home, &config, &device).await;
+            let mut watcher = home.connect("watcher", None).await;
+
+            let gate = Gate::new();
+            model.push(Reply::gated(Reply::text("Hello, Bea!"), &gate));
+            let message = from(FRIEND, "Bea", "3EB0A1", "hi from my phone");
+            assert!(bridge.deliver(vec![message]).await);
+            // Taken means durable: the log holds it already.
+            let log = history(&home).await;
+            let user: Vec<_> = log.iter().filter(|m| m.kind == Kind::User).collect();
+            assert_eq!(user.len(), 1, "{log:?}");
+            assert_eq!(
+                (user[0].source.as_str(), user[0].text.as_str()),
+                ("whatsapp", "hi from my phone")
+            );
+            let event = watcher.wait_for(|e| e.kind == EventKind::User).await;
+            assert_eq!(event.source.as_deref(), Some("whatsapp"));
+
+            // While the agent works, "typing…" shows in the chat.
+            eventually("typing in the friend's chat", || {
+                let typing = device.0.composing.borrow().contains(&FRIEND.to_string());
+                std::future::ready(typing.then_some(()))
+            })
+            .await;
+            assert!(device.sent().is_empty());
+            gate.open();
+            let sent = sends(&device, 1).await;
+            assert_eq!(
+                (sent[0].to.as_str(), sent[0].text.as_str()),
+                (FRIEND, "Hello, Bea!"),
+                "only the reply goes out, never the person's own words"
+            );
+            let requests = model.requests();
+            assert_eq!(requests.len(), 1);
+            assert!(requests[0].body.to_string().contains("hi from my phone"));
+            bridge.stop().await;
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_message_delivered_again_is_logged_and_answered_once() {
+    LocalSet::new()
+        .run_until(async {
+            let model = FakeModel::start().await;
+            let home = home(&model);
+            let _daemon = home.start();
+            let config = parse(&web_table(&[FRIEND]));
+            let device = FakeDevice::new();
+            let mut bridge = Bridge::start(&home, &config, &device).await;
+
+            model.push(Reply::text("One."));
+            let first = from(FRIEND, "Bea", "3EB0B1", "first");
+            assert!(bridge.deliver(vec![first.clone()]).await);
+            sends(&device, 1).await;
+
+            // WhatsApp delivers it again (it was not told in time), once on
+            // its own and once beside a new message.
+            assert!(bridge.deliver(vec![first.clone()]).await);
+            model.push(Reply::text("Two."));
+            let second = from(FRIEND, "Bea", "3EB0B2", "second");
+            assert!(bridge.deliver(vec![first, second]).await);
+            let sent = sends(&device, 2).await;
+
+            // Once the second answer is out, a second answer to the first
+            // would have gone before it.
+            assert_eq!(device.sent_to(FRIEND), vec!["One.", "Two."]);
+            assert_eq!(sent.len(), 2);
+            let log = history(&home).await;
+            assert_eq!(texts(&log, Kind::User), vec!["first", "second"]);
+            assert_eq!(model.requests().len(), 2, "each message answered once");
+            bridge.stop().await;
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_stranger_is_refused_once_with_a_note_and_the_agent_never_sees_them() {
+    LocalSet::new()
+        .run_until(async {
+            let model = FakeModel::start().await;
+            let home = home(&model);
+            let _daemon = home.start();
+            // The owner's own number is not allowed.
+            let config = parse(&web_table(&[FRIEND]));
+            let device = FakeDevice::new();
+            let mut bridge = Bridge::start(&home, &config, &device).await;
+
+            let knock = from(STRANGER, "Mallory", "3EB0S1", "let me in");
+            assert!(bridge.deliver(vec![knock]).await);
+            let again = from(STRANGER, "Mallory", "3EB0S2", "pretty please");
+            assert!(bridge.deliver(vec![again]).await);
+            // The owner's "message yourself" chat, with the owner not
+            // allowed: skipped, not refused.
+            let note_to_self = by_owner(chat_with(OWNER), "3EB0S3", "buy milk");
+            assert!(bridge.deliver(vec![note_to_self]).await);
+            model.push(Reply::text("Hi Bea."));
+            assert!(
+                bridge
+                    .deliver(vec![from(FRIEND, "Bea", "3EB0S4", "hello")])
+                    .await
+            );
+
+            // Messages are taken in order and a stranger is told right after
+            // theirs: once the friend is answered, the rest is done.
+            sends(&device, 2).await;
+            assert_eq!(device.sent_to(STRANGER), vec![REFUSAL.to_string()]);
+            assert_eq!(device.sent_to(FRIEND), vec!["Hi Bea."]);
+            assert_eq!(device.sent().len(), 2, "{:?}", device.sent());
+
+            let log = history(&home).await;
+            let notes: Vec<&str> = log
+                .iter()
+                .filter(|m| m.kind == Kind::Note && m.source == "whatsapp")
+                .map(|m| m.text.as_str())
+                .collect();
+            assert_eq!(
+                notes,
+                vec!["whatsapp: refused a message from +4915100000000 (Mallory)"]
+            );
+            assert_eq!(texts(&log, Kind::User), vec!["hello"]);
+            let requests = model.requests();
+            assert_eq!(requests.len(), 1);
+            let body = requests[0].body.to_string();
+            for words in ["let me in", "pretty please", "buy milk"] {
+                assert!(!body.contains(words), "{body}");
+            }
+            bridge.stop().await;
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn only_the_owners_message_yourself_chat_is_relayed_and_never_the_bridges_own_sends() {
+    LocalSet::new()
+        .run_until(async {
+            let model = FakeModel::start().await;
+            let home = home(&model);
+            let _daemon = home.start();
+            let config = parse(&web_table(&[OWNER, FRIEND]));
+            let device = FakeDevice::new();
+            let mut bridge = Bridge::start(&home, &config, &device).await;
+
+            // The owner writes to a friend from the phone: not for the agent,
+            // though the friend is allowed, and nobody is refused.
+            let to_friend = by_owner(chat_with(FRIEND), "3EB0M1", "see you at 8");
+            assert!(bridge.deliver(vec![to_friend]).await);
+
+            // The owner's own chat is how they talk to the agent.
+            model.push(Reply::text("Noted."));
+            let note_to_self = by_owner(chat_with(OWNER), "3EB0M2", "remind me to call mum");
+            assert!(bridge.deliver(vec![note_to_self]).await);
+            let sent = sends(&device, 1).await;
+            assert_eq!(
+                (sent[0].to.as_str(), sent[0].text.as_str()),
+                (OWNER, "Noted.")
+            );
+
+            // The reply appears in that chat as the owner's own message: it
+            // never comes back in. The chat addressed by the owner's privacy
+            // id is the same chat.
+            let echo = by_owner(chat_with(OWNER), &sent[0].id, "Noted.");
+            assert!(bridge.deliver(vec![echo]).await);
+            model.push(Reply::text("You're welcome."));
+            let by_lid = Chat::Direct {
+                number: None,
+                lid: Some(OWNER_LID.into()),
+            };
+            assert!(
+                bridge
+                    .deliver(vec![by_owner(by_lid, "3EB0M3", "thanks")])
+                    .await
+            );
+            sends(&device, 2).await;
+
+            assert_eq!(device.sent_to(OWNER), vec!["Noted.", "You're welcome."]);
+            assert!(device.sent_to(FRIEND).is_empty());
+            let log = history(&home).await;
+            assert_eq!(
+                texts(&log, Kind::User),
+                vec!["remind me to call mum", "thanks"]
+            );
+            assert!(texts(&log, Kind::Note).is_empty(), "{log:?}");
+            assert_eq!(model.requests().len(), 2);
+            bridge.stop().await;
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn the_bridge_stopped_mid_conversation_loses_no_reply_and_sends_none_twice() {
+    LocalSet::new()
+        .run_until(async {
+            let model = FakeModel::start().await;
+            let home = home(&model);
+            let _daemon = home.start();
+            let config = parse(&web_table(&[FRIEND]));
+            let device = FakeDevice::new();
+            let mut first = Bridge::start(&home, &config, &device).await;
+
+            // The reply is being sent when the bridge is killed.
+            device.hold_sends(true);
+            model.push(Reply::text("First answer."));
+            assert!(
+                first
+                    .deliver(vec![from(FRIEND, "Bea", "3EB0K1", "one")])
+                    .await
+            );
+            eventually("the reply held", || {
+                std::future::ready((device.held() == 1).then_some(()))
+            })
+            .await;
+            first.kill().await;
+            assert_eq!(device.held(), 0, "the killed bridge's send was dropped");
+            device.hold_sends(false);
+            assert!(device.sent().is_empty());
+
+            // Meanwhile the terminal talks to the agent: those replies are
+            // for the friend too, after the first, in order.
+            let mut terminal = home.connect("terminal", None).await;
+            for answer in ["Second.", "Third."] {
+                model.push(Reply::text(answer));
+                let (id, _) = terminal
+                    .submit(&format!("before the {answer}"), "terminal", None)
+                    .await;
+                terminal.reply_to(id).await;
+            }
+
+            // Started again, the bridge sends what it owes, then goes on.
+            let mut second = Bridge::start(&home, &config, &device).await;
+            model.push(Reply::text("Fourth."));
+            assert!(
+                second
+                    .deliver(vec![from(FRIEND, "Bea", "3EB0K2", "two")])
+                    .await
+            );
+            sends(&device, 4).await;
+            assert_eq!(
+                device.sent_to(FRIEND),
+                vec!["First answer.", "Second.", "Third.", "Fourth."]
+            );
+
+            // Stopped cleanly and started again, it resumes after the last.
+            second.stop().await;
+            let third = Bridge::start(&home, &config, &device).await;
+            model.push(Reply::text("Fifth."));
+            let (id, _) = terminal.submit("one more", "terminal", None).await;
+            terminal.reply_to(id).await;
+            sends(&device, 5).await;
+            assert_eq!(
+                device.sent_to(FRIEND),
+                vec!["First answer.", "Second.", "Third.", "Fourth.", "Fifth."]
+            );
+            assert_eq!(device.sent().len(), 5);
+            let log = history(&home).await;
+            assert_eq!(
+                texts(&log, Kind::User),
+                vec![
+                    "one",
+                    "before the Second.",
+                    "before the Third.",
+                    "two",
+                    "one more"
+                ]
+            );
+            assert_eq!(model.requests().len(), 5, "each message answered once");
+            third.stop().await;
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn whatsapp_send_goes_to_the_named_contact_once_through_the_linked_device() {
+    LocalSet::new()
+        .run_until(async {
+            let model = FakeModel::start().await;
+            let home = home(&model);
+            // `whatsapp_send` needs the daemon's `[whatsapp]` table.
+            let table = format!(
+                "{}contacts = {{ Anna = \"+44 7700 900123\" }}\n",
+                web_table(&[FRIEND])
+            );
+            let model_table = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+            home.write_config(&format!("{model_table}\n{table}"));
+            let daemon = home.start();
+            // hearthd starts `hearth whatsapp` for that table; with no device
+            // linked on this home it says so and exits for good. Only then
+            // does this test's bridge run, so it is the only one.
+            eventually("the daemon to give up on its own bridge", || {
+                let log = daemon.log_text();
+                std::future::ready(
+                    log.contains("the whatsapp bridge cannot run as configured")
+                        .then_some(()),
+                )
+            })
+            .await;
+            let config = parse(&std::fs::read_to_string(home.path().join("config.toml")).unwrap());
+            let device = FakeDevice::new();
+            let first = Bridge::start(&home, &config, &device).await;
+
+            // The owner asks from the terminal; the agent writes to Anna,
+            // then answers (nobody has written on WhatsApp: it stays home).
+            let mut terminal = home.connect("terminal", None).await;
+            model.push(Reply::tool_call(
+                "whatsapp_send",
+                r#"{"to": "anna", "text": "Dinner at 8?"}"#,
+            ));
+            model.push(Reply::text("Asked Anna."));
+            let (id, _) = terminal
+                .submit("ask Anna about dinner", "terminal", None)
+                .await;
+            terminal.reply_to(id).await;
+            sends(&device, 1).await;
+            assert_eq!(device.sent_to(ANNA), vec!["Dinner at 8?"]);
+            let tools = texts(&history(&home).await, Kind::Tool);
+            assert!(tools[0].contains("queued for +447700900123"), "{tools:?}");
+
+            // Killed once the cursor is stored past the turn and started
+            // again, the bridge does not write to Anna twice.
+            let last = history(&home).await.last().expect("a log").id;
+            eventually("the cursor past the turn", || {
+                let home = &home;
+                async move {
+                    let mut client = home.connect("cursor", None).await;
+                    let name = "whatsapp.cursor".to_string();
+                    match client.request(ClientFrame::StateGet { name }).await {
+                        ServerFrame::State {
+                            value: Some(value), ..
+                        } => (value.parse::<u64>().ok()? >= last).then_some(()),
+                        _ => None,
+                    }
+                }
+            })
+            .await;
+            first.kill().await;
+            let mut second = Bridge::start(&home, &config, &device).await;
+            model.push(Reply::text("Hi Bea."));
+            assert!(
+                second
+                    .deliver(vec![from(FRIEND, "Bea", "3EB0W1", "hi")])
+                    .await
+            );
+            sends(&device, 2).await;
+            assert_eq!(device.sent_to(FRIEND), vec!["Hi Bea."]);
+            assert_eq!(device.sent_to(ANNA), vec!["Dinner at 8?"]);
+            assert_eq!(device.sent().len(), 2, "{:?}", device.sent());
+
+            // The daemon's own bridge said why it could not run.
+            let notes = texts(&history(&home).await, Kind::Note);
+            assert!(
+                notes.iter().any(|note| note
+                    .starts_with("whatsapp: the bridge cannot run: no WhatsApp account is linked")),
+                "{notes:?}"
+            );
+            second.stop().await;
+        })
+        .await;
+}
