@@ -3,7 +3,9 @@
 //! (`whatsapp::web::bridge::relay`) runs in this process against a fake
 //! linked device, which records what it is asked to send and lets the test
 //! play WhatsApp: deliver messages, and see whether the bridge told it they
-//! were taken (`done`).
+//! were taken (`done`). To see that `done` waits for the daemon's ack, one
+//! test puts a proxy between the bridge and the daemon's socket that holds
+//! back what the daemon says.
 //!
 //! The daemon's config has no `[whatsapp]` table, except in the test of
 //! `whatsapp_send`, which needs one: there hearthd also starts `hearth
@@ -28,6 +30,9 @@ use std::future::Future;
 use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, LocalSet};
 
@@ -197,12 +202,16 @@ struct Bridge {
 }
 
 impl Bridge {
-    /// Starts the relay and returns once it takes messages (and so once its
-    /// delivery knows where it starts).
+    /// Starts the relay on `home` and returns once it takes messages (and
+    /// so once its delivery knows where it starts).
     async fn start(home: &TestHome, config: &WhatsAppConfig, device: &FakeDevice) -> Bridge {
+        Bridge::start_on(Home::at(home.path()), config, device).await
+    }
+
+    /// Starts the relay with the daemon's socket where `home` says.
+    async fn start_on(home: Home, config: &WhatsAppConfig, device: &FakeDevice) -> Bridge {
         let (events, events_in) = mpsc::unbounded_channel();
         let (shutdown, on_shutdown) = oneshot::channel::<()>();
-        let home = Home::at(home.path());
         let config = config.clone();
         let device = device.clone();
         let running = tokio::task::spawn_local(async move {
@@ -225,10 +234,21 @@ impl Bridge {
     /// WhatsApp delivers `messages`; returns what the bridge answered on
     /// `done` (`false` when it dropped it).
     async fn deliver(&mut self, messages: Vec<Received>) -> bool {
+        let answer = self.offer(messages);
+        self.answer(answer).await
+    }
+
+    /// WhatsApp delivers `messages`; the bridge answers on what is returned.
+    fn offer(&self, messages: Vec<Received>) -> oneshot::Receiver<bool> {
         let (done, answer) = oneshot::channel();
         self.events
             .send(WebEvent::Messages { messages, done })
             .expect("the bridge takes events");
+        answer
+    }
+
+    /// What the bridge answers on `done` (`false` when it dropped it).
+    async fn answer(&mut self, answer: oneshot::Receiver<bool>) -> bool {
         let answered = async {
             tokio::select! {
                 answer = answer => answer.unwrap_or(false),
@@ -252,6 +272,73 @@ impl Bridge {
         self.running.abort();
         let _ = self.running.await;
     }
+}
+
+/// A pass-through for the daemon's socket that can hold back what the
+/// daemon says (its acks among it), so a test sees what the bridge does
+/// before it hears back.
+struct Proxy {
+    /// The folder of the proxy's socket: the `runtime_dir` of the home the
+    /// bridge is given.
+    dir: tempfile::TempDir,
+    hold: watch::Sender<bool>,
+}
+
+impl Proxy {
+    /// Listens beside the daemon of `home`, passing everything through.
+    fn start(home: &TestHome) -> Proxy {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let listener =
+            UnixListener::bind(Home::at(dir.path()).socket()).expect("the proxy listens");
+        let (hold, _) = watch::channel(false);
+        let upstream = home.socket();
+        let daemon_says = hold.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let daemon = UnixStream::connect(&upstream).await.expect("the daemon");
+                let (from_client, to_client) = client.into_split();
+                let (from_daemon, to_daemon) = daemon.into_split();
+                tokio::spawn(pump(from_client, to_daemon, None));
+                tokio::spawn(pump(from_daemon, to_client, Some(daemon_says.subscribe())));
+            }
+        });
+        Proxy { dir, hold }
+    }
+
+    /// The bridge's home: the daemon's, with the socket through the proxy.
+    fn home(&self, home: &TestHome) -> Home {
+        Home {
+            runtime_dir: self.dir.path().to_path_buf(),
+            ..Home::at(home.path())
+        }
+    }
+
+    /// Holds back (or lets through) what the daemon says.
+    fn hold(&self, hold: bool) {
+        self.hold.send_replace(hold);
+    }
+}
+
+/// Copies bytes until either side closes, waiting while `hold` says so.
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    mut hold: Option<watch::Receiver<bool>>,
+) {
+    let mut buffer = vec![0; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if let Some(hold) = &mut hold {
+            let _ = hold.wait_for(|hold| !hold).await;
+        }
+        if to.write_all(&buffer[..n]).await.is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
 }
 
 /// `[whatsapp]` for the linked device, as written in `config.toml`.
@@ -317,6 +404,25 @@ async fn history(home: &TestHome) -> Vec<Message> {
     }
 }
 
+/// Waits until the bridge's stored cursor covers the whole log. A bridge
+/// stopped between a send and storing the cursor (a kill, or a stop: it
+/// drops what it was doing) sends that one again when it starts, as the
+/// README says; a test that counts sends across a restart waits for this.
+async fn cursor_at_log_end(home: &TestHome) {
+    let last = history(home).await.last().expect("a log").id;
+    eventually("the cursor past the log's end", || async move {
+        let mut client = home.connect("cursor", None).await;
+        let name = "whatsapp.cursor".to_string();
+        match client.request(ClientFrame::StateGet { name }).await {
+            ServerFrame::State {
+                value: Some(value), ..
+            } => (value.parse::<u64>().ok()? >= last).then_some(()),
+            _ => None,
+        }
+    })
+    .await;
+}
+
 fn texts(log: &[Message], kind: Kind) -> Vec<String> {
     log.iter()
         .filter(|m| m.kind == kind)
@@ -335,23 +441,37 @@ async fn an_allowed_persons_message_is_acknowledged_once_logged_and_answered() {
             let _daemon = home.start();
             let config = parse(&web_table(&[FRIEND]));
             let device = FakeDevice::new();
-            let mut bridge = Bridge::start(&home, &config, &device).await;
+            let proxy = Proxy::start(&home);
+            let mut bridge = Bridge::start_on(proxy.home(&home), &config, &device).await;
             let mut watcher = home.connect("watcher", None).await;
 
             let gate = Gate::new();
             model.push(Reply::gated(Reply::text("Hello, Bea!"), &gate));
+            // The daemon logs the message, but its ack is held back: the
+            // bridge does not tell WhatsApp it has the message yet.
+            proxy.hold(true);
             let message = from(FRIEND, "Bea", "3EB0A1", "hi from my phone");
-            assert!(bridge.deliver(vec![message]).await);
-            // Taken means durable: the log holds it already.
-            let log = history(&home).await;
-            let user: Vec<_> = log.iter().filter(|m| m.kind == Kind::User).collect();
-            assert_eq!(user.len(), 1, "{log:?}");
+            let mut answer = bridge.offer(vec![message]);
+            let home_ref = &home;
+            let user = eventually("the message logged", || async move {
+                let log = history(home_ref).await;
+                log.into_iter().find(|m| m.kind == Kind::User)
+            })
+            .await;
             assert_eq!(
-                (user[0].source.as_str(), user[0].text.as_str()),
+                (user.source.as_str(), user.text.as_str()),
                 ("whatsapp", "hi from my phone")
             );
+            assert_eq!(
+                answer.try_recv(),
+                Err(oneshot::error::TryRecvError::Empty),
+                "answered before the daemon acknowledged"
+            );
+            proxy.hold(false);
+            assert!(bridge.answer(answer).await);
             let event = watcher.wait_for(|e| e.kind == EventKind::User).await;
             assert_eq!(event.source.as_deref(), Some("whatsapp"));
+            assert_eq!(event.id, Some(user.id));
 
             // While the agent works, "typing…" shows in the chat.
             eventually("typing in the friend's chat", || {
@@ -577,7 +697,8 @@ async fn the_bridge_stopped_mid_conversation_loses_no_reply_and_sends_none_twice
                 vec!["First answer.", "Second.", "Third.", "Fourth."]
             );
 
-            // Stopped cleanly and started again, it resumes after the last.
+            // Stopped and started again, it resumes after the last.
+            cursor_at_log_end(&home).await;
             second.stop().await;
             let third = Bridge::start(&home, &config, &device).await;
             model.push(Reply::text("Fifth."));
@@ -654,21 +775,7 @@ async fn whatsapp_send_goes_to_the_named_contact_once_through_the_linked_device(
 
             // Killed once the cursor is stored past the turn and started
             // again, the bridge does not write to Anna twice.
-            let last = history(&home).await.last().expect("a log").id;
-            eventually("the cursor past the turn", || {
-                let home = &home;
-                async move {
-                    let mut client = home.connect("cursor", None).await;
-                    let name = "whatsapp.cursor".to_string();
-                    match client.request(ClientFrame::StateGet { name }).await {
-                        ServerFrame::State {
-                            value: Some(value), ..
-                        } => (value.parse::<u64>().ok()? >= last).then_some(()),
-                        _ => None,
-                    }
-                }
-            })
-            .await;
+            cursor_at_log_end(&home).await;
             first.kill().await;
             let mut second = Bridge::start(&home, &config, &device).await;
             model.push(Reply::text("Hi Bea."));
