@@ -766,10 +766,13 @@ fn check_probe(
         .rev()
         .find(|m| m.kind == Kind::User)
         .expect("messages before the probe");
+    // In the view as a line, or, when the probe's turn took it too (it came
+    // in after the last turn began), whole after the state, as taken.
     let line = format!("|user: {}", recent.text);
+    let taken = format!("|user from {}: {}", recent.source, recent.text);
     assert!(
-        body.contains(&line),
-        "the view shows the latest message before the probe, `{line}`: {body}"
+        body.contains(&line) || body.contains(&taken),
+        "the request shows the latest message before the probe, `{line}`: {body}"
     );
     tally.add("memory view renders recent messages", 1);
 }

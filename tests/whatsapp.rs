@@ -679,3 +679,40 @@ async fn whatsapp_send_writes_to_a_named_contact_once_even_across_a_bridge_resta
     assert_eq!(calls.sent_to(OWNER.wa_id), vec!["Hi Ada."]);
     assert_eq!(calls.sent_to("447700900123"), vec!["Dinner at 8?"]);
 }
+
+#[tokio::test]
+async fn a_bridge_told_to_stop_finishes_its_send_and_repeats_nothing() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let daemon = home.start();
+    let first = Webhook::of(&daemon, 1).await;
+
+    // WhatsApp has taken the reply but not yet answered when the bridge is
+    // told to stop (as hearthd does when it stops).
+    graph.answer_late(true);
+    model.push(Reply::text("First answer."));
+    deliver(&first, &OWNER, vec![text(&OWNER, "wamid.T1", "one")]).await;
+    graph
+        .wait_until("the reply taken", |calls| !calls.unanswered.is_empty())
+        .await;
+    let pid = bridge_pid(&daemon).await;
+    let told = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(told.success());
+    graph.answer_late(false);
+
+    // It waited for the answer and stored its cursor before exiting; the
+    // bridge hearthd starts again does not send the reply a second time.
+    let second = Webhook::of(&daemon, 2).await;
+    assert_ne!(bridge_pid(&daemon).await, pid);
+    model.push(Reply::text("Second."));
+    deliver(&second, &OWNER, vec![text(&OWNER, "wamid.T2", "two")]).await;
+    let calls = graph
+        .wait_until("the second reply", |calls| calls.sent.len() >= 2)
+        .await;
+    assert_eq!(calls.sent_to(OWNER.wa_id), vec!["First answer.", "Second."]);
+}

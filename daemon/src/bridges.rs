@@ -7,7 +7,9 @@
 //! it keeps no state of its own. One that exits is started again after a
 //! backoff (1 s, doubling to a minute; reset after a minute of running),
 //! except when it exits with [`EXIT_CONFIG`]: its configuration cannot work
-//! and it has said why. Each bridge is killed when the daemon stops.
+//! and it has said why. When the daemon stops, each bridge is told to stop
+//! (SIGTERM) and may finish the message it is sending; one that does not
+//! exit within a few seconds is killed.
 
 use crate::config::Config;
 use hearth_protocol::home::Home;
@@ -98,6 +100,28 @@ impl Bridges {
     }
 }
 
+/// How long a bridge told to stop may take to finish what it is sending
+/// and store its cursor, before it is killed.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// Stops a bridge: SIGTERM, so it finishes the message it is sending and
+/// stores its cursor (the daemon still serves it meanwhile), then SIGKILL
+/// if it has not exited within [`GRACE`].
+async fn finish(child: &mut tokio::process::Child, name: &str) {
+    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+        // SAFETY: `kill` only sends a signal; the child is ours and not yet
+        // waited for, so its pid cannot have been reused.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+        if tokio::time::timeout(GRACE, child.wait()).await.is_ok() {
+            return;
+        }
+        tracing::warn!("the {name} bridge did not stop within {GRACE:?}; killing it");
+    }
+    let _ = child.kill().await;
+}
+
 /// Keeps one bridge running until `stop` turns true.
 async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>) {
     let mut wait = FIRST_WAIT;
@@ -124,7 +148,7 @@ async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>) {
                 let status = tokio::select! {
                     status = child.wait() => status,
                     () = stopped(&mut stop) => {
-                        let _ = child.kill().await;
+                        finish(&mut child, launch.name).await;
                         return;
                     }
                 };

@@ -95,6 +95,8 @@ pub struct Calls {
     pub reads: Vec<(String, bool)>,
     /// Sends held by [`FakeGraph::hold_sends`] now.
     pub held: Vec<Sent>,
+    /// Sends taken but not answered yet ([`FakeGraph::answer_late`]).
+    pub unanswered: Vec<Sent>,
     /// Media ids whose address was asked for, and files downloaded.
     pub media_lookups: Vec<String>,
     pub downloads: Vec<String>,
@@ -136,6 +138,7 @@ struct State {
     calls: Calls,
     failures: VecDeque<Failure>,
     hold: bool,
+    late: bool,
     next_id: u64,
     /// Media by id: MIME type and bytes.
     media: HashMap<String, (String, Vec<u8>)>,
@@ -176,6 +179,15 @@ impl FakeGraph {
     /// unrecorded, and turning this off answers the rest.
     pub fn hold_sends(&self, hold: bool) {
         self.shared.lock().hold = hold;
+        self.shared.bump();
+    }
+
+    /// While on, a text send that succeeds is recorded as sent at once but
+    /// answered only when this is turned off (shown meanwhile in
+    /// [`Calls::unanswered`]): WhatsApp took the message, and a client that
+    /// goes away before the answer does not know it did.
+    pub fn answer_late(&self, late: bool) {
+        self.shared.lock().late = late;
         self.shared.bump();
     }
 
@@ -354,7 +366,38 @@ async fn post_message(
         }
     };
     shared.bump();
+    if status == 200 && !answer_late(stream, shared, &sent).await {
+        return Ok(());
+    }
     http::write_json(stream, status, &answer).await
+}
+
+/// Holds the answer to a send already recorded, while answering late is
+/// on. False when the client went away meanwhile (the message stays sent).
+async fn answer_late(stream: &mut TcpStream, shared: &Shared, sent: &Sent) -> bool {
+    let mut changed = shared.changed.subscribe();
+    if !shared.lock().late {
+        return true;
+    }
+    shared.lock().calls.unanswered.push(sent.clone());
+    shared.bump();
+    let answered = loop {
+        if !shared.lock().late {
+            break true;
+        }
+        tokio::select! {
+            _ = changed.changed() => {}
+            () = http::client_gone(stream) => break false,
+        }
+    };
+    {
+        let mut state = shared.lock();
+        if let Some(at) = state.calls.unanswered.iter().position(|s| s == sent) {
+            state.calls.unanswered.remove(at);
+        }
+    }
+    shared.bump();
+    answered
 }
 
 /// `POST /{PHONE_NUMBER_ID}/media`: an upload in multipart form data

@@ -25,7 +25,40 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::time::{interval, MissedTickBehavior};
+
+/// How long a stopping bridge gives delivery to finish the event under way.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs a bridge's halves until one fails or `shutdown` completes:
+/// `delivery` (a [`Feed::run`] with the receiver of `stop`) and `others`
+/// (the inbound half, a webhook server). At shutdown the others are dropped
+/// (what they took is acknowledged only once the daemon has it, so the
+/// platform delivers it again), and delivery is told to stop and given a
+/// moment to finish the event under way, so that a message sent has its
+/// cursor stored.
+pub async fn run_halves<E>(
+    delivery: impl Future<Output = Result<(), E>>,
+    others: impl Future<Output = Result<Infallible, E>>,
+    shutdown: impl Future<Output = ()>,
+    stop: watch::Sender<bool>,
+) -> Result<(), E> {
+    let mut delivery = std::pin::pin!(delivery);
+    tokio::select! {
+        result = others => return result.map(|never| match never {}),
+        result = &mut delivery => return result,
+        () = shutdown => {}
+    }
+    let _ = stop.send(true);
+    match tokio::time::timeout(FINISH_TIMEOUT, delivery).await {
+        Ok(result) => result,
+        Err(_) => {
+            tracing::warn!("delivery did not finish within {FINISH_TIMEOUT:?}; stopping anyway");
+            Ok(())
+        }
+    }
+}
 
 /// Where delivery stands: the last log message delivered or skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,12 +256,25 @@ impl Feed {
         Ok(())
     }
 
-    /// Delivers through `courier` until something fails for good.
-    pub async fn run<C: Courier>(mut self, courier: &mut C) -> Result<Infallible, C::Error> {
+    /// Delivers through `courier` until something fails for good, or until
+    /// `stop` turns true: then it returns between two events, never in the
+    /// middle of one, so a send is always followed by storing the cursor
+    /// and a clean stop repeats nothing.
+    pub async fn run<C: Courier>(
+        mut self,
+        courier: &mut C,
+        mut stop: watch::Receiver<bool>,
+    ) -> Result<(), C::Error> {
         // The first tick is at once: a turn already running shows the sign.
         let mut busy_sign = interval(courier.busy_every());
         busy_sign.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
+            if *stop.borrow() {
+                if self.unsaved {
+                    self.save_cursor().await?;
+                }
+                return Ok(());
+            }
             if let Some(event) = self.backlog.pop_front() {
                 if event.kind == EventKind::Busy {
                     busy_sign.reset();
@@ -247,6 +293,10 @@ impl Feed {
                     Some(other) => tracing::warn!("unexpected frame from hearthd: {}", other.encode()),
                 },
                 _ = busy_sign.tick(), if self.busy => courier.show_busy(&mut self).await?,
+                changed = stop.changed() => if changed.is_err() {
+                    // Nobody can stop it any more: it runs until it fails.
+                    stop = watch::channel(false).1;
+                },
             }
         }
     }

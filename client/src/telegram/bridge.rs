@@ -11,7 +11,7 @@ use super::api::{Api, ApiError};
 use super::config::{ConfigError, TelegramConfig};
 use super::inbound::Inbound;
 use super::outbound::Outbound;
-use crate::bridge::delivery::Cursor;
+use crate::bridge::delivery::{run_halves, Cursor};
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::lock::{lock, LockError};
 use crate::bridge::people::parse_chats;
@@ -105,9 +105,6 @@ pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), 
         "telegram bridge running for {} allowed user(s)",
         config.allow.len()
     );
-    tokio::select! {
-        result = inbound.run() => result.map(|never| match never {}),
-        result = outbound.run() => result.map(|never| match never {}),
-        () = shutdown => Ok(()),
-    }
+    let (stop, stopping) = watch::channel(false);
+    run_halves(outbound.run(stopping), inbound.run(), shutdown, stop).await
 }

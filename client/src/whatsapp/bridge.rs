@@ -14,7 +14,7 @@ use super::inbound::Inbound;
 use super::outbound::Outbound;
 use super::webhook;
 use crate::bridge::config::ConfigError;
-use crate::bridge::delivery::Cursor;
+use crate::bridge::delivery::{run_halves, Cursor};
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::lock::{lock, LockError};
 use crate::bridge::people::parse_chats;
@@ -168,15 +168,17 @@ async fn run_until(home: &Home, shutdown: impl Future<Output = ()>) -> Result<()
         "whatsapp bridge running for {} allowed number(s)",
         config.allow.len()
     );
-    tokio::select! {
-        result = inbound.run() => result.map(|never| match never {}),
-        result = outbound.run() => result.map(|never| match never {}),
-        result = server => match result {
-            Ok(()) => Err(BridgeError::WebhookGone),
-            Err(err) => Err(BridgeError::Webhook(err)),
-        },
-        () = shutdown => Ok(()),
-    }
+    let others = async {
+        tokio::select! {
+            result = inbound.run() => result,
+            result = server => match result {
+                Ok(()) => Err(BridgeError::WebhookGone),
+                Err(err) => Err(BridgeError::Webhook(err)),
+            },
+        }
+    };
+    let (stop, stopping) = watch::channel(false);
+    run_halves(outbound.run(stopping), others, shutdown, stop).await
 }
 
 #[cfg(test)]

@@ -18,7 +18,6 @@ use crate::images::Attachment;
 use hearth_protocol::home::Home;
 use hearth_protocol::{Event, ImageRef};
 use std::collections::BTreeSet;
-use std::convert::Infallible;
 use std::future::Future;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -66,9 +65,10 @@ impl<'a> Outbound<'a> {
         Ok(Outbound { feed, courier })
     }
 
-    /// Delivers until something fails for good.
-    pub async fn run(mut self) -> Result<Infallible, BridgeError> {
-        self.feed.run(&mut self.courier).await
+    /// Delivers until something fails for good, or until `stop` turns true
+    /// (see [`Feed::run`]).
+    pub async fn run(mut self, stop: watch::Receiver<bool>) -> Result<(), BridgeError> {
+        self.feed.run(&mut self.courier, stop).await
     }
 }
 

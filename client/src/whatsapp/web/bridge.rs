@@ -16,6 +16,7 @@ use super::inbound::{Inbound, SentIds};
 use super::library::{Library, LibraryError};
 use super::outbound::{Outbound, WebCourier};
 use super::pairing;
+use crate::bridge::delivery::run_halves;
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::lock::{lock, LockError};
 use crate::bridge::people::parse_chats;
@@ -133,11 +134,8 @@ pub async fn relay<D: Device>(
             config.allow.len()
         );
     }
-    tokio::select! {
-        result = inbound.run() => result.map(|never| match never {}),
-        result = outbound.run() => result.map(|never| match never {}),
-        () = shutdown => Ok(()),
-    }
+    let (stop, stopping) = watch::channel(false);
+    run_halves(outbound.run(stopping), inbound.run(), shutdown, stop).await
 }
 
 /// `hearth whatsapp link`: shows the pairing code in the terminal until

@@ -20,7 +20,6 @@ use hearth_protocol::home::Home;
 use hearth_protocol::{Event, ImageRef};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::convert::Infallible;
 use std::future::Future;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -50,9 +49,10 @@ impl<'a, D: Device> Outbound<'a, D> {
         Ok(Outbound { feed, courier })
     }
 
-    /// Delivers until something fails for good.
-    pub async fn run(mut self) -> Result<Infallible, WebError> {
-        self.feed.run(&mut self.courier).await
+    /// Delivers until something fails for good, or until `stop` turns true
+    /// (see [`Feed::run`]).
+    pub async fn run(mut self, stop: watch::Receiver<bool>) -> Result<(), WebError> {
+        self.feed.run(&mut self.courier, stop).await
     }
 }
 
