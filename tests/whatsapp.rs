@@ -716,3 +716,41 @@ async fn a_bridge_told_to_stop_finishes_its_send_and_repeats_nothing() {
         .await;
     assert_eq!(calls.sent_to(OWNER.wa_id), vec!["First answer.", "Second."]);
 }
+
+#[tokio::test]
+async fn hearthd_stopping_mid_send_lets_its_bridge_finish_and_nothing_is_sent_twice() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let mut daemon = home.start();
+    let first = Webhook::of(&daemon, 1).await;
+
+    graph.answer_late(true);
+    model.push(Reply::text("First answer."));
+    deliver(&first, &OWNER, vec![text(&OWNER, "wamid.U1", "one")]).await;
+    graph
+        .wait_until("the reply taken", |calls| !calls.unanswered.is_empty())
+        .await;
+    // hearthd is told to stop while WhatsApp has not answered the send: it
+    // tells its bridge to stop and waits for it, still serving it.
+    let told = Command::new("kill")
+        .args(["-TERM", &daemon.pid().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(told.success());
+    graph.answer_late(false);
+    eventually("hearthd to exit", || {
+        std::future::ready((!daemon.is_running()).then_some(()))
+    })
+    .await;
+
+    let daemon = home.start();
+    let second = Webhook::of(&daemon, 1).await;
+    model.push(Reply::text("Second."));
+    deliver(&second, &OWNER, vec![text(&OWNER, "wamid.U2", "two")]).await;
+    let calls = graph
+        .wait_until("the second reply", |calls| calls.sent.len() >= 2)
+        .await;
+    assert_eq!(calls.sent_to(OWNER.wa_id), vec!["First answer.", "Second."]);
+}
