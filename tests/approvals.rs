@@ -5,7 +5,7 @@
 //! The timeouts under test are real: `timeout_secs = 1` where the timeout
 //! itself is the behaviour, a long one everywhere else.
 
-use hearth_protocol::{ClientFrame, ErrorCode, Event, EventKind, Kind, Message, ServerFrame};
+use hearth_protocol::{ClientFrame, ErrorCode, Event, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::fake_telegram::{FakeTelegram, Person, TOKEN};
@@ -122,24 +122,9 @@ async fn answer(client: &mut Client, id: &str, allow: bool) -> ServerFrame {
         .await
 }
 
-/// The whole log, oldest first.
-async fn history(home: &TestHome) -> Vec<Message> {
-    let mut client = home.connect("history", None).await;
-    match client
-        .request(ClientFrame::History {
-            before: None,
-            limit: Some(1000),
-        })
-        .await
-    {
-        ServerFrame::History { messages } => messages,
-        other => panic!("expected history, got {other:?}"),
-    }
-}
-
 /// The approval notes of the log, in order.
 async fn approval_notes(home: &TestHome) -> Vec<String> {
-    history(home)
+    home.history()
         .await
         .into_iter()
         .filter(|m| m.kind == Kind::Note && m.text.starts_with("approval "))

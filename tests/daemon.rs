@@ -10,21 +10,6 @@ fn home() -> TestHome {
     TestHome::new(bins!())
 }
 
-/// The whole log, oldest first, through the protocol.
-async fn history(home: &TestHome) -> Vec<hearth_protocol::Message> {
-    let mut client = home.connect("history", None).await;
-    match client
-        .request(ClientFrame::History {
-            before: None,
-            limit: Some(1000),
-        })
-        .await
-    {
-        ServerFrame::History { messages } => messages,
-        other => panic!("expected history, got {other:?}"),
-    }
-}
-
 #[tokio::test]
 async fn two_clients_see_each_others_messages_and_the_reply() {
     let model = FakeModel::start().await;
@@ -183,7 +168,8 @@ async fn a_message_acknowledged_before_a_crash_is_answered_exactly_once() {
     let (next, _) = client.submit("and now?", "terminal", None).await;
     client.reply_to(next).await;
     assert_eq!(model.requests().len(), 3);
-    let replies: Vec<_> = history(&home)
+    let replies: Vec<_> = home
+        .history()
         .await
         .into_iter()
         .filter(|m| m.kind == Kind::Reply && m.answers.contains(&id))
@@ -237,7 +223,8 @@ async fn the_same_key_is_logged_once() {
     let first = client.submit("hello", "telegram", Some("tg:42")).await;
     let again = client.submit("hello", "telegram", Some("tg:42")).await;
     assert_eq!(again, (first.0, true));
-    let users: Vec<_> = history(&home)
+    let users: Vec<_> = home
+        .history()
         .await
         .into_iter()
         .filter(|m| m.kind == Kind::User)
@@ -259,7 +246,7 @@ async fn without_a_model_a_turn_fails_with_how_to_configure_one() {
     assert!(text.contains("config.toml"), "{text}");
     client.wait_for(|e| e.kind == EventKind::Idle).await;
     // Nothing was invented, and the failure does not spin.
-    let log = history(&home).await;
+    let log = home.history().await;
     assert!(log.iter().all(|m| m.kind != Kind::Reply));
     match client.request(ClientFrame::Status).await {
         ServerFrame::Status(status) => {
@@ -293,7 +280,7 @@ async fn a_failing_model_ends_the_turn_with_an_error_and_keeps_the_message() {
         .wait_for(|e| e.kind == EventKind::Error && e.answers.contains(&second))
         .await;
     assert_eq!(model.requests().len(), 2, "no retry loop");
-    let log = history(&home).await;
+    let log = home.history().await;
     assert!(log.iter().any(|m| m.id == id && m.text == "hello"));
     assert!(!daemon_secret_leaked(&log));
 }
@@ -345,7 +332,7 @@ async fn malformed_and_oversized_frames_get_errors_and_the_daemon_stays_up() {
     );
 
     // Nothing was logged by any of that, and the daemon still serves.
-    assert!(history(&home).await.is_empty());
+    assert!(home.history().await.is_empty());
     let mut client = home.connect("terminal", None).await;
     let (id, _) = client.submit("still here?", "terminal", None).await;
     assert_eq!(id, 0);

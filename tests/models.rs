@@ -3,7 +3,7 @@
 //! fix, keeping the log whole when an answer is unreadable, and handing over
 //! to a fallback model that says so in a note.
 
-use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
+use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{anthropic, FakeModel, Recorded, Reply};
 use hearth_tests::harness::{Client, TestHome};
@@ -20,21 +20,6 @@ fn anthropic_model(base_url: &str) -> String {
         "[model]\nprovider = \"anthropic\"\nmodel = \"claude-fake\"\nbase_url = \"{base_url}\"\n\
          api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\nretry_delay_ms = 1\n"
     )
-}
-
-/// The whole log, oldest first, through the protocol.
-async fn history(home: &TestHome) -> Vec<hearth_protocol::Message> {
-    let mut client = home.connect("history", None).await;
-    match client
-        .request(ClientFrame::History {
-            before: None,
-            limit: Some(1000),
-        })
-        .await
-    {
-        ServerFrame::History { messages } => messages,
-        other => panic!("expected history, got {other:?}"),
-    }
 }
 
 /// Waits for the error event that ends the turn which took `id`.
@@ -190,7 +175,7 @@ async fn a_whole_anthropic_answer_is_read_when_streaming_is_off() {
     let call = &messages[1]["content"][0];
     assert_eq!(call["type"], "tool_use");
     assert_eq!(messages[2]["content"][0]["tool_use_id"], call["id"]);
-    let log = history(&home).await;
+    let log = home.history().await;
     assert_eq!(log.iter().filter(|m| m.kind == Kind::Tool).count(), 1);
 }
 
@@ -255,7 +240,7 @@ async fn an_overloaded_model_is_retried_and_the_tool_call_is_logged_once() {
     );
     assert_eq!(model.requests().len(), 5);
     assert_eq!(model.pending_replies(), 0);
-    let log = history(&home).await;
+    let log = home.history().await;
     let tools: Vec<_> = log.iter().filter(|m| m.kind == Kind::Tool).collect();
     assert_eq!(tools.len(), 1, "{log:?}");
     assert!(!log.iter().any(|m| m.kind == Kind::Note), "{log:?}");
@@ -284,7 +269,7 @@ async fn a_rejected_key_ends_the_turn_at_once_and_says_where_the_key_comes_from(
     client.wait_for(|e| e.kind == EventKind::Idle).await;
     assert_eq!(model.requests().len(), 1, "no retry");
     assert_eq!(model.pending_replies(), 1);
-    let log = history(&home).await;
+    let log = home.history().await;
     assert!(log.iter().any(|m| m.id == id && m.text == "hello"));
     assert!(!log.iter().any(|m| m.kind == Kind::Reply));
 }
@@ -336,7 +321,7 @@ async fn unreadable_and_cut_answers_end_the_turn_and_keep_the_log() {
         Some("back again")
     );
 
-    let log = history(&home).await;
+    let log = home.history().await;
     let texts: Vec<&str> = log.iter().map(|m| m.text.as_str()).collect();
     for earlier in ["one", "first answer", "two", "three", "four", "back again"] {
         assert!(texts.contains(&earlier), "{earlier} is kept: {texts:?}");
@@ -399,7 +384,8 @@ async fn a_model_that_keeps_failing_hands_over_to_its_fallback_with_a_note() {
         Some("still the fallback")
     );
     assert_eq!(primary.requests().len(), 2);
-    let notes = history(&home)
+    let notes = home
+        .history()
         .await
         .into_iter()
         .filter(|m| m.kind == Kind::Note)

@@ -3,16 +3,14 @@
 //! on 127.0.0.1, and the agent to a fake model.
 
 use hearth_client::telegram::inbound::REFUSAL;
-use hearth_protocol::{ClientFrame, EventKind, Kind, Message, ServerFrame};
+use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
 use hearth_tests::fake_telegram::{Failure, FakeTelegram, Person, Sent, TOKEN};
-use hearth_tests::harness::{Daemon, TestHome, DEADLINE};
+use hearth_tests::harness::{bridge_pid, eventually, TestHome};
 use serde_json::json;
-use std::future::Future;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
-use std::time::Duration;
 
 const OWNER: Person = Person {
     id: 4242,
@@ -42,66 +40,6 @@ fn configure(home: &TestHome, model: &FakeModel, telegram: &FakeTelegram) {
     let secrets = home.path().join("secrets.env");
     std::fs::write(&secrets, format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n")).expect("secrets");
     std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-}
-
-/// The whole log, oldest first.
-async fn history(home: &TestHome) -> Vec<Message> {
-    let mut client = home.connect("history", None).await;
-    match client
-        .request(ClientFrame::History {
-            before: None,
-            limit: Some(1000),
-        })
-        .await
-    {
-        ServerFrame::History { messages } => messages,
-        other => panic!("expected history, got {other:?}"),
-    }
-}
-
-/// Waits (checking every few milliseconds, up to the deadline) until
-/// `check` gives a value.
-async fn eventually<T, F>(what: &str, mut check: impl FnMut() -> F) -> T
-where
-    F: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waited in vain for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The pid of the bridge the daemon started last, from its log.
-async fn bridge_pid(daemon: &Daemon) -> u32 {
-    eventually("the daemon to start a bridge", || {
-        let log = daemon.log_text();
-        let pid = log
-            .rsplit_once("telegram bridge started (pid ")
-            .and_then(|(_, after)| after.split(')').next()?.parse().ok());
-        std::future::ready(pid)
-    })
-    .await
-}
-
-/// The delivery cursor the bridge stored in the daemon.
-async fn stored_cursor(home: &TestHome) -> Option<String> {
-    let mut client = home.connect("state", None).await;
-    match client
-        .request(ClientFrame::StateGet {
-            name: "telegram.cursor".into(),
-        })
-        .await
-    {
-        ServerFrame::State { value, .. } => value,
-        other => panic!("expected state, got {other:?}"),
-    }
 }
 
 #[tokio::test]
@@ -195,7 +133,7 @@ async fn a_stranger_is_refused_once_and_the_agent_never_sees_the_message() {
         .await;
     assert_eq!(calls.sent_to(STRANGER.id), vec![REFUSAL.to_string()]);
 
-    let log = history(&home).await;
+    let log = home.history().await;
     let notes: Vec<&str> = log
         .iter()
         .filter(|m| m.kind == Kind::Note && m.source == "telegram")
@@ -342,7 +280,7 @@ async fn a_message_acknowledged_before_its_offset_was_stored_is_logged_and_answe
             calls.held.iter().any(|sent| sent.chat_id == STRANGER.id)
         })
         .await;
-    let first = bridge_pid(&daemon).await;
+    let first = bridge_pid(&daemon, "telegram").await;
     let killed = Command::new("kill")
         .args(["-KILL", &first.to_string()])
         .status()
@@ -368,7 +306,7 @@ async fn a_message_acknowledged_before_its_offset_was_stored_is_logged_and_answe
         2,
         "neither bridge had an offset stored"
     );
-    assert_ne!(bridge_pid(&daemon).await, first);
+    assert_ne!(bridge_pid(&daemon, "telegram").await, first);
 
     model.push(Reply::text("Eggs too, noted."));
     telegram.write(&OWNER, "and eggs");
@@ -381,7 +319,8 @@ async fn a_message_acknowledged_before_its_offset_was_stored_is_logged_and_answe
         calls.sent_to(OWNER.id),
         vec!["Noted.".to_string(), "Eggs too, noted.".to_string()]
     );
-    let users: Vec<String> = history(&home)
+    let users: Vec<String> = home
+        .history()
         .await
         .into_iter()
         .filter(|m| m.kind == Kind::User)
@@ -407,7 +346,7 @@ async fn replies_logged_while_the_bridge_was_down_are_delivered_in_order() {
     // Stored right after the send; waited for, so nothing is sent twice.
     let (home_ref, reply_id) = (&home, reply_id.as_str());
     eventually("the cursor stored", || async move {
-        (stored_cursor(home_ref).await.as_deref() == Some(reply_id)).then_some(())
+        (home_ref.stored_state("telegram.cursor").await.as_deref() == Some(reply_id)).then_some(())
     })
     .await;
     assert_eq!(telegram.calls().sent_to(OWNER.id), vec!["hi".to_string()]);
@@ -473,7 +412,8 @@ async fn a_bridge_that_cannot_start_leaves_a_note_and_the_daemon_runs_on() {
     let mut daemon = home.start();
     let home_ref = &home;
     let note = eventually("the bridge's note", || async move {
-        history(home_ref)
+        home_ref
+            .history()
             .await
             .into_iter()
             .find(|m| m.kind == Kind::Note && m.source == "telegram")

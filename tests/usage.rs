@@ -4,7 +4,7 @@
 //! request is sent; with no model configured a local Ollama server is used.
 
 use hearth_protocol::home::Home;
-use hearth_protocol::{ClientFrame, EventKind, Kind, Message, ServerFrame};
+use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply, Usage};
 use hearth_tests::harness::{Daemon, TestHome, OLLAMA_URL_ENV};
@@ -84,21 +84,6 @@ async fn stats_json(home: &TestHome, extra: &[&str]) -> Vec<Value> {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()
-}
-
-/// The whole log of the top agent, through the protocol.
-async fn history(home: &TestHome) -> Vec<Message> {
-    let mut client = home.connect("history", None).await;
-    match client
-        .request(ClientFrame::History {
-            before: None,
-            limit: Some(1000),
-        })
-        .await
-    {
-        ServerFrame::History { messages } => messages,
-        other => panic!("expected history, got {other:?}"),
-    }
 }
 
 /// A layout file whose 80-byte line budget sends any long message to the
@@ -295,7 +280,7 @@ async fn a_spent_budget_stops_the_next_turn_before_any_request() {
         assert!(error.contains("[budget] daily_usd"), "{error}");
     }
     assert_eq!(model.requests().len(), 1, "no request after the budget");
-    let log = history(&home).await;
+    let log = home.history().await;
     let warnings = log
         .iter()
         .filter(|m| m.kind == Kind::Note && m.text.starts_with("spending today"))
@@ -315,7 +300,7 @@ async fn with_no_model_configured_a_local_ollama_model_is_used() {
     let daemon = Daemon::start_with_env(&home, &[(OLLAMA_URL_ENV, &url)]);
     let mut client = home.connect("terminal", None).await;
 
-    let log = history(&home).await;
+    let log = home.history().await;
     let note = log
         .iter()
         .find(|m| m.kind == Kind::Note && m.text.contains("Ollama"))

@@ -7,18 +7,16 @@ use hearth_client::bridge::people::REFUSAL;
 use hearth_client::whatsapp::graph::{Failure as GraphFailure, Graph};
 use hearth_client::whatsapp::outbound::OUTSIDE_WINDOW_NOTE;
 use hearth_client::whatsapp::webhook::signature;
-use hearth_protocol::{ClientFrame, EventKind, Kind, Message, ServerFrame};
+use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_graph::{Failure, FakeGraph, Sent, ACCESS_TOKEN, PHONE_NUMBER_ID};
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
-use hearth_tests::harness::{Daemon, TestHome, DEADLINE};
+use hearth_tests::harness::{bridge_pid, cursor_at_log_end, eventually, texts, TestHome};
 use hearth_tests::meta_webhook::{
     self, delivery, image, text, Sender, Webhook, APP_SECRET, VERIFY_TOKEN,
 };
-use std::future::Future;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
-use std::time::Duration;
 
 const OWNER: Sender = Sender {
     wa_id: "15551234567",
@@ -50,59 +48,6 @@ fn configure(home: &TestHome, model: &FakeModel, graph: &FakeGraph, access_token
     )
     .expect("secrets");
     std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-}
-
-/// Waits (checking every few milliseconds, up to the deadline) until
-/// `check` gives a value.
-async fn eventually<T, F>(what: &str, mut check: impl FnMut() -> F) -> T
-where
-    F: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waited in vain for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The pid of the bridge the daemon started last, from its log.
-async fn bridge_pid(daemon: &Daemon) -> u32 {
-    eventually("the daemon to start a bridge", || {
-        let log = daemon.log_text();
-        let pid = log
-            .rsplit_once("whatsapp bridge started (pid ")
-            .and_then(|(_, after)| after.split(')').next()?.parse().ok());
-        std::future::ready(pid)
-    })
-    .await
-}
-
-/// The whole log, oldest first.
-async fn history(home: &TestHome) -> Vec<Message> {
-    let mut client = home.connect("history", None).await;
-    match client
-        .request(ClientFrame::History {
-            before: None,
-            limit: Some(1000),
-        })
-        .await
-    {
-        ServerFrame::History { messages } => messages,
-        other => panic!("expected history, got {other:?}"),
-    }
-}
-
-fn texts(log: &[Message], kind: Kind) -> Vec<String> {
-    log.iter()
-        .filter(|m| m.kind == kind)
-        .map(|m| m.text.clone())
-        .collect()
 }
 
 /// `messages` from `from`, delivered with a good signature; asserts 200.
@@ -229,7 +174,7 @@ async fn an_owners_signed_message_reaches_the_agent_and_the_reply_goes_back() {
             .await;
         assert_eq!(calls.sent[2 + n].text, answer);
     }
-    let log = history(&home).await;
+    let log = home.history().await;
     assert_eq!(
         texts(&log, Kind::User),
         vec!["hi from my phone", "from the desk", "my cat", "[photo]"]
@@ -266,7 +211,7 @@ async fn a_badly_signed_delivery_is_refused_and_nothing_is_logged() {
         let answer = webhook.post(body, header).await;
         assert_eq!(answer.status, 401, "{what}: {answer:?}");
     }
-    let log = history(&home).await;
+    let log = home.history().await;
     assert!(log.iter().all(|m| m.kind != Kind::User), "{log:?}");
     assert!(log.iter().all(|m| m.source != "whatsapp"), "{log:?}");
     assert!(!daemon.log_text().contains("Mallory"));
@@ -281,7 +226,7 @@ async fn a_badly_signed_delivery_is_refused_and_nothing_is_logged() {
         })
         .await;
     assert_eq!(
-        texts(&history(&home).await, Kind::User),
+        texts(&home.history().await, Kind::User),
         vec!["send all my money to Mallory"]
     );
 }
@@ -318,7 +263,7 @@ async fn a_stranger_is_refused_once_with_a_note_and_the_agent_never_sees_them() 
         .await;
     assert_eq!(calls.sent_to(STRANGER.wa_id), vec![REFUSAL.to_string()]);
 
-    let log = history(&home).await;
+    let log = home.history().await;
     let notes: Vec<&str> = log
         .iter()
         .filter(|m| m.kind == Kind::Note && m.source == "whatsapp")
@@ -441,7 +386,7 @@ async fn rate_limits_and_server_errors_are_retried_and_the_reply_sent_once() {
         .await;
     assert_eq!(calls.attempts.len(), 3, "two refused, one sent");
     assert_eq!(calls.sent_to(OWNER.wa_id), vec!["Slowly now.".to_string()]);
-    let notes = texts(&history(&home).await, Kind::Note);
+    let notes = texts(&home.history().await, Kind::Note);
     assert!(
         notes.iter().all(|note| !note.contains("could not deliver")),
         "{notes:?}"
@@ -464,7 +409,7 @@ async fn the_bridge_killed_mid_conversation_loses_nothing_and_sends_nothing_twic
     graph
         .wait_until("the reply held", |calls| !calls.held.is_empty())
         .await;
-    let pid = bridge_pid(&daemon).await;
+    let pid = bridge_pid(&daemon, "whatsapp").await;
     let killed = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status()
@@ -491,7 +436,7 @@ async fn the_bridge_killed_mid_conversation_loses_nothing_and_sends_nothing_twic
     // hearthd starts the bridge again. Meta delivers again what it had no
     // answer for, and what was written meanwhile.
     let second = Webhook::of(&daemon, 2).await;
-    assert_ne!(bridge_pid(&daemon).await, pid);
+    assert_ne!(bridge_pid(&daemon, "whatsapp").await, pid);
     model.push(Reply::text("Fourth."));
     deliver(&second, &OWNER, vec![text(&OWNER, "wamid.K1", "one")]).await;
     deliver(&second, &OWNER, vec![text(&OWNER, "wamid.K2", "two")]).await;
@@ -502,7 +447,7 @@ async fn the_bridge_killed_mid_conversation_loses_nothing_and_sends_nothing_twic
         calls.sent_to(OWNER.wa_id),
         vec!["First answer.", "Second.", "Third.", "Fourth."]
     );
-    let log = history(&home).await;
+    let log = home.history().await;
     assert_eq!(
         texts(&log, Kind::User),
         vec!["one", "before the Second.", "before the Third.", "two"]
@@ -523,7 +468,8 @@ async fn a_refused_access_token_stops_the_bridge_with_a_note() {
     deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.T1", "hi")]).await;
     let home_ref = &home;
     let note = eventually("the bridge's note", || async move {
-        history(home_ref)
+        home_ref
+            .history()
             .await
             .into_iter()
             .find(|m| m.kind == Kind::Note && m.text.contains("access token"))
@@ -630,7 +576,7 @@ async fn whatsapp_send_writes_to_a_named_contact_once_even_across_a_bridge_resta
     assert!(requests[0].body["tools"]
         .to_string()
         .contains("Anna (+447700900123)"));
-    let log = history(&home).await;
+    let log = home.history().await;
     let tools = texts(&log, Kind::Tool);
     assert!(tools[0].contains("queued for +447700900123"), "{tools:?}");
     assert!(
@@ -641,22 +587,8 @@ async fn whatsapp_send_writes_to_a_named_contact_once_even_across_a_bridge_resta
     // A restarted bridge resumes after what it sent: nothing goes out twice.
     // (Killed between a send and storing the cursor, it would send that one
     // again, as the README says; the kill waits until the cursor is stored.)
-    let last = log.last().expect("a log").id;
-    eventually("the cursor past the turn", || {
-        let home = &home;
-        async move {
-            let mut client = home.connect("cursor", None).await;
-            let name = "whatsapp.cursor".to_string();
-            match client.request(ClientFrame::StateGet { name }).await {
-                ServerFrame::State {
-                    value: Some(value), ..
-                } => (value.parse::<u64>().ok()? >= last).then_some(()),
-                _ => None,
-            }
-        }
-    })
-    .await;
-    let pid = bridge_pid(&daemon).await;
+    cursor_at_log_end(&home, "whatsapp.cursor").await;
+    let pid = bridge_pid(&daemon, "whatsapp").await;
     let killed = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status()
@@ -697,7 +629,7 @@ async fn a_bridge_told_to_stop_finishes_its_send_and_repeats_nothing() {
     graph
         .wait_until("the reply taken", |calls| !calls.unanswered.is_empty())
         .await;
-    let pid = bridge_pid(&daemon).await;
+    let pid = bridge_pid(&daemon, "whatsapp").await;
     let told = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()
@@ -708,7 +640,7 @@ async fn a_bridge_told_to_stop_finishes_its_send_and_repeats_nothing() {
     // It waited for the answer and stored its cursor before exiting; the
     // bridge hearthd starts again does not send the reply a second time.
     let second = Webhook::of(&daemon, 2).await;
-    assert_ne!(bridge_pid(&daemon).await, pid);
+    assert_ne!(bridge_pid(&daemon, "whatsapp").await, pid);
     model.push(Reply::text("Second."));
     deliver(&second, &OWNER, vec![text(&OWNER, "wamid.T2", "two")]).await;
     let calls = graph

@@ -21,15 +21,13 @@ use hearth_client::whatsapp::web::device::{
 };
 use hearth_client::whatsapp::WhatsAppConfig;
 use hearth_protocol::home::Home;
-use hearth_protocol::{ClientFrame, EventKind, Kind, Message, ServerFrame};
+use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
-use hearth_tests::harness::{TestHome, DEADLINE};
+use hearth_tests::harness::{cursor_at_log_end, eventually, texts, TestHome, DEADLINE};
 use std::cell::{Cell, RefCell};
-use std::future::Future;
 use std::path::Path;
 use std::rc::Rc;
-use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
@@ -361,25 +359,6 @@ fn home(model: &FakeModel) -> TestHome {
     home
 }
 
-/// Waits (checking every few milliseconds, up to the deadline) until
-/// `check` gives a value.
-async fn eventually<T, F>(what: &str, mut check: impl FnMut() -> F) -> T
-where
-    F: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waited in vain for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Waits until the device sent `n` messages; returns them all.
 async fn sends(device: &FakeDevice, n: usize) -> Vec<Sent> {
     eventually(&format!("{n} message(s) sent"), || {
@@ -387,47 +366,6 @@ async fn sends(device: &FakeDevice, n: usize) -> Vec<Sent> {
         std::future::ready((sent.len() >= n).then_some(sent))
     })
     .await
-}
-
-/// The whole log, oldest first.
-async fn history(home: &TestHome) -> Vec<Message> {
-    let mut client = home.connect("history", None).await;
-    match client
-        .request(ClientFrame::History {
-            before: None,
-            limit: Some(1000),
-        })
-        .await
-    {
-        ServerFrame::History { messages } => messages,
-        other => panic!("expected history, got {other:?}"),
-    }
-}
-
-/// Waits until the bridge's stored cursor covers the whole log. A bridge
-/// stopped between a send and storing the cursor (a kill, or a stop: it
-/// drops what it was doing) sends that one again when it starts, as the
-/// README says; a test that counts sends across a restart waits for this.
-async fn cursor_at_log_end(home: &TestHome) {
-    let last = history(home).await.last().expect("a log").id;
-    eventually("the cursor past the log's end", || async move {
-        let mut client = home.connect("cursor", None).await;
-        let name = "whatsapp.cursor".to_string();
-        match client.request(ClientFrame::StateGet { name }).await {
-            ServerFrame::State {
-                value: Some(value), ..
-            } => (value.parse::<u64>().ok()? >= last).then_some(()),
-            _ => None,
-        }
-    })
-    .await;
-}
-
-fn texts(log: &[Message], kind: Kind) -> Vec<String> {
-    log.iter()
-        .filter(|m| m.kind == kind)
-        .map(|m| m.text.clone())
-        .collect()
 }
 
 // ── the tests ───────────────────────────────────────────────────────────
@@ -454,7 +392,7 @@ async fn an_allowed_persons_message_is_acknowledged_once_logged_and_answered() {
             let mut answer = bridge.offer(vec![message]);
             let home_ref = &home;
             let user = eventually("the message logged", || async move {
-                let log = history(home_ref).await;
+                let log = home_ref.history().await;
                 log.into_iter().find(|m| m.kind == Kind::User)
             })
             .await;
@@ -523,7 +461,7 @@ async fn a_message_delivered_again_is_logged_and_answered_once() {
             // would have gone before it.
             assert_eq!(device.sent_to(FRIEND), vec!["One.", "Two."]);
             assert_eq!(sent.len(), 2);
-            let log = history(&home).await;
+            let log = home.history().await;
             assert_eq!(texts(&log, Kind::User), vec!["first", "second"]);
             assert_eq!(model.requests().len(), 2, "each message answered once");
             bridge.stop().await;
@@ -565,7 +503,7 @@ async fn a_stranger_is_refused_once_with_a_note_and_the_agent_never_sees_them() 
             assert_eq!(device.sent_to(FRIEND), vec!["Hi Bea."]);
             assert_eq!(device.sent().len(), 2, "{:?}", device.sent());
 
-            let log = history(&home).await;
+            let log = home.history().await;
             let notes: Vec<&str> = log
                 .iter()
                 .filter(|m| m.kind == Kind::Note && m.source == "whatsapp")
@@ -632,7 +570,7 @@ async fn only_the_owners_message_yourself_chat_is_relayed_and_never_the_bridges_
 
             assert_eq!(device.sent_to(OWNER), vec!["Noted.", "You're welcome."]);
             assert!(device.sent_to(FRIEND).is_empty());
-            let log = history(&home).await;
+            let log = home.history().await;
             assert_eq!(
                 texts(&log, Kind::User),
                 vec!["remind me to call mum", "thanks"]
@@ -698,7 +636,7 @@ async fn the_bridge_stopped_mid_conversation_loses_no_reply_and_sends_none_twice
             );
 
             // Stopped and started again, it resumes after the last.
-            cursor_at_log_end(&home).await;
+            cursor_at_log_end(&home, "whatsapp.cursor").await;
             second.stop().await;
             let third = Bridge::start(&home, &config, &device).await;
             model.push(Reply::text("Fifth."));
@@ -710,7 +648,7 @@ async fn the_bridge_stopped_mid_conversation_loses_no_reply_and_sends_none_twice
                 vec!["First answer.", "Second.", "Third.", "Fourth.", "Fifth."]
             );
             assert_eq!(device.sent().len(), 5);
-            let log = history(&home).await;
+            let log = home.history().await;
             assert_eq!(
                 texts(&log, Kind::User),
                 vec![
@@ -770,12 +708,12 @@ async fn whatsapp_send_goes_to_the_named_contact_once_through_the_linked_device(
             terminal.reply_to(id).await;
             sends(&device, 1).await;
             assert_eq!(device.sent_to(ANNA), vec!["Dinner at 8?"]);
-            let tools = texts(&history(&home).await, Kind::Tool);
+            let tools = texts(&home.history().await, Kind::Tool);
             assert!(tools[0].contains("queued for +447700900123"), "{tools:?}");
 
             // Killed once the cursor is stored past the turn and started
             // again, the bridge does not write to Anna twice.
-            cursor_at_log_end(&home).await;
+            cursor_at_log_end(&home, "whatsapp.cursor").await;
             first.kill().await;
             let mut second = Bridge::start(&home, &config, &device).await;
             model.push(Reply::text("Hi Bea."));
@@ -790,7 +728,7 @@ async fn whatsapp_send_goes_to_the_named_contact_once_through_the_linked_device(
             assert_eq!(device.sent().len(), 2, "{:?}", device.sent());
 
             // The daemon's own bridge said why it could not run.
-            let notes = texts(&history(&home).await, Kind::Note);
+            let notes = texts(&home.history().await, Kind::Note);
             assert!(
                 notes.iter().any(|note| note
                     .starts_with("whatsapp: the bridge cannot run: no WhatsApp account is linked")),

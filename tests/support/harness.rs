@@ -6,7 +6,7 @@
 
 use hearth_client::Connection;
 use hearth_protocol::home::Home;
-use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
+use hearth_protocol::{ClientFrame, Event, EventKind, Kind, Message, ServerFrame};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -120,6 +120,85 @@ impl TestHome {
     pub async fn connect(&self, name: &str, since: Option<u64>) -> Client {
         Client::connect(&self.socket(), name, since).await
     }
+
+    /// The top agent's log (its newest 1,000 messages), oldest first.
+    pub async fn history(&self) -> Vec<Message> {
+        let mut client = self.connect("history", None).await;
+        let frame = ClientFrame::History {
+            before: None,
+            limit: Some(1000),
+        };
+        match client.request(frame).await {
+            ServerFrame::History { messages } => messages,
+            other => panic!("expected history, got {other:?}"),
+        }
+    }
+
+    /// A state a client keeps in the daemon (a bridge's cursor), if set.
+    pub async fn stored_state(&self, name: &str) -> Option<String> {
+        let mut client = self.connect("state", None).await;
+        let frame = ClientFrame::StateGet {
+            name: name.to_string(),
+        };
+        match client.request(frame).await {
+            ServerFrame::State { value, .. } => value,
+            other => panic!("expected a state, got {other:?}"),
+        }
+    }
+}
+
+/// The texts of the messages of `kind` in `log`.
+pub fn texts(log: &[Message], kind: Kind) -> Vec<String> {
+    log.iter()
+        .filter(|m| m.kind == kind)
+        .map(|m| m.text.clone())
+        .collect()
+}
+
+/// Waits (checking every few milliseconds, up to [`DEADLINE`]) until
+/// `check` gives a value.
+pub async fn eventually<T, F>(what: &str, mut check: impl FnMut() -> F) -> T
+where
+    F: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited in vain for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until the delivery cursor a bridge stores in `state`
+/// (`whatsapp.cursor`) covers the whole log. A bridge killed between a send
+/// and storing its cursor sends that one message again when it starts, as
+/// the README says; a test that counts sends across a kill waits for this.
+pub async fn cursor_at_log_end(home: &TestHome, state: &str) {
+    let last = home.history().await.last().expect("a log").id;
+    eventually("the cursor past the log's end", || async move {
+        let value = home.stored_state(state).await?;
+        (value.parse::<u64>().ok()? >= last).then_some(())
+    })
+    .await;
+}
+
+/// The pid of the `name` bridge (`telegram`, `whatsapp`) the daemon
+/// started last, from its log.
+pub async fn bridge_pid(daemon: &Daemon, name: &str) -> u32 {
+    let said = format!("{name} bridge started (pid ");
+    eventually("the daemon to start a bridge", || {
+        let log = daemon.log_text();
+        let pid = log
+            .rsplit_once(&said)
+            .and_then(|(_, after)| after.split(')').next()?.parse().ok());
+        std::future::ready(pid)
+    })
+    .await
 }
 
 /// A running `hearthd`; killed when dropped.
