@@ -265,6 +265,7 @@ impl Feed {
         courier: &mut C,
         mut stop: watch::Receiver<bool>,
     ) -> Result<(), C::Error> {
+        let mut unstoppable = false;
         // The first tick is at once: a turn already running shows the sign.
         let mut busy_sign = interval(courier.busy_every());
         busy_sign.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -293,10 +294,10 @@ impl Feed {
                     Some(other) => tracing::warn!("unexpected frame from hearthd: {}", other.encode()),
                 },
                 _ = busy_sign.tick(), if self.busy => courier.show_busy(&mut self).await?,
-                changed = stop.changed() => if changed.is_err() {
+                changed = stop.changed(), if !unstoppable => {
                     // Nobody can stop it any more: it runs until it fails.
-                    stop = watch::channel(false).1;
-                },
+                    unstoppable = changed.is_err();
+                }
             }
         }
     }
