@@ -266,17 +266,22 @@ fn bridge_failed(name: &str, err: &dyn std::fmt::Display, is_config: bool) -> Ex
 }
 
 /// Completes on SIGTERM or SIGINT, so the bridge stops between two steps.
-async fn stop_signal() {
+/// The handlers are installed at once, not when the future is first polled
+/// (after start-up), so a stop that comes early is a clean stop too.
+fn stop_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
+    let handlers = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
-    ) else {
-        // Without handlers the default actions still stop the process.
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    );
+    async move {
+        let (Ok(mut term), Ok(mut int)) = handlers else {
+            // Without handlers the default actions still stop the process.
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
     }
 }

@@ -82,18 +82,23 @@ async fn serve(args: Args, home: Home) {
     }
 }
 
-/// Completes on SIGTERM or SIGINT.
-async fn stop_signal() {
+/// Completes on SIGTERM or SIGINT. The handlers are installed at once, not
+/// when the future is first polled (the daemon awaits it only once it
+/// listens), so a stop that comes early is a clean stop too.
+fn stop_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
+    let handlers = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
-    ) else {
-        // Without signal handlers the daemon can still be killed; run until then.
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    );
+    async move {
+        let (Ok(mut term), Ok(mut int)) = handlers else {
+            // Without signal handlers the daemon can still be killed; run until then.
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
     }
 }
