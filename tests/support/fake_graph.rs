@@ -375,29 +375,8 @@ async fn post_message(
 /// Holds the answer to a send already recorded, while answering late is
 /// on. False when the client went away meanwhile (the message stays sent).
 async fn answer_late(stream: &mut TcpStream, shared: &Shared, sent: &Sent) -> bool {
-    let mut changed = shared.changed.subscribe();
-    if !shared.lock().late {
-        return true;
-    }
-    shared.lock().calls.unanswered.push(sent.clone());
-    shared.bump();
-    let answered = loop {
-        if !shared.lock().late {
-            break true;
-        }
-        tokio::select! {
-            _ = changed.changed() => {}
-            () = http::client_gone(stream) => break false,
-        }
-    };
-    {
-        let mut state = shared.lock();
-        if let Some(at) = state.calls.unanswered.iter().position(|s| s == sent) {
-            state.calls.unanswered.remove(at);
-        }
-    }
-    shared.bump();
-    answered
+    let late = |state: &State| state.late;
+    wait_while(stream, shared, sent, late, |calls| &mut calls.unanswered).await
 }
 
 /// `POST /{PHONE_NUMBER_ID}/media`: an upload in multipart form data
@@ -497,14 +476,27 @@ async fn download(stream: &mut TcpStream, shared: &Shared, id: &str) -> io::Resu
 /// Holds a send while holding is on. False when the client went away
 /// meanwhile: the request is dropped unrecorded.
 async fn hold(stream: &mut TcpStream, shared: &Shared, sent: &Sent) -> bool {
+    let hold = |state: &State| state.hold;
+    wait_while(stream, shared, sent, hold, |calls| &mut calls.held).await
+}
+
+/// Waits while `on` holds, showing `sent` in the list `shown` meanwhile.
+/// False when the client went away before.
+async fn wait_while(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    sent: &Sent,
+    on: impl Fn(&State) -> bool,
+    shown: impl Fn(&mut Calls) -> &mut Vec<Sent>,
+) -> bool {
     let mut changed = shared.changed.subscribe();
-    if !shared.lock().hold {
+    if !on(&shared.lock()) {
         return true;
     }
-    shared.lock().calls.held.push(sent.clone());
+    shown(&mut shared.lock().calls).push(sent.clone());
     shared.bump();
-    let released = loop {
-        if !shared.lock().hold {
+    let waited = loop {
+        if !on(&shared.lock()) {
             break true;
         }
         tokio::select! {
@@ -514,10 +506,11 @@ async fn hold(stream: &mut TcpStream, shared: &Shared, sent: &Sent) -> bool {
     };
     {
         let mut state = shared.lock();
-        if let Some(at) = state.calls.held.iter().position(|held| held == sent) {
-            state.calls.held.remove(at);
+        let list = shown(&mut state.calls);
+        if let Some(at) = list.iter().position(|s| s == sent) {
+            list.remove(at);
         }
     }
     shared.bump();
-    released
+    waited
 }
