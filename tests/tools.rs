@@ -510,3 +510,68 @@ async fn a_daemon_stopped_with_sigterm_leaves_no_child_behind() {
     eventually("the shell is gone", || gone(leader)).await;
     eventually("its background child is gone", || gone(child)).await;
 }
+
+/// Commands that leave their process group, each writing the escaped
+/// process's pid into `child`: a new session, job control in a subshell,
+/// and a double fork that also ignores SIGTERM.
+const ESCAPES: [&str; 3] = [
+    r#"{"command": "setsid sleep 1000 > /dev/null 2>&1 & echo $! > child"}"#,
+    r#"{"command": "(set -m; sleep 1000 > /dev/null 2>&1 & echo $! > child)"}"#,
+    r#"{"command": "(trap '' TERM; setsid bash -c 'trap \"\" TERM; echo $$ > child; exec sleep 1000' > /dev/null 2>&1 &) ; sleep 0.2"}"#,
+];
+
+#[tokio::test]
+async fn a_process_that_leaves_the_group_ends_with_its_call() {
+    for (n, escape) in ESCAPES.iter().enumerate() {
+        let mut t = start("").await;
+        t.model.push(Reply::tool_call("shell", *escape));
+        t.model.push(Reply::text("done"));
+        let id = ask(&mut t.client, "start something in the background").await;
+        let work = workdir(&t.home);
+        let child = pid_in(&work, "child").await;
+        t.client.reply_to(id).await;
+        eventually(&format!("escape {n}: the escaped process is gone"), || {
+            gone(child)
+        })
+        .await;
+        assert!(t.daemon.is_running());
+    }
+}
+
+#[tokio::test]
+async fn an_interrupt_ends_a_process_that_left_the_group() {
+    let mut t = start("").await;
+    let command = r#"{"command": "setsid bash -c 'trap \"\" TERM; echo $$ > child; exec sleep 1000' & sleep 1000"}"#;
+    t.model.push(Reply::tool_call("shell", command));
+    ask(&mut t.client, "sleep a while").await;
+    let child = pid_in(&workdir(&t.home), "child").await;
+    match t.client.request(ClientFrame::Interrupt).await {
+        ServerFrame::Interrupted { running } => assert!(running),
+        other => panic!("expected interrupted, got {other:?}"),
+    }
+    eventually("the escaped process is gone", || gone(child)).await;
+}
+
+#[tokio::test]
+async fn a_daemon_killed_with_sigkill_takes_escaped_processes_with_it() {
+    let mut t = start("").await;
+    let command =
+        r#"{"command": "setsid sleep 1000 > /dev/null 2>&1 & echo $! > child; sleep 1000"}"#;
+    t.model.push(Reply::tool_call("shell", command));
+    ask(&mut t.client, "sleep a while").await;
+    let child = pid_in(&workdir(&t.home), "child").await;
+    t.daemon.kill9();
+    eventually("the escaped process is gone", || gone(child)).await;
+}
+
+#[tokio::test]
+async fn a_daemon_stopped_with_sigterm_ends_escaped_processes() {
+    let mut t = start("").await;
+    let command =
+        r#"{"command": "setsid sleep 1000 > /dev/null 2>&1 & echo $! > child; sleep 1000"}"#;
+    t.model.push(Reply::tool_call("shell", command));
+    ask(&mut t.client, "sleep a while").await;
+    let child = pid_in(&workdir(&t.home), "child").await;
+    assert!(t.daemon.stop(), "{}", t.daemon.log_text());
+    eventually("the escaped process is gone", || gone(child)).await;
+}

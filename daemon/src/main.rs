@@ -22,6 +22,24 @@ struct Args {
 }
 
 fn main() {
+    let mut argv = std::env::args_os();
+    if argv
+        .nth(1)
+        .is_some_and(|arg| arg == hearth_daemon::tools::keeper::KEEPER_ARG)
+    {
+        hearth_daemon::tools::keeper::run(argv.collect());
+    }
+    // No other process of this user may read hearthd's memory or
+    // environment through /proc or ptrace (its keys are there); children
+    // start dumpable again at exec, so this protects hearthd alone.
+    // SAFETY: prctl has no memory effects.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong) };
+    // Tool commands run under a keeper, hearthd's own binary in its keeper
+    // mode, so nothing a tool starts outlives its call.
+    match std::env::current_exe() {
+        Ok(exe) => hearth_daemon::tools::use_keeper(exe),
+        Err(err) => eprintln!("hearthd: cannot find its own binary ({err}); tool commands run without a keeper, and a process that leaves its group may outlive its call"),
+    }
     let args = Args::parse();
     let home = Home::resolve(args.home.as_deref());
     // The time zone must be set before any thread starts: local times

@@ -8,6 +8,7 @@
 //! - `zoom.rs`: `zoom` — open a line of the memory into what it summarizes.
 //! - `shell.rs`: `shell` — bash in the working folder, bounded in time and output.
 //! - `process.rs`: child processes in their own groups, killed as groups.
+//! - `keeper.rs`: the subreaper between hearthd and a command, so nothing it started outlives it.
 //! - `files.rs`: `read_file`, `write_file`, `edit_file`, `list_dir`.
 //! - `folder.rs`: where a path leads, confined to the working folder.
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
@@ -23,6 +24,7 @@ mod date;
 mod files;
 mod folder;
 mod html;
+pub mod keeper;
 mod process;
 mod registry;
 mod schedule;
@@ -35,6 +37,6 @@ mod zoom;
 
 pub use config::ToolsConfig;
 pub use date::now as date_now;
-pub use process::Processes;
+pub use process::{keeper_in_use, use_keeper, Processes};
 pub use registry::{Outcome, Tools, Workspace, MAX_INVALID_IN_A_ROW};
 pub use whatsapp::{Contacts as WhatsAppContacts, ContactsError as WhatsAppContactsError};

@@ -13,13 +13,17 @@
 //!   that runs a tool, as an interrupt does, ends its processes at once.
 //! - [`Processes`] lists the live groups, so shutdown kills them all.
 //!
-//! What escapes: a process that leaves the group (`setsid`) is out of reach,
-//! and when the daemon is killed with SIGKILL only the leader gets the
-//! death signal — the rest of its group lives on. A clean stop kills all.
+//! - In hearthd every command runs under a [keeper](super::keeper), which is
+//!   the group's leader: a process that leaves the group (`setsid`, a double
+//!   fork) is still the keeper's descendant, and the keeper kills all of
+//!   them when the command ends, when told to, and when hearthd dies (even
+//!   by SIGKILL). Without a keeper (the library's own unit tests), a process
+//!   that leaves the group is out of reach.
 
 use std::collections::HashMap;
 use std::io;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{ChildStderr, ChildStdout, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
@@ -32,9 +36,26 @@ pub enum Exit {
     Signal(i32),
 }
 
+/// The keeper program every command runs under, once hearthd set it.
+static KEEPER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Runs every command started from now on under the keeper `program`
+/// (hearthd's own binary, which takes [`super::keeper::KEEPER_ARG`]).
+pub fn use_keeper(program: PathBuf) {
+    let _ = KEEPER.set(program);
+}
+
+/// Whether commands run under a keeper, for `hearth status` and tests.
+pub fn keeper_in_use() -> bool {
+    KEEPER.get().is_some()
+}
+
 /// One process group; its id is its leader's pid.
 pub struct Group {
     pgid: libc::pid_t,
+    /// The leader is a keeper: signals go to it alone, and it passes them
+    /// on to every descendant (SIGKILL becomes its "kill everything now").
+    keeper: bool,
     /// True once the leader is reaped: from then on its id may be given to
     /// another process, so no signal may use it.
     reaped: Mutex<bool>,
@@ -52,7 +73,19 @@ impl Group {
     /// reaped already (then the group is gone and its id is not ours).
     pub fn signal(&self, signal: libc::c_int) {
         let reaped = self.lock();
-        if !*reaped {
+        if *reaped {
+            return;
+        }
+        if self.keeper {
+            let signal = if signal == libc::SIGKILL {
+                super::keeper::KILL_NOW
+            } else {
+                signal
+            };
+            // SAFETY: kill has no memory effects; the keeper's id is ours
+            // until it is reaped.
+            unsafe { libc::kill(self.pgid, signal) };
+        } else {
             // SAFETY: killpg has no memory effects; a failure (the group is
             // empty) is harmless.
             unsafe { libc::killpg(self.pgid, signal) };
@@ -131,9 +164,15 @@ impl Processes {
         self.table().len()
     }
 
-    /// Starts `command` as the leader of a new process group, with stdin
-    /// closed and stdout and stderr piped.
-    pub async fn spawn(&self, mut command: Command) -> io::Result<Running> {
+    /// Starts `command` as the leader of a new process group (under the
+    /// keeper, when hearthd set one), with stdin closed and stdout and
+    /// stderr piped.
+    pub async fn spawn(&self, command: Command) -> io::Result<Running> {
+        let keeper = KEEPER.get();
+        let mut command = match keeper {
+            Some(keeper) => under_keeper(keeper, &command),
+            None => command,
+        };
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -149,6 +188,7 @@ impl Processes {
             .ok_or_else(gone)?
             .send(Job {
                 command,
+                keeper: keeper.is_some(),
                 processes: self.clone(),
                 reply,
             })
@@ -184,9 +224,31 @@ fn die_with(parent: libc::pid_t) -> io::Result<()> {
     Ok(())
 }
 
+/// `command` as the keeper's arguments, with the same folder and
+/// environment changes.
+fn under_keeper(keeper: &PathBuf, command: &Command) -> Command {
+    let mut wrapped = Command::new(keeper);
+    wrapped
+        .arg(super::keeper::KEEPER_ARG)
+        .arg(command.get_program())
+        .args(command.get_args());
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(name, value),
+            None => wrapped.env_remove(name),
+        };
+    }
+    wrapped
+}
+
 /// A spawn request for the spawner thread.
 struct Job {
     command: Command,
+    /// The command runs under a keeper.
+    keeper: bool,
     processes: Processes,
     reply: oneshot::Sender<io::Result<Running>>,
 }
@@ -202,7 +264,7 @@ fn spawner() -> Option<&'static mpsc::Sender<Job>> {
                 .name("hearth-spawner".into())
                 .spawn(move || {
                     for job in queue {
-                        let started = start(job.command, &job.processes);
+                        let started = start(job.command, job.keeper, &job.processes);
                         // A caller that is gone gets its process back in
                         // the error, whose drop kills the group.
                         let _ = job.reply.send(started);
@@ -221,11 +283,12 @@ fn spawner() -> Option<&'static mpsc::Sender<Job>> {
 
 /// Spawns, registers the group and starts its reaper. Runs on the spawner
 /// thread, so a caller that stops waiting cannot leave a process unlisted.
-fn start(mut command: Command, processes: &Processes) -> io::Result<Running> {
+fn start(mut command: Command, keeper: bool, processes: &Processes) -> io::Result<Running> {
     let mut child = command.spawn()?;
     let pgid = child.id() as libc::pid_t;
     let group = Arc::new(Group {
         pgid,
+        keeper,
         reaped: Mutex::new(false),
     });
     processes.insert(group.clone());
