@@ -21,6 +21,14 @@ pub enum ConfigError {
         line: usize,
         message: String,
     },
+    /// A value that parses but that the service it is for would refuse.
+    #[error("{path}: `{key}` {message}")]
+    Invalid {
+        path: PathBuf,
+        /// Where the value is, as a TOML path (`model.fallback[0].effort`).
+        key: String,
+        message: String,
+    },
 }
 
 /// The whole configuration file.
@@ -177,10 +185,15 @@ pub struct ModelConfig {
     /// missing key is sent as no key at all, which local servers accept.
     #[serde(default)]
     pub api_key_env: Option<String>,
-    /// Reasoning effort (`minimal`, `low`, `medium`, `high`), when the model
-    /// takes one. For `anthropic` it turns on adaptive thinking at that effort.
+    /// Reasoning effort, when the model takes one; the values depend on the
+    /// provider (checked at start, see `model/thinking.rs`). For `anthropic`
+    /// it turns thinking on, in the form the model takes.
     #[serde(default)]
     pub effort: Option<String>,
+    /// How an Anthropic model thinks (`adaptive` or `enabled`), for a model
+    /// hearth's table is wrong about; the table decides when absent.
+    #[serde(default)]
+    pub thinking: Option<crate::model::ThinkingForm>,
     /// Ask for SSE streaming (the default) or for one JSON response.
     #[serde(default = "yes")]
     pub stream: bool,
@@ -345,14 +358,65 @@ impl Config {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|err| {
+        let config: Config = toml::from_str(text).map_err(|err| {
             let line = toml_error_line(text, &err);
             ConfigError::Parse {
                 path: path.to_path_buf(),
                 line,
                 message: err.message().trim().to_string(),
             }
-        })
+        })?;
+        if let Some(model) = &config.model {
+            model.check(path, "model")?;
+        }
+        Ok(config)
+    }
+}
+
+impl ModelConfig {
+    /// Refuses what the provider would refuse on every request: an effort
+    /// it does not define, or (for Anthropic's budgeted thinking) a
+    /// `max_tokens` with no room for the smallest budget. `key` is this
+    /// model's place in the file; fallbacks are checked too.
+    fn check(&self, path: &Path, key: &str) -> Result<(), ConfigError> {
+        let invalid = |key: String, message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key,
+            message,
+        };
+        if let Some(effort) = &self.effort {
+            let allowed = crate::model::thinking::efforts(self.provider, &self.model);
+            if !allowed.contains(&effort.as_str()) {
+                return Err(invalid(
+                    format!("{key}.effort"),
+                    format!(
+                        "is \"{effort}\", which {} `{}` does not take; use one of {}",
+                        self.provider.name(),
+                        self.model,
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+            let form = crate::model::thinking::form(&self.model, self.thinking);
+            let budgeted = self.provider == ProviderKind::Anthropic
+                && form == crate::model::ThinkingForm::Enabled;
+            let max_tokens = self.max_tokens_or_default();
+            if budgeted && crate::model::thinking::budget(effort, max_tokens).is_none() {
+                return Err(invalid(
+                    format!("{key}.max_tokens"),
+                    format!(
+                        "is {max_tokens}, which leaves no room for thinking: `{}` thinks with a \
+                         budget of at least {} tokens below max_tokens; raise max_tokens or remove effort",
+                        self.model,
+                        crate::model::thinking::MIN_BUDGET
+                    ),
+                ));
+            }
+        }
+        for (position, fallback) in self.fallback.iter().enumerate() {
+            fallback.check(path, &format!("{key}.fallback[{position}]"))?;
+        }
+        Ok(())
     }
 }
 
@@ -440,6 +504,33 @@ mod tests {
     }
 
     #[test]
+    fn an_effort_the_provider_does_not_take_names_the_key_and_the_values() {
+        let text = "[model]\nprovider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\neffort = \"minimal\"\n";
+        let said = Config::parse(Path::new("config.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(said.starts_with("config.toml: `model.effort`"), "{said}");
+        assert!(said.contains("low, medium, high, xhigh, max"), "{said}");
+        let text = "[model]\nprovider = \"openai\"\nmodel = \"gpt-5\"\n\n\
+                    [[model.fallback]]\nprovider = \"openai-chat\"\nmodel = \"q\"\neffort = \"hard\"\n";
+        let said = Config::parse(Path::new("c"), text).unwrap_err().to_string();
+        assert!(said.contains("`model.fallback[0].effort`"), "{said}");
+        assert!(said.contains("none, minimal, low"), "{said}");
+        let text = "[model]\nprovider = \"openai\"\nmodel = \"gpt-5\"\neffort = \"minimal\"\n";
+        assert!(Config::parse(Path::new("c"), text).is_ok());
+    }
+
+    #[test]
+    fn budgeted_thinking_needs_room_under_max_tokens() {
+        let text = "[model]\nprovider = \"anthropic\"\nmodel = \"claude-haiku-4-5\"\n\
+                    max_tokens = 1000\neffort = \"low\"\n";
+        let said = Config::parse(Path::new("c"), text).unwrap_err().to_string();
+        assert!(said.contains("`model.max_tokens`"), "{said}");
+        let adaptive = text.replace("claude-haiku-4-5", "claude-sonnet-4-6");
+        assert!(Config::parse(Path::new("c"), &adaptive).is_ok());
+    }
+
+    #[test]
     fn a_misspelt_fallback_field_names_its_line() {
         let text = "[model]\nprovider = \"openai\"\nmodel = \"a\"\n\n\
                     [[model.fallback]]\nprovider = \"anthropic\"\nmodle = \"b\"\n";
@@ -493,6 +584,7 @@ mod fuzz {
                     prop_assert!(line >= 1 && line <= lines, "line {} of {}: {}", line, lines, message);
                     prop_assert!(!message.is_empty());
                 }
+                Err(ConfigError::Invalid { key, .. }) => prop_assert!(key.starts_with("model")),
                 Err(other) => panic!("parsing reads no file: {other}"),
             }
         }

@@ -18,6 +18,7 @@
 use super::error::{classify, Source};
 use super::http;
 use super::provider::Provider;
+use super::thinking::{self, ThinkingForm};
 use super::{Carry, Item, ModelError, Request, Response, ToolCall, Usage};
 use crate::config::ModelConfig;
 use serde::{Deserialize, Serialize};
@@ -67,9 +68,11 @@ pub(super) struct MessagesBody<'a> {
     messages: Vec<Message<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
-    /// Adaptive thinking, when the config sets an effort.
+    /// Thinking, when the config sets an effort: adaptive or with a
+    /// budget, as the model takes it (`thinking.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Thinking>,
+    /// The effort, for the models that think adaptively.
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<OutputConfig<'a>>,
     stream: bool,
@@ -176,6 +179,9 @@ struct Tool<'a> {
 struct Thinking {
     #[serde(rename = "type")]
     kind: &'static str,
+    /// For `enabled`: at least 1,024 and below `max_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_tokens: Option<u32>,
 }
 
 #[derive(Debug, Serialize)]
@@ -193,9 +199,11 @@ pub(super) fn request_body<'a>(
     stream: bool,
 ) -> MessagesBody<'a> {
     let (messages, ends) = messages(request, label);
+    let max_tokens = config.max_tokens_or_default();
+    let (thinking, output_config) = thinking(config, max_tokens);
     let mut body = MessagesBody {
         model: &config.model,
-        max_tokens: config.max_tokens_or_default(),
+        max_tokens,
         system: Vec::new(),
         messages,
         tools: request
@@ -208,14 +216,8 @@ pub(super) fn request_body<'a>(
                 cache_control: None,
             })
             .collect(),
-        thinking: config
-            .effort
-            .as_ref()
-            .map(|_| Thinking { kind: "adaptive" }),
-        output_config: config
-            .effort
-            .as_deref()
-            .map(|effort| OutputConfig { effort }),
+        thinking,
+        output_config,
         stream,
     };
     if !request.instructions.trim().is_empty() {
@@ -226,6 +228,32 @@ pub(super) fn request_body<'a>(
     }
     place_marks(&mut body, &ends, &request.cache_marks);
     body
+}
+
+/// The thinking settings for the configured effort, in the form the model
+/// takes: adaptive with the effort, or enabled with a budget from it. A
+/// budget that cannot fit under `max_tokens` (refused when the config is
+/// read) sends no thinking at all.
+fn thinking(config: &ModelConfig, max_tokens: u32) -> (Option<Thinking>, Option<OutputConfig<'_>>) {
+    let Some(effort) = config.effort.as_deref() else {
+        return (None, None);
+    };
+    match thinking::form(&config.model, config.thinking) {
+        ThinkingForm::Adaptive => (
+            Some(Thinking {
+                kind: "adaptive",
+                budget_tokens: None,
+            }),
+            Some(OutputConfig { effort }),
+        ),
+        ThinkingForm::Enabled => {
+            let thinking = thinking::budget(effort, max_tokens).map(|budget| Thinking {
+                kind: "enabled",
+                budget_tokens: Some(budget),
+            });
+            (thinking, None)
+        }
+    }
 }
 
 /// The items as messages of alternating roles, and for each item where its

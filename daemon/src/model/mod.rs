@@ -17,6 +17,8 @@
 //! - `error.rs`: [`ModelError`], and how providers' errors sort into it.
 //! - `sse.rs`: server-sent events, split on blank lines.
 //! - `window.rs`: context windows, and whether a layout fits one.
+//! - `thinking.rs`: the effort values each provider takes, and how each
+//!   Anthropic model is asked to think.
 //! - `http.rs`: what the providers share: the POST, reading bodies and
 //!   streams, reading error bodies.
 
@@ -29,10 +31,12 @@ mod provider;
 mod responses;
 mod retry;
 mod sse;
+pub mod thinking;
 pub mod window;
 
 pub use error::ModelError;
 pub use fallback::Model;
+pub use thinking::ThinkingForm;
 
 use serde_json::Value;
 

@@ -88,7 +88,7 @@ enum Input<'a> {
 enum InputItem<'a> {
     Message {
         role: &'static str,
-        content: Vec<ContentPart<'a>>,
+        content: MessageContent<'a>,
     },
     FunctionCall {
         call_id: &'a str,
@@ -101,18 +101,28 @@ enum InputItem<'a> {
     },
 }
 
+/// A message's content. The spec's easy input message takes a string or a
+/// list of input parts; an assistant message is re-sent as its text, the
+/// one form the spec allows without the output message's `id` and
+/// `status` (which `store: false` leaves nothing to refer to).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum MessageContent<'a> {
+    Text(&'a str),
+    Parts(Vec<ContentPart<'a>>),
+}
+
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ContentPart<'a> {
     InputText {
         text: &'a str,
     },
-    /// An image as a data URL.
+    /// An image as a data URL; `detail` is required by the spec, and
+    /// `auto` is the service's default.
     InputImage {
         image_url: String,
-    },
-    OutputText {
-        text: &'a str,
+        detail: &'static str,
     },
 }
 
@@ -149,10 +159,11 @@ fn request_body<'a>(
                 let mut content = vec![ContentPart::InputText { text }];
                 content.extend(images.iter().map(|image| ContentPart::InputImage {
                     image_url: image.data_url(),
+                    detail: "auto",
                 }));
                 input.push(Input::Item(InputItem::Message {
                     role: "user",
-                    content,
+                    content: MessageContent::Parts(content),
                 }))
             }
             Item::Assistant {
@@ -164,7 +175,7 @@ fn request_body<'a>(
                 if let Some(text) = text.as_deref().filter(|text| !text.is_empty()) {
                     input.push(Input::Item(InputItem::Message {
                         role: "assistant",
-                        content: vec![ContentPart::OutputText { text }],
+                        content: MessageContent::Text(text),
                     }));
                 }
                 input.extend(tool_calls.iter().map(|call| {

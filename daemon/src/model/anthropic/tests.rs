@@ -131,6 +131,42 @@ fn effort_and_max_tokens_come_from_the_config() {
     );
 }
 
+/// The README's own example: Sonnet 4.5 refuses adaptive thinking and the
+/// effort parameter, and takes a budget below `max_tokens` instead.
+#[test]
+fn older_models_get_a_thinking_budget_instead_of_adaptive_thinking() {
+    let text = "[model]\nprovider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\n\
+                effort = \"medium\"\nmax_tokens = 8192\n";
+    let config = Config::parse(Path::new("config.toml"), text)
+        .unwrap()
+        .model
+        .unwrap();
+    let request = Request {
+        instructions: String::new(),
+        tools: vec![],
+        items: vec![user("hi")],
+        cache_key: None,
+        cache_marks: vec![],
+    };
+    let value = serde_json::to_value(request_body(&config, &request, LABEL, false)).unwrap();
+    assert_eq!(
+        value["thinking"],
+        json!({"type": "enabled", "budget_tokens": 4096})
+    );
+    assert!(value.get("output_config").is_none(), "{value}");
+    let adaptive = config_with_thinking(&config, Some(ThinkingForm::Adaptive));
+    let value = serde_json::to_value(request_body(&adaptive, &request, LABEL, false)).unwrap();
+    assert_eq!(value["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(value["output_config"], json!({"effort": "medium"}));
+}
+
+fn config_with_thinking(config: &ModelConfig, thinking: Option<ThinkingForm>) -> ModelConfig {
+    ModelConfig {
+        thinking,
+        ..config.clone()
+    }
+}
+
 #[test]
 fn at_most_four_marks_and_the_earliest_view_marks_go_first() {
     let config = config("");

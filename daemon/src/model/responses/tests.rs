@@ -91,7 +91,7 @@ fn streaming_request_serializes_exactly() {
     let expected = concat!(
         r#"{"model":"gpt-test","instructions":"Be brief.","input":["#,
         r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"list files"}]},"#,
-        r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Looking."}]},"#,
+        r#"{"type":"message","role":"assistant","content":"Looking."},"#,
         r#"{"type":"function_call","call_id":"call_1","name":"shell","arguments":"{\"command\":\"ls\"}"},"#,
         r#"{"type":"function_call_output","call_id":"call_1","output":"a.txt"}],"#,
         r#""tools":[{"type":"function","name":"shell","description":"Run a command.","#,
@@ -122,7 +122,7 @@ fn images_go_as_input_image_parts_after_the_text() {
         body.contains(concat!(
             r#""input":[{"type":"message","role":"user","content":["#,
             r#"{"type":"input_text","text":"what is this?"},"#,
-            r#"{"type":"input_image","image_url":"data:image/jpeg;base64,/9j/4AAQ"}]}]"#
+            r#"{"type":"input_image","image_url":"data:image/jpeg;base64,/9j/4AAQ","detail":"auto"}]}]"#
         )),
         "{body}"
     );
