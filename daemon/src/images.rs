@@ -48,21 +48,32 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// The error frame that tells a client.
-    pub fn frame(&self) -> ServerFrame {
-        let code = match self {
+    /// The error code a client is told.
+    pub fn code(&self) -> ErrorCode {
+        match self {
             StoreError::Refused(ImageError::TooLarge(_)) => ErrorCode::TooLarge,
             StoreError::Refused(ImageError::MediaType(_))
             | StoreError::Missing(_)
             | StoreError::TooMany(_) => ErrorCode::Refused,
             StoreError::Refused(_) | StoreError::BadName(_) => ErrorCode::BadFrame,
             StoreError::Io { .. } => ErrorCode::Storage,
-        };
-        let message = match self {
+        }
+    }
+
+    /// What a client is told.
+    pub fn client_message(&self) -> String {
+        match self {
             StoreError::Io { .. } => format!("the image was not stored: {self}"),
             _ => format!("image refused: {self}"),
-        };
-        ServerFrame::Error { code, message }
+        }
+    }
+
+    /// The error frame that tells a client.
+    pub fn frame(&self) -> ServerFrame {
+        ServerFrame::Error {
+            code: self.code(),
+            message: self.client_message(),
+        }
     }
 }
 

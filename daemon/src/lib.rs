@@ -10,7 +10,8 @@
 //! - `schedule.rs`: schedules and the notify queue, delivered between chains.
 //! - `subagents.rs`: the top agent's children and their runs.
 //! - `turn.rs`: the turn loop of one agent.
-//! - `server.rs`: the WebSocket protocol over the Unix socket.
+//! - `server/`: the WebSocket protocol over the Unix socket (or TCP): the
+//!   accept loop, one connection's protocol, one handler per client frame.
 //! - `usage.rs`: every request's tokens and cost; prices and budgets.
 //! - `local.rs`: a local Ollama server, used when no model is configured.
 //! - `model/`: the providers, one file per wire protocol.

@@ -1,0 +1,114 @@
+//! One client's protocol: hello, welcome, catch-up, then the live loop that
+//! answers the client's frames and forwards the log's events.
+
+use super::handlers::{self, Context, Failure};
+use super::hello;
+use super::shared::Shared;
+use super::websocket::{ConnectionError, Stream, WebSocket};
+use crate::log::Log;
+use hearth_protocol::{Event, EventKind, ServerFrame, PROTOCOL_VERSION};
+use tokio::sync::broadcast;
+
+/// Messages sent per catch-up page.
+const CATCH_UP_PAGE: u32 = 500;
+
+/// Serves one client until it leaves. Over TCP (`token` is set), nothing but
+/// a hello with the right token is answered with anything but a refusal.
+pub async fn run(
+    stream: Stream,
+    token: Option<&str>,
+    shared: &Shared,
+) -> Result<(), ConnectionError> {
+    let mut socket = WebSocket::accept(stream).await?;
+    let Some(greeted) = hello::greet(&mut socket, token, shared).await? else {
+        return Ok(());
+    };
+    let handle = greeted.handle;
+    let agent = handle.name.clone();
+
+    // Subscribe before reading where the log ends, so nothing falls between.
+    let mut events = shared.events.subscribe();
+    let next_id = shared.log.next_id(&agent).await?;
+    let last_id = next_id.checked_sub(1);
+    socket
+        .send(&ServerFrame::Welcome {
+            version: PROTOCOL_VERSION,
+            agent: agent.clone(),
+            last_id,
+            busy: handle.is_busy(),
+        })
+        .await?;
+    // The id of the newest message this client has: nothing at or below it is sent again.
+    let mut sent_through: Option<u64> = match greeted.since {
+        Some(since) => catch_up(&mut socket, &shared.log, &agent, Some(since)).await?,
+        None => last_id,
+    };
+    // Requests that wait now: this client may answer them too.
+    for request in shared.approvals.waiting() {
+        socket.send(&ServerFrame::Event(request)).await?;
+    }
+
+    let context = Context {
+        shared,
+        handle: &handle,
+        client: &greeted.client,
+    };
+    loop {
+        tokio::select! {
+            frame = socket.next_frame() => {
+                let Some(frame) = frame? else { return Ok(()) };
+                match handlers::answer(frame, &context).await {
+                    Ok(answer) => socket.send(&answer).await?,
+                    Err(Failure::Refused(refusal)) => {
+                        socket.refuse(refusal.code, refusal.message).await?;
+                    }
+                    Err(Failure::Log(err)) => return Err(err.into()),
+                }
+            }
+            event = events.recv() => match event {
+                Ok(event) => {
+                    // Approvals go to every client: a subagent's would
+                    // otherwise reach no one, as people follow the top agent.
+                    if event.agent != agent && event.kind != EventKind::Approval {
+                        continue;
+                    }
+                    if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
+                        if sent_through.is_some_and(|through| id <= through) {
+                            continue;
+                        }
+                        sent_through = Some(id);
+                    }
+                    socket.send(&ServerFrame::Event(event)).await?;
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    sent_through = catch_up(&mut socket, &shared.log, &agent, sent_through).await?;
+                }
+                Err(broadcast::error::RecvError::Closed) => return Err(ConnectionError::Gone),
+            },
+        }
+    }
+}
+
+/// Sends every message after `after` (all when none), page by page; returns
+/// the id of the last one sent.
+async fn catch_up(
+    socket: &mut WebSocket,
+    log: &Log,
+    agent: &str,
+    after: Option<u64>,
+) -> Result<Option<u64>, ConnectionError> {
+    let mut through = after;
+    loop {
+        let from = through.map_or(0, |id| id + 1);
+        let page = log.range(agent, from, u64::MAX, CATCH_UP_PAGE).await?;
+        if page.is_empty() {
+            return Ok(through);
+        }
+        for entry in page {
+            through = Some(entry.message.id);
+            socket
+                .send(&ServerFrame::Event(Event::message(&entry.message)))
+                .await?;
+        }
+    }
+}

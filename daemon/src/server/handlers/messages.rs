@@ -1,0 +1,113 @@
+//! Frames that log a message or an event: `submit`, `note`, `notify`.
+
+use super::{Answer, Context, Refusal};
+use crate::images;
+use crate::log::NewMessage;
+use hearth_protocol::{Kind, ReceiptStatus, ServerFrame};
+
+/// `submit`: logs a person's message (once per `key`) and wakes the agent.
+pub async fn submit(
+    context: &Context<'_>,
+    text: String,
+    source: String,
+    key: Option<String>,
+    hashes: Vec<String>,
+) -> Answer {
+    // With images the words may be empty; every other check holds.
+    let words = if hashes.is_empty() {
+        text.as_str()
+    } else {
+        "(images)"
+    };
+    check_submit(words, &source, key.as_deref())?;
+    let attached = context
+        .shared
+        .images
+        .attach(&hashes)
+        .map_err(|err| Refusal::new(err.code(), err.client_message()))?;
+    let mut message = NewMessage::new(Kind::User, &source, text);
+    message.key = key;
+    if !attached.is_empty() {
+        message.data = Some(images::data(&attached));
+    }
+    match context.shared.log.submit(context.agent(), message).await {
+        Ok((id, duplicate)) => {
+            if !duplicate {
+                context.handle.wake();
+            }
+            Ok(ServerFrame::Ack { id, duplicate })
+        }
+        Err(err) => {
+            tracing::error!("cannot log a submitted message: {err}");
+            Err(Refusal::storage(format!("the message was not logged: {err}")).into())
+        }
+    }
+}
+
+/// `note`: logs a note the agent sees at its next turn, without waking it.
+pub async fn note(context: &Context<'_>, text: String, source: String) -> Answer {
+    check_submit(&text, &source, None)?;
+    let logged = context
+        .shared
+        .log
+        .append(context.agent(), NewMessage::new(Kind::Note, &source, text))
+        .await?;
+    Ok(ServerFrame::Ack {
+        id: logged.id,
+        duplicate: false,
+    })
+}
+
+/// `notify`: queues an event (once per `key`) for delivery between chains.
+pub async fn notify(context: &Context<'_>, key: String, text: String, source: String) -> Answer {
+    check_submit(&text, &source, Some(&key))?;
+    match context
+        .shared
+        .log
+        .notify(context.agent(), &key, &text, &source)
+        .await
+    {
+        Ok((seq, duplicate)) => {
+            let status = if duplicate {
+                ReceiptStatus::Duplicate
+            } else {
+                context.handle.wake();
+                ReceiptStatus::Accepted
+            };
+            Ok(ServerFrame::Receipt { status, seq })
+        }
+        Err(err) => Err(Refusal::storage(format!("the event was not stored: {err}")).into()),
+    }
+}
+
+/// Refuses a message that is empty, from a source that is not a short
+/// name, or with a key out of bounds.
+fn check_submit(text: &str, source: &str, key: Option<&str>) -> Result<(), Refusal> {
+    if text.trim().is_empty() {
+        return Err(Refusal::refused("the message is empty"));
+    }
+    if source.is_empty() || source.len() > 64 || source.chars().any(char::is_whitespace) {
+        return Err(Refusal::refused(
+            "`source` must be a short name without spaces, like `terminal`",
+        ));
+    }
+    if key.is_some_and(|key| key.is_empty() || key.len() > 256) {
+        return Err(Refusal::refused("`key` must be 1 to 256 bytes"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_submit;
+
+    #[test]
+    fn empty_messages_odd_sources_and_long_keys_are_refused() {
+        assert!(check_submit("hi", "terminal", Some("k")).is_ok());
+        assert!(check_submit("  ", "terminal", None).is_err());
+        assert!(check_submit("hi", "my phone", None).is_err());
+        assert!(check_submit("hi", "", None).is_err());
+        assert!(check_submit("hi", "terminal", Some("")).is_err());
+        assert!(check_submit("hi", "terminal", Some(&"k".repeat(257))).is_err());
+    }
+}

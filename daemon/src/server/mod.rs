@@ -1,0 +1,32 @@
+//! The socket: WebSocket over the daemon's Unix socket (or TCP with a
+//! token), one task per client.
+//!
+//! A client says `hello`; the daemon answers `welcome`, sends the messages
+//! after the client's `since` (if given) and then every event live. Messages
+//! are sent in id order and never twice: the subscription to live events is
+//! taken before the catch-up is read, and live messages at or below the last
+//! id sent are skipped. A client too slow for the live stream is caught up
+//! from the log rather than dropped.
+//!
+//! Bad input — not JSON, an unknown type, too large, another protocol
+//! version, a frame out of sequence — gets an `error` frame and changes nothing.
+//!
+//! - `listener.rs`: where clients connect, and the accept loop.
+//! - `websocket.rs`: one client's WebSocket: frames in and out, decoded.
+//! - `hello.rs`: the handshake: version, token, which agent.
+//! - `connection.rs`: one client's protocol: hello, welcome, catch-up, live.
+//! - `handlers.rs`: one handler per client frame, each returning its answer
+//!   or a typed [`Refusal`]; `handlers/` holds them grouped by concern.
+//! - `shared.rs`: what every connection shares.
+
+mod connection;
+mod handlers;
+mod hello;
+mod listener;
+mod shared;
+mod websocket;
+
+pub use handlers::Refusal;
+pub use hello::token_matches;
+pub use listener::{serve, Listener};
+pub use shared::Shared;

@@ -1,0 +1,98 @@
+//! One client's WebSocket: text frames in and out, decoded and encoded.
+//!
+//! Frames that cannot be read (binary, not JSON, unknown, too large) are
+//! answered with an `error` frame here and skipped; frames far above the
+//! protocol's limit close the connection at the WebSocket layer.
+
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame, MAX_FRAME_BYTES};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::WebSocketStream;
+
+use crate::log::LogError;
+
+/// Frames above this size close the connection at the WebSocket layer; frames
+/// between [`MAX_FRAME_BYTES`] and this get an `error` frame instead.
+const HARD_FRAME_LIMIT: usize = 16 * MAX_FRAME_BYTES;
+
+/// A client's byte stream: the Unix socket, or TCP with a token.
+pub trait ClientStream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> ClientStream for T {}
+pub type Stream = Box<dyn ClientStream>;
+
+type Sink = SplitSink<WebSocketStream<Stream>, WsMessage>;
+type Source = SplitStream<WebSocketStream<Stream>>;
+
+/// Why a connection ended other than by the client leaving.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("websocket: {0}")]
+    WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
+    #[error("{0}")]
+    Log(#[from] LogError),
+    #[error("the client left")]
+    Gone,
+}
+
+/// One client's WebSocket, split into what it sends and what it is sent.
+pub struct WebSocket {
+    sink: Sink,
+    source: Source,
+}
+
+impl WebSocket {
+    /// Completes the WebSocket handshake on `stream`.
+    pub async fn accept(stream: Stream) -> Result<Self, ConnectionError> {
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(HARD_FRAME_LIMIT))
+            .max_frame_size(Some(HARD_FRAME_LIMIT));
+        let socket = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await?;
+        let (sink, source) = socket.split();
+        Ok(Self { sink, source })
+    }
+
+    /// Sends one frame.
+    pub async fn send(&mut self, frame: &ServerFrame) -> Result<(), ConnectionError> {
+        self.sink
+            .send(WsMessage::Text(frame.encode().into()))
+            .await?;
+        Ok(())
+    }
+
+    /// Sends an `error` frame.
+    pub async fn refuse(
+        &mut self,
+        code: ErrorCode,
+        message: String,
+    ) -> Result<(), ConnectionError> {
+        self.send(&ServerFrame::Error { code, message }).await
+    }
+
+    /// The next text frame, decoded; `Ok(None)` when the client left. Frames
+    /// that cannot be read are answered with an error here and skipped.
+    pub async fn next_frame(&mut self) -> Result<Option<ClientFrame>, ConnectionError> {
+        loop {
+            let text = match self.source.next().await {
+                None | Some(Ok(WsMessage::Close(_))) => return Ok(None),
+                Some(Err(err)) => return Err(err.into()),
+                Some(Ok(WsMessage::Text(text))) => text,
+                Some(Ok(WsMessage::Binary(_))) => {
+                    self.refuse(
+                        ErrorCode::BadFrame,
+                        "binary frames are not part of the protocol; send JSON text frames".into(),
+                    )
+                    .await?;
+                    continue;
+                }
+                Some(Ok(_)) => continue,
+            };
+            match ClientFrame::decode(&text) {
+                Ok(frame) => return Ok(Some(frame)),
+                Err(err) => self.refuse(err.code, err.message).await?,
+            }
+        }
+    }
+}
