@@ -2,7 +2,7 @@
 //! telegram` from its `[telegram]` table; the bridge talks to a fake Bot API
 //! on 127.0.0.1, and the agent to a fake model.
 
-use hearth_client::telegram::inbound::REFUSAL;
+use hearth_bridges::telegram::inbound::REFUSAL;
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};

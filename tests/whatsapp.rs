@@ -3,10 +3,10 @@
 //! bridge's webhook, the bridge sends through a fake Graph API on
 //! 127.0.0.1, and the agent talks to a fake model.
 
-use hearth_client::bridge::people::REFUSAL;
-use hearth_client::whatsapp::graph::{Failure as GraphFailure, Graph};
-use hearth_client::whatsapp::outbound::OUTSIDE_WINDOW_NOTE;
-use hearth_client::whatsapp::webhook::signature;
+use hearth_bridges::bridge::people::REFUSAL;
+use hearth_bridges::whatsapp::graph::{Failure as GraphFailure, Graph};
+use hearth_bridges::whatsapp::outbound::OUTSIDE_WINDOW_NOTE;
+use hearth_bridges::whatsapp::webhook::signature;
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_graph::{Failure, FakeGraph, Sent, ACCESS_TOKEN, PHONE_NUMBER_ID};

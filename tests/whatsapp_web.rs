@@ -14,12 +14,12 @@
 
 #![cfg(feature = "whatsapp-web")]
 
-use hearth_client::bridge::people::REFUSAL;
-use hearth_client::whatsapp::web::bridge::{relay, WebError};
-use hearth_client::whatsapp::web::device::{
+use hearth_bridges::bridge::people::REFUSAL;
+use hearth_bridges::whatsapp::web::bridge::{relay, WebError};
+use hearth_bridges::whatsapp::web::device::{
     Chat, Device, DeviceError, Own, Received, WebEvent, WebImage,
 };
-use hearth_client::whatsapp::WhatsAppConfig;
+use hearth_bridges::whatsapp::WhatsAppConfig;
 use hearth_protocol::home::Home;
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;

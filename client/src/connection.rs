@@ -25,15 +25,6 @@ pub enum ConnectError {
     BadFrame(String),
 }
 
-/// The agent this process talks to: the top agent unless the command line
-/// named a subagent (`--agent NAME`). Set once, before connecting.
-static AGENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Makes every connection of this process follow agent `name`.
-pub fn follow_agent(name: &str) {
-    let _ = AGENT.set(name.to_string());
-}
-
 /// What `welcome` said.
 #[derive(Debug, Clone)]
 pub struct Welcome {
@@ -48,11 +39,23 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connects, says hello (with `since` to catch up) and waits for `welcome`.
+    /// Connects to the top agent, says hello (with `since` to catch up) and
+    /// waits for `welcome`.
     pub async fn open(
         socket_path: &Path,
         client: &str,
         since: Option<u64>,
+    ) -> Result<(Connection, Welcome), ConnectError> {
+        Connection::open_agent(socket_path, client, since, None).await
+    }
+
+    /// Like [`Connection::open`], following `agent` (a subagent's name, as
+    /// `--agent NAME` gives it); `None` is the top agent.
+    pub async fn open_agent(
+        socket_path: &Path,
+        client: &str,
+        since: Option<u64>,
+        agent: Option<&str>,
     ) -> Result<(Connection, Welcome), ConnectError> {
         let stream =
             UnixStream::connect(socket_path)
@@ -68,7 +71,7 @@ impl Connection {
                 client: client.to_string(),
                 version: PROTOCOL_VERSION,
                 since,
-                agent: AGENT.get().cloned(),
+                agent: agent.map(str::to_string),
                 token: None,
             })
             .await?;

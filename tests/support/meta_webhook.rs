@@ -6,7 +6,7 @@
 //! connection, `Connection: close`.
 
 use crate::harness::{Daemon, DEADLINE};
-use hearth_client::whatsapp::webhook::signature;
+use hearth_bridges::whatsapp::webhook::signature;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -6,80 +6,18 @@
 //! down instead of silently starting one. Output goes to the writer the caller
 //! passes (stdout in the binary), one line per item, so it pipes cleanly.
 
-use crate::connection::{ConnectError, Connection, Welcome};
-use crate::images::{self, ImageFileError};
+use hearth_client::images;
+use hearth_client::log_walk::{walk_log, LogWalk};
+use hearth_client::running::{ask, connect_running, CommandError};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, Event, EventKind, Kind, Message, ServerFrame, Status};
 use serde::Serialize;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-/// The most messages asked for in one `history` page; longer walks take
-/// several pages.
-const PAGE: u32 = 500;
-
 /// How many messages `hearth log` prints when neither `--limit` nor `--since`
 /// is given.
 pub const DEFAULT_LOG_LIMIT: u32 = 50;
-
-#[derive(Debug, thiserror::Error)]
-pub enum CommandError {
-    #[error("no hearthd is running for home {home} (start it with `hearth` or `hearthd`)")]
-    NoDaemon { home: String },
-    #[error(transparent)]
-    Connection(#[from] ConnectError),
-    #[error("hearthd refused the request: {0}")]
-    Refused(String),
-    #[error("hearthd answered with an unexpected frame: {0}")]
-    Unexpected(String),
-    #[error("nothing to send: give the message's words, e.g. `hearth send hello there`")]
-    NothingToSend,
-    #[error(transparent)]
-    Image(#[from] ImageFileError),
-    #[error("hearthd closed the connection before message #{id} was answered")]
-    ClosedBeforeAnswer { id: u64 },
-    #[error("the turn that took message #{id} ended without a reply")]
-    NoReply { id: u64 },
-    #[error("cannot write the output: {0}")]
-    Output(#[from] io::Error),
-}
-
-/// True when a failed connect means that no daemon listens on the socket (no
-/// socket file, or a stale one), rather than some other trouble worth showing.
-pub fn daemon_absent(err: &ConnectError) -> bool {
-    match err {
-        ConnectError::NoDaemon { source, .. } => matches!(
-            source.kind(),
-            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
-        ),
-        _ => false,
-    }
-}
-
-/// How to name a home in messages: its folder when it is one folder (`--home`
-/// or `HEARTH_HOME`), else the socket that the XDG layout puts it behind.
-pub fn describe_home(home: &Home) -> String {
-    if home.config_dir == home.data_dir && home.data_dir == home.runtime_dir {
-        home.data_dir.display().to_string()
-    } else {
-        format!("at {}", home.socket().display())
-    }
-}
-
-/// Connects to a daemon that is already running; never starts one.
-pub async fn connect_running(
-    home: &Home,
-    client: &str,
-    since: Option<u64>,
-) -> Result<(Connection, Welcome), CommandError> {
-    match Connection::open(&home.socket(), client, since).await {
-        Ok(pair) => Ok(pair),
-        Err(err) if daemon_absent(&err) => Err(CommandError::NoDaemon {
-            home: describe_home(home),
-        }),
-        Err(err) => Err(err.into()),
-    }
-}
 
 /// What `hearth send` submits.
 #[derive(Debug, Clone)]
@@ -110,11 +48,12 @@ pub fn join_words(words: &[String]) -> Option<String> {
 /// failed turn's error to stderr (exit failure).
 pub async fn send(
     home: &Home,
+    agent: Option<&str>,
     request: SendRequest,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
     // Subscribed from hello on, so no event about the message can be missed.
-    let (mut connection, _) = connect_running(home, "hearth-send", None).await?;
+    let (mut connection, _) = connect_running(home, agent, "hearth-send", None).await?;
     let mut early = Vec::new();
     let hashes = images::put_files(&mut connection, &request.images, &mut |frame| {
         if let ServerFrame::Event(event) = frame {
@@ -241,10 +180,11 @@ pub struct LogRequest {
 /// Prints messages of the log, oldest first.
 pub async fn log(
     home: &Home,
+    agent: Option<&str>,
     request: LogRequest,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
-    let (mut connection, _) = connect_running(home, "hearth-log", None).await?;
+    let (mut connection, _) = connect_running(home, agent, "hearth-log", None).await?;
     let limit = match (request.limit, request.since) {
         (None, None) => Some(DEFAULT_LOG_LIMIT),
         (limit, _) => limit,
@@ -262,121 +202,6 @@ pub async fn log(
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Runs a [`LogWalk`] over the connection: asks for pages until it is done.
-async fn walk_log(
-    connection: &mut Connection,
-    mut walk: LogWalk,
-) -> Result<Vec<Message>, CommandError> {
-    while let Some((before, limit)) = walk.next_page() {
-        let answer = connection
-            .request(
-                &ClientFrame::History {
-                    before,
-                    limit: Some(limit),
-                },
-                &mut |_| {},
-            )
-            .await?;
-        match answer {
-            ServerFrame::History { messages } => walk.take_page(messages),
-            ServerFrame::Error { message, .. } => return Err(CommandError::Refused(message)),
-            other => return Err(CommandError::Unexpected(other.encode())),
-        }
-    }
-    Ok(walk.into_messages())
-}
-
-/// A walk backwards through the log in `history` pages, from the newest
-/// message until it has `limit` messages or reaches `since`. Pure: the caller
-/// asks for each page it names and hands the answer back.
-#[derive(Debug)]
-pub struct LogWalk {
-    since: Option<u64>,
-    limit: Option<u32>,
-    /// Pages taken so far, newest page first, each oldest first and already
-    /// cut to ids after `since`.
-    pages: Vec<Vec<Message>>,
-    collected: usize,
-    /// The oldest id seen so far: the next page ends before it.
-    before: Option<u64>,
-    done: bool,
-}
-
-impl LogWalk {
-    pub fn new(since: Option<u64>, limit: Option<u32>) -> LogWalk {
-        LogWalk {
-            since,
-            limit,
-            pages: Vec::new(),
-            collected: 0,
-            before: None,
-            done: limit == Some(0),
-        }
-    }
-
-    /// The next page to ask for, as `(before, limit)`, or `None` when done.
-    pub fn next_page(&self) -> Option<(Option<u64>, u32)> {
-        if self.done {
-            return None;
-        }
-        let size = match (self.since, self.limit) {
-            // Newest N: ask only for what is still missing.
-            (None, Some(limit)) => {
-                let missing = u64::from(limit).saturating_sub(self.collected as u64);
-                u32::try_from(missing).unwrap_or(PAGE).min(PAGE)
-            }
-            _ => PAGE,
-        };
-        Some((self.before, size))
-    }
-
-    /// Takes the answer to the page [`LogWalk::next_page`] named.
-    pub fn take_page(&mut self, page: Vec<Message>) {
-        let Some(oldest) = page.iter().map(|message| message.id).min() else {
-            self.done = true;
-            return;
-        };
-        // A page that does not end before the last one would repeat forever.
-        if self.before.is_some_and(|before| oldest >= before) {
-            self.done = true;
-            return;
-        }
-        let kept: Vec<Message> = page
-            .into_iter()
-            .filter(|message| self.since.is_none_or(|since| message.id > since))
-            .filter(|message| self.before.is_none_or(|before| message.id < before))
-            .collect();
-        self.collected += kept.len();
-        self.pages.push(kept);
-        self.before = Some(oldest);
-        let reached_since = self.since.is_some_and(|since| oldest <= since + 1);
-        let have_enough = self.since.is_none()
-            && self
-                .limit
-                .is_some_and(|limit| self.collected >= limit as usize);
-        if oldest == 0 || reached_since || have_enough {
-            self.done = true;
-        }
-    }
-
-    /// The messages, oldest first: with `since`, the first `limit` after it;
-    /// otherwise the newest `limit`.
-    pub fn into_messages(self) -> Vec<Message> {
-        let mut messages: Vec<Message> = self.pages.into_iter().rev().flatten().collect();
-        messages.sort_by_key(|message| message.id);
-        messages.dedup_by_key(|message| message.id);
-        if let Some(limit) = self.limit {
-            let limit = limit as usize;
-            if self.since.is_some() {
-                messages.truncate(limit);
-            } else if messages.len() > limit {
-                messages.drain(..messages.len() - limit);
-            }
-        }
-        messages
-    }
 }
 
 /// A message as `hearth log` prints it for people:
@@ -433,27 +258,28 @@ pub fn json_line(message: &Message) -> String {
 /// daemon sent it.
 pub async fn status(
     home: &Home,
+    agent: Option<&str>,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
-    let (mut connection, _) = connect_running(home, "hearth-status", None).await?;
-    let answer = connection
-        .request(&ClientFrame::Status, &mut |_| {})
-        .await?;
+    let (mut connection, _) = connect_running(home, agent, "hearth-status", None).await?;
+    let status = ask(
+        &mut connection,
+        &ClientFrame::Status,
+        |answer| match answer {
+            ServerFrame::Status(status) => Ok(status),
+            other => Err(other),
+        },
+    )
+    .await?;
     connection.close().await;
-    match answer {
-        ServerFrame::Status(status) => {
-            if json {
-                writeln!(out, "{}", ServerFrame::Status(status).encode())?;
-            } else {
-                write!(out, "{}", status_text(&status))?;
-            }
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
-        ServerFrame::Error { message, .. } => Err(CommandError::Refused(message)),
-        other => Err(CommandError::Unexpected(other.encode())),
+    if json {
+        writeln!(out, "{}", ServerFrame::Status(status).encode())?;
+    } else {
+        write!(out, "{}", status_text(&status))?;
     }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Seconds as `3d 4h`, `2h 5m`, `7m 12s` or `40s`.
@@ -496,31 +322,34 @@ pub fn status_text(status: &Status) -> String {
 }
 
 /// Ends the running turn, if any, and says whether one was running.
-pub async fn interrupt(home: &Home, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
-    let (mut connection, _) = connect_running(home, "hearth-interrupt", None).await?;
-    let answer = connection
-        .request(&ClientFrame::Interrupt, &mut |_| {})
-        .await?;
+pub async fn interrupt(
+    home: &Home,
+    agent: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let (mut connection, _) = connect_running(home, agent, "hearth-interrupt", None).await?;
+    let running = ask(
+        &mut connection,
+        &ClientFrame::Interrupt,
+        |answer| match answer {
+            ServerFrame::Interrupted { running } => Ok(running),
+            other => Err(other),
+        },
+    )
+    .await?;
     connection.close().await;
-    match answer {
-        ServerFrame::Interrupted { running } => {
-            if running {
-                writeln!(out, "interrupted the running turn")?;
-            } else {
-                writeln!(out, "no turn was running")?;
-            }
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
-        ServerFrame::Error { message, .. } => Err(CommandError::Refused(message)),
-        other => Err(CommandError::Unexpected(other.encode())),
+    if running {
+        writeln!(out, "interrupted the running turn")?;
+    } else {
+        writeln!(out, "no turn was running")?;
     }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn message(id: u64, kind: Kind, text: &str) -> Message {
         Message {
@@ -537,27 +366,6 @@ mod tests {
         }
     }
 
-    /// A fake log of `count` messages answering `history` as the daemon does.
-    fn page(count: u64, before: Option<u64>, limit: u32) -> Vec<Message> {
-        let end = before.unwrap_or(count).min(count);
-        let start = end.saturating_sub(u64::from(limit));
-        (start..end)
-            .map(|id| message(id, Kind::User, "x"))
-            .collect()
-    }
-
-    fn run_walk(count: u64, since: Option<u64>, limit: Option<u32>) -> (Vec<u64>, usize) {
-        let mut walk = LogWalk::new(since, limit);
-        let mut requests = 0;
-        while let Some((before, size)) = walk.next_page() {
-            requests += 1;
-            assert!(requests < 100, "the walk does not end");
-            walk.take_page(page(count, before, size));
-        }
-        let ids = walk.into_messages().iter().map(|m| m.id).collect();
-        (ids, requests)
-    }
-
     #[test]
     fn send_joins_words_with_spaces() {
         let words: Vec<String> = ["hello", "there,", "friend"]
@@ -567,51 +375,6 @@ mod tests {
         assert_eq!(join_words(&words).as_deref(), Some("hello there, friend"));
         assert_eq!(join_words(&[]), None);
         assert_eq!(join_words(&["  ".to_string()]), None);
-    }
-
-    #[test]
-    fn log_without_since_takes_the_newest_limit() {
-        let (ids, requests) = run_walk(1200, None, Some(50));
-        assert_eq!(ids, (1150..1200).collect::<Vec<_>>());
-        assert_eq!(requests, 1);
-
-        let (ids, requests) = run_walk(1200, None, Some(700));
-        assert_eq!(ids, (500..1200).collect::<Vec<_>>());
-        assert_eq!(requests, 2);
-
-        let (ids, _) = run_walk(10, None, Some(50));
-        assert_eq!(ids, (0..10).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn log_since_pages_back_to_since_and_keeps_only_later_ids() {
-        let (ids, requests) = run_walk(1200, Some(100), None);
-        assert_eq!(ids, (101..1200).collect::<Vec<_>>());
-        assert_eq!(requests, 3);
-
-        let (ids, _) = run_walk(1200, Some(100), Some(5));
-        assert_eq!(ids, vec![101, 102, 103, 104, 105]);
-
-        let (ids, requests) = run_walk(20, Some(19), None);
-        assert!(ids.is_empty());
-        assert_eq!(requests, 1);
-
-        let (ids, _) = run_walk(0, Some(3), None);
-        assert!(ids.is_empty());
-    }
-
-    #[test]
-    fn log_walk_stops_when_a_page_does_not_go_back() {
-        let mut walk = LogWalk::new(Some(0), None);
-        walk.take_page(vec![
-            message(5, Kind::User, "a"),
-            message(6, Kind::User, "b"),
-        ]);
-        assert_eq!(walk.next_page(), Some((Some(5), PAGE)));
-        walk.take_page(vec![message(5, Kind::User, "a")]);
-        assert_eq!(walk.next_page(), None);
-        let ids: Vec<u64> = walk.into_messages().iter().map(|m| m.id).collect();
-        assert_eq!(ids, vec![5, 6]);
     }
 
     #[test]
@@ -690,28 +453,5 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("today    $0.2500\n"), "{text}");
-    }
-
-    #[test]
-    fn a_home_is_named_by_its_folder_or_its_socket() {
-        assert_eq!(describe_home(&Home::at(Path::new("/tmp/h"))), "/tmp/h");
-        let xdg = Home {
-            config_dir: "/c/hearth".into(),
-            data_dir: "/d/hearth".into(),
-            runtime_dir: "/r/hearth".into(),
-        };
-        assert_eq!(describe_home(&xdg), "at /r/hearth/hearth.sock");
-    }
-
-    #[test]
-    fn a_missing_or_stale_socket_means_no_daemon() {
-        let absent = |kind| ConnectError::NoDaemon {
-            path: "/x".into(),
-            source: io::Error::from(kind),
-        };
-        assert!(daemon_absent(&absent(io::ErrorKind::NotFound)));
-        assert!(daemon_absent(&absent(io::ErrorKind::ConnectionRefused)));
-        assert!(!daemon_absent(&absent(io::ErrorKind::PermissionDenied)));
-        assert!(!daemon_absent(&ConnectError::Closed));
     }
 }

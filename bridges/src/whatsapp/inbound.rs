@@ -15,7 +15,7 @@ use super::payload::Received;
 use super::webhook::Delivery;
 use crate::bridge::link;
 use crate::bridge::people::{refusal_note, remember_chat, Strangers, REFUSAL};
-use crate::connection::Connection;
+use hearth_client::Connection;
 use std::collections::BTreeSet;
 use std::convert::Infallible;
 use tokio::sync::{mpsc, watch};

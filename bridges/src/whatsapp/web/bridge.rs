@@ -20,9 +20,9 @@ use crate::bridge::delivery::run_halves;
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::lock::{lock, LockError};
 use crate::bridge::people::parse_chats;
-use crate::commands::connect_running;
 use crate::whatsapp::bridge::{CHATS_STATE, CURSOR_STATE};
 use crate::whatsapp::config::WhatsAppConfig;
+use hearth_client::connect_running;
 use hearth_protocol::home::Home;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -107,7 +107,7 @@ pub async fn relay<D: Device>(
     events: mpsc::UnboundedReceiver<WebEvent>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), WebError> {
-    let (mut control, _) = connect_running(home, "whatsapp", None)
+    let (mut control, _) = connect_running(home, None, "whatsapp", None)
         .await
         .map_err(LinkError::from)?;
     let cursor = link::read_state(

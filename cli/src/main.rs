@@ -1,14 +1,16 @@
 //! `hearth`: attach to the agent in the terminal, or script it.
 //!
-//! Parses the command line, sets up tracing and calls into hearth-client:
-//! `terminal::run` for the interactive client, `telegram::run` and
-//! `whatsapp::run` for the bridges, `commands` for the rest.
+//! Parses the command line, sets up tracing and calls into hearth-cli:
+//! `terminal::run` for the interactive client, `commands` and its neighbours
+//! for the rest; and into hearth-bridges: `telegram::run` and `whatsapp::run`.
 
 use clap::{Parser, Subcommand};
-use hearth_client::bridge::EXIT_CONFIG;
-use hearth_client::commands::{self, CommandError, LogRequest, SendRequest};
-use hearth_client::inbox::{self, ScheduleCommand};
-use hearth_client::{service, stats, telegram, terminal, whatsapp};
+use hearth_bridges::bridge::EXIT_CONFIG;
+use hearth_bridges::{telegram, whatsapp};
+use hearth_cli::commands::{self, LogRequest, SendRequest};
+use hearth_cli::inbox::{self, ScheduleCommand};
+use hearth_cli::{service, stats, terminal};
+use hearth_client::CommandError;
 use hearth_protocol::home::Home;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -173,15 +175,13 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    if let Some(agent) = &cli.agent {
-        hearth_client::connection::follow_agent(agent);
-    }
+    let agent = cli.agent.as_deref();
     let explicit_home = cli.home.filter(|dir| !dir.as_os_str().is_empty());
     let home = Home::resolve(explicit_home.as_deref());
     let mut stdout = std::io::stdout();
     let code = match cli.command {
         None => {
-            terminal::run(&home, explicit_home.as_deref()).await?;
+            terminal::run(&home, explicit_home.as_deref(), agent).await?;
             ExitCode::SUCCESS
         }
         Some(Subcommands::Send {
@@ -204,17 +204,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 wait,
                 images: image,
             };
-            commands::send(&home, request, &mut stdout).await?
+            commands::send(&home, agent, request, &mut stdout).await?
         }
         Some(Subcommands::Log { limit, since, json }) => {
             let request = LogRequest { limit, since, json };
-            commands::log(&home, request, &mut stdout).await?
+            commands::log(&home, agent, request, &mut stdout).await?
         }
-        Some(Subcommands::Status { json }) => commands::status(&home, json, &mut stdout).await?,
-        Some(Subcommands::Interrupt) => commands::interrupt(&home, &mut stdout).await?,
+        Some(Subcommands::Status { json }) => {
+            commands::status(&home, agent, json, &mut stdout).await?
+        }
+        Some(Subcommands::Interrupt) => commands::interrupt(&home, agent, &mut stdout).await?,
         Some(Subcommands::Notify { key, source, words }) => {
             let text = commands::join_words(&words).ok_or(CommandError::NothingToSend)?;
-            inbox::notify(&home, key, text, source, &mut stdout).await?
+            inbox::notify(&home, agent, key, text, source, &mut stdout).await?
         }
         Some(Subcommands::Schedule { action }) => {
             let command = match action {
@@ -225,12 +227,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
                 ScheduleAction::Rm { id } => ScheduleCommand::Remove { id },
             };
-            inbox::schedule(&home, command, &mut stdout).await?
+            inbox::schedule(&home, agent, command, &mut stdout).await?
         }
         Some(Subcommands::Stats { days, json }) => {
-            stats::stats(&home, days, json, &mut stdout).await?
+            stats::stats(&home, agent, days, json, &mut stdout).await?
         }
-        Some(Subcommands::Backup { file }) => service::backup(&home, &file, &mut stdout).await?,
+        Some(Subcommands::Backup { file }) => {
+            service::backup(&home, agent, &file, &mut stdout).await?
+        }
         Some(Subcommands::Service {
             action: ServiceAction::Install,
         }) => service::install(explicit_home.as_deref(), &mut stdout)?,

@@ -1,9 +1,9 @@
 //! Attaching to a home's daemon, starting `hearthd` in the background when
 //! none answers: only `hearth` with no subcommand does this.
 
-use crate::commands::{daemon_absent, describe_home};
-use crate::connection::{Connection, Welcome};
 use crate::terminal::{TerminalError, SOURCE};
+use hearth_client::running::{daemon_absent, describe_home};
+use hearth_client::{Connection, Welcome};
 use hearth_protocol::home::Home;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -20,14 +20,15 @@ const START_POLL: Duration = Duration::from_millis(100);
 /// How many lines of the daemon's output are shown when it exits at start.
 const LOG_TAIL_LINES: usize = 30;
 
-/// Connects to the home's daemon, starting one in the background when none
-/// answers.
+/// Connects to the home's daemon (following `agent`, the top agent when
+/// `None`), starting one in the background when none answers.
 pub async fn attach(
     home: &Home,
     explicit_home: Option<&Path>,
+    agent: Option<&str>,
 ) -> Result<(Connection, Welcome), TerminalError> {
     let socket = home.socket();
-    match Connection::open(&socket, SOURCE, None).await {
+    match Connection::open_agent(&socket, SOURCE, None, agent).await {
         Ok(pair) => return Ok(pair),
         Err(err) if daemon_absent(&err) => {}
         Err(err) => return Err(err.into()),
@@ -37,7 +38,7 @@ pub async fn attach(
     let deadline = Instant::now() + START_WAIT;
     loop {
         tokio::time::sleep(START_POLL).await;
-        match Connection::open(&socket, SOURCE, None).await {
+        match Connection::open_agent(&socket, SOURCE, None, agent).await {
             Ok(pair) => return Ok(pair),
             Err(err) if daemon_absent(&err) => {}
             Err(err) => return Err(err.into()),
@@ -45,7 +46,7 @@ pub async fn attach(
         if let Ok(Some(status)) = daemon.try_wait() {
             // Another `hearth` may have started the daemon first, and ours
             // quit because it was taken: one last look.
-            if let Ok(pair) = Connection::open(&socket, SOURCE, None).await {
+            if let Ok(pair) = Connection::open_agent(&socket, SOURCE, None, agent).await {
                 return Ok(pair);
             }
             let log = home.daemon_log();

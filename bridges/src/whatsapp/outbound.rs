@@ -14,7 +14,7 @@ use super::inbound::LastReceived;
 use crate::bridge::backoff::Backoff;
 use crate::bridge::delivery::{outgoing_text, Courier, Cursor, Feed};
 use crate::bridge::split::{split, MAX_MESSAGE_UNITS};
-use crate::images::Attachment;
+use hearth_client::images::Attachment;
 use hearth_protocol::home::Home;
 use hearth_protocol::{Event, ImageRef};
 use std::collections::BTreeSet;

@@ -2,48 +2,48 @@
 //! event from another program, with an idempotency key) and
 //! `hearth schedule list|add|rm`.
 
-use crate::commands::{connect_running, CommandError};
+use hearth_client::running::{self, connect_running, CommandError};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, ReceiptStatus, ScheduleInfo, ServerFrame};
 use std::io::Write;
 use std::process::ExitCode;
 
-/// Sends one frame and returns the answer, or the daemon's refusal as an error.
-async fn ask(home: &Home, client: &str, frame: ClientFrame) -> Result<ServerFrame, CommandError> {
-    let (mut connection, _) = connect_running(home, client, None).await?;
-    let answer = connection.request(&frame, &mut |_| {}).await?;
+/// Sends one frame on a connection of its own and returns the answer that
+/// `expect` takes, as [`running::ask`] does.
+async fn ask<T>(
+    home: &Home,
+    agent: Option<&str>,
+    client: &str,
+    frame: ClientFrame,
+    expect: impl FnOnce(ServerFrame) -> Result<T, ServerFrame>,
+) -> Result<T, CommandError> {
+    let (mut connection, _) = connect_running(home, agent, client, None).await?;
+    let answer = running::ask(&mut connection, &frame, expect).await;
     connection.close().await;
-    match answer {
-        ServerFrame::Error { message, .. } => Err(CommandError::Refused(message)),
-        answer => Ok(answer),
-    }
+    answer
 }
 
 /// `hearth notify --key KEY TEXT`: prints `accepted SEQ` or `duplicate SEQ`.
 pub async fn notify(
     home: &Home,
+    agent: Option<&str>,
     key: String,
     text: String,
     source: String,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
-    match ask(
-        home,
-        "hearth-notify",
-        ClientFrame::Notify { key, text, source },
-    )
-    .await?
-    {
-        ServerFrame::Receipt { status, seq } => {
-            let status = match status {
-                ReceiptStatus::Accepted => "accepted",
-                ReceiptStatus::Duplicate => "duplicate",
-            };
-            writeln!(out, "{status} {seq}")?;
-            Ok(ExitCode::SUCCESS)
-        }
-        other => Err(CommandError::Unexpected(other.encode())),
-    }
+    let frame = ClientFrame::Notify { key, text, source };
+    let (status, seq) = ask(home, agent, "hearth-notify", frame, |answer| match answer {
+        ServerFrame::Receipt { status, seq } => Ok((status, seq)),
+        other => Err(other),
+    })
+    .await?;
+    let status = match status {
+        ReceiptStatus::Accepted => "accepted",
+        ReceiptStatus::Duplicate => "duplicate",
+    };
+    writeln!(out, "{status} {seq}")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What `hearth schedule` does.
@@ -55,6 +55,7 @@ pub enum ScheduleCommand {
 
 pub async fn schedule(
     home: &Home,
+    agent: Option<&str>,
     command: ScheduleCommand,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
@@ -65,23 +66,29 @@ pub async fn schedule(
         }
         ScheduleCommand::Remove { id } => (ClientFrame::ScheduleCancel { id }, Some("removed")),
     };
-    match ask(home, "hearth-schedule", frame).await? {
-        ServerFrame::Schedules { schedules } => {
-            if schedules.is_empty() && verb.is_none() {
-                writeln!(out, "no schedules")?;
-            }
-            for schedule in &schedules {
-                writeln!(
-                    out,
-                    "{}{}",
-                    verb.map(|v| format!("{v} ")).unwrap_or_default(),
-                    line(schedule)
-                )?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        other => Err(CommandError::Unexpected(other.encode())),
+    let schedules = ask(
+        home,
+        agent,
+        "hearth-schedule",
+        frame,
+        |answer| match answer {
+            ServerFrame::Schedules { schedules } => Ok(schedules),
+            other => Err(other),
+        },
+    )
+    .await?;
+    if schedules.is_empty() && verb.is_none() {
+        writeln!(out, "no schedules")?;
     }
+    for schedule in &schedules {
+        writeln!(
+            out,
+            "{}{}",
+            verb.map(|v| format!("{v} ")).unwrap_or_default(),
+            line(schedule)
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `#3  0 9 * * 1-5  next 2026-12-01T09:00:00+01:00  stand-up notes`

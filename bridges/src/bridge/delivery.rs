@@ -16,9 +16,9 @@
 
 use super::config::Outgoing;
 use super::link::{self, LinkError};
-use crate::commands::{connect_running, LogWalk};
-use crate::connection::{ConnectError, Connection};
-use crate::images::{self, Attachment, ImageFileError};
+use hearth_client::images::{self, Attachment, ImageFileError};
+use hearth_client::{connect_running, LogWalk};
+use hearth_client::{ConnectError, Connection};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, Event, EventKind, ImageRef, Outbox, ServerFrame};
 use std::collections::VecDeque;
@@ -212,7 +212,7 @@ impl Feed {
             Some(Cursor::After(id)) => Some(id),
             _ => None,
         };
-        let (connection, welcome) = connect_running(home, client, since).await?;
+        let (connection, welcome) = connect_running(home, None, client, since).await?;
         let mut feed = Feed {
             connection,
             source,

@@ -8,8 +8,8 @@ use super::graph::{Graph, GraphError};
 use super::payload::{MediaRef, PHOTO};
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::multipart;
-use crate::connection::Connection;
-use crate::images::{self, Attachment, ImageFileError};
+use hearth_client::images::{self, Attachment, ImageFileError};
+use hearth_client::Connection;
 use serde_json::json;
 
 /// Downloads a received image and stores it in the daemon: the words to

@@ -16,10 +16,10 @@
 //! a typed `y` or `n` answers it (see `approvals.rs`).
 
 use crate::approvals::{Approvals, Typed};
-use crate::connection::{ConnectError, Connection};
-use crate::images::{self, ImageFileError};
 use crate::launch;
 pub use crate::session::{event_line, first_line, Session, Style};
+use hearth_client::images::{self, ImageFileError};
+use hearth_client::{ConnectError, Connection};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, EventKind, ServerFrame};
 use rustyline::error::ReadlineError;
@@ -74,9 +74,14 @@ pub enum TerminalError {
 
 /// Attaches to the home's daemon, starting it when none answers, and runs
 /// until the user quits (`Ok`) or the connection drops (`Err`).
-/// `explicit_home` is the `--home` given, passed on to a daemon started here.
-pub async fn run(home: &Home, explicit_home: Option<&Path>) -> Result<(), TerminalError> {
-    let (mut connection, welcome) = launch::attach(home, explicit_home).await?;
+/// `explicit_home` is the `--home` given, passed on to a daemon started here;
+/// `agent` the `--agent` given (the top agent when `None`).
+pub async fn run(
+    home: &Home,
+    explicit_home: Option<&Path>,
+    agent: Option<&str>,
+) -> Result<(), TerminalError> {
+    let (mut connection, welcome) = launch::attach(home, explicit_home, agent).await?;
     let style = Style::detect();
     let mut session = Session::new(welcome.busy, style);
     session.approvals = Approvals::following(&welcome.agent);

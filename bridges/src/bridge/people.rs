@@ -3,7 +3,7 @@
 //! once per run with a note in the log.
 
 use super::link::{self, LinkError};
-use crate::connection::Connection;
+use hearth_client::Connection;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashSet};

@@ -1,6 +1,6 @@
 //! Living as a service: `hearth backup FILE` and `hearth service install`.
 
-use crate::commands::{connect_running, CommandError};
+use hearth_client::running::{ask, connect_running, CommandError};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, ServerFrame};
 use std::io::Write;
@@ -10,6 +10,7 @@ use std::process::ExitCode;
 /// Asks the running daemon for a consistent copy of its database at `file`.
 pub async fn backup(
     home: &Home,
+    agent: Option<&str>,
     file: &Path,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
@@ -18,20 +19,18 @@ pub async fn backup(
     } else {
         std::env::current_dir()?.join(file)
     };
-    let (mut connection, _) = connect_running(home, "hearth-backup", None).await?;
+    let (mut connection, _) = connect_running(home, agent, "hearth-backup", None).await?;
     let frame = ClientFrame::Backup {
         path: path.to_string_lossy().to_string(),
     };
-    let answer = connection.request(&frame, &mut |_| {}).await?;
+    let (path, bytes) = ask(&mut connection, &frame, |answer| match answer {
+        ServerFrame::BackedUp { path, bytes } => Ok((path, bytes)),
+        other => Err(other),
+    })
+    .await?;
     connection.close().await;
-    match answer {
-        ServerFrame::BackedUp { path, bytes } => {
-            writeln!(out, "wrote {path} ({bytes} bytes)")?;
-            Ok(ExitCode::SUCCESS)
-        }
-        ServerFrame::Error { message, .. } => Err(CommandError::Refused(message)),
-        other => Err(CommandError::Unexpected(other.encode())),
-    }
+    writeln!(out, "wrote {path} ({bytes} bytes)")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The systemd user unit that runs `hearthd` for `home`.

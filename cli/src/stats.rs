@@ -3,7 +3,7 @@
 //! the prompt cache, output tokens and cost — as a table, or one JSON object
 //! per row for scripts.
 
-use crate::commands::{connect_running, CommandError};
+use hearth_client::running::{ask, connect_running, CommandError};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, ServerFrame, StatsRow};
 use serde::Serialize;
@@ -16,19 +16,19 @@ pub const DEFAULT_DAYS: u32 = 7;
 /// Asks the daemon for the last `days` days and prints them.
 pub async fn stats(
     home: &Home,
+    agent: Option<&str>,
     days: u32,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
-    let (mut connection, _) = connect_running(home, "hearth-stats", None).await?;
+    let (mut connection, _) = connect_running(home, agent, "hearth-stats", None).await?;
     let frame = ClientFrame::Stats { days: Some(days) };
-    let answer = connection.request(&frame, &mut |_| {}).await?;
+    let (days, rows) = ask(&mut connection, &frame, |answer| match answer {
+        ServerFrame::Stats { days, rows } => Ok((days, rows)),
+        other => Err(other),
+    })
+    .await?;
     connection.close().await;
-    let (days, rows) = match answer {
-        ServerFrame::Stats { days, rows } => (days, rows),
-        ServerFrame::Error { message, .. } => return Err(CommandError::Refused(message)),
-        other => return Err(CommandError::Unexpected(other.encode())),
-    };
     if json {
         for row in &rows {
             writeln!(out, "{}", json_line(row))?;

@@ -14,7 +14,7 @@ use super::bridge::BridgeError;
 use super::config::TelegramConfig;
 use crate::bridge::delivery::Feed;
 use crate::bridge::link::{self, LinkError};
-use crate::connection::Connection;
+use hearth_client::Connection;
 use hearth_protocol::{ClientFrame, Event, ServerFrame};
 use serde_json::{json, Value};
 

@@ -18,7 +18,7 @@ use crate::bridge::delivery::{run_halves, Cursor};
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::lock::{lock, LockError};
 use crate::bridge::people::parse_chats;
-use crate::commands::connect_running;
+use hearth_client::connect_running;
 use hearth_protocol::home::Home;
 use std::collections::BTreeSet;
 use std::future::{Future, IntoFuture};
@@ -129,7 +129,7 @@ async fn run_until(home: &Home, shutdown: impl Future<Output = ()>) -> Result<()
         &secrets.access_token,
     )?;
 
-    let (mut control, _) = connect_running(home, "whatsapp", None)
+    let (mut control, _) = connect_running(home, None, "whatsapp", None)
         .await
         .map_err(LinkError::from)?;
     let cursor = link::read_state(&mut control, CURSOR_STATE, Cursor::parse).await?;

@@ -16,7 +16,7 @@ use super::photos::{self, Photo};
 use crate::bridge::backoff::Backoff;
 use crate::bridge::link;
 use crate::bridge::people::{refusal_note, remember_chat, Strangers};
-use crate::connection::Connection;
+use hearth_client::Connection;
 use std::collections::BTreeSet;
 use std::convert::Infallible;
 use tokio::sync::watch;

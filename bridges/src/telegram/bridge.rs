@@ -15,7 +15,7 @@ use crate::bridge::delivery::{run_halves, Cursor};
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::lock::{lock, LockError};
 use crate::bridge::people::parse_chats;
-use crate::commands::connect_running;
+use hearth_client::connect_running;
 use hearth_protocol::home::Home;
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -86,7 +86,7 @@ pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), 
     let _lock = lock(&home.data_dir.join("telegram.lock"), "Telegram", "telegram")?;
     let api = Api::new(&config.api_base, &token)?;
 
-    let (mut control, _) = connect_running(home, "telegram", None)
+    let (mut control, _) = connect_running(home, None, "telegram", None)
         .await
         .map_err(LinkError::from)?;
     let offset =
