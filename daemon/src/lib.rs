@@ -1,6 +1,8 @@
 //! hearth-daemon: the daemon `hearthd`.
 //!
-//! - `daemon.rs`: start-up, the home's lock, the socket, shutdown.
+//! - `daemon.rs`: the daemon's life: start-up as a list of steps, serve, stop.
+//! - `startup/`: each start-up step in a file of its own (the lock, the
+//!   checks, secrets, models, default prompts, the agents, the listeners).
 //! - `bridges.rs`: the bridge processes the config enables (`hearth telegram`).
 //! - `config.rs`: `config.toml`, read once at start.
 //! - `layout.rs`: the built-in layouts that size the view.
@@ -30,6 +32,7 @@ pub mod model;
 pub mod request;
 pub mod schedule;
 pub mod server;
+pub mod startup;
 pub mod subagents;
 pub mod tools;
 pub mod turn;

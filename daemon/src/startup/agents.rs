@@ -1,0 +1,216 @@
+//! The agents a daemon runs: the top agent and its subagents, each with its
+//! folder, tools, memory and loop.
+
+use super::error::{io, private_dir, StartError};
+use super::models::Models;
+use super::secrets;
+use super::window::{self, Sent};
+use crate::approvals::Approvals;
+use crate::config::Config;
+use crate::images::ImageStore;
+use crate::layout::Layout;
+use crate::log::Log;
+use crate::memory::{Memory, MemoryConfig};
+use crate::model::Model;
+use crate::subagents::Subagents;
+use crate::tools::{Processes, Tools, WhatsAppContacts, Workspace};
+use crate::turn::{Agent, AgentHandle, AgentLoop, Family};
+use crate::usage::{Meter, Prices};
+use hearth_protocol::home::Home;
+use hearth_protocol::Event;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// The agents, started but not yet running.
+pub struct Agents {
+    /// Each agent's loop, to be spawned.
+    pub loops: Vec<AgentLoop>,
+    /// The top agent's handle.
+    pub top: AgentHandle,
+    /// Every agent's handle by name, the top one's included.
+    pub by_name: BTreeMap<String, AgentHandle>,
+}
+
+/// What every agent of a daemon shares.
+pub struct Starter<'a> {
+    pub home: &'a Home,
+    pub config: &'a Config,
+    pub log: &'a Log,
+    pub events: &'a broadcast::Sender<Event>,
+    pub processes: &'a Processes,
+    pub approvals: &'a Approvals,
+    pub images: &'a ImageStore,
+    pub models: &'a Models,
+}
+
+/// What differs between the agents a daemon starts.
+struct AgentSpec<'a> {
+    name: &'a str,
+    layout: &'a str,
+    workdir: Option<&'a Path>,
+    model: Option<Model>,
+    compactor_model: Option<Model>,
+    family: Family,
+    /// Who `whatsapp_send` may write to: the top agent's, never a child's.
+    whatsapp: Option<WhatsAppContacts>,
+}
+
+impl Starter<'_> {
+    /// Starts the subagents, then the top agent (`model`, and `whatsapp`
+    /// for its `whatsapp_send`); sends the reports a crash cut off before
+    /// anything else runs. Each agent's prompt file must exist already.
+    pub async fn start_all(
+        &self,
+        model: Option<Model>,
+        whatsapp: Option<WhatsAppContacts>,
+    ) -> Result<Agents, StartError> {
+        let config = self.config;
+        let models = self.models;
+        let subagents = Arc::new(Subagents::new(
+            &config.agent.name,
+            self.log.clone(),
+            self.events.clone(),
+        ));
+        let mut loops = Vec::new();
+        let mut by_name = BTreeMap::new();
+        for child in &config.agents {
+            subagents.declare(&child.name, &child.responsibility);
+            let spec = AgentSpec {
+                name: &child.name,
+                layout: &child.layout,
+                workdir: child.workdir.as_deref(),
+                compactor_model: models
+                    .named(config.memory.model.as_ref().or(child.model.as_ref())),
+                model: models.named(child.model.as_ref()),
+                family: Family::Child(subagents.clone()),
+                whatsapp: None,
+            };
+            let (agent_loop, handle) = self.start(spec).await?;
+            subagents.attach_child(&child.name, handle.clone());
+            by_name.insert(child.name.clone(), handle);
+            loops.push(agent_loop);
+        }
+        let family = if subagents.is_empty() {
+            Family::Alone
+        } else {
+            Family::Parent(subagents.clone())
+        };
+        let spec = AgentSpec {
+            name: &config.agent.name,
+            layout: &config.agent.layout,
+            workdir: config.agent.workdir.as_deref(),
+            compactor_model: models.named(config.memory.model.as_ref()),
+            model,
+            family,
+            whatsapp,
+        };
+        let (agent_loop, top) = self.start(spec).await?;
+        subagents.attach_parent(top.clone());
+        by_name.insert(config.agent.name.clone(), top.clone());
+        loops.push(agent_loop);
+        // Reports that a crash cut off are sent before anything else runs.
+        subagents.recover().await?;
+        Ok(Agents {
+            loops,
+            top,
+            by_name,
+        })
+    }
+
+    /// Prepares one agent's tools and memory; returns its loop (not yet
+    /// running) and the handle to reach it.
+    async fn start(&self, spec: AgentSpec<'_>) -> Result<(AgentLoop, AgentHandle), StartError> {
+        let home = self.home;
+        let layout = Layout::find(spec.layout).map_err(|source| StartError::Layout {
+            path: home.config_file(),
+            source,
+        })?;
+        let agent_dir = home.agent_dir(spec.name);
+        let prompt_file = agent_dir.join("prompt.md");
+        let tools = self.tools(&spec, &agent_dir)?;
+        window::check_fits(
+            &Sent {
+                agent: spec.name,
+                layout_name: spec.layout,
+                layout: &layout,
+                prompt_file: &prompt_file,
+                tools: &tools.specs(),
+                own_bytes: self.config.limits.tool_output_chars,
+            },
+            spec.model.as_ref(),
+            spec.compactor_model.as_ref(),
+        )?;
+        let meter = Meter::new(
+            self.log.clone(),
+            spec.name,
+            Prices::new(&self.config.prices),
+            self.config.budget,
+            home.config_file(),
+        );
+        let memory = Memory::start(
+            self.log.clone(),
+            MemoryConfig {
+                agent: spec.name.to_string(),
+                layout: layout.clone(),
+                model: spec.compactor_model,
+                prompt_file: prompt_file.clone(),
+                tools: tools.specs(),
+                events: self.events.clone(),
+                meter: meter.clone(),
+            },
+        )
+        .await
+        .map_err(|err| StartError::Memory(err.to_string()))?;
+        let agent = Agent {
+            name: spec.name.to_string(),
+            log: self.log.clone(),
+            model: spec.model,
+            tools,
+            memory,
+            limits: self.config.limits.clone(),
+            prompt_file,
+            config_file: home.config_file(),
+            events: self.events.clone(),
+            block_lines: layout.block_lines,
+            family: spec.family,
+            meter,
+        };
+        Ok(agent.start())
+    }
+
+    /// The agent's tools, working in its folder: configured (relative to the
+    /// config's folder), or the agent's own `work` folder.
+    fn tools(&self, spec: &AgentSpec<'_>, agent_dir: &Path) -> Result<Tools, StartError> {
+        let workdir = match spec.workdir {
+            Some(dir) => self.home.config_dir.join(dir),
+            None => agent_dir.join("work"),
+        };
+        private_dir(&workdir)?;
+        let workspace = Workspace::new(
+            &workdir,
+            agent_dir,
+            &self.config.tools,
+            self.processes.clone(),
+        )
+        .map_err(io("cannot open the working folder", &workdir))?;
+        let workspace = workspace.hide_env(secrets::names(self.config));
+        tracing::info!(
+            agent = spec.name,
+            "tools work in {}",
+            workspace.root().display()
+        );
+        let mut tools = Tools::new(spec.name, self.log.clone())
+            .with_workspace(workspace)
+            .with_images(self.images.clone());
+        if let Family::Parent(subagents) = &spec.family {
+            tools = tools.with_subagents(subagents.clone());
+        }
+        if let Some(contacts) = &spec.whatsapp {
+            tools = tools.with_whatsapp(contacts.clone());
+        }
+        // Last: it checks the names in `[approvals]` against every tool.
+        Ok(tools.with_approvals(self.approvals.clone()))
+    }
+}

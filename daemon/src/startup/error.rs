@@ -1,0 +1,72 @@
+//! Why the daemon did not start, and the folder helpers start-up shares.
+
+use crate::config::ConfigError;
+use crate::layout::LayoutError;
+use crate::log::LogError;
+use std::fs;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("another hearthd is already running for this home ({0} is locked); stop it first or use another --home")]
+    AlreadyRunning(PathBuf),
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("{0} can be read by other users; run `chmod 600 {0}`")]
+    OpenSecrets(PathBuf),
+    #[error(
+        "agent name `{0}` is not allowed: use 1 to 64 letters, digits, `-` or `_`, each name once"
+    )]
+    AgentName(String),
+    #[error("[listen] tcp needs a token of at least 16 characters in ${0} or secrets.env")]
+    NoToken(String),
+    #[error("cannot load the memory: {0}")]
+    Memory(String),
+    #[error("{path}: {source}")]
+    Layout { path: PathBuf, source: LayoutError },
+    /// Boxed: the report is large, and every start-up step returns this type.
+    #[error(transparent)]
+    Window(Box<crate::model::window::TooSmall>),
+    #[error("{path}: {source}")]
+    WhatsAppContacts {
+        path: PathBuf,
+        source: crate::tools::WhatsAppContactsError,
+    },
+}
+
+impl From<crate::model::window::TooSmall> for StartError {
+    fn from(too_small: crate::model::window::TooSmall) -> Self {
+        StartError::Window(Box::new(too_small))
+    }
+}
+
+/// Turns an I/O error about `path` into a [`StartError`] that says what
+/// start-up was doing.
+pub fn io<'a>(
+    what: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(std::io::Error) -> StartError + 'a {
+    move |source| StartError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Creates a folder (and its parents) private to this user.
+pub fn private_dir(path: &Path) -> Result<(), StartError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(io("cannot create", path))
+}

@@ -1,0 +1,74 @@
+//! The models the agents use: `[model]`, a local Ollama server's when none
+//! is configured, and the per-agent model names on `[model]`'s provider.
+
+use super::error::StartError;
+use super::secrets;
+use crate::config::{Config, ModelConfig};
+use crate::log::{Log, NewMessage};
+use crate::model::Model;
+use crate::turn::DAEMON_SOURCE;
+use hearth_protocol::home::Home;
+use hearth_protocol::Kind;
+use std::path::PathBuf;
+
+/// With no `[model]`, uses a local Ollama server's model when one answers,
+/// and notes so in the top agent's log.
+pub async fn use_local_when_none(config: &mut Config, log: &Log) -> Result<(), StartError> {
+    if config.model.is_some() {
+        return Ok(());
+    }
+    let Some(local) = crate::local::detect().await else {
+        return Ok(());
+    };
+    config.model = Some(local.config);
+    tracing::info!("{}", local.note);
+    let note = NewMessage::new(Kind::Note, DAEMON_SOURCE, local.note);
+    log.append(&config.agent.name, note).await?;
+    Ok(())
+}
+
+/// Opens models on `[model]`'s provider, address and key.
+pub struct Models {
+    /// `[model]`, or none.
+    config: Option<ModelConfig>,
+    /// Where keys not in the environment are found.
+    secrets_file: PathBuf,
+}
+
+impl Models {
+    pub fn new(config: &Config, home: &Home) -> Models {
+        Models {
+            config: config.model.clone(),
+            secrets_file: home.secrets_file(),
+        }
+    }
+
+    /// The model named `name` on `[model]`'s provider, or `[model]`'s own
+    /// when no name is given; none when no model is configured.
+    pub fn named(&self, name: Option<&String>) -> Option<Model> {
+        let mut config = self.config.clone()?;
+        if let Some(name) = name {
+            config.model = name.clone();
+        }
+        Some(Model::new(config, |env: &str| {
+            let key = secrets::find(&self.secrets_file, env);
+            if key.is_none() {
+                tracing::info!("no API key in ${env} or secrets.env; sending requests without one");
+            }
+            key
+        }))
+    }
+
+    /// `[model]`'s own, logged at start.
+    pub fn top(&self, home: &Home) -> Option<Model> {
+        let model = self.named(None);
+        match &model {
+            Some(model) => tracing::info!("model: {}", model.labels().join(", then ")),
+            None => tracing::warn!(
+                "no model is configured: add a [model] section to {} (see the README)",
+                home.config_file().display()
+            ),
+        }
+        model
+    }
+}

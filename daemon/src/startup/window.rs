@@ -1,0 +1,76 @@
+//! Whether an agent's layout fits the context windows of its models.
+
+use super::error::StartError;
+use crate::layout::Layout;
+use crate::model::window::{check, Largest};
+use crate::model::{Model, ToolSpec};
+use std::path::Path;
+
+/// What is sent to an agent's models, for the check.
+pub struct Sent<'a> {
+    pub agent: &'a str,
+    /// The layout's name in the config, for the error.
+    pub layout_name: &'a str,
+    pub layout: &'a Layout,
+    pub prompt_file: &'a Path,
+    pub tools: &'a [ToolSpec],
+    /// The most a tool's output may add (`[limits] tool_output_chars`).
+    pub own_bytes: usize,
+}
+
+/// Refuses a layout whose largest turn or compaction request cannot fit
+/// the window of a model that would be sent it (when the window is
+/// known), so a context-length error cannot recur at every turn.
+pub fn check_fits(
+    sent: &Sent<'_>,
+    model: Option<&Model>,
+    compactor_model: Option<&Model>,
+) -> Result<(), StartError> {
+    let tools_bytes: usize = sent
+        .tools
+        .iter()
+        .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
+        .sum();
+    let turn_prompt = crate::request::instructions(sent.prompt_file).len();
+    let own_bytes = sent.own_bytes;
+    let turn = |layout: &Layout| Largest {
+        purpose: "turn",
+        view_bytes: layout.high_budget,
+        fixed_bytes: turn_prompt + tools_bytes,
+        own_bytes,
+    };
+    let compaction = |layout: &Layout| Largest {
+        purpose: "compaction",
+        view_bytes: layout.compaction_high_budget,
+        fixed_bytes: layout
+            .compaction_prompt
+            .as_ref()
+            .map_or(turn_prompt, String::len)
+            + tools_bytes,
+        own_bytes,
+    };
+    let small = Layout::find("small").ok();
+    let small = small.as_ref();
+    if let Some(model) = model {
+        let smaller = small.map(|small| ("small", turn(small)));
+        check(
+            sent.agent,
+            sent.layout_name,
+            turn(sent.layout),
+            model.configs(),
+            smaller,
+        )?;
+    }
+    if let Some(model) = compactor_model {
+        let smaller = small.map(|small| ("small", compaction(small)));
+        let largest = compaction(sent.layout);
+        check(
+            sent.agent,
+            sent.layout_name,
+            largest,
+            model.configs(),
+            smaller,
+        )?;
+    }
+    Ok(())
+}
