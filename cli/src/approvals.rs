@@ -115,6 +115,11 @@ impl Approvals {
         Typed::Answer { id, allow }
     }
 
+    /// The agent this terminal follows.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
     /// Whether any request waits.
     pub fn any(&self) -> bool {
         !self.waiting.is_empty()

@@ -6,6 +6,7 @@
 //! down instead of silently starting one. Output goes to the writer the caller
 //! passes (stdout in the binary), one line per item, so it pipes cleanly.
 
+use crate::sanitize::terminal_safe;
 use hearth_client::images;
 use hearth_client::log_walk::{walk_log, LogWalk};
 use hearth_client::running::{ask, connect_running, CommandError};
@@ -153,13 +154,13 @@ pub fn verdict(event: &Event, id: u64) -> Option<Verdict> {
 fn report(verdict: Verdict, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
     match verdict {
         Verdict::Reply(text) => {
-            writeln!(out, "{text}")?;
+            writeln!(out, "{}", terminal_safe(&text))?;
             out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Verdict::Failed(text) => {
             // stderr is the place for a failed turn even when stdout is piped.
-            let _ = writeln!(io::stderr(), "error: {text}");
+            let _ = writeln!(io::stderr(), "error: {}", terminal_safe(&text));
             Ok(ExitCode::FAILURE)
         }
     }
@@ -205,19 +206,21 @@ pub async fn log(
 }
 
 /// A message as `hearth log` prints it for people:
-/// `#id date time kind[/status] [source] text`, later lines of the text indented.
+/// `#id date time kind[/status] [source] text`, later lines of the text
+/// indented, control sequences taken out (see `sanitize.rs`).
 pub fn log_line(message: &Message) -> String {
     let kind = match &message.status {
         Some(status) => format!("{}/{status}", message.kind),
         None => message.kind.to_string(),
     };
     let text = message.text.replace('\n', "\n    ");
-    format!(
+    let line = format!(
         "#{} {} {kind} [{}] {text}",
         message.id,
         local_time(&message.at),
         message.source
-    )
+    );
+    terminal_safe(&line).into_owned()
 }
 
 /// A message's time as `YYYY-MM-DD HH:MM:SS` in the offset it was logged
@@ -363,6 +366,7 @@ mod tests {
             answers: Vec::new(),
             images: Vec::new(),
             outbox: None,
+            client: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! Attaching to a home's daemon, starting `hearthd` in the background when
 //! none answers: only `hearth` with no subcommand does this.
 
-use crate::terminal::{TerminalError, SOURCE};
+use crate::terminal::TerminalError;
 use hearth_client::running::{daemon_absent, describe_home};
 use hearth_client::{Connection, Welcome};
 use hearth_protocol::home::Home;
@@ -20,15 +20,16 @@ const START_POLL: Duration = Duration::from_millis(100);
 /// How many lines of the daemon's output are shown when it exits at start.
 const LOG_TAIL_LINES: usize = 30;
 
-/// Connects to the home's daemon (following `agent`, the top agent when
-/// `None`), starting one in the background when none answers.
+/// Connects to the home's daemon as `client` (following `agent`, the top
+/// agent when `None`), starting one in the background when none answers.
 pub async fn attach(
     home: &Home,
     explicit_home: Option<&Path>,
     agent: Option<&str>,
+    client: &str,
 ) -> Result<(Connection, Welcome), TerminalError> {
     let socket = home.socket();
-    match Connection::open_agent(&socket, SOURCE, None, agent).await {
+    match Connection::open_agent(&socket, client, None, agent).await {
         Ok(pair) => return Ok(pair),
         Err(err) if daemon_absent(&err) => {}
         Err(err) => return Err(err.into()),
@@ -38,7 +39,7 @@ pub async fn attach(
     let deadline = Instant::now() + START_WAIT;
     loop {
         tokio::time::sleep(START_POLL).await;
-        match Connection::open_agent(&socket, SOURCE, None, agent).await {
+        match Connection::open_agent(&socket, client, None, agent).await {
             Ok(pair) => return Ok(pair),
             Err(err) if daemon_absent(&err) => {}
             Err(err) => return Err(err.into()),
@@ -46,7 +47,7 @@ pub async fn attach(
         if let Ok(Some(status)) = daemon.try_wait() {
             // Another `hearth` may have started the daemon first, and ours
             // quit because it was taken: one last look.
-            if let Ok(pair) = Connection::open_agent(&socket, SOURCE, None, agent).await {
+            if let Ok(pair) = Connection::open_agent(&socket, client, None, agent).await {
                 return Ok(pair);
             }
             let log = home.daemon_log();
@@ -134,4 +135,16 @@ fn read_log_tail(path: &Path, start: u64) -> String {
 pub fn last_lines(text: &str, count: usize) -> String {
     let lines: Vec<&str> = text.trim_end().lines().collect();
     lines[lines.len().saturating_sub(count)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_tail_keeps_the_last_lines() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(last_lines("a\n", 5), "a");
+        assert_eq!(last_lines("", 5), "");
+    }
 }

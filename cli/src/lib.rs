@@ -1,9 +1,21 @@
 //! hearth-cli: the `hearth` program's own parts, built on the connection
 //! library (`hearth-client`).
 //!
-//! - `terminal.rs`: the interactive terminal client (`hearth` with no subcommand).
+//! - `terminal.rs`: the interactive terminal client (`hearth` with no
+//!   subcommand): its loop over keyboard, daemon, reconnect and clock.
+//! - `welcome.rs`: what the terminal prints on attach: a banner, recent messages.
+//! - `keyboard.rs`: the terminal's line editor on its own thread: history,
+//!   multi-line input, paste, PageUp.
+//! - `display.rs`: what the terminal shows above the prompt: lines for good,
+//!   and the live region (the streaming reply, the status line).
+//! - `screen.rs`: the printer thread, and the terminal's saved settings.
+//! - `look.rs`: how each message and event looks, with its time and source.
+//! - `markdown.rs`: the agent's Markdown rendered for a colour terminal.
+//! - `sanitize.rs`: text from elsewhere made safe to print on a terminal.
+//! - `slash.rs`: the terminal's own commands (`/help`, `/history`, …).
 //! - `approvals.rs`: the terminal's side of approvals: requests shown, `y`/`n` answers.
-//! - `session.rs`: how events look in the terminal, and what it remembers.
+//! - `session.rs`: what the terminal remembers, and so what each event
+//!   comes to on screen (each once).
 //! - `launch.rs`: attaching, with `hearthd` started in the background.
 //! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
@@ -15,9 +27,17 @@
 
 pub mod approvals;
 pub mod commands;
+pub mod display;
 pub mod inbox;
+pub mod keyboard;
 pub mod launch;
+pub mod look;
+pub mod markdown;
+pub mod sanitize;
+pub mod screen;
 pub mod service;
 pub mod session;
+pub mod slash;
 pub mod stats;
 pub mod terminal;
+pub mod welcome;

@@ -1,44 +1,51 @@
 //! The interactive terminal client: `hearth` with no subcommand.
 //!
-//! It attaches to the home's daemon (starting `hearthd` in the background when
-//! none answers), shows the recent messages, then streams events while the
-//! user types. Each line typed is submitted with source `terminal`.
+//! It attaches to the home's daemon (starting `hearthd` in the background
+//! when none answers), says which agent and model it talks to, shows the
+//! recent messages, then runs one loop over a closed set of [`Input`]s: a
+//! line from the keyboard, a frame from the daemon, the time to reconnect,
+//! a clock tick for the status line, Ctrl-C. Each line typed is a message
+//! with source `terminal` (and this client's name, `terminal@HOST`), unless
+//! it is one of the client's own commands (`slash.rs`) or answers an
+//! approval (`approvals.rs`).
 //!
-//! Three threads share the work. Line editing (rustyline) runs on its own
-//! blocking thread and hands each line to the async side over a channel; it
-//! waits for a go-ahead before reading the next, so the async side decides when
-//! to stop and the terminal is never left in raw mode. Output goes through a
-//! printer thread using rustyline's external printer, so events that arrive
-//! while the user types are printed above the line being typed instead of
-//! into it. The async side owns the connection and the [`Session`] state.
-//!
-//! A tool call waiting for approval is shown as a question; while one waits,
-//! a typed `y` or `n` answers it (see `approvals.rs`).
+//! Three threads share the work: line editing (`keyboard.rs`), the printer
+//! (`screen.rs`), and this async side, which owns the connection, the
+//! [`Session`] and the [`Display`]. When hearthd goes away (a restart), the
+//! client says so once, reconnects with backoff asking for every message
+//! after the last it showed, and sends again, under the same keys, the
+//! lines that were not acknowledged: nothing is missed, nothing shown twice.
 
-use crate::approvals::{Approvals, Typed};
+use crate::commands;
+use crate::display::{Display, Size};
+use crate::keyboard::{Keyboard, LineReader, Resume};
 use crate::launch;
-pub use crate::session::{event_line, first_line, Session, Style};
+use crate::look::{self, Style};
+use crate::screen::{SavedTerminal, Screen};
+pub use crate::session::{Session, Show, SOURCE};
+use crate::slash::{self, Typed};
+use crate::stats;
+use crate::welcome;
 use hearth_client::images::{self, ImageFileError};
 use hearth_client::{ConnectError, Connection};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, EventKind, ServerFrame};
 use rustyline::error::ReadlineError;
-use rustyline::{DefaultEditor, ExternalPrinter};
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
-/// The source of the lines typed here, and this client's name in `hello`.
-pub const SOURCE: &str = "terminal";
-
-/// How many recent messages are shown on attach.
-const RECENT: u32 = 20;
-
-const PROMPT: &str = "> ";
+/// The first wait before reconnecting, doubled after each failure up to
+/// [`RECONNECT_MAX`].
+const RECONNECT_FIRST: Duration = Duration::from_millis(100);
+const RECONNECT_MAX: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum TerminalError {
@@ -64,58 +71,43 @@ pub enum TerminalError {
     Connection(#[from] ConnectError),
     #[error("hearthd refused: {0}")]
     Refused(String),
-    #[error("the connection to hearthd was lost: {0}")]
-    ConnectionLost(String),
     #[error("cannot read the terminal: {0}")]
     Readline(#[from] ReadlineError),
     #[error("cannot watch for Ctrl-C: {0}")]
     Signal(io::Error),
 }
 
+/// One thing the loop wakes for.
+enum Input {
+    /// From the keyboard; `None` once the reader has ended.
+    Key(Option<Keyboard>),
+    /// From the daemon; `Ok(None)` when it closed the connection.
+    Frame(Box<Result<Option<ServerFrame>, ConnectError>>),
+    /// The time to try the daemon again came.
+    Reconnect,
+    /// A second went by: the status line's clock.
+    Tick,
+    /// Ctrl-C while the line editor was not reading (it sees its own).
+    Interrupt,
+}
+
 /// Attaches to the home's daemon, starting it when none answers, and runs
-/// until the user quits (`Ok`) or the connection drops (`Err`).
-/// `explicit_home` is the `--home` given, passed on to a daemon started here;
-/// `agent` the `--agent` given (the top agent when `None`).
+/// until the user quits. `explicit_home` is the `--home` given, passed on
+/// to a daemon started here; `agent` the `--agent` given (the top agent
+/// when `None`).
 pub async fn run(
     home: &Home,
     explicit_home: Option<&Path>,
     agent: Option<&str>,
 ) -> Result<(), TerminalError> {
-    let (mut connection, welcome) = launch::attach(home, explicit_home, agent).await?;
+    let me = welcome::client_name();
+    let (mut connection, welcome) = launch::attach(home, explicit_home, agent, &me).await?;
     let style = Style::detect();
-    let mut session = Session::new(welcome.busy, style);
-    session.approvals = Approvals::following(&welcome.agent);
+    let mut session = Session::new(welcome.busy, style, &me);
+    session.approvals = crate::approvals::Approvals::following(&welcome.agent);
+    let mut display = Display::new(style, Size::of_terminal());
 
-    // Events that arrive while history is fetched are shown after it; the
-    // session drops any that history already showed.
-    let mut early = Vec::new();
-    let answer = connection
-        .request(
-            &ClientFrame::History {
-                before: None,
-                limit: Some(RECENT),
-            },
-            &mut |event| early.push(event),
-        )
-        .await?;
-    let recent = match answer {
-        ServerFrame::History { messages } => messages,
-        ServerFrame::Error { message, .. } => return Err(TerminalError::Refused(message)),
-        _ => Vec::new(),
-    };
-
-    // The catch-up is printed before line editing starts, in one piece.
-    let mut lines: Vec<Option<String>> = Vec::new();
-    lines.extend(recent.iter().map(|message| session.on_message(message)));
-    lines.extend(early.iter().map(|event| session.on_event(event)));
-    if session.busy {
-        lines.push(Some(style.dim("… thinking")));
-    }
-    let mut catch_up = String::new();
-    for line in lines.into_iter().flatten() {
-        catch_up.push_str(&line);
-        catch_up.push('\n');
-    }
+    let catch_up = welcome::catch_up(home, &mut connection, &mut session, &mut display).await?;
     let mut stdout = io::stdout().lock();
     let _ = stdout.write_all(catch_up.as_bytes());
     let _ = stdout.flush();
@@ -123,575 +115,608 @@ pub async fn run(
 
     let saved_terminal = SavedTerminal::capture();
     let interactive = io::stdin().is_terminal();
-    let mut editor = DefaultEditor::new()?;
-    // Fails when stdin or stdout is not a terminal: then plain writes do.
-    let external = editor
-        .create_external_printer()
-        .ok()
-        .map(|printer| Box::new(printer) as Box<dyn ExternalPrinter + Send>);
-    let screen = Screen::start(external);
-
-    let mut sigint = signal(SignalKind::interrupt()).map_err(TerminalError::Signal)?;
-    let (input_tx, mut inputs) = mpsc::unbounded_channel();
+    let (key_tx, keys) = mpsc::unbounded_channel();
+    let asking = Arc::new(AtomicBool::new(false));
+    let mut reader = LineReader::new(
+        home,
+        interactive && style.live,
+        asking.clone(),
+        key_tx.clone(),
+    )?;
+    // None when stdin or stdout is not a terminal: then plain writes do.
+    let screen = Screen::start(reader.external_printer());
     let (resume_tx, resume_rx) = std_mpsc::channel();
-    let reader = std::thread::spawn(move || read_lines(editor, input_tx, resume_rx));
-    // The reader is in a readline call (raw mode, on a terminal) until it
-    // hands over an input and waits for the go-ahead.
-    let mut reader_running = true;
-    let mut draining = false;
+    let reader_thread = std::thread::spawn(move || reader.run(key_tx, resume_rx));
+    let sigint = signal(SignalKind::interrupt()).map_err(TerminalError::Signal)?;
 
-    let outcome = loop {
-        let step = tokio::select! {
-            frame = connection.next() => Step::Frame(frame),
-            input = inputs.recv(), if reader_running => Step::Input(input),
-            _ = sigint.recv() => Step::Signal,
-        };
-        match step {
-            Step::Frame(Ok(Some(frame))) => match frame {
-                ServerFrame::Event(event) => {
-                    let idle = event.kind == EventKind::Idle;
-                    screen.show_all(session.on_event(&event));
-                    if draining && session.settled() {
-                        break Ok(());
-                    }
-                    if draining && idle {
-                        // Did the turn that ended take everything typed here?
-                        if let Err(err) = connection.send(&ClientFrame::Status).await {
-                            break Err(err.into());
-                        }
-                    }
-                }
-                ServerFrame::Ack { id, .. } => session.on_ack(id),
-                ServerFrame::Status(status) => {
-                    session.busy = status.busy;
-                    let quiet = !status.busy && status.waiting == 0;
-                    if draining && (session.settled() || (quiet && session.all_acked())) {
-                        break Ok(());
-                    }
-                }
-                ServerFrame::Error { message, .. } => {
-                    session.on_refused();
-                    screen.show(style.error(&format!("error: hearthd refused: {message}")));
-                }
-                _ => {}
-            },
-            Step::Frame(Ok(None)) => {
-                break Err(TerminalError::ConnectionLost(
-                    "hearthd closed it".to_string(),
-                ))
-            }
-            Step::Frame(Err(err)) => break Err(TerminalError::ConnectionLost(err.to_string())),
-            Step::Input(None) => reader_running = false,
-            Step::Input(Some(input)) => {
-                let resume = match input {
-                    Input::Line(line) => {
-                        session.ctrl_c_armed = false;
-                        let typed = session.approvals.typed(&line);
-                        if let Some(answer) = typed.frame() {
-                            if let Err(err) = connection.send(&answer).await {
-                                break Err(err.into());
-                            }
-                            session.on_approve();
-                        } else if let Typed::Usage(how) = typed {
-                            screen.show(style.dim(how));
-                        } else if !line.trim().is_empty() {
-                            if let Err(err) =
-                                submit_line(&mut connection, &mut session, &screen, line).await
-                            {
-                                break Err(err.into());
-                            }
-                        }
-                        Resume::Continue
-                    }
-                    Input::Interrupted => {
-                        match on_ctrl_c(&mut session, &mut connection, &screen).await {
-                            Ok(CtrlC::Quit) => {
-                                let _ = resume_tx.send(Resume::Stop);
-                                reader_running = false;
-                                break Ok(());
-                            }
-                            Ok(CtrlC::Stay) => Resume::Continue,
-                            Err(err) => break Err(err),
-                        }
-                    }
-                    Input::Eof => {
-                        reader_running = false;
-                        // Piped input: stay for the answers to what it sent.
-                        if interactive || session.settled() {
-                            break Ok(());
-                        }
-                        draining = true;
-                        if let Err(err) = connection.send(&ClientFrame::Status).await {
-                            break Err(err.into());
-                        }
-                        continue;
-                    }
-                    Input::Failed(err) => {
-                        reader_running = false;
-                        break Err(err.into());
-                    }
-                };
-                if resume_tx.send(resume).is_err() {
-                    reader_running = false;
-                }
-            }
-            Step::Signal => match on_ctrl_c(&mut session, &mut connection, &screen).await {
-                Ok(CtrlC::Quit) => break Ok(()),
-                Ok(CtrlC::Stay) => {}
-                Err(err) => break Err(err),
-            },
-        }
+    let mut terminal = Terminal {
+        socket: home.socket(),
+        agent: agent.map(str::to_string),
+        me,
+        style,
+        session,
+        display,
+        screen,
+        connection: Some(connection),
+        retry: None,
+        outbox: Vec::new(),
+        keys_sent: 0,
+        key_prefix: format!("{}:{}", std::process::id(), welcome::start_stamp()),
+        activity: None,
+        asked: Vec::new(),
+        asking,
+        interactive,
+        draining: false,
+        reader_running: true,
+        resume: resume_tx,
     };
-
-    screen.finish();
+    if terminal.session.busy {
+        terminal.set_activity("thinking");
+    }
+    let outcome = terminal.run(keys, sigint).await;
+    let reader_running = terminal.reader_running;
+    let connection = terminal.connection.take();
+    terminal.screen.finish();
     if reader_running {
         // The reader is stuck in readline with the terminal in raw mode, and
         // the process is about to end under it: put the terminal back.
         saved_terminal.restore();
     } else {
-        let _ = reader.join();
+        let _ = reader_thread.join();
     }
-    connection.close().await;
+    if let Some(connection) = connection {
+        connection.close().await;
+    }
     outcome
 }
 
-/// What the event loop woke for.
-enum Step {
-    Frame(Result<Option<ServerFrame>, ConnectError>),
-    Input(Option<Input>),
-    Signal,
+/// What the agent is doing, for the status line.
+struct Activity {
+    what: String,
+    since: Instant,
 }
 
-/// Submits a typed line, first storing the images it attaches
-/// (`/image PATH words…` or `@PATH words…`). An image that cannot be read or
-/// is refused is shown as an error and the line is not sent.
-async fn submit_line(
-    connection: &mut Connection,
-    session: &mut Session,
-    screen: &Screen,
-    line: String,
-) -> Result<(), ConnectError> {
-    let (text, paths) = images::parse_line(&line, Path::is_file);
-    let mut on_other = |frame: ServerFrame| match frame {
-        ServerFrame::Event(event) => screen.show_all(session.on_event(&event)),
-        ServerFrame::Ack { id, .. } => session.on_ack(id),
-        _ => {}
-    };
-    let hashes = match images::put_files(connection, &paths, &mut on_other).await {
-        Ok(hashes) => hashes,
-        Err(ImageFileError::Connection(err)) => return Err(err),
-        Err(err) => {
-            screen.show(session.style.error(&format!("error: {err}")));
-            return Ok(());
-        }
-    };
-    let submit = ClientFrame::Submit {
-        text: text.clone(),
-        source: SOURCE.to_string(),
-        key: None,
-        images: hashes,
-    };
-    connection.send(&submit).await?;
-    session.on_submit(text);
-    Ok(())
+/// What the user asked the daemon for, in the order the answers come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    Status,
+    Stats,
+    History,
 }
 
-/// What Ctrl-C decided.
-enum CtrlC {
+/// The loop's state.
+struct Terminal {
+    socket: PathBuf,
+    /// The `--agent` followed, for reconnecting; the top agent when `None`.
+    agent: Option<String>,
+    me: String,
+    style: Style,
+    session: Session,
+    display: Display,
+    screen: Screen,
+    /// None while hearthd is away.
+    connection: Option<Connection>,
+    /// While hearthd is away: when to try again, and the wait after that.
+    retry: Option<(Instant, Duration)>,
+    /// Lines submitted and not acknowledged, to send again after a
+    /// reconnect under the same keys.
+    outbox: Vec<ClientFrame>,
+    keys_sent: u64,
+    key_prefix: String,
+    activity: Option<Activity>,
+    /// Answers the user waits for, oldest first.
+    asked: Vec<Asked>,
+    /// Tells the line reader that an approval waits (see `keyboard.rs`).
+    asking: Arc<AtomicBool>,
+    /// stdin is a terminal.
+    interactive: bool,
+    /// Piped input ended: stay until what it sent is answered.
+    draining: bool,
+    /// The reader is in a readline call (raw mode, on a terminal) until it
+    /// hands over a line and waits for the go-ahead.
+    reader_running: bool,
+    resume: std_mpsc::Sender<Resume>,
+}
+
+/// What handling an input decided.
+enum Next {
+    Go,
     Quit,
-    Stay,
 }
 
-/// Ctrl-C interrupts a running turn; at an idle prompt, twice in a row quits.
-async fn on_ctrl_c(
-    session: &mut Session,
-    connection: &mut Connection,
-    screen: &Screen,
-) -> Result<CtrlC, TerminalError> {
-    if session.busy {
-        session.ctrl_c_armed = false;
-        connection.send(&ClientFrame::Interrupt).await?;
-        screen.show(session.style.dim("… interrupting"));
-        return Ok(CtrlC::Stay);
-    }
-    if session.ctrl_c_armed {
-        return Ok(CtrlC::Quit);
-    }
-    session.ctrl_c_armed = true;
-    screen.show(session.style.dim("(Ctrl-C again to quit, or Ctrl-D)"));
-    Ok(CtrlC::Stay)
-}
-
-/// What the line reader hands to the async side.
-enum Input {
-    Line(String),
-    /// Ctrl-C at the prompt.
-    Interrupted,
-    /// Ctrl-D, or the end of piped input.
-    Eof,
-    Failed(ReadlineError),
-}
-
-/// The async side's go-ahead after an input.
-enum Resume {
-    Continue,
-    Stop,
-}
-
-/// The line reader's thread: reads a line, hands it over, waits to be told to
-/// go on. Ends after end of input, a failure, `Stop`, or when the async side
-/// is gone.
-fn read_lines(
-    mut editor: DefaultEditor,
-    inputs: mpsc::UnboundedSender<Input>,
-    resume: std_mpsc::Receiver<Resume>,
-) {
-    loop {
-        let input = match editor.readline(PROMPT) {
-            Ok(line) => {
-                let _ = editor.add_history_entry(line.as_str());
-                Input::Line(line)
+impl Terminal {
+    async fn run(
+        &mut self,
+        mut keys: mpsc::UnboundedReceiver<Keyboard>,
+        mut sigint: tokio::signal::unix::Signal,
+    ) -> Result<(), TerminalError> {
+        let mut clock = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            let retry_at = self.retry.map(|(at, _)| at);
+            let input = tokio::select! {
+                frame = next_frame(&mut self.connection) => Input::Frame(Box::new(frame)),
+                key = keys.recv(), if self.reader_running => Input::Key(key),
+                () = sleep_until(retry_at) => Input::Reconnect,
+                _ = clock.tick() => Input::Tick,
+                _ = sigint.recv() => Input::Interrupt,
+            };
+            let next = match input {
+                Input::Frame(frame) => match *frame {
+                    Ok(Some(frame)) => self.on_frame(frame).await?,
+                    Ok(None) | Err(_) => {
+                        self.on_lost();
+                        Next::Go
+                    }
+                },
+                Input::Key(None) => {
+                    self.reader_running = false;
+                    Next::Go
+                }
+                Input::Key(Some(key)) => self.on_key(key).await?,
+                Input::Reconnect => {
+                    self.reconnect().await;
+                    Next::Go
+                }
+                Input::Tick => {
+                    self.repaint_status();
+                    Next::Go
+                }
+                Input::Interrupt => self.on_ctrl_c().await?,
+            };
+            if let Next::Quit = next {
+                return Ok(());
             }
-            Err(ReadlineError::Interrupted) => Input::Interrupted,
-            Err(ReadlineError::Eof) => Input::Eof,
-            Err(err) => Input::Failed(err),
-        };
-        let last = matches!(input, Input::Eof | Input::Failed(_));
-        if inputs.send(input).is_err() || last {
-            return;
-        }
-        match resume.recv() {
-            Ok(Resume::Continue) => {}
-            Ok(Resume::Stop) | Err(_) => return,
+            self.asking
+                .store(self.session.approvals.any(), Ordering::Relaxed);
         }
     }
-}
 
-/// Prints on its own thread: the external printer may block until the line
-/// reader takes the text, and the async side must never wait on that.
-struct Screen {
-    lines: std_mpsc::Sender<String>,
-    done: std_mpsc::Receiver<()>,
-}
+    fn print(&mut self, text: &str) {
+        let paint = self.display.print(text);
+        self.screen.paint(paint);
+    }
 
-impl Screen {
-    /// With `external`, prints above the line being edited; without it, writes
-    /// to stdout.
-    fn start(mut external: Option<Box<dyn ExternalPrinter + Send>>) -> Screen {
-        let (lines, incoming) = std_mpsc::channel::<String>();
-        let (finished, done) = std_mpsc::channel();
-        std::thread::spawn(move || {
-            for line in incoming {
-                let printed = match external.as_mut() {
-                    Some(printer) => printer.print(line.clone()).is_ok(),
-                    None => false,
-                };
-                if !printed {
-                    let mut stdout = io::stdout().lock();
-                    let _ = stdout.write_all(line.as_bytes());
-                    let _ = stdout.flush();
+    fn note(&mut self, text: &str) {
+        let line = self.style.grey(text);
+        self.print(&line);
+    }
+
+    fn show(&mut self, show: Show) {
+        match show {
+            Show::Nothing => {}
+            Show::Line(line) => self.print(&line),
+            Show::Words { agent, at, text } => {
+                let header = look::header(&agent, &at, self.style, chrono::Local::now());
+                let paint = self.display.finish(&header, &text);
+                self.screen.paint(paint);
+                if self.session.busy {
+                    self.set_activity("thinking");
                 }
             }
-            let _ = finished.send(());
-        });
-        Screen { lines, done }
-    }
-
-    /// Prints `text` as whole lines.
-    fn show(&self, mut text: String) {
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        let _ = self.lines.send(text);
-    }
-
-    fn show_all(&self, text: Option<String>) {
-        if let Some(text) = text {
-            self.show(text);
-        }
-    }
-
-    /// Waits (briefly) until everything shown is printed.
-    fn finish(self) {
-        let Screen { lines, done } = self;
-        drop(lines);
-        let _ = done.recv_timeout(Duration::from_secs(1));
-    }
-}
-
-/// The terminal's settings before line editing, to put back if the process
-/// must end while the line reader holds it in raw mode. Kept as `stty -g`
-/// gives them, which needs no unsafe code and no extra crate.
-struct SavedTerminal(Option<String>);
-
-impl SavedTerminal {
-    fn capture() -> SavedTerminal {
-        if !io::stdin().is_terminal() {
-            return SavedTerminal(None);
-        }
-        let saved = Command::new("stty")
-            .arg("-g")
-            .stdin(Stdio::inherit())
-            .stderr(Stdio::null())
-            .output()
-            .ok()
-            .filter(|output| output.status.success())
-            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
-            .filter(|settings| !settings.is_empty());
-        SavedTerminal(saved)
-    }
-
-    fn restore(&self) {
-        let Some(settings) = &self.0 else { return };
-        let _ = Command::new("stty")
-            .arg(settings)
-            .stdin(Stdio::inherit())
-            .stderr(Stdio::null())
-            .status();
-        let mut stdout = io::stdout().lock();
-        // Bracketed paste off (the editor turned it on), and a fresh line.
-        let _ = stdout.write_all(b"\x1b[?2004l\n");
-        let _ = stdout.flush();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use hearth_protocol::Kind;
-    use hearth_protocol::{Event, Message};
-
-    fn message(id: u64, kind: Kind, source: &str, text: &str) -> Message {
-        Message {
-            agent: "hearth".into(),
-            id,
-            kind,
-            source: source.into(),
-            text: text.into(),
-            status: None,
-            at: "2026-11-30T10:00:00+00:00".into(),
-            answers: Vec::new(),
-            images: Vec::new(),
-            outbox: None,
+            Show::Delta(piece) => {
+                let (agent, style) = (self.session.approvals.agent().to_string(), self.style);
+                let now = chrono::Local::now();
+                let paint = self.display.delta(&piece, || {
+                    look::header(&agent, &now.to_rfc3339(), style, now)
+                });
+                self.screen.paint(paint);
+                if self.activity.as_ref().is_some_and(|a| a.what != "writing") {
+                    self.set_activity("writing");
+                }
+            }
+            Show::Busy => self.set_activity("thinking"),
+            Show::Idle => {
+                let paint = self.display.abandon();
+                self.screen.paint(paint);
+                self.clear_activity();
+            }
         }
     }
 
-    fn event(id: u64, kind: Kind, source: &str, text: &str) -> Event {
-        Event::message(&message(id, kind, source, text))
-    }
-
-    #[test]
-    fn user_messages_show_their_source_unless_typed_in_a_terminal() {
-        let plain = Style::plain();
-        assert_eq!(
-            event_line(&event(1, Kind::User, "telegram", "hi"), plain).as_deref(),
-            Some("[telegram] hi")
-        );
-        assert_eq!(
-            event_line(&event(2, Kind::User, "terminal", "hello"), plain).as_deref(),
-            Some("> hello")
-        );
-        assert_eq!(
-            event_line(&event(3, Kind::Reply, "hearth", "hey"), plain).as_deref(),
-            Some("hey")
-        );
-    }
-
-    #[test]
-    fn tools_are_one_short_line_and_errors_say_error() {
-        let plain = Style::plain();
-        let mut tool = event(
-            4,
-            Kind::Tool,
-            "hearth",
-            &format!("shell {}\nout", "x".repeat(200)),
-        );
-        tool.status = Some("error".into());
-        let line = event_line(&tool, plain).unwrap();
-        assert!(line.starts_with("· shell xxx"), "{line}");
-        assert!(line.ends_with("… (error)"), "{line}");
-        assert!(!line.contains('\n'));
-
-        let ok = event(5, Kind::Tool, "hearth", "date");
-        let ok = Event {
-            status: Some("ok".into()),
-            ..ok
+    fn set_activity(&mut self, what: &str) {
+        let since = match &self.activity {
+            Some(activity) => activity.since,
+            None => Instant::now(),
         };
-        assert_eq!(event_line(&ok, plain).as_deref(), Some("· date"));
-
-        let error = Event::signal(
-            EventKind::Error,
-            "hearth",
-            Some("no model configured".into()),
-        );
-        assert_eq!(
-            event_line(&error, plain).as_deref(),
-            Some("error: no model configured")
-        );
-        let coloured = event_line(&error, Style { colour: true }).unwrap();
-        assert!(coloured.contains("error: no model configured"));
-        assert!(coloured.starts_with("\x1b["));
-    }
-
-    #[test]
-    fn idle_and_deltas_print_nothing_busy_prints_thinking() {
-        let plain = Style::plain();
-        let signal = |kind| Event::signal(kind, "hearth", Some("par".into()));
-        assert_eq!(event_line(&signal(EventKind::Idle), plain), None);
-        assert_eq!(event_line(&signal(EventKind::Delta), plain), None);
-        assert_eq!(
-            event_line(&signal(EventKind::Busy), plain).as_deref(),
-            Some("… thinking")
-        );
-    }
-
-    #[test]
-    fn own_lines_are_not_echoed_before_or_after_their_ack() {
-        let mut session = Session::new(false, Style::plain());
-        session.on_submit("first".into());
-        // The event before the ack.
-        assert_eq!(
-            session.on_event(&event(10, Kind::User, "terminal", "first")),
-            None
-        );
-        session.on_ack(10);
-        // The ack before the event.
-        session.on_submit("second".into());
-        session.on_ack(11);
-        assert_eq!(
-            session.on_event(&event(11, Kind::User, "terminal", "second")),
-            None
-        );
-        // Someone else's words are shown.
-        assert_eq!(
-            session
-                .on_event(&event(12, Kind::User, "telegram", "hi"))
-                .as_deref(),
-            Some("[telegram] hi")
-        );
-    }
-
-    #[test]
-    fn a_message_is_shown_once_across_history_and_live_events() {
-        let mut session = Session::new(false, Style::plain());
-        assert!(session
-            .on_message(&message(5, Kind::Reply, "hearth", "old"))
-            .is_some());
-        assert_eq!(
-            session.on_event(&event(5, Kind::Reply, "hearth", "old")),
-            None
-        );
-        assert_eq!(
-            session.on_event(&event(4, Kind::Note, "hearthd", "older")),
-            None
-        );
-        assert!(session
-            .on_event(&event(6, Kind::Note, "hearthd", "new"))
-            .is_some());
-    }
-
-    #[test]
-    fn busy_follows_turns_and_settled_waits_for_answers() {
-        let mut session = Session::new(false, Style::plain());
-        session.on_submit("q".into());
-        assert!(!session.settled());
-        session.on_ack(3);
-        session.on_event(&Event::signal(EventKind::Busy, "hearth", None));
-        assert!(session.busy);
-        assert!(!session.settled());
-        let reply = Event::message(&Message {
-            answers: vec![3],
-            ..message(4, Kind::Reply, "hearth", "a")
+        self.activity = Some(Activity {
+            what: what.to_string(),
+            since,
         });
-        assert_eq!(session.on_event(&reply).as_deref(), Some("a"));
-        session.on_event(&Event::signal(EventKind::Idle, "hearth", None));
-        assert!(!session.busy);
-        assert!(session.settled());
+        self.repaint_status();
     }
 
-    #[test]
-    fn an_answer_before_the_ack_still_settles() {
-        let mut session = Session::new(false, Style::plain());
-        session.on_submit("q".into());
-        let mut error = Event::signal(EventKind::Error, "hearth", Some("boom".into()));
-        error.answers = vec![7];
-        session.on_event(&error);
-        session.on_ack(7);
-        assert!(session.settled());
+    fn clear_activity(&mut self) {
+        self.activity = None;
+        self.repaint_status();
     }
 
-    #[test]
-    fn an_approvals_ack_is_not_taken_for_a_lines() {
-        let mut session = Session::new(false, Style::plain());
-        session.on_submit("first".into());
-        session.on_approve();
-        session.on_submit("second".into());
-        session.on_ack(10);
-        session.on_ack(11);
-        session.on_ack(12);
-        assert!(session.all_acked());
-        assert_eq!(
-            session.on_event(&event(12, Kind::User, "terminal", "second")),
-            None
+    fn repaint_status(&mut self) {
+        self.display.resize(Size::of_terminal());
+        let status = self.activity.as_ref().map(|activity| {
+            let secs = activity.since.elapsed().as_secs();
+            let hint = if self.connection.is_some() {
+                " · Ctrl-C interrupts"
+            } else {
+                ""
+            };
+            format!("… {} · {secs} s{hint}", activity.what)
+        });
+        let paint = self.display.set_status(status);
+        self.screen.paint(paint);
+    }
+
+    async fn on_frame(&mut self, frame: ServerFrame) -> Result<Next, TerminalError> {
+        match frame {
+            ServerFrame::Event(event) => {
+                let idle = event.kind == EventKind::Idle;
+                // The model's words that streamed are over when the daemon
+                // notes something (an interrupt, a switch of model) or a
+                // tool runs; others' messages may come while they stream.
+                let ends_words = matches!(
+                    event.kind,
+                    EventKind::Note | EventKind::Tool | EventKind::Error | EventKind::Work
+                );
+                if ends_words && self.display.streaming() {
+                    let paint = self.display.abandon();
+                    self.screen.paint(paint);
+                }
+                let show = self.session.on_event(&event);
+                self.show(show);
+                if self.draining && self.session.settled() {
+                    return Ok(Next::Quit);
+                }
+                if self.draining && idle {
+                    // Did the turn that ended take everything typed here?
+                    self.send(&ClientFrame::Status).await;
+                }
+            }
+            ServerFrame::Ack { id, .. } => self.on_ack(id),
+            ServerFrame::Status(status) => {
+                self.session.busy = status.busy;
+                if self.take_asked(Asked::Status) {
+                    self.print(&commands::status_text(&status));
+                }
+                let quiet = !status.busy && status.waiting == 0;
+                if self.draining && (self.session.settled() || (quiet && self.session.all_acked()))
+                {
+                    return Ok(Next::Quit);
+                }
+            }
+            ServerFrame::Stats { days, rows } if self.take_asked(Asked::Stats) => {
+                self.print(&stats::table(&rows, days).join("\n"));
+            }
+            ServerFrame::History { messages } if self.take_asked(Asked::History) => {
+                self.show_older(messages);
+            }
+            ServerFrame::Error { message, .. } => {
+                if self.session.on_refused() && !self.outbox.is_empty() {
+                    self.outbox.remove(0);
+                }
+                let line = self.style.error(&format!(
+                    "error: hearthd refused: {}",
+                    look::sanitized(&message)
+                ));
+                self.print(&line);
+            }
+            _ => {}
+        }
+        Ok(Next::Go)
+    }
+
+    /// The oldest frame awaiting an answer is acknowledged; a line's is
+    /// durable and need not be sent again.
+    fn on_ack(&mut self, id: u64) {
+        if self.session.on_ack(id) && !self.outbox.is_empty() {
+            self.outbox.remove(0);
+        }
+    }
+
+    fn take_asked(&mut self, what: Asked) -> bool {
+        match self.asked.iter().position(|asked| *asked == what) {
+            Some(index) => {
+                self.asked.remove(index);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A page of older messages, below what is on screen, marked as such.
+    fn show_older(&mut self, messages: Vec<hearth_protocol::Message>) {
+        let (Some(first), Some(last)) = (messages.first(), messages.last()) else {
+            self.note("── nothing older ──");
+            return;
+        };
+        let head = format!(
+            "── {} earlier messages, #{} to #{} ──",
+            messages.len(),
+            first.id,
+            last.id
         );
-        assert!(session
-            .on_event(&event(
-                13,
-                Kind::Note,
-                "hearthd",
-                "approval abc123: allowed by terminal"
-            ))
-            .is_some());
-        session.on_approve();
-        session.on_refused();
-        session.on_submit("third".into());
-        session.on_ack(14);
-        assert!(session.all_acked());
-    }
-
-    #[test]
-    fn images_are_named_on_lines_of_their_own() {
-        let mut shown = event(
-            6,
-            Kind::Tool,
-            "hearth",
-            "show_image({\"path\":\"cat.png\"}) → shown cat.png",
+        self.session.paged_back_to(first.id);
+        let mut out = self.style.grey(&head);
+        out.push('\n');
+        let now = chrono::Local::now();
+        for message in &messages {
+            match self.session.older_message(message, now) {
+                Show::Line(line) => {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+                Show::Words { agent, at, text } => {
+                    out.push_str(&look::header(&agent, &at, self.style, now));
+                    out.push('\n');
+                    out.push_str(&self.style.body(&look::sanitized(&text)));
+                    out.push('\n');
+                }
+                _ => {}
+            }
+        }
+        out.push_str(
+            &self
+                .style
+                .grey("── back to now (PageUp or /history for more) ──"),
         );
-        shown.status = Some("ok".into());
-        shown.images = vec![hearth_protocol::ImageRef {
-            sha256: "c".repeat(64),
-            media_type: "image/png".into(),
-            width: Some(640),
-            height: Some(480),
-            name: Some("cat.png".into()),
-        }];
-        let line = event_line(&shown, Style::plain()).unwrap();
-        assert!(line.ends_with("\n[image: cat.png, 640x480]"), "{line}");
-        let mut photo = event(7, Kind::User, "telegram", "my cat");
-        photo.images = vec![hearth_protocol::ImageRef {
-            name: None,
-            width: None,
-            height: None,
-            ..shown.images[0].clone()
-        }];
-        assert_eq!(
-            event_line(&photo, Style::plain()).as_deref(),
-            Some("[telegram] my cat\n[image: cccccccccccc]")
-        );
+        self.print(&out);
     }
 
-    #[test]
-    fn first_line_cuts_on_character_boundaries() {
-        assert_eq!(first_line("héllo wörld", 5), "héllo…");
-        assert_eq!(first_line("short", 10), "short");
-        assert_eq!(first_line("one\ntwo", 10), "one …");
-        assert_eq!(first_line("", 10), "");
+    /// Sends a frame; a send that fails means the connection is lost.
+    async fn send(&mut self, frame: &ClientFrame) -> bool {
+        let Some(connection) = self.connection.as_mut() else {
+            return false;
+        };
+        if connection.send(frame).await.is_ok() {
+            return true;
+        }
+        self.on_lost();
+        false
     }
 
-    #[test]
-    fn log_tail_keeps_the_last_lines() {
-        assert_eq!(launch::last_lines("a\nb\nc\n", 2), "b\nc");
-        assert_eq!(launch::last_lines("a\n", 5), "a");
-        assert_eq!(launch::last_lines("", 5), "");
+    async fn on_key(&mut self, key: Keyboard) -> Result<Next, TerminalError> {
+        let resume = match key {
+            Keyboard::Line(line) => {
+                self.session.ctrl_c_armed = false;
+                let next = self.on_line(line).await;
+                if let Next::Quit = next {
+                    let _ = self.resume.send(Resume::Stop);
+                    self.reader_running = false;
+                    return Ok(Next::Quit);
+                }
+                Resume::Continue
+            }
+            Keyboard::PageUp => {
+                self.page_back(slash::HISTORY_PAGE).await;
+                // PageUp does not end a readline call: no go-ahead to give.
+                return Ok(Next::Go);
+            }
+            Keyboard::Interrupted => match self.on_ctrl_c().await? {
+                Next::Quit => {
+                    let _ = self.resume.send(Resume::Stop);
+                    self.reader_running = false;
+                    return Ok(Next::Quit);
+                }
+                Next::Go => Resume::Continue,
+            },
+            Keyboard::Eof => {
+                self.reader_running = false;
+                // Piped input: stay for the answers to what it sent.
+                if self.interactive || self.session.settled() || self.connection.is_none() {
+                    return Ok(Next::Quit);
+                }
+                self.draining = true;
+                self.send(&ClientFrame::Status).await;
+                return Ok(Next::Go);
+            }
+            Keyboard::Failed(err) => {
+                self.reader_running = false;
+                return Err(err.into());
+            }
+        };
+        if self.resume.send(resume).is_err() {
+            self.reader_running = false;
+        }
+        Ok(Next::Go)
+    }
+
+    /// A typed line: an answer to an approval, a client command, or a
+    /// message.
+    async fn on_line(&mut self, line: String) -> Next {
+        let typed = self.session.approvals.typed(&line);
+        if let Some(answer) = typed.frame() {
+            if self.send(&answer).await {
+                self.session.on_approve();
+            } else {
+                self.print_not_connected();
+            }
+            return Next::Go;
+        }
+        if let crate::approvals::Typed::Usage(how) = typed {
+            self.note(how);
+            return Next::Go;
+        }
+        match slash::parse(&line) {
+            Typed::Message(text) if text.trim().is_empty() => {}
+            Typed::Message(text) => self.submit(text).await,
+            Typed::Help => self.print(slash::HELP),
+            Typed::Status => self.ask(Asked::Status, ClientFrame::Status).await,
+            Typed::Stats => {
+                self.ask(Asked::Stats, ClientFrame::Stats { days: None })
+                    .await
+            }
+            Typed::History(count) => self.page_back(count).await,
+            Typed::Quit => return Next::Quit,
+            Typed::Unknown(word) => {
+                let text = format!("/{word} is not a command here.\n{}", slash::HELP);
+                self.print(&text);
+            }
+            Typed::Usage(how) => self.note(how),
+        }
+        Next::Go
+    }
+
+    async fn ask(&mut self, what: Asked, frame: ClientFrame) {
+        if self.send(&frame).await {
+            self.asked.push(what);
+        } else {
+            self.print_not_connected();
+        }
+    }
+
+    async fn page_back(&mut self, count: u32) {
+        let before = self.session.oldest_shown();
+        if before == Some(0) {
+            self.note("── nothing older ──");
+            return;
+        }
+        let frame = ClientFrame::History {
+            before,
+            limit: Some(count),
+        };
+        self.ask(Asked::History, frame).await;
+    }
+
+    fn print_not_connected(&mut self) {
+        self.note("not sent: hearthd is away; reconnecting…");
+    }
+
+    /// Submits a typed message, first storing the images it attaches
+    /// (`/image PATH words…` or `@PATH words…`). An image that cannot be
+    /// read or is refused is shown as an error and the line is not sent.
+    /// While hearthd is away a message without images waits and is sent
+    /// on reconnecting.
+    async fn submit(&mut self, line: String) {
+        let (text, paths) = images::parse_line(&line, Path::is_file);
+        let mut hashes = Vec::new();
+        if !paths.is_empty() {
+            let Some(connection) = self.connection.as_mut() else {
+                self.print_not_connected();
+                return;
+            };
+            let mut early = Vec::new();
+            let put = images::put_files(connection, &paths, &mut |frame| early.push(frame)).await;
+            for frame in early {
+                match frame {
+                    ServerFrame::Event(event) => {
+                        let show = self.session.on_event(&event);
+                        self.show(show);
+                    }
+                    ServerFrame::Ack { id, .. } => self.on_ack(id),
+                    _ => {}
+                }
+            }
+            match put {
+                Ok(stored) => hashes = stored,
+                Err(ImageFileError::Connection(_)) => {
+                    self.on_lost();
+                    self.print_not_connected();
+                    return;
+                }
+                Err(err) => {
+                    let line = self.style.error(&format!("error: {err}"));
+                    self.print(&line);
+                    return;
+                }
+            }
+        }
+        self.keys_sent += 1;
+        let submit = ClientFrame::Submit {
+            text: text.clone(),
+            source: SOURCE.to_string(),
+            key: Some(format!(
+                "{}:{}:{}",
+                self.me, self.key_prefix, self.keys_sent
+            )),
+            images: hashes,
+        };
+        self.outbox.push(submit.clone());
+        self.session.on_submit(text);
+        if self.connection.is_none() {
+            self.note("(hearthd is away: sent when it is back)");
+            return;
+        }
+        self.send(&submit).await;
+    }
+
+    /// Ctrl-C interrupts a running turn; at an idle prompt, twice in a row
+    /// quits.
+    async fn on_ctrl_c(&mut self) -> Result<Next, TerminalError> {
+        if self.session.busy {
+            self.session.ctrl_c_armed = false;
+            self.send(&ClientFrame::Interrupt).await;
+            self.note("… interrupting");
+            return Ok(Next::Go);
+        }
+        if self.session.ctrl_c_armed {
+            return Ok(Next::Quit);
+        }
+        self.session.ctrl_c_armed = true;
+        self.note("(Ctrl-C again to quit, or Ctrl-D)");
+        Ok(Next::Go)
+    }
+
+    /// The connection dropped: say so once, and try again soon.
+    fn on_lost(&mut self) {
+        if self.connection.take().is_none() && self.retry.is_some() {
+            return;
+        }
+        self.session.on_disconnect();
+        let paint = self.display.abandon();
+        self.screen.paint(paint);
+        self.activity = None;
+        let line = self
+            .style
+            .error("hearthd restarting… (reconnecting; Ctrl-D leaves)");
+        self.print(&line);
+        self.set_activity("reconnecting");
+        self.retry = Some((Instant::now() + RECONNECT_FIRST, RECONNECT_FIRST));
+    }
+
+    /// Tries hearthd again, asking for what came after the last message
+    /// shown; sends again what was not acknowledged.
+    async fn reconnect(&mut self) {
+        let Some((_, wait)) = self.retry else { return };
+        let since = self.session.last_shown();
+        let agent = self.agent.as_deref();
+        match Connection::open_agent(&self.socket, &self.me, since, agent).await {
+            Ok((connection, welcome)) => {
+                self.connection = Some(connection);
+                self.retry = None;
+                self.session.busy = welcome.busy;
+                self.activity = None;
+                self.note("· reconnected");
+                if welcome.busy {
+                    self.set_activity("thinking");
+                } else {
+                    self.clear_activity();
+                }
+                for frame in self.outbox.clone() {
+                    if !self.send(&frame).await {
+                        return;
+                    }
+                }
+            }
+            Err(_) => {
+                let wait = (wait * 2).min(RECONNECT_MAX);
+                self.retry = Some((Instant::now() + wait, wait));
+            }
+        }
+    }
+}
+
+/// The next frame, or never while there is no connection.
+async fn next_frame(
+    connection: &mut Option<Connection>,
+) -> Result<Option<ServerFrame>, ConnectError> {
+    match connection {
+        Some(connection) => connection.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps until `at`, or forever without it.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

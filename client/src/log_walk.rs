@@ -142,6 +142,7 @@ mod tests {
             answers: Vec::new(),
             images: Vec::new(),
             outbox: None,
+            client: None,
         }
     }
 

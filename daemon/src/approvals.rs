@@ -253,7 +253,8 @@ impl Approvals {
         let text = describe(tool, arguments);
         let id = self.new_id();
         let asked = format!("approval {id}: {text} waits for a yes or no (denied in {secs} s)");
-        if let Err(err) = self.inner.log.append(agent, note(asked)).await {
+        let asked = note(asked).with_status(hearth_protocol::NOTE_APPROVAL);
+        if let Err(err) = self.inner.log.append(agent, asked).await {
             return Verdict::Denied(format!("the approval request could not be logged: {err}"));
         }
         let deadline = tokio::time::Instant::now() + timeout;

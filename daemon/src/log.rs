@@ -617,6 +617,7 @@ pub(crate) fn append(
         answers: answers(message.data.as_ref()),
         images: crate::images::refs(message.data.as_ref()),
         outbox: outbox(message.data.as_ref()),
+        client: client(message.data.as_ref()),
     };
     appended.push(logged.clone());
     Ok(logged)
@@ -626,6 +627,11 @@ pub(crate) fn append(
 fn outbox(data: Option<&Value>) -> Option<hearth_protocol::Outbox> {
     let outbox = data?.get("outbox")?;
     serde_json::from_value(outbox.clone()).ok()
+}
+
+/// A user message's client, as it named itself in `hello`, from its data.
+fn client(data: Option<&Value>) -> Option<String> {
+    Some(data?.get("client")?.as_str()?.to_string())
 }
 
 fn answers(data: Option<&Value>) -> Vec<u64> {
@@ -652,6 +658,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
             answers: answers(data.as_ref()),
             images: crate::images::refs(data.as_ref()),
             outbox: outbox(data.as_ref()),
+            client: client(data.as_ref()),
         },
         data,
     })

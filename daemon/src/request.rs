@@ -334,6 +334,7 @@ mod tests {
                 answers: vec![],
                 images: images::refs(data.as_ref()),
                 outbox: None,
+                client: None,
             },
             data,
         }

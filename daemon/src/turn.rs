@@ -21,7 +21,7 @@ use crate::subagents::{Subagents, TurnOutcome};
 use crate::tools::{self, Tools};
 use crate::usage::{Meter, Purpose};
 use futures_util::StreamExt;
-use hearth_protocol::{Event, EventKind, Kind};
+use hearth_protocol::{Event, EventKind, Kind, NOTE_FAILED};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -275,7 +275,7 @@ impl AgentLoop {
                 log.finish_turn(
                     &name,
                     turn,
-                    vec![Agent::note(format!("turn failed: {why}"))],
+                    vec![Agent::note(format!("turn failed: {why}")).with_status(NOTE_FAILED)],
                 )
                 .await?;
                 self.agent.emit(EventKind::Error, Some(why), taken.clone());
@@ -296,8 +296,8 @@ impl AgentLoop {
             Ending::OutOfRounds(rounds) => {
                 let why =
                     format!("the turn stopped after {rounds} model requests (limits.max_rounds)");
-                log.finish_turn(&name, turn, vec![Agent::note(why.clone())])
-                    .await?;
+                let note = Agent::note(why.clone()).with_status(NOTE_FAILED);
+                log.finish_turn(&name, turn, vec![note]).await?;
                 self.agent.emit(EventKind::Error, Some(why), taken.clone());
             }
         }

@@ -89,7 +89,23 @@ pub struct Message {
     /// (`whatsapp_send`), delivered once by the bridge it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox: Option<Outbox>,
+    /// For a user message: the client that submitted it, as it named itself
+    /// in `hello` (`terminal@laptop`, `telegram`), so that a message typed
+    /// in another terminal is told from one's own. Absent in messages
+    /// logged before clients were named, and in what the daemon and the
+    /// agent write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
+
+/// The status of the note that records a failed turn; the turn's `error`
+/// event says the same live, so a client that shows the note need not show
+/// the event as well.
+pub const NOTE_FAILED: &str = "failed";
+
+/// The status of the note that records an approval request; the
+/// `approval` event asks the same live.
+pub const NOTE_APPROVAL: &str = "approval";
 
 /// A message a tool left for a bridge to send to one person.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -198,6 +214,9 @@ pub struct Event {
     /// A logged tool message's outbox (see [`Message::outbox`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbox: Option<Outbox>,
+    /// A logged user message's client (see [`Message::client`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 /// A tool call that waits for a person's approval. The event's `text` says
@@ -235,6 +254,7 @@ impl Event {
             images: Vec::new(),
             approval: None,
             outbox: None,
+            client: None,
         }
     }
 
@@ -252,6 +272,7 @@ impl Event {
             images: message.images.clone(),
             approval: None,
             outbox: message.outbox.clone(),
+            client: message.client.clone(),
         }
     }
 
@@ -268,6 +289,7 @@ impl Event {
             answers: self.answers.clone(),
             images: self.images.clone(),
             outbox: self.outbox.clone(),
+            client: self.client.clone(),
         })
     }
 }

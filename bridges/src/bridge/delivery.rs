@@ -426,6 +426,7 @@ mod tests {
             answers: Vec::new(),
             images: Vec::new(),
             outbox: None,
+            client: None,
         })
     }
 

@@ -141,6 +141,7 @@ fn message_event_round_trips() {
         answers: vec![5, 6],
         images: vec![],
         outbox: None,
+        client: None,
     };
     let frame = ServerFrame::Event(Event::message(&message));
     let text = frame.encode();
@@ -171,6 +172,7 @@ fn a_tool_message_carries_its_outbox_through_an_event() {
             to: "4915112345678".into(),
             text: "see you at 8".into(),
         }),
+        client: None,
     };
     let text = ServerFrame::Event(Event::message(&message)).encode();
     assert!(

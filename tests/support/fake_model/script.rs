@@ -41,6 +41,15 @@ pub enum Reply {
     /// `reply`, reporting `usage` instead of the rough counts (input: body
     /// bytes / 4, nothing cached), in whichever format the request takes.
     WithUsage { reply: Box<Reply>, usage: Usage },
+    /// Streamed: sends the deltas of `text` that cover its first `first`
+    /// bytes (rounded up to a whole delta), waits until `gate` opens, then
+    /// sends the rest and finishes, so a test sees a reply half written.
+    /// Not streamed: answers `text` whole once the gate opens.
+    Paused {
+        text: String,
+        first: usize,
+        gate: Gate,
+    },
 }
 
 /// Token counts a reply reports, as hearth counts them: `input` includes
@@ -93,6 +102,16 @@ impl Reply {
         Reply::WithUsage {
             reply: Box::new(reply),
             usage,
+        }
+    }
+
+    /// `text`, streamed as far as its first `first` bytes, the rest once
+    /// `gate` opens.
+    pub fn paused(text: impl Into<String>, first: usize, gate: &Gate) -> Reply {
+        Reply::Paused {
+            text: text.into(),
+            first,
+            gate: gate.clone(),
         }
     }
 

@@ -380,6 +380,18 @@ async fn answer(
                     StreamEnd::Complete,
                 )
             }
+            Reply::Paused { text, first, gate } => {
+                if !streaming {
+                    reply = Reply::Gate {
+                        reply: Box::new(Reply::Text(text)),
+                        gate,
+                    };
+                    continue;
+                }
+                let mut answer = shared.answer(text, Vec::new());
+                answer.usage = usage;
+                return paused(stream, endpoint, exchange, &answer, first, &gate).await;
+            }
             Reply::Hang { text_before } => {
                 if !streaming {
                     http::client_gone(stream).await;
@@ -399,11 +411,7 @@ async fn answer(
         };
         return http::write_json(stream, 200, &object).await;
     }
-    let frames = match endpoint {
-        Endpoint::ChatCompletions => chat_completions::stream(&answer, exchange, end),
-        Endpoint::Responses => responses::stream(&answer, exchange, end),
-        Endpoint::Messages => anthropic::stream(&answer, exchange, end),
-    };
+    let frames = frames(endpoint, &answer, exchange, end);
     http::write_stream_head(stream, "text/event-stream").await?;
     for frame in frames {
         stream.write_all(frame.as_bytes()).await?;
@@ -415,6 +423,54 @@ async fn answer(
             Ok(())
         }
     }
+}
+
+/// The SSE frames of `answer` in `endpoint`'s format.
+fn frames(endpoint: Endpoint, answer: &Answer, exchange: &Exchange, end: StreamEnd) -> Vec<String> {
+    match endpoint {
+        Endpoint::ChatCompletions => chat_completions::stream(answer, exchange, end),
+        Endpoint::Responses => responses::stream(answer, exchange, end),
+        Endpoint::Messages => anthropic::stream(answer, exchange, end),
+    }
+}
+
+/// Streams `answer` as far as the deltas that cover its first `first`
+/// bytes, waits for `gate`, then streams the rest (see [`Reply::Paused`]).
+/// The first part is the held stream of the text so far, which the whole
+/// stream begins with, since deltas are cut from the start.
+async fn paused(
+    stream: &mut TcpStream,
+    endpoint: Endpoint,
+    exchange: &Exchange,
+    answer: &Answer,
+    first: usize,
+    gate: &super::Gate,
+) -> io::Result<()> {
+    let mut covered = 0;
+    for piece in super::answer::pieces(&answer.text) {
+        if covered >= first {
+            break;
+        }
+        covered += piece.len();
+    }
+    let head = Answer {
+        text: answer.text[..covered].to_string(),
+        ..answer.clone()
+    };
+    let before = frames(endpoint, &head, exchange, StreamEnd::Hold);
+    let whole = frames(endpoint, answer, exchange, StreamEnd::Complete);
+    http::write_stream_head(stream, "text/event-stream").await?;
+    for frame in &before {
+        stream.write_all(frame.as_bytes()).await?;
+    }
+    tokio::select! {
+        () = gate.opened() => {}
+        () = http::client_gone(stream) => return Ok(()),
+    }
+    for frame in whole.get(before.len()..).unwrap_or_default() {
+        stream.write_all(frame.as_bytes()).await?;
+    }
+    stream.shutdown().await
 }
 
 /// The request body as JSON: `Null` when empty, the raw text as a string

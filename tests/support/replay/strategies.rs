@@ -141,6 +141,7 @@ pub fn entry(id: u64, message: &Message) -> Entry {
             answers: vec![],
             images: vec![],
             outbox: None,
+            client: None,
         },
         data,
     }

@@ -27,9 +27,14 @@ pub async fn submit(
         .map_err(|err| Refusal::new(err.code(), err.client_message()))?;
     let mut message = NewMessage::new(Kind::User, &source, text);
     message.key = key;
-    if !attached.is_empty() {
-        message.data = Some(images::data(&attached));
-    }
+    let mut data = if attached.is_empty() {
+        serde_json::json!({})
+    } else {
+        images::data(&attached)
+    };
+    // Who submitted it, so clients tell another terminal's words from their own.
+    data["client"] = serde_json::json!(context.client);
+    message.data = Some(data);
     match context.shared.log.submit(context.agent(), message).await {
         Ok((id, duplicate)) => {
             if !duplicate {

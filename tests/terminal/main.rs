@@ -1,0 +1,199 @@
+//! End-to-end: the terminal client (`hearth` with no subcommand) in a
+//! pseudo-terminal against a real `hearthd` and a fake model that streams
+//! under the test's control.
+
+mod pty;
+
+use hearth_protocol::Kind;
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Gate, Reply};
+use hearth_tests::harness::{texts, TestHome};
+use pty::{count, Pty};
+
+/// A home with the fake model configured and its daemon running.
+async fn attached(model: &FakeModel) -> (TestHome, hearth_tests::harness::Daemon) {
+    let home = TestHome::new(bins!());
+    home.use_model("openai-chat", &model.base_url());
+    let daemon = home.start();
+    (home, daemon)
+}
+
+/// No turn runs: the status line, which says how to interrupt, is gone.
+fn idle(screen: &str) -> bool {
+    !screen.contains("· Ctrl-C interrupts")
+}
+
+fn key_env() -> [(&'static str, &'static str); 1] {
+    [("HEARTH_TEST_KEY", "sk-test-secret")]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_streams_before_it_ends_then_shows_rendered() {
+    let model = FakeModel::start().await;
+    let (home, _daemon) = attached(&model).await;
+    let gate = Gate::new();
+    let reply = "Here is **bold** text and `code`.\n\n# A heading\n\n- first\n- second\n\n```rust\nfn main() {}\n```";
+    model.push(Reply::paused(reply, 16, &gate));
+    let mut pty = Pty::attach(&home, &key_env());
+    pty.wait_for("model openai-chat/fake-model");
+
+    pty.line("tell me");
+    // Half written: the words so far are on screen, raw, the rest is not.
+    let half = pty.wait_for("Here is **bold");
+    assert!(!half.contains("A heading"), "{half}");
+    assert!(half.contains("› tell me"), "{half}");
+    gate.open();
+    let done = pty.wait_for("╭─ rust");
+    assert!(done.contains("Here is bold text and code."), "{done}");
+    assert!(!done.contains("**"), "the raw words were replaced:\n{done}");
+    assert!(done.contains("• first\n• second"), "{done}");
+    assert!(done.contains("╭─ rust"), "{done}");
+    assert!(pty.is_bold("bold"));
+    assert!(pty.is_bold("A heading"));
+    assert_eq!(count(&done, "tell me"), 1, "{done}");
+    assert_eq!(count(&done, "A heading"), 1, "{done}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_turn_is_one_line_and_another_clients_message_names_it() {
+    let model = FakeModel::start().await;
+    let (home, _daemon) = attached(&model).await;
+    model.push(Reply::error(400, "invalid_request_error", "bad things"));
+    let mut pty = Pty::attach(&home, &key_env());
+    pty.wait_for("/help");
+
+    pty.line("first try");
+    let screen = pty.wait_for("bad things");
+    let failed = pty.wait_until("the turn to end", idle);
+    assert_eq!(count(&failed, "bad things"), 1, "{failed}");
+    assert!(!screen.contains("error: "), "{screen}");
+
+    // Another terminal's words say whose they are.
+    model.push(Reply::text("Noted."));
+    let mut desk = home.connect("terminal@desk", None).await;
+    desk.submit("from the desk", "terminal", None).await;
+    let screen = pty.wait_for("Noted.");
+    assert!(screen.contains("[terminal@desk] from the desk"), "{screen}");
+    assert!(screen.contains("› first try"), "{screen}");
+    assert!(!screen.contains("› from the desk"), "{screen}");
+
+    // The input history is kept, private.
+    pty.line("/quit");
+    assert!(pty.wait_exit());
+    let history = home.path().join("input_history");
+    let mode = std::fs::metadata(&history)
+        .expect("a history")
+        .permissions();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(mode.mode() & 0o777, 0o600);
+    let kept = std::fs::read_to_string(&history).unwrap();
+    assert!(kept.contains("first try"), "{kept}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_interrupts_and_help_never_reaches_the_model() {
+    let model = FakeModel::start().await;
+    let (home, _daemon) = attached(&model).await;
+    let mut pty = Pty::attach(&home, &key_env());
+    pty.wait_for("/help");
+
+    pty.line("/help");
+    pty.wait_for("//text");
+    pty.line("/nonsense");
+    pty.wait_for("/nonsense is not a command here.");
+    pty.line("/status");
+    pty.wait_for("pid ");
+    assert_eq!(model.request_count(), 0, "no command went to the model");
+    let log = home.history().await;
+    assert!(texts(&log, Kind::User).is_empty(), "{log:?}");
+
+    model.push(Reply::hang("Thinking out loud"));
+    pty.line("start something long");
+    pty.wait_for("Thinking out loud");
+    pty.send("\x03");
+    let screen = pty.wait_for("interrupted by the user");
+    let words = screen.find("Thinking out loud").expect("the words stay");
+    assert!(
+        words < screen.find("interrupted by the user").unwrap(),
+        "{screen}"
+    );
+    let screen = pty.wait_until("the turn to end", idle);
+    assert_eq!(count(&screen, "Thinking out loud"), 1, "{screen}");
+    let headers = screen
+        .lines()
+        .filter(|line| line.ends_with(" hearth") && line.starts_with(|c: char| c.is_ascii_digit()))
+        .count();
+    assert_eq!(headers, 1, "one header over the words:\n{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_restart_under_the_client_loses_nothing_and_shows_nothing_twice() {
+    let model = FakeModel::start().await;
+    let (home, mut daemon) = attached(&model).await;
+    model.set_default(Reply::text("Answered."));
+    let mut pty = Pty::attach(&home, &key_env());
+    pty.wait_for("/help");
+
+    pty.line("before the restart");
+    pty.wait_for("Answered.");
+    pty.wait_until("the turn to end", idle);
+    assert!(daemon.stop(), "a clean stop");
+    pty.wait_for("hearthd restarting…");
+    // Typed while hearthd is away: sent once it is back.
+    pty.line("while it was away");
+    pty.wait_for("sent when it is back");
+    let _daemon = home.start();
+    // Another client's message, whether before or after the reconnect.
+    let mut phone = home.connect("telegram", None).await;
+    phone.submit("from the phone", "telegram", None).await;
+
+    let screen = pty.wait_until("both answered", |screen| count(screen, "Answered.") >= 3);
+    for said in [
+        "› before the restart",
+        "› while it was away",
+        "[telegram] from the phone",
+        "hearthd restarting…",
+    ] {
+        assert_eq!(count(&screen, said), 1, "{said} once:\n{screen}");
+    }
+    let log = home.history().await;
+    let users = texts(&log, Kind::User);
+    assert_eq!(
+        users
+            .iter()
+            .filter(|text| *text == "while it was away")
+            .count(),
+        1,
+        "{users:?}"
+    );
+    // Each reply once on screen, as often as in the log.
+    let replies = texts(&log, Kind::Reply).len();
+    let screen = pty.wait_until("every reply", |screen| {
+        count(screen, "Answered.") == replies
+    });
+    assert_eq!(count(&screen, "Answered."), replies, "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_sequences_in_a_message_are_not_passed_raw() {
+    let model = FakeModel::start().await;
+    let (home, _daemon) = attached(&model).await;
+    model.set_default(Reply::text("ok"));
+    let pty = Pty::attach(&home, &key_env());
+    pty.wait_for("/help");
+
+    let evil = "look\x1b]0;owned title\x07 here\x1b]52;c;cGF3bmVk\x07\x1b[2J now";
+    let mut phone = home.connect("telegram", None).await;
+    phone.submit(evil, "telegram", None).await;
+    pty.wait_for("[telegram] look here now");
+    let raw = pty.raw();
+    let raw = String::from_utf8_lossy(&raw);
+    assert!(!raw.contains("\x1b]0;"), "no title change");
+    assert!(!raw.contains("\x1b]52;"), "no clipboard write");
+    assert!(!raw.contains("owned title"));
+
+    let output = home.hearth_async(&["log"]).await;
+    let log = String::from_utf8_lossy(&output.stdout);
+    assert!(log.contains("look here now"), "{log}");
+    assert!(!log.contains('\x1b'), "{log:?}");
+}
