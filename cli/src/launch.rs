@@ -101,6 +101,24 @@ fn start_daemon(home: &Home, explicit_home: Option<&Path>) -> Result<(Child, u64
     }
 }
 
+/// `hearth verify`: runs `hearthd --verify` on the home's database, which
+/// prints what it found; exits as it does (1 when the log was changed).
+pub fn verify(explicit_home: Option<&Path>) -> Result<std::process::ExitCode, TerminalError> {
+    let mut command = Command::new(hearthd_program());
+    command.arg("--verify");
+    if let Some(home) = explicit_home {
+        command.arg("--home").arg(home);
+    }
+    let status = command.status().map_err(|err| match err.kind() {
+        io::ErrorKind::NotFound => TerminalError::DaemonMissing(err),
+        _ => TerminalError::Spawn(err),
+    })?;
+    Ok(match status.code() {
+        Some(0) => std::process::ExitCode::SUCCESS,
+        _ => std::process::ExitCode::FAILURE,
+    })
+}
+
 /// `hearthd` beside the running executable when it is there, else the name,
 /// for a PATH lookup.
 fn hearthd_program() -> PathBuf {

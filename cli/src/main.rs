@@ -104,6 +104,8 @@ enum Subcommands {
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
+    /// Check that the log was not changed after it was written (its chain of hashes) and the database's integrity; works with the daemon stopped too
+    Verify,
     /// Run hearthd as a service
     Service {
         #[command(subcommand)]
@@ -235,6 +237,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Backup { file }) => {
             service::backup(&home, agent, &file, &mut stdout).await?
         }
+        Some(Subcommands::Verify) => hearth_cli::launch::verify(explicit_home.as_deref())?,
         Some(Subcommands::Service {
             action: ServiceAction::Install,
         }) => service::install(explicit_home.as_deref(), &mut stdout)?,

@@ -1,8 +1,10 @@
 //! The log: one SQLite database that holds everything that must outlive a
 //! restart, written by one thread.
 //!
-//! The `messages` table is append-only (triggers abort UPDATE and DELETE);
-//! ids are dense per agent. Beside it: `turns` (what each turn took and
+//! The `messages` table is append-only (triggers abort UPDATE, DELETE and
+//! an INSERT that would replace a row); ids are dense per agent; each
+//! message has a link in a tamper-evident chain (`log/chain.rs`), and a log
+//! that vanished or shrank is refused at start. Beside it: `turns` (what each turn took and
 //! whether it finished), `tool_calls` (calls running now, so a crash can log
 //! them as interrupted), `nodes` and `views` (the memory's summary tree and
 //! saved views, written by `memory/store.rs`), `schedules` and `notify`
@@ -38,6 +40,8 @@ pub enum LogError {
     NewerSchema { found: i64, known: i64 },
     #[error("cannot open the log at {path}: {message}")]
     Open { path: String, message: String },
+    #[error("{0}")]
+    Shrank(#[from] Box<chain::Shrank>),
 }
 
 /// A message to append; the log gives it its id and time.
@@ -158,16 +162,30 @@ impl Log {
     /// Opens (creating if needed) the database and starts the writer thread.
     /// Appended messages are broadcast on `events` once durable.
     pub fn open(path: &Path, events: broadcast::Sender<Event>) -> Result<Log, LogError> {
+        // Before the file is opened for writing: a vanished database must
+        // not be created anew in silence.
+        chain::guard(path)?;
         let connection = Connection::open(path).map_err(|err| LogError::Open {
             path: path.display().to_string(),
             message: err.to_string(),
         })?;
         prepare(&connection)?;
         limit_for_tests(&connection)?;
+        let report = chain::check_at_start(&connection)?;
+        for problem in &report.problems {
+            tracing::error!(
+                "the log's chain is broken: {problem}; run `hearth verify` for the whole log"
+            );
+        }
+        chain::record(&connection, path);
+        let database = path.to_path_buf();
         let (jobs, receiver) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("hearth-log".into())
-            .spawn(move || writer(connection, receiver, events))
+            .spawn(move || {
+                let connection = writer(connection, receiver, events);
+                chain::record(&connection, &database);
+            })
             .map_err(|err| LogError::Open {
                 path: path.display().to_string(),
                 message: err.to_string(),
@@ -388,6 +406,10 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     let tx = connection.unchecked_transaction()?;
     create(&tx)?;
     // Migrations from older versions go here, one step per version.
+    let linked = chain::link_unchained(&tx)?;
+    if linked > 0 {
+        tracing::info!("linked {linked} existing messages into the log's chain");
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(())
@@ -433,6 +455,23 @@ fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
             BEGIN SELECT RAISE(ABORT, 'the log is append-only: messages are never updated'); END;
         CREATE TRIGGER IF NOT EXISTS messages_are_never_deleted BEFORE DELETE ON messages
             BEGIN SELECT RAISE(ABORT, 'the log is append-only: messages are never deleted'); END;
+        CREATE TRIGGER IF NOT EXISTS messages_are_never_replaced BEFORE INSERT ON messages
+            WHEN EXISTS (SELECT 1 FROM messages WHERE agent = NEW.agent
+                         AND (id = NEW.id OR (NEW.key IS NOT NULL AND key = NEW.key)))
+            BEGIN SELECT RAISE(ABORT, 'the log is append-only: messages are never replaced'); END;
+        CREATE TABLE IF NOT EXISTS chain (
+            agent TEXT NOT NULL,
+            id    INTEGER NOT NULL,
+            hash  TEXT NOT NULL,
+            PRIMARY KEY (agent, id)
+        );
+        CREATE TRIGGER IF NOT EXISTS chain_is_never_updated BEFORE UPDATE ON chain
+            BEGIN SELECT RAISE(ABORT, 'the log chain is append-only'); END;
+        CREATE TRIGGER IF NOT EXISTS chain_is_never_deleted BEFORE DELETE ON chain
+            BEGIN SELECT RAISE(ABORT, 'the log chain is append-only'); END;
+        CREATE TRIGGER IF NOT EXISTS chain_is_never_replaced BEFORE INSERT ON chain
+            WHEN EXISTS (SELECT 1 FROM chain WHERE agent = NEW.agent AND id = NEW.id)
+            BEGIN SELECT RAISE(ABORT, 'the log chain is append-only'); END;
         CREATE TABLE IF NOT EXISTS turns (
             agent         TEXT NOT NULL,
             seq           INTEGER NOT NULL,
@@ -461,6 +500,14 @@ fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
         );
         CREATE TRIGGER IF NOT EXISTS nodes_are_never_updated BEFORE UPDATE ON nodes
             BEGIN SELECT RAISE(ABORT, 'summary nodes are written once'); END;
+        CREATE TRIGGER IF NOT EXISTS nodes_are_never_deleted BEFORE DELETE ON nodes
+            BEGIN SELECT RAISE(ABORT, 'summary nodes are written once'); END;
+        -- A second write of a node (INSERT OR REPLACE included) is ignored:
+        -- the first line stays.
+        CREATE TRIGGER IF NOT EXISTS nodes_are_never_replaced BEFORE INSERT ON nodes
+            WHEN EXISTS (SELECT 1 FROM nodes WHERE agent = NEW.agent
+                         AND level = NEW.level AND idx = NEW.idx)
+            BEGIN SELECT RAISE(IGNORE); END;
         CREATE TABLE IF NOT EXISTS views (
             agent    TEXT NOT NULL,
             name     TEXT NOT NULL,
@@ -522,7 +569,12 @@ fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
 
 /// The writer thread: takes jobs in groups, one transaction each; answers
 /// each job only after the commit, then broadcasts what the group appended.
-fn writer(mut connection: Connection, jobs: mpsc::Receiver<Job>, events: broadcast::Sender<Event>) {
+/// Returns the connection when the last handle is gone.
+fn writer(
+    mut connection: Connection,
+    jobs: mpsc::Receiver<Job>,
+    events: broadcast::Sender<Event>,
+) -> Connection {
     while let Ok(first) = jobs.recv() {
         let mut group = vec![first];
         while group.len() < GROUP_COMMIT {
@@ -559,6 +611,7 @@ fn writer(mut connection: Connection, jobs: mpsc::Receiver<Job>, events: broadca
             let _ = events.send(Event::message(message));
         }
     }
+    connection
 }
 
 // The statements of every append are cached: preparing them again each
@@ -606,6 +659,20 @@ pub(crate) fn append(
         data,
         message.key
     ])?;
+    chain::extend(
+        tx,
+        &chain::Stored {
+            agent,
+            id: id as i64,
+            kind: message.kind.as_str(),
+            source: &message.source,
+            text: &message.text,
+            status: message.status.as_deref(),
+            at: &at,
+            data: data.as_deref(),
+            key: message.key.as_deref(),
+        },
+    )?;
     let logged = Message {
         agent: agent.to_string(),
         id,
@@ -664,6 +731,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
     })
 }
 
+pub mod chain;
 mod turns;
 
 #[cfg(test)]

@@ -19,6 +19,11 @@ struct Args {
     /// Append the daemon's log to this file instead of stderr.
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
+    /// Check the home's log instead of serving it: its chain of hashes (was
+    /// any message changed after it was written?) and the database's
+    /// integrity. Read-only; works while a daemon runs. Exits 1 on a problem.
+    #[arg(long)]
+    verify: bool,
 }
 
 fn main() {
@@ -42,6 +47,9 @@ fn main() {
     }
     let args = Args::parse();
     let home = Home::resolve(args.home.as_deref());
+    if args.verify {
+        std::process::exit(verify(&home));
+    }
     // The time zone must be set before any thread starts: local times
     // (schedules, the agent's clock) follow `TZ`. A broken config is reported
     // by `run`, with its line.
@@ -65,6 +73,32 @@ fn main() {
         }
     };
     runtime.block_on(serve(args, home));
+}
+
+/// `hearthd --verify`: prints what the check found; the exit code.
+fn verify(home: &Home) -> i32 {
+    let database = home.database();
+    match hearth_daemon::log::chain::verify_file(&database) {
+        Ok(report) if report.is_ok() => {
+            println!(
+                "{}: ok — {} messages, each linked to the one before; the database's integrity check passed",
+                database.display(),
+                report.checked
+            );
+            0
+        }
+        Ok(report) => {
+            for problem in &report.problems {
+                println!("{}: {problem}", database.display());
+            }
+            println!("restore a backup made before the change (see the README: Backups) or keep the log as it is; hearthd runs either way");
+            1
+        }
+        Err(err) => {
+            eprintln!("hearthd --verify: {err}");
+            1
+        }
+    }
 }
 
 async fn serve(args: Args, home: Home) {

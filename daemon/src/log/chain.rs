@@ -1,0 +1,402 @@
+//! The log's tamper-evident chain, and the guard against a log that
+//! vanished or shrank.
+//!
+//! Each message has a link in the `chain` table, written in the same
+//! transaction as the message: the SHA-256 of the previous link of the same
+//! agent and of every stored field of the message. Changing, removing or
+//! replacing an acknowledged message (with the triggers dropped, by another
+//! program) breaks the chain from that message on, and `hearthd --verify`
+//! (`hearth verify`) finds where. A start checks the newest links of every
+//! agent and says so when they are broken.
+//!
+//! The chain cannot stop someone who can write the database from rewriting
+//! it whole; it makes a quiet edit of one message visible. What the
+//! schema itself refuses (UPDATE, DELETE, `INSERT OR REPLACE` of a message
+//! or a summary node) is refused by triggers in `log.rs`.
+//!
+//! The guard: `hearth.db.seen` beside the database records how many messages
+//! each agent had at the last start and stop. A start that finds fewer (a
+//! database deleted, truncated to 0 bytes, or replaced by an older copy)
+//! refuses, and says how to restore a backup or how to start anew on purpose.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The links checked at every start, per agent (the newest ones).
+const CHECKED_AT_START: i64 = 256;
+
+/// The fields of a stored message that its link covers, as stored.
+pub(crate) struct Stored<'a> {
+    pub agent: &'a str,
+    pub id: i64,
+    pub kind: &'a str,
+    pub source: &'a str,
+    pub text: &'a str,
+    pub status: Option<&'a str>,
+    pub at: &'a str,
+    pub data: Option<&'a str>,
+    pub key: Option<&'a str>,
+}
+
+/// The link of a message whose predecessor's link is `previous`.
+fn link_of(previous: &str, message: &Stored) -> String {
+    let mut hash = Sha256::new();
+    let mut field = |bytes: Option<&[u8]>| match bytes {
+        // Length-prefixed, and absent distinct from empty, so no two
+        // different messages hash the same bytes.
+        Some(bytes) => {
+            hash.update([1u8]);
+            hash.update((bytes.len() as u64).to_le_bytes());
+            hash.update(bytes);
+        }
+        None => hash.update([0u8]),
+    };
+    field(Some(previous.as_bytes()));
+    field(Some(message.agent.as_bytes()));
+    field(Some(&message.id.to_le_bytes()));
+    field(Some(message.kind.as_bytes()));
+    field(Some(message.source.as_bytes()));
+    field(Some(message.text.as_bytes()));
+    field(message.status.map(str::as_bytes));
+    field(Some(message.at.as_bytes()));
+    field(message.data.map(str::as_bytes));
+    field(message.key.map(str::as_bytes));
+    hex(&hash.finalize())
+}
+
+/// The link before an agent's first message.
+fn genesis(agent: &str) -> String {
+    let mut hash = Sha256::new();
+    hash.update(b"hearth log chain v1\0");
+    hash.update(agent.as_bytes());
+    hex(&hash.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The link of `(agent, id)`, when it has one.
+fn link(tx: &Connection, agent: &str, id: i64) -> Result<Option<String>, rusqlite::Error> {
+    tx.prepare_cached("SELECT hash FROM chain WHERE agent = ?1 AND id = ?2")?
+        .query_row(params![agent, id], |row| row.get(0))
+        .optional()
+}
+
+/// Writes the link of a message just inserted, in its transaction.
+pub(crate) fn extend(tx: &Connection, message: &Stored) -> Result<(), rusqlite::Error> {
+    let previous = match message.id {
+        0 => genesis(message.agent),
+        id => link(tx, message.agent, id - 1)?.unwrap_or_else(|| genesis(message.agent)),
+    };
+    tx.prepare_cached("INSERT INTO chain (agent, id, hash) VALUES (?1, ?2, ?3)")?
+        .execute(params![
+            message.agent,
+            message.id,
+            link_of(&previous, message)
+        ])?;
+    Ok(())
+}
+
+/// What a check of the chain found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// Messages whose link was checked.
+    pub checked: u64,
+    /// What is wrong, in words, oldest first; empty when all is well.
+    pub problems: Vec<String>,
+}
+
+impl Report {
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Checks the links of every agent's messages from `from_newest` messages
+/// before its end (all when `None`).
+pub(crate) fn check(
+    connection: &Connection,
+    from_newest: Option<i64>,
+) -> Result<Report, rusqlite::Error> {
+    let mut report = Report::default();
+    for (agent, count) in counts(connection)? {
+        let start = from_newest.map_or(0, |newest| (count as i64 - newest).max(0));
+        let mut previous = match start {
+            0 => genesis(&agent),
+            start => match link(connection, &agent, start - 1)? {
+                Some(link) => link,
+                None => {
+                    report.problems.push(format!(
+                        "agent `{agent}`: message {} has no link",
+                        start - 1
+                    ));
+                    continue;
+                }
+            },
+        };
+        let mut statement = connection.prepare(
+            "SELECT m.id, m.kind, m.source, m.text, m.status, m.at, m.data, m.key, c.hash
+             FROM messages m LEFT JOIN chain c ON c.agent = m.agent AND c.id = m.id
+             WHERE m.agent = ?1 AND m.id >= ?2 ORDER BY m.id",
+        )?;
+        let mut rows = statement.query(params![agent, start])?;
+        let mut expected_id = start;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            if id != expected_id {
+                report.problems.push(format!(
+                    "agent `{agent}`: message {expected_id} is missing (the next is {id})"
+                ));
+                break;
+            }
+            let (kind, source, text): (String, String, String) =
+                (row.get(1)?, row.get(2)?, row.get(3)?);
+            let (status, at, data, key): (Option<String>, String, Option<String>, Option<String>) =
+                (row.get(4)?, row.get(5)?, row.get(6)?, row.get(7)?);
+            let stored: Option<String> = row.get(8)?;
+            let computed = link_of(
+                &previous,
+                &Stored {
+                    agent: &agent,
+                    id,
+                    kind: &kind,
+                    source: &source,
+                    text: &text,
+                    status: status.as_deref(),
+                    at: &at,
+                    data: data.as_deref(),
+                    key: key.as_deref(),
+                },
+            );
+            report.checked += 1;
+            match stored {
+                Some(stored) if stored == computed => previous = stored,
+                Some(_) => {
+                    report.problems.push(format!(
+                        "agent `{agent}`: message {id} was changed after it was written (its link does not match)"
+                    ));
+                    break;
+                }
+                None => {
+                    report
+                        .problems
+                        .push(format!("agent `{agent}`: message {id} has no link"));
+                    break;
+                }
+            }
+            expected_id += 1;
+        }
+    }
+    Ok(report)
+}
+
+/// Links the messages of agents that have none yet (a database from before
+/// the chain), oldest first; they are linked as they are now.
+pub(crate) fn link_unchained(tx: &Connection) -> Result<u64, rusqlite::Error> {
+    let agents: Vec<String> = {
+        let mut statement = tx.prepare(
+            "SELECT DISTINCT agent FROM messages m
+             WHERE NOT EXISTS (SELECT 1 FROM chain c WHERE c.agent = m.agent)",
+        )?;
+        let rows = statement.query_map([], |row| row.get(0))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut linked = 0;
+    for agent in agents {
+        let mut statement = tx.prepare(
+            "SELECT id, kind, source, text, status, at, data, key FROM messages
+             WHERE agent = ?1 ORDER BY id",
+        )?;
+        let mut rows = statement.query(params![agent])?;
+        while let Some(row) = rows.next()? {
+            let (id, kind, source, text): (i64, String, String, String) =
+                (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+            let (status, at, data, key): (Option<String>, String, Option<String>, Option<String>) =
+                (row.get(4)?, row.get(5)?, row.get(6)?, row.get(7)?);
+            extend(
+                tx,
+                &Stored {
+                    agent: &agent,
+                    id,
+                    kind: &kind,
+                    source: &source,
+                    text: &text,
+                    status: status.as_deref(),
+                    at: &at,
+                    data: data.as_deref(),
+                    key: key.as_deref(),
+                },
+            )?;
+            linked += 1;
+        }
+    }
+    Ok(linked)
+}
+
+/// Checks a database file read-only, whole: its integrity (SQLite's
+/// `integrity_check`) and every agent's chain. For `hearthd --verify`.
+pub fn verify_file(database: &Path) -> Result<Report, VerifyError> {
+    if !database.exists() {
+        return Err(VerifyError::Missing(database.display().to_string()));
+    }
+    let connection =
+        Connection::open_with_flags(database, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    connection.busy_timeout(std::time::Duration::from_secs(5))?;
+    let mut report = Report::default();
+    let mut statement = connection.prepare("PRAGMA integrity_check")?;
+    let findings: Vec<String> = statement
+        .query_map([], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    if findings != ["ok"] {
+        report
+            .problems
+            .extend(findings.into_iter().map(|f| format!("integrity: {f}")));
+    }
+    let chain = check(&connection, None)?;
+    report.checked = chain.checked;
+    report.problems.extend(chain.problems);
+    Ok(report)
+}
+
+/// Why a database could not be checked.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("there is no database at {0}")]
+    Missing(String),
+    #[error("cannot read the database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// Checks the newest links at start.
+pub(crate) fn check_at_start(connection: &Connection) -> Result<Report, rusqlite::Error> {
+    check(connection, Some(CHECKED_AT_START))
+}
+
+/// Messages per agent.
+fn counts(connection: &Connection) -> Result<BTreeMap<String, u64>, rusqlite::Error> {
+    let mut statement = connection
+        .prepare("SELECT agent, COALESCE(MAX(id), -1) + 1 FROM messages GROUP BY agent")?;
+    let rows = statement.query_map([], |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)? as u64))
+    })?;
+    rows.collect()
+}
+
+/// Where the guard keeps what the log held: `hearth.db.seen` beside it.
+pub(crate) fn seen_file(database: &Path) -> PathBuf {
+    let mut name = database.as_os_str().to_owned();
+    name.push(".seen");
+    PathBuf::from(name)
+}
+
+/// What the guard found wrong: the log holds less than it did.
+#[derive(Debug, thiserror::Error)]
+#[error("{database} holds {found} messages for agent `{agent}`, but it held {seen} at the last start or stop ({seen_file}): the database was deleted, truncated or replaced by an older copy. Nothing was started or written. To restore a backup (made with `hearth backup`): copy it to {database} (and remove any {database}-wal and {database}-shm left beside it), then start again. To begin a new, empty log on purpose, delete {seen_file}.")]
+pub struct Shrank {
+    pub database: String,
+    pub seen_file: String,
+    pub agent: String,
+    pub found: u64,
+    pub seen: u64,
+}
+
+/// What the guard remembers, read from its file (`agent count` lines).
+fn read_seen(file: &Path) -> Option<BTreeMap<String, u64>> {
+    let text = std::fs::read_to_string(file).ok()?;
+    Some(
+        text.lines()
+            .filter_map(|line| {
+                let (agent, count) = line.rsplit_once(' ')?;
+                Some((agent.to_string(), count.parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+/// Refuses a database that holds fewer messages than the guard saw. Run
+/// before the database is opened for writing, so that a missing file is
+/// not silently created anew.
+pub(crate) fn guard(database: &Path) -> Result<(), Box<Shrank>> {
+    let seen_file = seen_file(database);
+    let Some(seen) = read_seen(&seen_file) else {
+        return Ok(());
+    };
+    let found = if database.exists() {
+        Connection::open_with_flags(database, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()
+            .and_then(|connection| counts(&connection).ok())
+            .unwrap_or_default()
+    } else {
+        BTreeMap::new()
+    };
+    for (agent, seen) in seen {
+        let found = found.get(&agent).copied().unwrap_or(0);
+        if found < seen {
+            return Err(Box::new(Shrank {
+                database: database.display().to_string(),
+                seen_file: seen_file.display().to_string(),
+                agent,
+                found,
+                seen,
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// Records what the log holds now, for the next start's guard.
+pub(crate) fn record(connection: &Connection, database: &Path) {
+    let Ok(counts) = counts(connection) else {
+        return;
+    };
+    let text: String = counts
+        .iter()
+        .map(|(agent, count)| format!("{agent} {count}\n"))
+        .collect();
+    let file = seen_file(database);
+    let temporary = file.with_extension("seen.tmp");
+    let written =
+        std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, &file));
+    if let Err(err) = written {
+        tracing::warn!(
+            "cannot record the log's length in {}: {err}",
+            file.display()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message<'a>(id: i64, text: &'a str) -> Stored<'a> {
+        Stored {
+            agent: "hearth",
+            id,
+            kind: "user",
+            source: "terminal",
+            text,
+            status: None,
+            at: "2026-12-01T10:00:00.000+00:00",
+            data: None,
+            key: None,
+        }
+    }
+
+    #[test]
+    fn a_link_covers_every_field_and_the_previous_link() {
+        let base = link_of("p", &message(3, "hello"));
+        assert_ne!(base, link_of("q", &message(3, "hello")));
+        assert_ne!(base, link_of("p", &message(4, "hello")));
+        assert_ne!(base, link_of("p", &message(3, "hellO")));
+        let with_status = Stored {
+            status: Some(""),
+            ..message(3, "hello")
+        };
+        assert_ne!(base, link_of("p", &with_status), "absent is not empty");
+        assert_eq!(base, link_of("p", &message(3, "hello")));
+    }
+}
