@@ -575,3 +575,94 @@ async fn a_daemon_stopped_with_sigterm_ends_escaped_processes() {
     assert!(t.daemon.stop(), "{}", t.daemon.log_text());
     eventually("the escaped process is gone", || gone(child)).await;
 }
+
+/// One answer that calls these tools at once.
+fn calls(calls: &[(&str, &str)]) -> Reply {
+    Reply::ToolCalls {
+        text: None,
+        calls: calls
+            .iter()
+            .map(|(name, arguments)| (name.to_string(), arguments.to_string()))
+            .collect(),
+    }
+}
+
+#[tokio::test]
+async fn read_file_refuses_a_named_pipe_and_a_hard_link_and_the_daemon_stops_cleanly() {
+    let mut t = start("").await;
+    let work = workdir(&t.home);
+    std::fs::create_dir_all(&work).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(work.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let outside = t.home.path().join("outside-secret");
+    std::fs::write(&outside, "the secret").unwrap();
+    std::fs::hard_link(&outside, work.join("link")).unwrap();
+    t.model.push(calls(&[
+        ("read_file", r#"{"path": "pipe"}"#),
+        ("read_file", r#"{"path": "link"}"#),
+        (
+            "write_file",
+            r#"{"path": "link", "content": "overwritten"}"#,
+        ),
+    ]));
+    t.model.push(Reply::text("done"));
+    let id = ask(&mut t.client, "read these").await;
+    t.client.reply_to(id).await;
+    let sent = results_sent(&t.model, 1);
+    assert!(sent[0].contains("not a regular file"), "{}", sent[0]);
+    assert!(sent[1].contains("hard links"), "{}", sent[1]);
+    assert!(sent[2].contains("hard links"), "{}", sent[2]);
+    assert!(sent.iter().all(|s| !s.contains("the secret")));
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "the secret");
+    assert!(t.daemon.stop(), "{}", t.daemon.log_text());
+}
+
+#[tokio::test]
+async fn a_folder_swapped_for_a_symlink_during_reads_never_leads_outside() {
+    let mut t = start("").await;
+    let work = workdir(&t.home);
+    let outside = t.home.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("f"), "OUTSIDE").unwrap();
+    std::fs::create_dir_all(work.join("d")).unwrap();
+    std::fs::write(work.join("d/f"), "inside").unwrap();
+    // Swaps `d` between a real folder and a symlink to `outside`, as fast
+    // as it can, while the agent reads `d/f`.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (work, outside, stop) = (work.clone(), outside.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (real, link) = (work.join("d.real"), work.join("d.link"));
+            std::fs::rename(work.join("d"), &real).unwrap();
+            std::os::unix::fs::symlink(&outside, &link).unwrap();
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::rename(&link, work.join("d"));
+                let _ = std::fs::rename(work.join("d"), &link);
+                let _ = std::fs::rename(&real, work.join("d"));
+                let _ = std::fs::rename(work.join("d"), &real);
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let reads: Vec<(&str, &str)> = (0..40)
+        .map(|_| ("read_file", r#"{"path": "d/f"}"#))
+        .collect();
+    for _ in 0..5 {
+        t.model.push(calls(&reads));
+    }
+    t.model.push(Reply::text("done"));
+    let id = ask(&mut t.client, "read d/f many times").await;
+    t.client.reply_to(id).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(swapper.join().unwrap() > 0);
+    for index in 1..=5 {
+        for result in results_sent(&t.model, index) {
+            assert!(!result.contains("OUTSIDE"), "read outside: {result}");
+        }
+    }
+}

@@ -4,12 +4,13 @@
 //! Each call runs on a blocking thread. Results stay small enough for the
 //! log's clip: a long read stops at a line and says how to read on.
 
+use super::beneath::{self, Access, OpenError};
 use super::folder::{Folder, PathError};
 use super::Outcome;
 use crate::model::ToolSpec;
 use serde_json::{json, Value};
 use std::fs;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -53,6 +54,10 @@ pub enum FileError {
     NoMatch(String),
     #[error("`old_string` occurs {count} times in `{path}`; include more of the surrounding text so it matches once")]
     NotUnique { path: String, count: usize },
+    #[error("`{0}` is not a regular file (a named pipe, device or socket); only plain files can be read or written")]
+    NotRegular(String),
+    #[error("`{0}` has other hard links; a hard link can be another name of a file outside the working folder, so it is refused")]
+    HardLinked(String),
     #[error("cannot {what} `{path}`: {source}")]
     Io {
         what: &'static str,
@@ -70,6 +75,27 @@ fn io_error<'a>(what: &'static str, path: &'a str) -> impl FnOnce(io::Error) -> 
             source,
         },
     }
+}
+
+/// Opens a resolved path beneath the folder in one step: a plain file
+/// with one link, never through a symlink swapped in since the check.
+fn open_beneath(
+    folder: &Folder,
+    target: &Path,
+    shown: &str,
+    what: &'static str,
+    access: Access,
+) -> Result<fs::File, FileError> {
+    let relative = target
+        .strip_prefix(folder.root())
+        .map_err(|_| FileError::Path(PathError::Outside(shown.to_string())))?;
+    beneath::open(folder.root(), relative, access).map_err(|err| match err {
+        OpenError::Outside => FileError::Path(PathError::SymlinkOut(shown.to_string())),
+        OpenError::Folder => FileError::IsFolder(shown.to_string()),
+        OpenError::NotRegular => FileError::NotRegular(shown.to_string()),
+        OpenError::HardLinked => FileError::HardLinked(shown.to_string()),
+        OpenError::Io(source) => io_error(what, shown)(source),
+    })
 }
 
 pub fn specs() -> Vec<ToolSpec> {
@@ -177,7 +203,7 @@ pub fn read(
 ) -> Result<String, FileError> {
     let target = folder.resolve(path)?;
     let shown_path = folder.show(&target);
-    let file = fs::File::open(&target).map_err(io_error("open", &shown_path))?;
+    let file = open_beneath(folder, &target, &shown_path, "open", Access::Read)?;
     let meta = file.metadata().map_err(io_error("read", &shown_path))?;
     if meta.is_dir() {
         return Err(FileError::IsFolder(shown_path));
@@ -263,7 +289,9 @@ pub fn write(folder: &Folder, path: &str, content: &str) -> Result<String, FileE
     if let Some(parent) = target.parent() {
         fs::create_dir_all(parent).map_err(io_error("create the folders of", &shown_path))?;
     }
-    fs::write(&target, content).map_err(io_error("write", &shown_path))?;
+    open_beneath(folder, &target, &shown_path, "write", Access::Write)?
+        .write_all(content.as_bytes())
+        .map_err(io_error("write", &shown_path))?;
     Ok(format!(
         "{} `{shown_path}`: {} bytes, {} lines",
         if existed { "replaced" } else { "created" },
@@ -283,8 +311,8 @@ pub fn edit(folder: &Folder, path: &str, old: &str, new: &str) -> Result<String,
         return Err(FileError::IsFolder(shown_path));
     }
     let mut bytes = Vec::new();
-    fs::File::open(&target)
-        .and_then(|mut file| file.read_to_end(&mut bytes))
+    open_beneath(folder, &target, &shown_path, "read", Access::Read)?
+        .read_to_end(&mut bytes)
         .map_err(io_error("read", &shown_path))?;
     let text = String::from_utf8(bytes).map_err(|_| FileError::NotText(shown_path.clone()))?;
     let at = match occurrences(&text, old) {
@@ -298,7 +326,9 @@ pub fn edit(folder: &Folder, path: &str, old: &str, new: &str) -> Result<String,
         }
     };
     let edited = format!("{}{new}{}", &text[..at], &text[at + old.len()..]);
-    fs::write(&target, &edited).map_err(io_error("write", &shown_path))?;
+    open_beneath(folder, &target, &shown_path, "write", Access::Write)?
+        .write_all(edited.as_bytes())
+        .map_err(io_error("write", &shown_path))?;
     let line = text[..at].matches('\n').count() + 1;
     Ok(format!("edited `{shown_path}` at line {line}"))
 }

@@ -3,6 +3,13 @@
 //! Not a parser: scripts, styles and comments are dropped, block tags become
 //! line breaks, other tags vanish, common entities are decoded and
 //! whitespace is collapsed. Good enough for a model to read a page.
+//!
+//! Linear in the page's size, whatever it holds: a tag is looked for only
+//! up to the next `<` outside quotes (or [`MAX_TAG`] bytes), so a page full
+//! of stray `<` is read once, not once per `<`.
+
+/// The longest tag taken as one; a longer `<…` is text.
+const MAX_TAG: usize = 8192;
 
 /// Elements whose content is never text to read.
 const SKIPPED: &[&str] = &["script", "style", "noscript", "template", "svg", "title"];
@@ -74,7 +81,12 @@ pub fn readable(html: &str) -> String {
             continue;
         }
         let start = at;
-        let end = tag_end(html, at);
+        let Some(end) = tag_end(html, at) else {
+            // A stray `<` in text.
+            out.push('<');
+            at = start + 1;
+            continue;
+        };
         let tag = &lower[at + 1..end.saturating_sub(1).max(at + 1)];
         let closing = tag.starts_with('/');
         let name: String = tag
@@ -94,7 +106,7 @@ pub fn readable(html: &str) -> String {
         if !closing && SKIPPED.contains(&name.as_str()) && !tag.trim_end().ends_with('/') {
             let close = format!("</{name}");
             at = match lower[at..].find(&close) {
-                Some(found) => tag_end(html, at + found),
+                Some(found) => tag_end(html, at + found).unwrap_or(at + found + close.len()),
                 None => html.len(),
             };
             out.push('\n');
@@ -111,21 +123,33 @@ pub fn readable(html: &str) -> String {
 }
 
 /// Just past the `>` that ends the tag opening at `at`, quotes respected;
-/// the end of the text when it never closes.
-fn tag_end(html: &str, at: usize) -> usize {
+/// `None` when there is none before the next `<` outside quotes, within
+/// [`MAX_TAG`] bytes, or before the end (then the `<` is text). An unquoted
+/// `<` cannot be inside a tag, which is what keeps the whole page linear.
+fn tag_end(html: &str, at: usize) -> Option<usize> {
     let bytes = html.as_bytes();
+    let limit = bytes.len().min(at + MAX_TAG);
     let mut quote = None;
     let mut i = at + 1;
-    while i < bytes.len() {
+    while i < limit {
+        #[cfg(test)]
+        SCANNED.with(|scanned| scanned.set(scanned.get() + 1));
         match (quote, bytes[i]) {
-            (None, b'>') => return i + 1,
+            (None, b'>') => return Some(i + 1),
+            (None, b'<') => return None,
             (None, q @ (b'"' | b'\'')) => quote = Some(q),
             (Some(q), b) if b == q => quote = None,
             _ => {}
         }
         i += 1;
     }
-    html.len()
+    None
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Bytes looked at by `tag_end` on this thread, for the linearity test.
+    static SCANNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Decodes `&amp;`-style entities and numeric references; unknown ones stay.
@@ -231,6 +255,34 @@ and <b>bold</b>&nbsp;text.</p>
         assert_eq!(readable("1 < 2 and 3 > 2"), "1 < 2 and 3 > 2");
         assert_eq!(readable("<p>open <script>never closed"), "open");
         assert_eq!(readable("<div title='a > b'>quoted</div>"), "quoted");
+        assert_eq!(readable("a <b <i>c</i>"), "a <b c");
+    }
+
+    /// Counts the bytes `tag_end` looks at, by reading a page in two sizes:
+    /// the work must grow with the page, not with its square.
+    #[test]
+    fn a_page_of_stray_angle_brackets_is_read_in_linear_time() {
+        fn page(n: usize) -> String {
+            "a < b \" c ' <".repeat(n)
+        }
+        let scanned = |text: &str| {
+            SCANNED.with(|scanned| scanned.set(0));
+            let read = readable(text);
+            (read, SCANNED.with(std::cell::Cell::get))
+        };
+        let (small, small_work) = scanned(&page(1_000));
+        assert_eq!(small.matches('<').count(), 2_000, "every stray `<` stays");
+        let (big, big_work) = scanned(&page(20_000));
+        assert_eq!(big.matches('<').count(), 40_000);
+        let size = page(20_000).len();
+        assert!(
+            big_work <= 4 * size,
+            "{big_work} bytes looked at for {size}"
+        );
+        assert!(
+            big_work <= 25 * small_work,
+            "20 times the page, {big_work} against {small_work}"
+        );
     }
 
     #[test]

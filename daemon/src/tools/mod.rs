@@ -11,6 +11,7 @@
 //! - `keeper.rs`: the subreaper between hearthd and a command, so nothing it started outlives it.
 //! - `files.rs`: `read_file`, `write_file`, `edit_file`, `list_dir`.
 //! - `folder.rs`: where a path leads, confined to the working folder.
+//! - `beneath.rs`: opening a plain file beneath the folder in one step (`openat2`).
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
 //! - `show_image.rs`: `show_image`, an image of the working folder shown to people.
 //! - `html.rs`: HTML reduced to readable text (pure).
@@ -19,6 +20,7 @@
 //! - `whatsapp.rs`: `whatsapp_send`, a message the WhatsApp bridge sends (top agent only).
 
 mod args;
+mod beneath;
 mod config;
 mod date;
 mod files;

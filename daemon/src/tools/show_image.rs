@@ -10,6 +10,7 @@ use crate::images::ImageStore;
 use crate::model::ToolSpec;
 use hearth_protocol::image::{self, MAX_IMAGE_BYTES, MEDIA_TYPES};
 use serde_json::{json, Value};
+use std::io::Read;
 use std::sync::Arc;
 
 pub fn spec() -> ToolSpec {
@@ -77,7 +78,13 @@ fn read(folder: &Folder, path: &str) -> Result<(&'static str, Vec<u8>, String), 
             meta.len()
         ));
     }
-    let bytes = std::fs::read(&target).map_err(|err| format!("cannot read `{shown}`: {err}"))?;
+    let relative = target.strip_prefix(folder.root()).unwrap_or(&target);
+    let mut bytes = Vec::new();
+    super::beneath::open(folder.root(), relative, super::beneath::Access::Read)
+        .map_err(|err| format!("`{shown}` {err}"))?
+        .take(MAX_IMAGE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("cannot read `{shown}`: {err}"))?;
     let Some(media_type) = image::sniff(&bytes) else {
         let accepted = MEDIA_TYPES.map(|(media_type, _)| media_type).join(", ");
         return Err(format!(

@@ -149,10 +149,18 @@ impl Fetcher {
                     start.starts_with("<!doctype html") || start.starts_with("<html")
                 }));
         if looks_html {
-            if let Some(title) = html::title(&text) {
+            // Off the async workers: a 2 MB page is a few milliseconds of
+            // work (linear), but not the workers' to spend.
+            let html_text = text.into_owned();
+            let reduced = tokio::task::spawn_blocking(move || {
+                (html::title(&html_text), html::readable(&html_text))
+            })
+            .await;
+            let (title, readable) = reduced.unwrap_or_else(|_| (None, String::new()));
+            if let Some(title) = title {
                 page.push_str(&format!("Title: {title}\n\n"));
             }
-            page.push_str(&html::readable(&text));
+            page.push_str(&readable);
         } else if is_text(&lower_type) {
             page.push_str(&text);
         } else {
