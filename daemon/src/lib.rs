@@ -18,6 +18,7 @@
 //! - `local.rs`: a local Ollama server, used when no model is configured.
 //! - `model/`: the providers, one file per wire protocol.
 //! - `tools/`: the agent's tools, one file per family.
+//! - `mcp/`: tools from the MCP servers the user configured.
 //! - `approvals.rs`: tool calls that wait for a person's yes or no.
 pub mod approvals;
 pub mod bridges;
@@ -27,6 +28,7 @@ pub mod images;
 pub mod layout;
 pub mod local;
 pub mod log;
+pub mod mcp;
 pub mod memory;
 pub mod model;
 pub mod request;

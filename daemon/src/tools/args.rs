@@ -4,13 +4,17 @@
 //! Pure: no I/O. The scanner is our own because serde_json silently keeps
 //! the last of repeated keys, accepts unpaired escaped surrogates, and stops
 //! at 128 levels; a model's call must be unambiguous before anything runs.
-//! The schema check covers what tool schemas use: `type` (one or a list),
-//! `properties`, `required`, `additionalProperties: false`, `items`,
-//! `minimum`, `maximum` and `enum`. An optional property given as `null` is
-//! taken as absent, since models often write `null` for "not given".
+//! The schema check (`args/schema.rs`) covers what the built-in tools' and
+//! MCP servers' schemas use, and names what it cannot check
+//! ([`unsupported`]). An optional property given as `null` is taken as
+//! absent, since models often write `null` for "not given".
 
 use serde_json::{Map, Value};
 use std::collections::HashSet;
+
+mod schema;
+
+pub use schema::{check, unsupported};
 
 /// How deep arrays and objects may nest.
 pub const MAX_DEPTH: usize = 256;
@@ -68,6 +72,13 @@ pub enum ArgsError {
     Enum {
         place: String,
         choices: String,
+        found: String,
+    },
+    /// Any other rule of the schema: `rule` reads after "must".
+    #[error("arguments: {place} must {rule}, not {found}")]
+    Rule {
+        place: String,
+        rule: String,
         found: String,
     },
 }
@@ -372,178 +383,6 @@ impl Scanner<'_> {
             Ok(value @ Value::Number(_)) => Ok(value),
             _ => Err(bad(text)),
         }
-    }
-}
-
-/// Checks `value` against a tool's JSON schema.
-pub fn check(value: &Value, schema: &Value) -> Result<(), ArgsError> {
-    check_at(value, schema, "")
-}
-
-/// How an error names the place: the arguments, or a property's path.
-fn place(path: &str) -> String {
-    if path.is_empty() {
-        "the arguments".to_string()
-    } else {
-        format!("property `{path}`")
-    }
-}
-
-fn check_at(value: &Value, schema: &Value, path: &str) -> Result<(), ArgsError> {
-    if let Some(types) = schema.get("type") {
-        let allowed: Vec<&str> = match types {
-            Value::String(one) => vec![one.as_str()],
-            Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        if !allowed.is_empty() && !allowed.iter().any(|t| is_type(value, t)) {
-            return Err(ArgsError::Type {
-                place: place(path),
-                expected: allowed
-                    .iter()
-                    .map(|t| type_name(t))
-                    .collect::<Vec<_>>()
-                    .join(" or "),
-                found: describe(value),
-            });
-        }
-    }
-    if let Some(choices) = schema.get("enum").and_then(Value::as_array) {
-        if !choices.contains(value) {
-            return Err(ArgsError::Enum {
-                place: place(path),
-                choices: choices
-                    .iter()
-                    .map(|c| format!("`{}`", show(c)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                found: format!("`{}`", show(value)),
-            });
-        }
-    }
-    if let Some(found) = value.as_f64() {
-        if let Some(limit) = schema
-            .get("minimum")
-            .filter(|m| m.as_f64().is_some_and(|m| found < m))
-        {
-            return Err(ArgsError::Minimum {
-                place: place(path),
-                limit: limit.to_string(),
-                found: value.to_string(),
-            });
-        }
-        if let Some(limit) = schema
-            .get("maximum")
-            .filter(|m| m.as_f64().is_some_and(|m| found > m))
-        {
-            return Err(ArgsError::Maximum {
-                place: place(path),
-                limit: limit.to_string(),
-                found: value.to_string(),
-            });
-        }
-    }
-    match value {
-        Value::Object(map) => check_object(map, schema, path),
-        Value::Array(items) => match schema.get("items") {
-            Some(item_schema) => items
-                .iter()
-                .enumerate()
-                .try_for_each(|(i, item)| check_at(item, item_schema, &format!("{path}[{i}]"))),
-            None => Ok(()),
-        },
-        _ => Ok(()),
-    }
-}
-
-fn check_object(map: &Map<String, Value>, schema: &Value, path: &str) -> Result<(), ArgsError> {
-    let empty = Map::new();
-    let properties = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let join = |name: &str| {
-        if path.is_empty() {
-            name.to_string()
-        } else {
-            format!("{path}.{name}")
-        }
-    };
-    if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
-        if let Some(name) = map.keys().find(|key| !properties.contains_key(*key)) {
-            let known = properties.keys().map(String::as_str).collect::<Vec<_>>();
-            return Err(ArgsError::Unknown {
-                name: join(name),
-                known: if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                },
-            });
-        }
-    }
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    if let Some(name) = required.iter().find(|name| !map.contains_key(**name)) {
-        return Err(ArgsError::Missing(join(name)));
-    }
-    for (name, property) in properties {
-        match map.get(name) {
-            None => {}
-            Some(Value::Null) if !required.contains(&name.as_str()) => {}
-            Some(value) => check_at(value, property, &join(name))?,
-        }
-    }
-    Ok(())
-}
-
-fn is_type(value: &Value, name: &str) -> bool {
-    match name {
-        "string" => value.is_string(),
-        "integer" => value.is_i64() || value.is_u64(),
-        "number" => value.is_number(),
-        "boolean" => value.is_boolean(),
-        "array" => value.is_array(),
-        "object" => value.is_object(),
-        "null" => value.is_null(),
-        // A type this checker does not know is not held against the model.
-        _ => true,
-    }
-}
-
-fn type_name(name: &str) -> String {
-    match name {
-        "integer" => "an integer".to_string(),
-        "array" => "an array".to_string(),
-        "object" => "an object".to_string(),
-        "null" => "null".to_string(),
-        other => format!("a {other}"),
-    }
-}
-
-/// The kind of a value and, for a scalar, the value itself.
-fn describe(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_string(),
-        Value::Bool(b) => format!("a boolean ({b})"),
-        Value::Number(n) if n.is_f64() => format!("a number ({n})"),
-        Value::Number(n) => format!("an integer ({n})"),
-        Value::String(_) => format!("a string ({})", show(value)),
-        Value::Array(_) => "an array".to_string(),
-        Value::Object(_) => "an object".to_string(),
-    }
-}
-
-/// A value as JSON, cut short when long.
-fn show(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 60 {
-        format!("{}…", text.chars().take(60).collect::<String>())
-    } else {
-        text
     }
 }
 

@@ -37,6 +37,7 @@ mod web;
 mod whatsapp;
 mod zoom;
 
+pub use args::unsupported as unsupported_schema;
 pub use config::ToolsConfig;
 pub use date::now as date_now;
 pub use process::{keeper_in_use, use_keeper, Processes};
