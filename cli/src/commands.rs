@@ -318,6 +318,12 @@ pub fn status_text(status: &Status) -> String {
     if let Some(cost) = status.cost_today_usd {
         extra.push_str(&format!("today    ${cost:.4}\n"));
     }
+    for call in &status.mcp_calls {
+        extra.push_str(&format!(
+            "mcp call {}: {} {} ({} s)\n",
+            call.agent, call.server, call.tool, call.secs
+        ));
+    }
     format!(
         "agent    {}\nstate    {state}\nlast     {last}\nwaiting  {}\nmodel    {model}\nclients  {}\nuptime   {}\npid      {}\nversion  {}\n",
         status.agent, status.waiting, status.clients, uptime(status.uptime_secs), status.pid, status.version
@@ -445,6 +451,12 @@ mod tests {
             agents: vec![],
             next_schedule: Some("2026-12-01T09:00:00+01:00 stand-up".into()),
             cost_today_usd: Some(0.25),
+            mcp_calls: vec![hearth_protocol::McpCall {
+                agent: "hearth".into(),
+                server: "fs".into(),
+                tool: "read_file".into(),
+                secs: 3,
+            }],
         };
         let text = status_text(&status);
         assert!(text.contains("state    busy\n"), "{text}");
@@ -452,6 +464,10 @@ mod tests {
         assert!(text.contains("model    none configured\n"), "{text}");
         assert!(text.contains("pid      1234\n"), "{text}");
         assert!(text.contains("uptime   1h 1m\n"), "{text}");
+        assert!(
+            text.contains("mcp call hearth: fs read_file (3 s)\n"),
+            "{text}"
+        );
         assert!(
             text.contains("next     2026-12-01T09:00:00+01:00 stand-up\n"),
             "{text}"

@@ -19,6 +19,7 @@
 //! - `launch.rs`: attaching, with `hearthd` started in the background.
 //! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
+//! - `mcp.rs`: `hearth mcp`, the MCP servers and their tools.
 //! - `service.rs`: `hearth backup` and `hearth service install`.
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
 //!
@@ -33,6 +34,7 @@ pub mod keyboard;
 pub mod launch;
 pub mod look;
 pub mod markdown;
+pub mod mcp;
 pub mod sanitize;
 pub mod screen;
 pub mod service;

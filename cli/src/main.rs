@@ -72,6 +72,12 @@ enum Subcommands {
         #[arg(long)]
         json: bool,
     },
+    /// List the MCP servers: their state, tools and last error
+    Mcp {
+        /// The mcp frame as JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// End the running turn, if any
     Interrupt,
     /// Push an event from another program; the same key is processed once
@@ -216,6 +222,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             commands::status(&home, agent, json, &mut stdout).await?
         }
         Some(Subcommands::Interrupt) => commands::interrupt(&home, agent, &mut stdout).await?,
+        Some(Subcommands::Mcp { json }) => hearth_cli::mcp::mcp(&home, json, &mut stdout).await?,
         Some(Subcommands::Notify { key, source, words }) => {
             let text = commands::join_words(&words).ok_or(CommandError::NothingToSend)?;
             inbox::notify(&home, agent, key, text, source, &mut stdout).await?

@@ -5,7 +5,7 @@
 //!
 //! ```toml
 //! [approvals]
-//! tools = ["write_file", "web_fetch"]      # every call of these
+//! tools = ["write_file", "mcp__github__*"] # every call of these (`*` as below)
 //! shell = ["rm *", "git push*", "*sudo*"]  # shell commands matching a pattern
 //! timeout_secs = 300                       # then the call is denied
 //! ```
@@ -50,7 +50,7 @@ const WHO_CHARS: usize = 64;
 #[serde(deny_unknown_fields)]
 pub struct ApprovalsConfig {
     /// Tools every call of which needs approval (`shell` here covers every
-    /// command).
+    /// command); `*` and `?` match as in [`glob_matches`] (`mcp__github__*`).
     #[serde(default)]
     pub tools: Vec<String>,
     /// Patterns of shell commands that need approval: `*` matches any run
@@ -80,7 +80,7 @@ impl ApprovalsConfig {
     /// Whether this call (arguments already checked against the tool's
     /// schema) must wait for a person.
     pub fn needs_approval(&self, tool: &str, arguments: &Value) -> bool {
-        if self.tools.iter().any(|name| name == tool) {
+        if self.tools.iter().any(|name| glob_matches(name, tool)) {
             return true;
         }
         tool == "shell"

@@ -72,6 +72,9 @@ pub struct Config {
     /// The top agent's subagents (`[[agents]]`).
     #[serde(default)]
     pub agents: Vec<SubagentConfig>,
+    /// The MCP servers whose tools the agents get (`[[mcp]]`).
+    #[serde(default)]
+    pub mcp: Vec<crate::mcp::McpServerConfig>,
 }
 
 /// `[listen]`: an optional TCP listener for clients on other machines. It
@@ -116,6 +119,10 @@ pub struct SubagentConfig {
     /// Its tools' folder; `HOME/agents/NAME/work` when absent.
     #[serde(default)]
     pub workdir: Option<PathBuf>,
+    /// The `[[mcp]]` servers whose tools it gets (none by default; the top
+    /// agent gets every server).
+    #[serde(default)]
+    pub mcp: Vec<String>,
 }
 
 /// `[memory]`: how summaries are written.

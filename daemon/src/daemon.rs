@@ -10,7 +10,7 @@ use crate::log::Log;
 use crate::server::{self, Shared};
 use crate::startup::agents::{Agents, Starter};
 use crate::startup::models::{self, Models};
-use crate::startup::{checks, listen, lock, private_dir, prompts, secrets};
+use crate::startup::{checks, listen, lock, mcp, private_dir, prompts, secrets};
 use crate::tools::Processes;
 use hearth_protocol::home::Home;
 use std::future::Future;
@@ -29,7 +29,8 @@ const EVENT_BUFFER: usize = 4096;
 /// Start-up takes the home's lock (a second daemon on the same home refuses
 /// to start), reads the configuration (a broken file stops the start with the
 /// file, line and what is wrong), opens the log, writes each agent's default
-/// prompt on first start, checks the secrets, starts the agents' loops (which
+/// prompt on first start, checks the secrets, starts the MCP servers and
+/// waits for their tool lists, starts the agents' loops (which
 /// continue any turn a crash cut off), replaces a stale socket and listens on
 /// a fresh one with mode 0600, serves clients and starts the bridges.
 pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
@@ -40,6 +41,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let mut config = Config::load(&home.config_file())?;
     secrets::check_file(&home.secrets_file())?;
     checks::agent_names(&config)?;
+    mcp::check(&config, &home)?;
     let whatsapp = checks::whatsapp_contacts(&config, &home)?;
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let log = Log::open(&home.database(), events.clone())?;
@@ -50,6 +52,8 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let model = models.top(&home);
     let model_label = model.as_ref().map(crate::model::Model::label);
     let processes = Processes::new();
+    let (stop_mcp, mcp_stopped) = watch::channel(false);
+    let mcp = mcp::start(&config, &home, &processes, mcp_stopped).await;
     let images = ImageStore::new(&home.data_dir);
     // One registry for every agent: any client may answer any request.
     let approvals = Approvals::new(config.approvals.clone(), log.clone(), events.clone());
@@ -62,6 +66,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         approvals: &approvals,
         images: &images,
         models: &models,
+        mcp: &mcp,
     };
     let Agents {
         loops,
@@ -88,6 +93,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         started: std::time::Instant::now(),
         approvals,
         images,
+        mcp,
     });
     let mut server_tasks = vec![tokio::spawn(server::serve(
         unix,
@@ -111,6 +117,9 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     for task in agent_tasks {
         let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
     }
+    // The MCP servers' supervisors stop restarting them; their children
+    // die with the rest below.
+    let _ = stop_mcp.send(true);
     // Stopping the loop dropped a running tool, which killed its processes;
     // whatever is still listed dies here, so no child outlives the daemon.
     processes.kill_all(Duration::from_secs(5)).await;

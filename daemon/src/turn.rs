@@ -339,6 +339,12 @@ impl Agent {
         // The prompt, the tools and the state are read once: every request of
         // the chain extends the one before, byte for byte.
         let instructions = request::instructions(&self.prompt_file);
+        for change in self.tools.changes() {
+            let why = format!(
+                "{change}. The tools in the request changed, so the model's cached prefix starts over from this turn."
+            );
+            self.log.append(name, Agent::note(why)).await?;
+        }
         let specs = self.tools.specs();
         let mut state = format!(
             "Local time: {}\nYou are the agent `{name}`.",
@@ -451,6 +457,7 @@ impl Agent {
                     &outcome.images,
                     &outcome.recalled,
                 );
+                let message = outcome.provenance.mark(message);
                 self.log.finish_call(name, &record.call_id, message).await?;
             }
             if rounds >= self.limits.max_rounds {

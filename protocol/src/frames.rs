@@ -354,6 +354,8 @@ pub enum ClientFrame {
     },
     /// Ask for a `status` frame.
     Status,
+    /// Ask for an `mcp` frame: the MCP servers and their tools.
+    Mcp,
     /// An event from another program, with an idempotency key. Stored
     /// durably and answered to this client alone with `receipt`; it enters the
     /// log between turns, once, however often the key arrives.
@@ -475,6 +477,41 @@ pub struct Status {
     /// What all agents spent today, in USD.
     #[serde(default)]
     pub cost_today_usd: Option<f64>,
+    /// The MCP tool calls running now, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_calls: Vec<McpCall>,
+}
+
+/// An MCP tool call that runs now, in `status`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct McpCall {
+    pub agent: String,
+    pub server: String,
+    /// The server's own name of the tool.
+    pub tool: String,
+    /// Seconds since it started.
+    pub secs: u64,
+}
+
+/// One MCP server in an `mcp` frame.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct McpServer {
+    pub name: String,
+    /// `stdio: COMMAND` or `http: URL`.
+    pub transport: String,
+    /// `starting`, `ready`, `restarting` or `stopped`.
+    pub state: String,
+    /// The tools the agents are offered, by their offered names.
+    pub tools: Vec<String>,
+    /// Tools the server lists that are not offered: `NAME: why`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+    /// Why it last failed, if it ever did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Times it was restarted after a failure.
+    #[serde(default)]
+    pub restarts: u64,
 }
 
 /// One agent in `status`.
@@ -535,6 +572,10 @@ pub enum ServerFrame {
         messages: Vec<Message>,
     },
     Status(Status),
+    /// The answer to `mcp`: every configured server, by name.
+    Mcp {
+        servers: Vec<McpServer>,
+    },
     /// The answer to `notify`, to its sender alone.
     Receipt {
         status: ReceiptStatus,
@@ -591,7 +632,7 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 17] = [
+const CLIENT_TYPES: [&str; 18] = [
     "hello",
     "notify",
     "schedule_add",
@@ -603,6 +644,7 @@ const CLIENT_TYPES: [&str; 17] = [
     "interrupt",
     "history",
     "status",
+    "mcp",
     "state_get",
     "state_set",
     "stats",

@@ -105,6 +105,7 @@ pub async fn answer(frame: ClientFrame, context: &Context<'_>) -> Answer {
         ClientFrame::Interrupt => Ok(control::interrupt(context)),
         ClientFrame::History { before, limit } => reading::history(context, before, limit).await,
         ClientFrame::Status => reading::status(context).await,
+        ClientFrame::Mcp => Ok(reading::mcp(context)),
         ClientFrame::Stats { days } => reading::stats(context, days).await,
         ClientFrame::ScheduleAdd { when, text } => schedules::add(context, when, text).await,
         ClientFrame::ScheduleList => schedules::list(context).await,

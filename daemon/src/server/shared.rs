@@ -27,4 +27,6 @@ pub struct Shared {
     pub approvals: Approvals,
     /// Where `image_put` stores images and `image_get` reads them.
     pub images: ImageStore,
+    /// The MCP servers, for `mcp` and `status`.
+    pub mcp: crate::mcp::Mcp,
 }

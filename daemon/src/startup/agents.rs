@@ -43,6 +43,7 @@ pub struct Starter<'a> {
     pub approvals: &'a Approvals,
     pub images: &'a ImageStore,
     pub models: &'a Models,
+    pub mcp: &'a crate::mcp::Mcp,
 }
 
 /// What differs between the agents a daemon starts.
@@ -55,6 +56,8 @@ struct AgentSpec<'a> {
     family: Family,
     /// Who `whatsapp_send` may write to: the top agent's, never a child's.
     whatsapp: Option<WhatsAppContacts>,
+    /// The MCP servers it gets: those named, or every one for none.
+    mcp: Option<&'a [String]>,
 }
 
 impl Starter<'_> {
@@ -86,6 +89,7 @@ impl Starter<'_> {
                 model: models.named(child.model.as_ref()),
                 family: Family::Child(subagents.clone()),
                 whatsapp: None,
+                mcp: Some(&child.mcp),
             };
             let (agent_loop, handle) = self.start(spec).await?;
             subagents.attach_child(&child.name, handle.clone());
@@ -105,6 +109,7 @@ impl Starter<'_> {
             model,
             family,
             whatsapp,
+            mcp: None,
         };
         let (agent_loop, top) = self.start(spec).await?;
         subagents.attach_parent(top.clone());
@@ -209,6 +214,9 @@ impl Starter<'_> {
         }
         if let Some(contacts) = &spec.whatsapp {
             tools = tools.with_whatsapp(contacts.clone());
+        }
+        if !self.mcp.is_empty() {
+            tools = tools.with_mcp(self.mcp.for_agent(spec.name, spec.mcp));
         }
         // Last: it checks the names in `[approvals]` against every tool.
         Ok(tools.with_approvals(self.approvals.clone()))

@@ -37,6 +37,11 @@ pub enum StartError {
     #[error(transparent)]
     Window(Box<crate::model::window::TooSmall>),
     #[error("{path}: {source}")]
+    Mcp {
+        path: PathBuf,
+        source: crate::mcp::McpConfigError,
+    },
+    #[error("{path}: {source}")]
     WhatsAppContacts {
         path: PathBuf,
         source: crate::tools::WhatsAppContactsError,

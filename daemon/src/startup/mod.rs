@@ -6,6 +6,7 @@
 //! - `checks.rs`: agent names and the WhatsApp contacts, beyond the config's syntax.
 //! - `secrets.rs`: where keys and tokens are found; which variables hold them.
 //! - `models.rs`: `[model]`, a local Ollama server's, the agents' model names.
+//! - `mcp.rs`: the `[[mcp]]` servers, started before the agents.
 //! - `prompts.rs`: each agent's default prompt, written at first start.
 //! - `agents.rs`: the top agent and its subagents: tools, memory, loop.
 //! - `window.rs`: whether a layout fits its models' context windows.
@@ -16,6 +17,7 @@ pub mod checks;
 mod error;
 pub mod listen;
 pub mod lock;
+pub mod mcp;
 pub mod models;
 pub mod prompts;
 pub mod secrets;

@@ -40,6 +40,6 @@ mod zoom;
 pub use args::unsupported as unsupported_schema;
 pub use config::ToolsConfig;
 pub use date::now as date_now;
-pub use process::{keeper_in_use, use_keeper, Processes};
-pub use registry::{Outcome, Tools, Workspace, MAX_INVALID_IN_A_ROW};
+pub use process::{keeper_in_use, use_keeper, Exit, KillOnDrop, Processes, Running};
+pub use registry::{Outcome, Provenance, Tools, Workspace, MAX_INVALID_IN_A_ROW};
 pub use whatsapp::{Contacts as WhatsAppContacts, ContactsError as WhatsAppContactsError};

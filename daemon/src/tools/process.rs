@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{ChildStderr, ChildStdout, Command, Stdio};
+use std::process::{ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
@@ -101,6 +101,8 @@ impl Group {
 /// A started command. Dropping its `kill_on_drop` kills its whole group, so
 /// a caller keeps that bound for as long as the command may run.
 pub struct Running {
+    /// Only for [`Processes::spawn_speaker`]; otherwise stdin is closed.
+    pub stdin: Option<ChildStdin>,
     pub stdout: ChildStdout,
     pub stderr: ChildStderr,
     pub group: Arc<Group>,
@@ -168,13 +170,37 @@ impl Processes {
     /// keeper, when hearthd set one), with stdin closed and stdout and
     /// stderr piped.
     pub async fn spawn(&self, command: Command) -> io::Result<Running> {
+        self.spawn_with(command, Stdio::null(), false).await
+    }
+
+    /// As [`Processes::spawn`], for a program that speaks over its pipes
+    /// (an MCP server): stdin is piped too, and the program starts with an
+    /// empty environment but for what `command` sets (`env_clear` alone
+    /// would not survive the keeper's wrapping).
+    pub async fn spawn_speaker(&self, command: Command) -> io::Result<Running> {
+        self.spawn_with(command, Stdio::piped(), true).await
+    }
+
+    async fn spawn_with(
+        &self,
+        command: Command,
+        stdin: Stdio,
+        clear_env: bool,
+    ) -> io::Result<Running> {
         let keeper = KEEPER.get();
         let mut command = match keeper {
             Some(keeper) => under_keeper(keeper, &command),
             None => command,
         };
+        if clear_env {
+            let set: Vec<_> = command
+                .get_envs()
+                .filter_map(|(name, value)| Some((name.to_owned(), value?.to_owned())))
+                .collect();
+            command.env_clear().envs(set);
+        }
         command
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
@@ -312,6 +338,7 @@ fn start(mut command: Command, keeper: bool, processes: &Processes) -> io::Resul
         return Err(io::Error::other("the child's pipes are missing"));
     };
     Ok(Running {
+        stdin: child.stdin.take(),
         stdout,
         stderr,
         kill_on_drop: KillOnDrop(group.clone()),

@@ -17,9 +17,10 @@ use super::process::Processes;
 use super::shell::Shell;
 use super::web::Fetcher;
 use super::{args, date, files, schedule, shell, show_image, subagents, web, whatsapp, zoom};
-use crate::approvals::{Approvals, Verdict};
+use crate::approvals::{glob_matches, Approvals, Verdict};
 use crate::images::ImageStore;
 use crate::log::Log;
+use crate::mcp::McpTools;
 use crate::model::{ToolCall, ToolSpec};
 use crate::subagents::Subagents;
 use futures_util::stream::{self, Stream, StreamExt};
@@ -48,6 +49,43 @@ pub struct Outcome {
     /// A message for a bridge to send (`whatsapp_send`): its tool message
     /// carries it, and the bridge sends it once.
     pub outbox: Option<hearth_protocol::Outbox>,
+    /// Who wrote the output: hearth's own tools, or an MCP server.
+    pub provenance: Provenance,
+}
+
+/// Who wrote a call's output. What an MCP server returns is untrusted
+/// input (it may carry instructions meant to steer the agent), as a web
+/// page is; the tool message records it (`data.provenance`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Provenance {
+    /// A built-in tool, reporting what hearth did.
+    #[default]
+    Hearth,
+    /// The MCP server of this name.
+    Mcp { server: String },
+}
+
+impl Provenance {
+    /// Whether the output is untrusted input.
+    pub fn untrusted(&self) -> bool {
+        matches!(self, Provenance::Mcp { .. })
+    }
+
+    /// `message` (a call's tool message) naming where its output came
+    /// from: `data.provenance = {"mcp": SERVER, "untrusted": true}` for an
+    /// MCP server; hearth's own tools add nothing.
+    pub fn mark(&self, mut message: crate::log::NewMessage) -> crate::log::NewMessage {
+        if let Provenance::Mcp { server } = self {
+            let data = message.data.get_or_insert_with(|| serde_json::json!({}));
+            if let Some(object) = data.as_object_mut() {
+                object.insert(
+                    "provenance".to_string(),
+                    serde_json::json!({ "mcp": server, "untrusted": true }),
+                );
+            }
+        }
+        message
+    }
 }
 
 impl Outcome {
@@ -58,6 +96,7 @@ impl Outcome {
             images: Vec::new(),
             recalled: Vec::new(),
             outbox: None,
+            provenance: Provenance::Hearth,
         }
     }
 
@@ -136,6 +175,8 @@ pub struct Tools {
     images: Option<ImageStore>,
     /// Who `whatsapp_send` may write to; none: no `whatsapp_send`.
     whatsapp: Option<Arc<whatsapp::Contacts>>,
+    /// The MCP servers this agent gets; none: no MCP tools.
+    mcp: Option<McpTools>,
 }
 
 /// A call whose arguments passed the checks.
@@ -156,7 +197,20 @@ impl Tools {
             approvals: None,
             images: None,
             whatsapp: None,
+            mcp: None,
         }
+    }
+
+    /// Adds the tools of these MCP servers, after the built-in ones.
+    pub fn with_mcp(mut self, mcp: McpTools) -> Tools {
+        self.mcp = Some(mcp);
+        self
+    }
+
+    /// Sentences saying which MCP servers' tools changed since the last
+    /// turn: the request's tools differ from there on.
+    pub fn changes(&self) -> Vec<String> {
+        self.mcp.as_ref().map(McpTools::changes).unwrap_or_default()
     }
 
     /// Adds `show_image` (with a workspace) and lets requests carry the
@@ -178,7 +232,9 @@ impl Tools {
     pub fn with_approvals(mut self, approvals: Approvals) -> Tools {
         let specs = self.specs();
         for name in &approvals.config().tools {
-            if !specs.iter().any(|spec| &spec.name == name) {
+            // An MCP server's tools may not be listed yet.
+            let later = name.starts_with("mcp__");
+            if !later && !specs.iter().any(|spec| glob_matches(name, &spec.name)) {
                 tracing::warn!(agent = %self.agent, "[approvals] names `{name}`, which is not one of this agent's tools");
             }
         }
@@ -223,6 +279,9 @@ impl Tools {
         }
         if let Some(contacts) = &self.whatsapp {
             specs.push(whatsapp::spec(contacts));
+        }
+        if let Some(mcp) = &self.mcp {
+            specs.extend(mcp.specs());
         }
         specs
     }
@@ -287,13 +346,22 @@ impl Tools {
     /// Runs a checked call once it is approved (when it needs to be) and a
     /// permit of `running` is free; a denied call is an error outcome.
     async fn run_approved(&self, call: Checked<'_>, running: &Semaphore) -> Outcome {
-        if let Some(approvals) = &self.approvals {
-            if approvals.needs_approval(call.name, &call.arguments) {
+        let by_trust = self
+            .mcp
+            .as_ref()
+            .is_some_and(|mcp| mcp.needs_approval(call.name));
+        match &self.approvals {
+            Some(approvals) if by_trust || approvals.needs_approval(call.name, &call.arguments) => {
                 let verdict = approvals.ask(&self.agent, call.name, &call.arguments).await;
                 if let Verdict::Denied(why) = verdict {
                     return Outcome::error(why);
                 }
             }
+            // No one could be asked: the call does not run unapproved.
+            None if by_trust => {
+                return Outcome::error(format!("`{}` needs a person's approval", call.name))
+            }
+            _ => {}
         }
         // The semaphore is never closed; were it, the call would just run.
         let _permit = running.acquire().await.ok();
@@ -352,6 +420,12 @@ impl Tools {
                 Some(family) => subagents::call(family, name, &arguments).await,
                 None => Outcome::error(format!("there is no tool `{name}`")),
             },
+            (name, _) if self.mcp.as_ref().is_some_and(|mcp| mcp.handles(name)) => {
+                match &self.mcp {
+                    Some(mcp) => mcp.call(name, arguments, self.images.as_ref()).await,
+                    None => Outcome::error(format!("there is no tool `{name}`")),
+                }
+            }
             ("whatsapp_send", _) => match &self.whatsapp {
                 Some(contacts) => whatsapp::call(contacts, &arguments),
                 None => Outcome::error("there is no tool `whatsapp_send`"),

@@ -86,6 +86,7 @@ impl Shell {
     async fn watch(&self, running: Running, timeout: Duration) -> Outcome {
         // Bound for the whole call: dropping this future kills the group.
         let Running {
+            stdin: _,
             stdout,
             stderr,
             group,

@@ -1,4 +1,4 @@
-//! Frames that read without changing anything: `history`, `status`, `stats`.
+//! Frames that read without changing anything: `history`, `status`, `stats`, `mcp`.
 
 use super::{Answer, Context};
 use hearth_protocol::{AgentStatus, ServerFrame, Status};
@@ -70,6 +70,14 @@ pub async fn status(context: &Context<'_>) -> Answer {
                 .await?
                 .today,
         ),
+        mcp_calls: crate::mcp::running_calls(&shared.mcp),
     };
     Ok(ServerFrame::Status(status))
+}
+
+/// `mcp`: every MCP server, its state, tools and last error.
+pub fn mcp(context: &Context<'_>) -> ServerFrame {
+    ServerFrame::Mcp {
+        servers: crate::mcp::frame(&context.shared.mcp),
+    }
 }

@@ -1,0 +1,406 @@
+//! End-to-end: tools of MCP servers in a real `hearthd`, called by a fake
+//! model. The servers are the reference servers nobody here wrote
+//! (`@modelcontextprotocol/server-everything` and `server-filesystem`,
+//! pinned in tests/mcp/package-lock.json; `.ci/run` installs them), and a
+//! small misbehaving server written for these tests (tests/mcp/misbehaving.js).
+
+use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Reply};
+use hearth_tests::harness::{eventually, Client, Daemon, TestHome};
+use std::path::PathBuf;
+
+/// The folder of the test servers.
+fn servers() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
+    assert!(
+        dir.join("node_modules/.bin/mcp-server-everything").exists(),
+        "the reference MCP servers are not installed: run `npm ci --prefix tests/mcp`"
+    );
+    dir
+}
+
+fn everything() -> String {
+    format!(
+        "[[mcp]]\nname = \"ev\"\ncommand = \"{}\"\nargs = [\"stdio\"]\n",
+        servers()
+            .join("node_modules/.bin/mcp-server-everything")
+            .display()
+    )
+}
+
+fn filesystem(folder: &std::path::Path) -> String {
+    format!(
+        "[[mcp]]\nname = \"fs\"\ncommand = \"{}\"\nargs = [\"{}\"]\n",
+        servers()
+            .join("node_modules/.bin/mcp-server-filesystem")
+            .display(),
+        folder.display()
+    )
+}
+
+fn misbehaving(extra: &str) -> String {
+    format!(
+        "[[mcp]]\nname = \"bad\"\ncommand = \"node\"\nargs = [\"{}\"{extra}]\ntimeout_secs = 2\n",
+        servers().join("misbehaving.js").display()
+    )
+}
+
+struct Running {
+    model: FakeModel,
+    home: TestHome,
+    daemon: Daemon,
+    client: Client,
+}
+
+/// A daemon whose config has `extra` (the `[[mcp]]` tables and more).
+async fn start(extra: &str) -> Running {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n{extra}\n",
+        model.base_url(),
+    ));
+    let daemon = home.start();
+    let client = home.connect("terminal", None).await;
+    Running {
+        model,
+        home,
+        daemon,
+        client,
+    }
+}
+
+/// Submits `text` and waits for its reply; returns the `tool` events of the turn.
+async fn turn(t: &mut Running, text: &str) -> Vec<Event> {
+    let (id, _) = t.client.submit(text, "terminal", None).await;
+    t.client.reply_to(id).await;
+    t.client
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Tool && e.id.is_some_and(|at| at > id))
+        .cloned()
+        .collect()
+}
+
+/// The names of the tools in request `index`.
+fn tool_names(model: &FakeModel, index: usize) -> Vec<String> {
+    model.requests()[index].body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["function"]["name"].as_str())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The tool results sent back to the model in request `index`.
+fn results_sent(model: &FakeModel, index: usize) -> Vec<String> {
+    model.requests()[index].body["messages"]
+        .as_array()
+        .expect("chat messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_echo_goes_through_the_everything_server_and_back() {
+    let mut t = start(&everything()).await;
+    t.model.push(Reply::tool_call(
+        "mcp__ev__echo",
+        r#"{"message": "hello there"}"#,
+    ));
+    t.model.push(Reply::text("it echoed"));
+    let tools = turn(&mut t, "echo something").await;
+    assert_eq!(tools.len(), 1);
+    let text = tools[0].text.clone().unwrap();
+    assert_eq!(tools[0].status.as_deref(), Some("ok"), "{text}");
+    assert!(text.contains("Echo: hello there"), "{text}");
+    let names = tool_names(&t.model, 0);
+    let mcp: Vec<&String> = names.iter().filter(|n| n.starts_with("mcp__")).collect();
+    let mut sorted = mcp.clone();
+    sorted.sort();
+    assert_eq!(mcp, sorted, "MCP tools are sorted");
+    assert!(names.contains(&"mcp__ev__echo".to_string()));
+    let sent = results_sent(&t.model, 1);
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].starts_with("[MCP server `ev`]\n"), "{}", sent[0]);
+    // A call the server's schema refuses never reaches it.
+    t.model
+        .push(Reply::tool_call("mcp__ev__echo", r#"{"message": 5}"#));
+    t.model.push(Reply::text("fixed"));
+    let tools = turn(&mut t, "again").await;
+    assert_eq!(tools[0].status.as_deref(), Some("error"));
+    assert!(tools[0]
+        .text
+        .as_deref()
+        .unwrap()
+        .contains("property `message` must be a string"));
+    assert!(t.daemon.is_running());
+}
+
+#[tokio::test]
+async fn a_server_sees_none_of_hearthds_secrets_but_its_own_env() {
+    let config = everything().replace(
+        "args = [\"stdio\"]",
+        "args = [\"stdio\"]\nenv = { GIVEN = \"${MCP_GIVEN}\" }",
+    );
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\n\n{config}",
+        model.base_url(),
+    ));
+    let env = [
+        ("OPENAI_API_KEY", "sk-openai-secret"),
+        ("MCP_GIVEN", "given-value"),
+    ];
+    let daemon = Daemon::start_with_env(&home, &env);
+    let client = home.connect("terminal", None).await;
+    let mut t = Running {
+        model,
+        home,
+        daemon,
+        client,
+    };
+    t.model.push(Reply::tool_call("mcp__ev__get-env", "{}"));
+    t.model.push(Reply::text("seen"));
+    let tools = turn(&mut t, "what is your environment?").await;
+    let text = tools[0].text.clone().unwrap();
+    assert_eq!(tools[0].status.as_deref(), Some("ok"), "{text}");
+    assert!(text.contains("\"PATH\""), "{text}");
+    assert!(text.contains("given-value"), "{text}");
+    for secret in [
+        "sk-openai-secret",
+        "sk-test-secret",
+        "OPENAI_API_KEY",
+        "HEARTH_TEST_KEY",
+    ] {
+        assert!(!text.contains(secret), "{secret} leaked: {text}");
+    }
+}
+
+#[tokio::test]
+async fn an_image_result_is_stored_and_shown_to_the_model() {
+    let mut t = start(&everything()).await;
+    t.model
+        .push(Reply::tool_call("mcp__ev__get-tiny-image", "{}"));
+    t.model.push(Reply::text("a tiny image"));
+    let tools = turn(&mut t, "show me an image").await;
+    let text = tools[0].text.clone().unwrap();
+    assert_eq!(tools[0].status.as_deref(), Some("ok"), "{text}");
+    assert!(text.contains("[image "), "{text}");
+    let images = std::fs::read_dir(t.home.path().join("data/images"))
+        .or_else(|_| std::fs::read_dir(t.home.path().join("images")))
+        .map(|dir| dir.count())
+        .unwrap_or(0);
+    let messages = t.model.requests()[1].body["messages"].to_string();
+    assert!(
+        messages.contains("data:image/png;base64,"),
+        "the image goes back to the model ({images} stored)"
+    );
+}
+
+#[tokio::test]
+async fn the_filesystem_server_lists_its_folder_and_refuses_outside_it() {
+    let outside = tempfile::tempdir().unwrap();
+    let allowed = tempfile::tempdir().unwrap();
+    std::fs::write(allowed.path().join("notes.txt"), "hi").unwrap();
+    let mut t = start(&filesystem(allowed.path())).await;
+    let inside = format!(r#"{{"path": "{}"}}"#, allowed.path().display());
+    let beyond = format!(r#"{{"path": "{}"}}"#, outside.path().display());
+    t.model
+        .push(Reply::tool_call("mcp__fs__list_directory", inside));
+    t.model
+        .push(Reply::tool_call("mcp__fs__list_directory", beyond));
+    t.model.push(Reply::text("listed"));
+    let tools = turn(&mut t, "list the folder").await;
+    assert_eq!(tools.len(), 2);
+    let listed = tools[0].text.clone().unwrap();
+    assert_eq!(tools[0].status.as_deref(), Some("ok"), "{listed}");
+    assert!(listed.contains("[FILE] notes.txt"), "{listed}");
+    let refused = tools[1].text.clone().unwrap();
+    assert_eq!(tools[1].status.as_deref(), Some("error"), "{refused}");
+    assert!(refused.contains("outside allowed directories"), "{refused}");
+}
+
+#[tokio::test]
+async fn a_write_through_the_filesystem_server_waits_for_approval() {
+    let allowed = tempfile::tempdir().unwrap();
+    let mut t = start(&filesystem(allowed.path())).await;
+    let mut approver = t.home.connect("approver", None).await;
+    let target = allowed.path().join("new.txt");
+    let arguments = format!(
+        r#"{{"path": "{}", "content": "written"}}"#,
+        target.display()
+    );
+    t.model
+        .push(Reply::tool_call("mcp__fs__write_file", arguments));
+    t.model.push(Reply::text("wrote it"));
+    let (id, _) = t.client.submit("write a file", "terminal", None).await;
+    let asked = approver
+        .wait_for(|e| {
+            e.kind == EventKind::Approval
+                && e.approval.as_ref().is_some_and(|a| a.allowed.is_none())
+        })
+        .await;
+    let approval = asked.approval.unwrap();
+    assert_eq!(approval.tool, "mcp__fs__write_file");
+    assert!(!target.exists(), "nothing is written before the yes");
+    let answer = approver
+        .request(ClientFrame::Approve {
+            id: approval.id.clone(),
+            allow: true,
+            by: None,
+        })
+        .await;
+    assert!(!matches!(answer, ServerFrame::Error { .. }), "{answer:?}");
+    t.client.reply_to(id).await;
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "written");
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_costs_one_error_and_the_server_comes_back() {
+    let starts = tempfile::NamedTempFile::new().unwrap();
+    let log = format!(", \"--log\", \"{}\"", starts.path().display());
+    let mut t = start(&format!(
+        "{}[approvals]\ntools = []\n",
+        misbehaving(&log).replace("timeout_secs = 2", "trust = \"read\"\ntimeout_secs = 2")
+    ))
+    .await;
+    t.model.push(Reply::tool_call("mcp__bad__crash", "{}"));
+    t.model.push(Reply::text("it crashed"));
+    let tools = turn(&mut t, "crash it").await;
+    let text = tools[0].text.clone().unwrap();
+    assert_eq!(tools[0].status.as_deref(), Some("error"));
+    assert!(
+        text.contains("the MCP server `bad` stopped during the call"),
+        "{text}"
+    );
+    assert!(text.contains("exited with status 3"), "{text}");
+    assert!(text.contains("crashing on purpose"), "{text}");
+    eventually("the server restarted", || async {
+        (std::fs::read_to_string(starts.path())
+            .unwrap()
+            .lines()
+            .count()
+            >= 2)
+            .then_some(())
+    })
+    .await;
+    // Once it is back, its tools work again.
+    eventually("the server is ready", || async {
+        mcp_status(&t.home)
+            .await
+            .contains("bad: ready")
+            .then_some(())
+    })
+    .await;
+    t.model
+        .push(Reply::tool_call("mcp__bad__echo", r#"{"text": "back"}"#));
+    t.model.push(Reply::text("back"));
+    let tools = turn(&mut t, "echo").await;
+    assert!(tools[0].text.as_deref().unwrap().contains("echo: back"));
+    assert!(t.daemon.is_running());
+}
+
+#[tokio::test]
+async fn a_hung_call_times_out_and_a_line_that_is_not_json_is_a_fault() {
+    let mut t =
+        start(&misbehaving("").replace("timeout_secs = 2", "trust = \"read\"\ntimeout_secs = 2"))
+            .await;
+    t.model.push(Reply::tool_call("mcp__bad__hang", "{}"));
+    t.model.push(Reply::text("it hung"));
+    let tools = turn(&mut t, "hang").await;
+    let text = tools[0].text.clone().unwrap();
+    assert_eq!(tools[0].status.as_deref(), Some("error"));
+    assert!(text.contains("did not answer within 2 s"), "{text}");
+    eventually("the server is ready", || async {
+        mcp_status(&t.home)
+            .await
+            .contains("bad: ready")
+            .then_some(())
+    })
+    .await;
+    t.model.push(Reply::tool_call("mcp__bad__garbage", "{}"));
+    t.model.push(Reply::text("garbage"));
+    let tools = turn(&mut t, "garbage").await;
+    let text = tools[0].text.clone().unwrap();
+    assert_eq!(tools[0].status.as_deref(), Some("error"));
+    assert!(
+        text.contains("a line that is not JSON: `this is not json`"),
+        "{text}"
+    );
+    assert!(t.daemon.is_running());
+}
+
+#[tokio::test]
+async fn a_changed_tool_list_changes_the_next_request_with_a_note() {
+    let mut t =
+        start(&misbehaving("").replace("timeout_secs = 2", "trust = \"read\"\ntimeout_secs = 2"))
+            .await;
+    t.model.push(Reply::tool_call("mcp__bad__grow", "{}"));
+    t.model.push(Reply::text("grown"));
+    turn(&mut t, "grow").await;
+    assert!(!tool_names(&t.model, 1).contains(&"mcp__bad__extra".to_string()));
+    eventually("the new list is known", || async {
+        mcp_status(&t.home)
+            .await
+            .contains("mcp__bad__extra")
+            .then_some(())
+    })
+    .await;
+    t.model.push(Reply::text("ok"));
+    turn(&mut t, "next").await;
+    assert!(tool_names(&t.model, 2).contains(&"mcp__bad__extra".to_string()));
+    let notes: Vec<String> = t
+        .home
+        .history()
+        .await
+        .into_iter()
+        .filter(|m| m.kind == hearth_protocol::Kind::Note)
+        .map(|m| m.text)
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("`bad` now offers 6 tool(s)")
+                && n.contains("tools/list_changed")
+                && n.contains("cached prefix starts over")),
+        "{notes:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_tools_part_of_the_request_is_the_same_bytes_at_every_start() {
+    let allowed = tempfile::tempdir().unwrap();
+    let config = format!("{}{}", everything(), filesystem(allowed.path()));
+    let mut first = start(&config).await;
+    first.model.push(Reply::text("one"));
+    turn(&mut first, "hi").await;
+    let tools_once = first.model.requests()[0].body["tools"].to_string();
+    first.daemon.stop();
+    let mut again = first.home.start();
+    let mut client = first.home.connect("terminal", None).await;
+    first.model.push(Reply::text("two"));
+    let (id, _) = client.submit("hi again", "terminal", None).await;
+    client.reply_to(id).await;
+    let tools_twice = first.model.requests()[1].body["tools"].to_string();
+    assert_eq!(tools_once, tools_twice);
+    assert!(tools_once.contains("mcp__fs__list_directory"));
+    assert!(tools_once.contains("mcp__ev__echo"));
+    again.stop();
+}
+
+/// `hearth mcp`'s output.
+async fn mcp_status(home: &TestHome) -> String {
+    let output = home.hearth_async(&["mcp"]).await;
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
