@@ -1,13 +1,24 @@
 //! End-to-end: what the providers' own documentation says they refuse or
 //! answer, and that the user is told the truth about it — an effort a
 //! provider does not take stops the start, an older Anthropic model is asked
-//! to think in the form it takes.
+//! to think in the form it takes, a refusal is the reply, a cut answer says
+//! it was cut, and every request a provider billed is in `hearth stats`.
 
-use hearth_protocol::EventKind;
+use hearth_protocol::{ending, EventKind};
 use hearth_tests::bins;
-use hearth_tests::fake_model::{FakeModel, Reply};
+use hearth_tests::fake_model::{FakeModel, Finish, Reply, Usage};
 use hearth_tests::harness::TestHome;
-use serde_json::json;
+use serde_json::{json, Value};
+
+/// Each wire protocol, streamed and not: (provider, stream).
+const PROTOCOLS: [(&str, bool); 6] = [
+    ("openai", true),
+    ("openai", false),
+    ("openai-chat", true),
+    ("openai-chat", false),
+    ("anthropic", true),
+    ("anthropic", false),
+];
 
 fn home() -> TestHome {
     TestHome::new(bins!())
@@ -63,4 +74,141 @@ async fn an_older_claude_is_asked_for_budgeted_thinking() {
         json!({"type": "enabled", "budget_tokens": 4096})
     );
     assert!(body.get("output_config").is_none(), "{body}");
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `hearth stats --json`, one value per line.
+async fn stats(home: &TestHome) -> Vec<Value> {
+    let output = home.hearth_async(&["stats", "--json"]).await;
+    assert!(output.status.success(), "{output:?}");
+    stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// A refusal, as each API documents it (`message.refusal`, a `refusal`
+/// part, `stop_reason: "refusal"`), is the reply the user reads: the
+/// terminal, `hearth send --wait` and the log show it, marked as one.
+#[tokio::test]
+async fn a_refusal_is_the_reply_the_user_reads() {
+    let model = FakeModel::start().await;
+    for (provider, stream) in PROTOCOLS {
+        let home = home();
+        home.write_config(&model_section(
+            provider,
+            "fake-model",
+            &model.base_url(),
+            &format!("stream = {stream}\n"),
+        ));
+        let _daemon = home.start();
+        let words = "I can't help with that.";
+        model.push(Reply::ended(words, Finish::Refusal));
+        let output = home
+            .hearth_async(&["send", "--wait", "do the bad thing"])
+            .await;
+        let said = stdout(&output);
+        assert!(output.status.success(), "{provider} {stream}: {output:?}");
+        assert!(said.contains(words), "{provider} {stream}: {said}");
+        assert!(said.contains("[the model refused to answer]"), "{said}");
+        let log = home.history().await;
+        let reply = log.last().unwrap();
+        assert_eq!(reply.text, words, "{provider} {stream}");
+        assert_eq!(reply.status.as_deref(), Some(ending::REFUSED));
+    }
+}
+
+/// An answer cut at the output limit or by the content filter is logged
+/// with a status that says so; every client shows the line that says why
+/// and which setting to raise.
+#[tokio::test]
+async fn a_cut_answer_says_it_was_cut_and_why() {
+    let model = FakeModel::start().await;
+    for (provider, stream) in PROTOCOLS {
+        let home = home();
+        home.write_config(&model_section(
+            provider,
+            "fake-model",
+            &model.base_url(),
+            &format!("stream = {stream}\nmax_tokens = 2000\n"),
+        ));
+        let _daemon = home.start();
+        let mut client = home.connect("terminal", None).await;
+        model.push(Reply::ended("The first half of", Finish::Length));
+        let (id, _) = client.submit("write a lot", "terminal", None).await;
+        let reply = client.reply_to(id).await;
+        assert_eq!(reply.text.as_deref(), Some("The first half of"));
+        assert_eq!(
+            reply.status.as_deref(),
+            Some(ending::CUT_MAX_TOKENS),
+            "{provider} {stream}"
+        );
+        let log = home.hearth_async(&["log"]).await;
+        let log = stdout(&log);
+        assert!(log.contains("reply/cut_max_tokens"), "{log}");
+        assert!(log.contains("raise max_tokens in [model]"), "{log}");
+        if provider != "anthropic" {
+            model.push(Reply::ended("Some", Finish::ContentFilter));
+            let output = home.hearth_async(&["send", "--wait", "again"]).await;
+            let said = stdout(&output);
+            assert!(
+                said.contains("Some\n[cut off by the provider's content filter]"),
+                "{said}"
+            );
+        }
+    }
+}
+
+/// A stream cut off mid-answer reports no usage, but the provider billed
+/// it: it is in `hearth stats`, counted at an estimate that says so; a cut
+/// answer's reported usage is counted as reported.
+#[tokio::test]
+async fn every_billed_request_is_in_stats() {
+    let model = FakeModel::start().await;
+    for provider in ["openai", "openai-chat", "anthropic"] {
+        let home = home();
+        home.write_config(&model_section(
+            provider,
+            "fake-model",
+            &model.base_url(),
+            "",
+        ));
+        let _daemon = home.start();
+        let mut client = home.connect("terminal", None).await;
+        model.push(Reply::dropped("Half an answer"));
+        let (id, _) = client.submit("tell me", "terminal", None).await;
+        let error = client
+            .wait_for(|e| e.kind == EventKind::Error && e.answers.contains(&id))
+            .await;
+        assert!(error.text.unwrap().contains("ended before it was complete"));
+        let rows = stats(&home).await;
+        assert_eq!(rows.len(), 1, "{provider}: {rows:?}");
+        assert_eq!(rows[0]["requests"], 1, "{provider}");
+        assert_eq!(rows[0]["estimated_requests"], 1, "{provider}");
+        assert!(rows[0]["input_tokens"].as_u64().unwrap() > 100, "{rows:?}");
+        assert!(rows[0]["output_tokens"].as_u64().unwrap() >= 4, "{rows:?}");
+        let table = stdout(&home.hearth_async(&["stats"]).await);
+        assert!(table.contains("(1 estimated)"), "{table}");
+
+        let usage = Usage {
+            input: 1000,
+            cached_input: 0,
+            cache_write: 0,
+            output: 77,
+        };
+        model.push(Reply::with_usage(
+            Reply::ended("Cut", Finish::Length),
+            usage,
+        ));
+        let (id, _) = client.submit("more", "terminal", None).await;
+        client.reply_to(id).await;
+        let rows = stats(&home).await;
+        assert_eq!(rows[0]["requests"], 2, "{provider}");
+        assert_eq!(rows[0]["estimated_requests"], 1, "{provider}");
+        let output = rows[0]["output_tokens"].as_u64().unwrap();
+        assert!(output >= 77 + 4, "{provider}: {rows:?}");
+    }
 }

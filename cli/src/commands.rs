@@ -97,7 +97,8 @@ pub async fn send(
             .iter()
             .find(|message| message.kind == Kind::Reply && message.answers.contains(&id));
         if let Some(reply) = reply {
-            return report(Verdict::Reply(reply.text.clone()), out);
+            let text = hearth_protocol::ending::shown(&reply.text, reply.status.as_deref());
+            return report(Verdict::Reply(text), out);
         }
         // Not answered yet, or its turn failed before this client was there:
         // the status check below tells the two apart.
@@ -145,7 +146,10 @@ pub fn verdict(event: &Event, id: u64) -> Option<Verdict> {
     }
     let text = event.text.clone().unwrap_or_default();
     match event.kind {
-        EventKind::Reply => Some(Verdict::Reply(text)),
+        EventKind::Reply => Some(Verdict::Reply(hearth_protocol::ending::shown(
+            &text,
+            event.status.as_deref(),
+        ))),
         EventKind::Error => Some(Verdict::Failed(text)),
         _ => None,
     }
@@ -213,7 +217,11 @@ pub fn log_line(message: &Message) -> String {
         Some(status) => format!("{}/{status}", message.kind),
         None => message.kind.to_string(),
     };
-    let text = message.text.replace('\n', "\n    ");
+    let text = match message.kind {
+        Kind::Reply => hearth_protocol::ending::shown(&message.text, message.status.as_deref()),
+        _ => message.text.clone(),
+    };
+    let text = text.replace('\n', "\n    ");
     let line = format!(
         "#{} {} {kind} [{}] {text}",
         message.id,

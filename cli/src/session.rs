@@ -230,7 +230,14 @@ impl Session {
             EventKind::Reply | EventKind::Echo => Show::Words {
                 agent: event.agent.clone(),
                 at: event.at.clone().unwrap_or_default(),
-                text: event.text.clone().unwrap_or_default(),
+                // A cut or refused reply carries the line that says so.
+                text: match event.kind {
+                    EventKind::Reply => hearth_protocol::ending::shown(
+                        event.text.as_deref().unwrap_or_default(),
+                        event.status.as_deref(),
+                    ),
+                    _ => event.text.clone().unwrap_or_default(),
+                },
             },
             _ => {
                 let mine = event.kind == EventKind::User && self.is_mine(event);

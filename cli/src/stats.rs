@@ -55,6 +55,7 @@ struct JsonRow<'a> {
     output_tokens: u64,
     cost_usd: f64,
     unpriced_requests: u64,
+    estimated_requests: u64,
 }
 
 pub fn json_line(row: &StatsRow) -> String {
@@ -69,6 +70,7 @@ pub fn json_line(row: &StatsRow) -> String {
         output_tokens: row.output_tokens,
         cost_usd: row.cost_usd,
         unpriced_requests: row.unpriced_requests,
+        estimated_requests: row.estimated_requests,
     };
     // Plain fields only: serializing cannot fail.
     serde_json::to_string(&line).unwrap_or_default()
@@ -87,12 +89,17 @@ fn usd(amount: f64) -> String {
     }
 }
 
-/// The cost cell: the priced requests' cost, and how many were unpriced.
+/// The cost cell: the priced requests' cost, how many were unpriced, and
+/// how many are counted at hearth's estimate (the provider reported none).
 fn cost(row: &StatsRow) -> String {
-    match (row.unpriced_requests, row.requests) {
+    let cost = match (row.unpriced_requests, row.requests) {
         (0, _) => usd(row.cost_usd),
         (unpriced, all) if unpriced == all => "unpriced".to_string(),
         (unpriced, _) => format!("{} +{unpriced} unpriced", usd(row.cost_usd)),
+    };
+    match row.estimated_requests {
+        0 => cost,
+        estimated => format!("{cost} ({estimated} estimated)"),
     }
 }
 
@@ -140,6 +147,7 @@ pub fn table(rows: &[StatsRow], days: u32) -> Vec<String> {
             output_tokens: 0,
             cost_usd: 0.0,
             unpriced_requests: 0,
+            estimated_requests: 0,
         };
         for row in rows {
             total.requests += row.requests;
@@ -149,6 +157,7 @@ pub fn table(rows: &[StatsRow], days: u32) -> Vec<String> {
             total.output_tokens += row.output_tokens;
             total.cost_usd += row.cost_usd;
             total.unpriced_requests += row.unpriced_requests;
+            total.estimated_requests += row.estimated_requests;
         }
         cells.push(line(&total));
     }
@@ -193,6 +202,7 @@ mod tests {
             output_tokens: 300,
             cost_usd,
             unpriced_requests: unpriced,
+            estimated_requests: 0,
         }
     }
 
@@ -220,6 +230,14 @@ mod tests {
             lines[4].contains(" 9 ") && lines[4].contains("30000"),
             "{lines:?}"
         );
+    }
+
+    #[test]
+    fn estimated_requests_are_named_in_the_cost() {
+        let mut estimated = row("2026-03-01", "hearth", 3, 0, 0.5);
+        estimated.estimated_requests = 2;
+        let lines = table(&[estimated], 1);
+        assert!(lines[1].ends_with("$0.5000 (2 estimated)"), "{lines:?}");
     }
 
     #[test]

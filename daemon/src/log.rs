@@ -435,8 +435,40 @@ fn limit_for_tests(connection: &Connection) -> Result<(), LogError> {
     Ok(())
 }
 
-/// Creates every table that does not exist yet (schema version 1).
+/// Creates every table that does not exist yet (schema version 1), and
+/// adds the columns added since to a database that lacks them.
 fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
+    create_tables(connection)?;
+    add_column(
+        connection,
+        "usage",
+        "estimated",
+        "INTEGER NOT NULL DEFAULT 0",
+    )
+}
+
+/// Adds `column` to `table` unless it has it: columns added within schema
+/// version 1 with a default, so an older database reads the same.
+fn add_column(
+    connection: &Connection,
+    table: &str,
+    column: &str,
+    definition: &str,
+) -> Result<(), rusqlite::Error> {
+    let exists: bool = connection.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+        rusqlite::params![table, column],
+        |row| row.get(0),
+    )?;
+    if !exists {
+        connection.execute_batch(&format!(
+            "ALTER TABLE {table} ADD COLUMN {column} {definition}"
+        ))?;
+    }
+    Ok(())
+}
+
+fn create_tables(connection: &Connection) -> Result<(), rusqlite::Error> {
     connection.execute_batch(
         "CREATE TABLE IF NOT EXISTS messages (
             agent  TEXT NOT NULL,
@@ -557,7 +589,8 @@ fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
             cost_usd     REAL NOT NULL,
             priced       INTEGER NOT NULL,
             day          TEXT NOT NULL,
-            at           TEXT NOT NULL
+            at           TEXT NOT NULL,
+            estimated    INTEGER NOT NULL DEFAULT 0
         );
         CREATE INDEX IF NOT EXISTS usage_by_day ON usage (day);
         CREATE TABLE IF NOT EXISTS budget_notes (

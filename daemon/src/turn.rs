@@ -401,25 +401,32 @@ impl Agent {
             };
             // Switches to a fallback model, logged as notes whatever the outcome.
             let mut notes = Vec::new();
-            let started = std::time::Instant::now();
+            // Every try the provider billed, answered or not.
+            let mut bills = Vec::new();
             let result = model
-                .complete(&request, &mut on_text, &mut |note| notes.push(note))
+                .complete(
+                    &request,
+                    &mut on_text,
+                    &mut |note| notes.push(note),
+                    &mut bills,
+                )
                 .await;
-            let latency = started.elapsed();
             for note in notes {
                 self.log.append(name, Agent::note(note)).await?;
             }
+            self.meter.record(Purpose::Turn, &bills).await?;
             let response: Response = match result {
-                Ok(response) => {
-                    self.meter.record(Purpose::Turn, &response, latency).await?;
-                    response
-                }
+                Ok(response) => response,
                 Err(err) => return Ok(Ending::Failed(err.to_string())),
             };
             rounds += 1;
             if response.tool_calls.is_empty() {
-                let reply = NewMessage::new(Kind::Reply, name, response.text.clone())
+                let mut reply = NewMessage::new(Kind::Reply, name, response.text.clone())
                     .with_data(json!({ "answers": taken }));
+                // A cut or refused answer says so in its status.
+                if let Some(status) = response.ending.status() {
+                    reply = reply.with_status(status);
+                }
                 self.log.finish_turn(name, *turn, vec![reply]).await?;
                 return Ok(Ending::Replied(response.text));
             }

@@ -19,14 +19,13 @@ pub use budget::{usd, Budget, Spending, Warning, WARN_AT};
 pub use prices::{Price, PriceConfig, Prices};
 
 use crate::log::{append, Log, LogError, NewMessage};
-use crate::model::{Response, Usage};
+use crate::model::{Bill, Usage};
 use crate::turn::DAEMON_SOURCE;
 use chrono::{DateTime, Local, NaiveDate};
 use hearth_protocol::{Kind, Message, StatsRow};
 use rusqlite::{params, Connection};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Why a request was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +57,9 @@ pub struct Record {
     pub latency_ms: u64,
     /// None for an unpriced model, stored as cost 0.
     pub cost_usd: Option<f64>,
+    /// The usage is hearth's estimate: the provider reported none (a cut
+    /// stream, a failure after it accepted the request).
+    pub estimated: bool,
     /// When the answer came; its local day is the day it counts for.
     pub at: DateTime<Local>,
 }
@@ -109,25 +111,24 @@ impl Meter {
         Ok(self.budget.refusal(spending, self.config_file.as_path()))
     }
 
-    /// Stores one answered request, priced by the model that answered; logs
-    /// a note when the spending passed 80% of a budget for the first time in
-    /// its period.
-    pub async fn record(
-        &self,
-        purpose: Purpose,
-        response: &Response,
-        latency: Duration,
-    ) -> Result<(), LogError> {
-        let record = Record {
-            agent: self.agent.clone(),
-            purpose,
-            model: response.model.clone(),
-            usage: response.usage,
-            latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
-            cost_usd: self.prices.cost(&response.model, &response.usage),
-            at: Local::now(),
-        };
-        self.log.record_usage(record, self.budget).await.map(|_| ())
+    /// Stores every billed try of one call (see [`Bill`]), each priced by
+    /// the model tried; logs a note when the spending passed 80% of a
+    /// budget for the first time in its period.
+    pub async fn record(&self, purpose: Purpose, bills: &[Bill]) -> Result<(), LogError> {
+        for bill in bills {
+            let record = Record {
+                agent: self.agent.clone(),
+                purpose,
+                model: bill.model.clone(),
+                usage: bill.usage,
+                latency_ms: u64::try_from(bill.latency.as_millis()).unwrap_or(u64::MAX),
+                cost_usd: self.prices.cost(&bill.model, &bill.usage),
+                estimated: bill.estimated,
+                at: Local::now(),
+            };
+            self.log.record_usage(record, self.budget).await?;
+        }
+        Ok(())
     }
 }
 
@@ -165,8 +166,8 @@ impl Log {
             let day = record.at.date_naive();
             tx.execute(
                 "INSERT INTO usage (agent, purpose, model, input, cached_input, cache_write,
-                                    output, latency_ms, cost_usd, priced, day, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                    output, latency_ms, cost_usd, priced, day, at, estimated)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 params![
                     record.agent,
                     record.purpose.as_str(),
@@ -180,6 +181,7 @@ impl Log {
                     record.cost_usd.is_some(),
                     day_text(day),
                     record.at.to_rfc3339(),
+                    record.estimated,
                 ],
             )?;
             let mut notes = Vec::new();
@@ -212,7 +214,7 @@ impl Log {
         self.run(move |tx, _| {
             let mut statement = tx.prepare_cached(
                 "SELECT day, agent, COUNT(*), SUM(input), SUM(cached_input), SUM(cache_write),
-                        SUM(output), SUM(cost_usd), SUM(priced = 0)
+                        SUM(output), SUM(cost_usd), SUM(priced = 0), SUM(estimated)
                  FROM usage WHERE day >= ?1 GROUP BY day, agent ORDER BY day, agent",
             )?;
             let count = |row: &rusqlite::Row, at| row.get::<_, i64>(at).map(|n| n.max(0) as u64);
@@ -227,6 +229,7 @@ impl Log {
                     output_tokens: count(row, 6)?,
                     cost_usd: row.get(7)?,
                     unpriced_requests: count(row, 8)?,
+                    estimated_requests: count(row, 9)?,
                 })
             })?;
             rows.collect()
@@ -244,6 +247,7 @@ pub fn window_start(today: NaiveDate, days: u32) -> NaiveDate {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use std::time::Duration;
     use tokio::sync::broadcast;
 
     fn open(dir: &tempfile::TempDir) -> Log {
@@ -271,6 +275,7 @@ mod tests {
             },
             latency_ms: 120,
             cost_usd,
+            estimated: false,
             at: when,
         }
     }
@@ -377,16 +382,17 @@ mod tests {
             dir.path().join("config.toml"),
         );
         assert_eq!(meter.refusal().await.unwrap(), None);
-        let free = Response {
+        let free = Bill {
             model: "openai-chat/local-thing".into(),
             usage: Usage {
                 input: 1_000_000,
                 ..Usage::default()
             },
-            ..Response::default()
+            estimated: false,
+            latency: Duration::from_millis(5),
         };
         meter
-            .record(Purpose::Compaction, &free, Duration::from_millis(5))
+            .record(Purpose::Compaction, std::slice::from_ref(&free))
             .await
             .unwrap();
         assert_eq!(
@@ -394,13 +400,14 @@ mod tests {
             None,
             "unpriced costs nothing"
         );
-        let paid = Response {
+        let paid = Bill {
             model: "openai-chat/pricey".into(),
+            estimated: true,
             ..free
         };
         meter
             .for_agent("b")
-            .record(Purpose::Turn, &paid, Duration::from_millis(5))
+            .record(Purpose::Turn, &[paid])
             .await
             .unwrap();
         let why = meter.refusal().await.unwrap().unwrap();
@@ -414,6 +421,10 @@ mod tests {
             ("a", 1)
         );
         assert!((rows[1].cost_usd - 1000.0).abs() < 1e-9);
+        assert_eq!(
+            (rows[0].estimated_requests, rows[1].estimated_requests),
+            (0, 1)
+        );
     }
 
     #[test]

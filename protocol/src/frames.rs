@@ -436,6 +436,11 @@ pub struct StatsRow {
     pub cost_usd: f64,
     /// Requests to models without a price (local ones), counted at 0.
     pub unpriced_requests: u64,
+    /// Requests whose usage the provider never reported (a cut stream, a
+    /// failure after it accepted the request), counted at hearth's
+    /// estimate, which errs high.
+    #[serde(default)]
+    pub estimated_requests: u64,
 }
 
 /// How a notify event was taken.

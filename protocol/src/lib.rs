@@ -18,7 +18,10 @@
 //! `image_get` returns the bytes ([`image`]).
 //!
 //! [`home`] says where a home keeps its files, so daemon and clients agree.
+//! [`ending`] names the statuses of a cut or refused reply and the line
+//! every client shows with one.
 
+pub mod ending;
 mod frames;
 pub mod home;
 pub mod image;

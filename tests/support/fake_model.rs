@@ -31,5 +31,5 @@ mod responses;
 mod script;
 mod server;
 
-pub use script::{Gate, Reply, Usage};
+pub use script::{Finish, Gate, Reply, Usage};
 pub use server::{FakeModel, Recorded};

@@ -100,7 +100,8 @@ pub fn outgoing_text(event: &Event, send: &[Outgoing], own_source: &str) -> Opti
     let sends = |kind| send.contains(&kind);
     let text = event.text.as_deref().unwrap_or_default().trim();
     let text = match event.kind {
-        EventKind::Reply => text.to_string(),
+        // A cut or refused reply goes out with the line that says so.
+        EventKind::Reply => hearth_protocol::ending::shown(text, event.status.as_deref()),
         EventKind::Echo if sends(Outgoing::Echo) => text.to_string(),
         EventKind::Work if sends(Outgoing::Work) => text.to_string(),
         EventKind::Note if sends(Outgoing::Note) && event.source.as_deref() != Some(own_source) => {

@@ -127,8 +127,8 @@ pub fn clean(answer: &str) -> String {
 }
 
 /// Runs the tries of one compaction, each sending `request` (see
-/// [`request`]); the shortest answer wins, cut at the guard. Every answered
-/// try is stored through `meter`.
+/// [`request`]); the shortest answer wins, cut at the guard. Every try the
+/// provider billed, answered or failed, is stored through `meter`.
 pub async fn compact(
     model: &Model,
     meter: &Meter,
@@ -136,13 +136,21 @@ pub async fn compact(
     layout: &Layout,
 ) -> Result<String, ModelError> {
     let mut best: Option<String> = None;
+    let mut refused = false;
     for _ in 0..layout.compactor_tries {
-        let started = std::time::Instant::now();
-        let response = model.complete(request, &mut |_| {}, &mut |_| {}).await?;
-        let latency = started.elapsed();
-        if let Err(err) = meter.record(Purpose::Compaction, &response, latency).await {
+        let mut bills = Vec::new();
+        let response = model
+            .complete(request, &mut |_| {}, &mut |_| {}, &mut bills)
+            .await;
+        if let Err(err) = meter.record(Purpose::Compaction, &bills).await {
             // The keeper stops on the log's next failure; the line is still good.
             tracing::error!("cannot store a compaction's usage: {err}");
+        }
+        let response = response?;
+        // A refusal's words are no summary of the node.
+        if response.ending == crate::model::Ending::Refused {
+            refused = true;
+            continue;
         }
         let line = clean(&response.text);
         if line.is_empty() {
@@ -157,6 +165,9 @@ pub async fn compact(
     }
     match best {
         Some(line) => Ok(cut(&line, layout.line_guard)),
+        None if refused => Err(ModelError::Failed(
+            "the model refused to summarize it".into(),
+        )),
         None => Err(ModelError::Garbage(
             "the model answered with an empty line".into(),
         )),

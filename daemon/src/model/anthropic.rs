@@ -15,11 +15,12 @@
 //! Thinking blocks and their signatures come back as the response's carry,
 //! to be re-sent within the chain.
 
+use super::bill::Metering;
 use super::error::{classify, Source};
 use super::http;
 use super::provider::Provider;
 use super::thinking::{self, ThinkingForm};
-use super::{Carry, Item, ModelError, Request, Response, ToolCall, Usage};
+use super::{Carry, Cut, Ending, Item, ModelError, Request, Response, ToolCall, Usage};
 use crate::config::ModelConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -32,14 +33,20 @@ pub(super) async fn complete(
     provider: &Provider,
     request: &Request,
     on_text: &mut (dyn FnMut(&str) + Send),
+    metering: &mut Metering,
 ) -> Result<Response, ModelError> {
     let stream = provider.config.stream;
     let label = provider.label();
     let source = provider.source();
     let body = request_body(&provider.config, request, &label, stream);
     let response = http::post_json(provider, "messages", &body).await?;
+    metering.accepted = true;
     let reply = if !stream || http::is_json(&response) {
         let value = http::read_json(provider, response, "the message").await?;
+        metering.reported = value
+            .get("usage")
+            .and_then(|usage| WireUsage::deserialize(usage).ok())
+            .map(|usage| usage.usage());
         let reply = parse_message(&source, &value, &label)?;
         if stream && !reply.text.is_empty() {
             on_text(&reply.text);
@@ -47,10 +54,12 @@ pub(super) async fn complete(
         reply
     } else {
         let mut assembly = stream::StreamAssembly::new(label);
-        http::read_events(provider, response, |event| {
+        let read = http::read_events(provider, response, |event| {
             assembly.take(&source, &event, &mut *on_text)
         })
-        .await?;
+        .await;
+        metering.reported = assembly.reported();
+        read?;
         assembly.finish()?
     };
     tracing::debug!(usage = ?reply.usage, calls = reply.tool_calls.len(), "anthropic message");
@@ -491,7 +500,7 @@ pub(super) fn parse_message(
             _ => {}
         }
     }
-    warn_stop(object.stop_reason.as_deref());
+    reply.ending = ending_of(object.stop_reason.as_deref(), &mut reply.text);
     reply.usage = object.usage.unwrap_or_default().usage();
     reply.carry = carry(label, carried);
     Ok(reply)
@@ -507,19 +516,25 @@ fn carry(label: &str, items: Vec<Value>) -> Carry {
     }
 }
 
-/// Says in the daemon's log when an answer was cut short.
-fn warn_stop(stop_reason: Option<&str>) {
+/// How an answer that stopped for `stop_reason` ended. A refusal with no
+/// text of its own says so, so it never reads as an empty answer.
+fn ending_of(stop_reason: Option<&str>, text: &mut String) -> Ending {
     match stop_reason {
-        Some("max_tokens") => {
-            tracing::warn!("the model's answer was cut at max_tokens; raise max_tokens in [model]")
+        Some("max_tokens") => Ending::Cut(Cut::MaxTokens),
+        Some("model_context_window_exceeded") => Ending::Cut(Cut::ContextWindow),
+        Some("refusal") => {
+            if text.trim().is_empty() {
+                *text = REFUSAL_TEXT.to_string();
+            }
+            Ending::Refused
         }
-        Some("model_context_window_exceeded") => {
-            tracing::warn!("the model's answer was cut at the end of its context window")
-        }
-        Some("refusal") => tracing::warn!("the model refused to answer"),
-        _ => {}
+        _ => Ending::Whole,
     }
 }
+
+/// The reply of a refusal that came without words (`stop_reason:
+/// "refusal"` and no text).
+pub(super) const REFUSAL_TEXT: &str = "The model declined to answer this request.";
 
 mod stream;
 

@@ -6,10 +6,11 @@
 //! Streamed replies arrive as `data: {chunk}` events ending with
 //! `data: [DONE]`; tool calls come in fragments keyed by `index`.
 
+use super::bill::Metering;
 use super::error::{classify, Source};
 use super::http::{self, Flow};
 use super::provider::Provider;
-use super::{Item, ModelError, Request, Response, ToolCall, Usage};
+use super::{Cut, Ending, Item, ModelError, Request, Response, ToolCall, Usage};
 use crate::config::ModelConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,13 +20,16 @@ pub(super) async fn complete(
     provider: &Provider,
     request: &Request,
     on_text: &mut (dyn FnMut(&str) + Send),
+    metering: &mut Metering,
 ) -> Result<Response, ModelError> {
     let stream = provider.config.stream;
     let source = provider.source();
     let body = request_body(&provider.config, request, stream);
     let response = http::post_json(provider, "chat/completions", &body).await?;
+    metering.accepted = true;
     let reply = if !stream || http::is_json(&response) {
         let value = http::read_json(provider, response, "the chat completion").await?;
+        metering.reported = reported_usage(&value);
         let reply = parse_completion(&source, &value)?;
         if stream && !reply.text.is_empty() {
             on_text(&reply.text);
@@ -33,10 +37,12 @@ pub(super) async fn complete(
         reply
     } else {
         let mut assembly = StreamAssembly::default();
-        http::read_events(provider, response, |event| {
+        let read = http::read_events(provider, response, |event| {
             assembly.take(&source, &event.data, &mut *on_text)
         })
-        .await?;
+        .await;
+        metering.reported = assembly.reported;
+        read?;
         assembly.finish()?
     };
     tracing::debug!(usage = ?reply.usage, calls = reply.tool_calls.len(), "chat completion");
@@ -51,6 +57,9 @@ struct ChatBody<'a> {
     messages: Vec<Message<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
+    /// The output limit, when the config sets one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -206,6 +215,7 @@ fn request_body<'a>(config: &'a ModelConfig, request: &'a Request, stream: bool)
                 },
             })
             .collect(),
+        max_completion_tokens: config.max_tokens,
         reasoning_effort: config.effort.as_deref(),
         prompt_cache_key: request.cache_key.as_deref(),
         stream,
@@ -251,11 +261,14 @@ struct Completion {
 #[derive(Debug, Deserialize)]
 struct Choice {
     message: ChoiceMessage,
+    finish_reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 struct ChoiceMessage {
     content: Option<String>,
+    /// The model's refusal, in place of content.
+    refusal: Option<String>,
     tool_calls: Option<Vec<MessageCall>>,
 }
 
@@ -269,6 +282,24 @@ struct MessageCall {
 struct MessageFunction {
     name: String,
     arguments: Option<Value>,
+}
+
+/// The usage a completion or chunk reports, if it reports any.
+fn reported_usage(value: &Value) -> Option<Usage> {
+    let usage = value.get("usage").filter(|usage| usage.is_object())?;
+    WireUsage::deserialize(usage)
+        .ok()
+        .map(|usage| usage.usage())
+}
+
+/// How a choice that finished for `reason` ended: `length` and
+/// `content_filter` cut it.
+fn ending_of(reason: Option<&str>) -> Ending {
+    match reason {
+        Some("length") => Ending::Cut(Cut::MaxTokens),
+        Some("content_filter") => Ending::Cut(Cut::ContentFilter),
+        _ => Ending::Whole,
+    }
 }
 
 /// The failure an `error` field inside a 200 answer reports, if any.
@@ -301,10 +332,20 @@ fn parse_completion(source: &Source, value: &Value) -> Result<Response, ModelErr
             arguments: arguments_text(call.function.arguments),
         })
         .collect();
+    let mut ending = ending_of(choice.finish_reason.as_deref());
+    let mut text = choice.message.content.unwrap_or_default();
+    if let Some(refusal) = choice.message.refusal.filter(|refusal| !refusal.is_empty()) {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&refusal);
+        ending = Ending::Refused;
+    }
     Ok(Response {
-        text: choice.message.content.unwrap_or_default(),
+        text,
         tool_calls,
         usage: completion.usage.map(|u| u.usage()).unwrap_or_default(),
+        ending,
         ..Response::default()
     })
 }
@@ -340,6 +381,8 @@ struct ChunkChoice {
 #[derive(Debug, Deserialize)]
 struct Delta {
     content: Option<String>,
+    /// A piece of the model's refusal.
+    refusal: Option<String>,
     tool_calls: Option<Vec<DeltaCall>>,
 }
 
@@ -373,6 +416,10 @@ struct StreamAssembly {
     /// Each wire `index` and the position in `calls` of its latest call.
     slots: Vec<(u64, usize)>,
     usage: Usage,
+    /// The usage a chunk reported, for the bill of a stream that fails.
+    reported: Option<Usage>,
+    /// How the choice ended: its `finish_reason`, or a refusal.
+    ending: Ending,
     /// A choice reported a `finish_reason`: the reply is whole even if
     /// `[DONE]` never comes.
     finished: bool,
@@ -401,6 +448,7 @@ impl StreamAssembly {
             .map_err(|err| http::garbage("a chat completion chunk", err, data))?;
         if let Some(usage) = &chunk.usage {
             self.usage = usage.usage();
+            self.reported = Some(self.usage);
         }
         // Only one choice is asked for; a server that sends more is read
         // for its first.
@@ -409,8 +457,8 @@ impl StreamAssembly {
         };
         if let Some(reason) = &choice.finish_reason {
             self.finished = true;
-            if reason == "length" {
-                tracing::warn!("the model's reply was cut at its output limit");
+            if self.ending != Ending::Refused {
+                self.ending = ending_of(Some(reason));
             }
         }
         let Some(delta) = choice.delta else {
@@ -419,6 +467,15 @@ impl StreamAssembly {
         if let Some(content) = delta.content.filter(|content| !content.is_empty()) {
             on_text(&content);
             self.text.push_str(&content);
+        }
+        if let Some(refusal) = delta.refusal.filter(|refusal| !refusal.is_empty()) {
+            if self.ending != Ending::Refused && !self.text.is_empty() {
+                on_text("\n\n");
+                self.text.push_str("\n\n");
+            }
+            self.ending = Ending::Refused;
+            on_text(&refusal);
+            self.text.push_str(&refusal);
         }
         for fragment in delta.tool_calls.unwrap_or_default() {
             self.take_call_fragment(fragment);
@@ -487,6 +544,7 @@ impl StreamAssembly {
             text: self.text,
             tool_calls,
             usage: self.usage,
+            ending: self.ending,
             ..Response::default()
         })
     }

@@ -11,7 +11,7 @@
 
 use super::provider::Provider;
 use super::retry::{self, Attempt, RetryPolicy};
-use super::{ModelError, Request, Response};
+use super::{Bill, ModelError, Request, Response};
 use crate::config::ModelConfig;
 use futures_util::future::BoxFuture;
 use std::fmt;
@@ -85,18 +85,28 @@ impl Model {
     /// `on_text` receives reply text as it streams; `on_note` receives a
     /// line for the log each time the call switches models. On success the
     /// response's `model` names the model that answered. On failure the
-    /// error is the last model's.
+    /// error is the last model's. Either way `bills` gets one [`Bill`] per
+    /// try a provider accepted, in order — the tries that failed, were cut
+    /// or were retried as well as the answer — for the caller to store.
     pub async fn complete(
         &self,
         request: &Request,
         on_text: &mut (dyn FnMut(&str) + Send),
         on_note: &mut (dyn FnMut(String) + Send),
+        bills: &mut Vec<Bill>,
     ) -> Result<Response, ModelError> {
         let live = Live {
             providers: &self.providers,
             request,
+            bills: Mutex::new(Vec::new()),
         };
-        run(&live, &self.state, on_text, on_note).await
+        let result = run(&live, &self.state, on_text, on_note).await;
+        bills.extend(
+            live.bills
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        result
     }
 }
 
@@ -124,6 +134,8 @@ pub(super) trait Transport: Sync {
 struct Live<'r> {
     providers: &'r [Provider],
     request: &'r Request,
+    /// The bill of every try so far.
+    bills: Mutex<Vec<Bill>>,
 }
 
 impl Transport for Live<'_> {
@@ -144,7 +156,16 @@ impl Transport for Live<'_> {
         target: usize,
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<Response, ModelError>> {
-        Box::pin(self.providers[target].complete(self.request, on_text))
+        Box::pin(async move {
+            let (result, bill) = self.providers[target].complete(self.request, on_text).await;
+            if let Some(bill) = bill {
+                self.bills
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(bill);
+            }
+            result
+        })
     }
 }
 

@@ -334,6 +334,7 @@ mod tests {
         };
         let mut on_text = |_: &str| {};
         let mut on_note = |_: String| {};
-        is_send(&model.complete(&request, &mut on_text, &mut on_note));
+        let mut bills = Vec::new();
+        is_send(&model.complete(&request, &mut on_text, &mut on_note, &mut bills));
     }
 }

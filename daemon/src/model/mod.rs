@@ -17,12 +17,14 @@
 //! - `error.rs`: [`ModelError`], and how providers' errors sort into it.
 //! - `sse.rs`: server-sent events, split on blank lines.
 //! - `window.rs`: context windows, and whether a layout fits one.
+//! - `bill.rs`: [`Bill`], what one try cost, reported or estimated.
 //! - `thinking.rs`: the effort values each provider takes, and how each
 //!   Anthropic model is asked to think.
 //! - `http.rs`: what the providers share: the POST, reading bodies and
 //!   streams, reading error bodies.
 
 mod anthropic;
+pub mod bill;
 mod chat;
 mod error;
 mod fallback;
@@ -34,6 +36,7 @@ mod sse;
 pub mod thinking;
 pub mod window;
 
+pub use bill::Bill;
 pub use error::ModelError;
 pub use fallback::Model;
 pub use thinking::ThinkingForm;
@@ -189,4 +192,46 @@ pub struct Response {
     /// `provider/model` of the model that answered: the configured one, or
     /// a fallback. Usage is priced by it.
     pub model: String,
+    /// Whether the answer is whole, was cut, or is a refusal.
+    pub ending: Ending,
+}
+
+/// How an answer ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ending {
+    /// The model finished its answer.
+    #[default]
+    Whole,
+    /// The answer stopped before the model finished it; its text so far is
+    /// all there is.
+    Cut(Cut),
+    /// The model declined to answer; the text is its refusal.
+    Refused,
+}
+
+/// Why an answer was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// It reached the output limit (`max_tokens`, `max_output_tokens`, a
+    /// `length` finish).
+    MaxTokens,
+    /// The provider's content filter stopped it.
+    ContentFilter,
+    /// The model's context window filled up.
+    ContextWindow,
+}
+
+impl Ending {
+    /// The status a reply with this ending is logged with (see
+    /// `hearth_protocol::ending`); none for a whole answer.
+    pub fn status(self) -> Option<&'static str> {
+        use hearth_protocol::ending;
+        match self {
+            Ending::Whole => None,
+            Ending::Cut(Cut::MaxTokens) => Some(ending::CUT_MAX_TOKENS),
+            Ending::Cut(Cut::ContentFilter) => Some(ending::CUT_CONTENT_FILTER),
+            Ending::Cut(Cut::ContextWindow) => Some(ending::CUT_CONTEXT_WINDOW),
+            Ending::Refused => Some(ending::REFUSED),
+        }
+    }
 }

@@ -1,11 +1,12 @@
 //! One configured model: its wire protocol, address, key and HTTP client.
 //! A call here is one try; retries and fallbacks are `fallback.rs`'s.
 
+use super::bill::{Bill, Metering};
 use super::error::Source;
-use super::{anthropic, chat, responses, ModelError, Request, Response};
+use super::{anthropic, chat, responses, ModelError, Request, Response, Usage};
 use crate::config::{ModelConfig, ProviderKind};
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One model as configured. `Debug` hides the key.
 #[derive(Clone)]
@@ -49,16 +50,50 @@ impl Provider {
     }
 
     /// Sends `request` once; streamed text goes to `on_text` as it arrives.
+    /// Returns the answer, and the bill when the provider accepted the
+    /// request (whatever came of it after).
     pub async fn complete(
         &self,
         request: &Request,
         on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<Response, ModelError> {
-        match self.config.provider {
-            ProviderKind::OpenAiChat => chat::complete(self, request, on_text).await,
-            ProviderKind::OpenAiResponses => responses::complete(self, request, on_text).await,
-            ProviderKind::Anthropic => anthropic::complete(self, request, on_text).await,
+    ) -> (Result<Response, ModelError>, Option<Bill>) {
+        let started = Instant::now();
+        let mut metering = Metering::default();
+        let mut streamed = 0u64;
+        let result = {
+            let mut counted = |text: &str| {
+                streamed += text.len() as u64;
+                on_text(text);
+            };
+            let metering = &mut metering;
+            match self.config.provider {
+                ProviderKind::OpenAiChat => {
+                    chat::complete(self, request, &mut counted, metering).await
+                }
+                ProviderKind::OpenAiResponses => {
+                    responses::complete(self, request, &mut counted, metering).await
+                }
+                ProviderKind::Anthropic => {
+                    anthropic::complete(self, request, &mut counted, metering).await
+                }
+            }
+        };
+        metering.streamed_bytes = streamed;
+        if let Ok(response) = &result {
+            // The answer's own usage is what the provider reported last.
+            if response.usage != Usage::default() {
+                metering.reported = Some(response.usage);
+            }
         }
+        let bill = metering
+            .bill(request, result.is_ok())
+            .map(|(usage, estimated)| Bill {
+                model: self.label(),
+                usage,
+                estimated,
+                latency: started.elapsed(),
+            });
+        (result, bill)
     }
 }
 

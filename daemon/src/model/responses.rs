@@ -13,11 +13,12 @@
 //! are re-sent (without their ids, which `store: false` leaves unresolvable)
 //! before the assistant's output in the next request of the chain.
 
+use super::bill::Metering;
 use super::error::{classify, Source, WireError};
 use super::http::{self, Flow};
 use super::provider::Provider;
 use super::sse::SseEvent;
-use super::{Carry, Item, ModelError, Request, Response, ToolCall, Usage};
+use super::{Carry, Cut, Ending, Item, ModelError, Request, Response, ToolCall, Usage};
 use crate::config::ModelConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,14 +28,17 @@ pub(super) async fn complete(
     provider: &Provider,
     request: &Request,
     on_text: &mut (dyn FnMut(&str) + Send),
+    metering: &mut Metering,
 ) -> Result<Response, ModelError> {
     let stream = provider.config.stream;
     let label = provider.label();
     let source = provider.source();
     let body = request_body(&provider.config, request, &label, stream);
     let response = http::post_json(provider, "responses", &body).await?;
+    metering.accepted = true;
     let reply = if !stream || http::is_json(&response) {
         let value = http::read_json(provider, response, "the response").await?;
+        metering.reported = reported_usage(&value);
         let reply = parse_response(&source, &value, &label)?;
         if stream && !reply.text.is_empty() {
             on_text(&reply.text);
@@ -42,10 +46,12 @@ pub(super) async fn complete(
         reply
     } else {
         let mut assembly = StreamAssembly::new(label);
-        http::read_events(provider, response, |event| {
+        let read = http::read_events(provider, response, |event| {
             assembly.take(&source, &event, &mut *on_text)
         })
-        .await?;
+        .await;
+        metering.reported = assembly.reported;
+        read?;
         assembly.finish()?
     };
     tracing::debug!(usage = ?reply.usage, calls = reply.tool_calls.len(), "response");
@@ -61,6 +67,9 @@ struct ResponsesBody<'a> {
     input: Vec<Input<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
+    /// The output limit, when the config sets one (reasoning included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<Reasoning<'a>>,
     /// Always false: the daemon's log is the conversation, and nothing is
@@ -209,6 +218,7 @@ fn request_body<'a>(
                 strict: false,
             })
             .collect(),
+        max_output_tokens: config.max_tokens,
         reasoning: config.effort.as_deref().map(|effort| Reasoning { effort }),
         store: false,
         include: match config.effort {
@@ -291,6 +301,8 @@ enum OutputPart {
 struct Output {
     /// Message items' text, joined by a blank line.
     text: String,
+    /// A message held a refusal part.
+    refused: bool,
     tool_calls: Vec<ToolCall>,
     /// Reasoning items to re-send, without their ids.
     reasoning: Vec<Value>,
@@ -316,6 +328,7 @@ impl ResponseObject {
         let mut texts = Vec::new();
         let mut calls = Vec::new();
         let mut reasoning = Vec::new();
+        let mut refused = false;
         for raw in self.output.unwrap_or_default() {
             if raw.get("type").and_then(Value::as_str) == Some("reasoning") {
                 reasoning.extend(resendable(&raw));
@@ -330,7 +343,10 @@ impl ResponseObject {
                         .into_iter()
                         .map(|part| match part {
                             OutputPart::OutputText { text } => text,
-                            OutputPart::Refusal { refusal } => refusal,
+                            OutputPart::Refusal { refusal } => {
+                                refused = true;
+                                refusal
+                            }
                             OutputPart::Other => String::new(),
                         })
                         .collect();
@@ -352,13 +368,15 @@ impl ResponseObject {
         }
         Ok(Output {
             text: texts.join("\n\n"),
+            refused,
             tool_calls: calls,
             reasoning,
         })
     }
 }
 
-/// The failure a failed or incomplete response reports, if it is one.
+/// The failure a failed response reports, if it is one. An incomplete
+/// response is no failure: it is an answer that was cut ([`ending_of`]).
 fn failure(source: &Source, response: &Value) -> Option<ModelError> {
     let reported =
         |error: Option<WireError>| error.map(|error| classify(source, None, &error, None));
@@ -367,17 +385,36 @@ fn failure(source: &Source, response: &Value) -> Option<ModelError> {
             reported(http::wire_error(response))
                 .unwrap_or_else(|| ModelError::Failed("the response failed".into())),
         ),
-        Some("incomplete") => {
-            let reason = response
-                .pointer("/incomplete_details/reason")
-                .and_then(Value::as_str)
-                .unwrap_or("no reason given");
-            Some(ModelError::Failed(format!(
-                "the response is incomplete: {reason}"
-            )))
-        }
+        Some("incomplete") => None,
         _ => reported(http::wire_error(response)),
     }
+}
+
+/// How a response ended: `incomplete` for `max_output_tokens` or
+/// `content_filter` is cut; a refusal part makes it a refusal.
+fn ending_of(response: &Value, refused: bool) -> Ending {
+    if response.get("status").and_then(Value::as_str) == Some("incomplete") {
+        return match response
+            .pointer("/incomplete_details/reason")
+            .and_then(Value::as_str)
+        {
+            Some("content_filter") => Ending::Cut(Cut::ContentFilter),
+            _ => Ending::Cut(Cut::MaxTokens),
+        };
+    }
+    if refused {
+        Ending::Refused
+    } else {
+        Ending::Whole
+    }
+}
+
+/// The usage a response object reports, if it reports any.
+fn reported_usage(response: &Value) -> Option<Usage> {
+    let usage = response.get("usage").filter(|usage| usage.is_object())?;
+    WireUsage::deserialize(usage)
+        .ok()
+        .map(|usage| usage.usage())
 }
 
 /// Reads a whole (non-streamed) response from the model labelled `label`.
@@ -397,6 +434,7 @@ fn parse_response(source: &Source, value: &Value, label: &str) -> Result<Respons
         .unwrap_or_default();
     let output = object.reply()?;
     Ok(Response {
+        ending: ending_of(value, output.refused),
         text: output.text,
         tool_calls: output.tool_calls,
         usage,
@@ -427,7 +465,14 @@ struct StreamAssembly {
     tool_calls: Vec<ToolCall>,
     reasoning: Vec<Value>,
     usage: Usage,
-    /// `response.completed` arrived: the reply is whole.
+    /// The usage the terminal event reported, for the bill of any ending.
+    reported: Option<Usage>,
+    /// A refusal part streamed.
+    refused: bool,
+    /// How the answer ended, once the terminal event came.
+    ending: Ending,
+    /// `response.completed` (or `response.incomplete`) arrived: the reply
+    /// is all there will be.
     completed: bool,
 }
 
@@ -458,6 +503,9 @@ impl StreamAssembly {
             .unwrap_or_default();
         match kind {
             "response.output_text.delta" | "response.refusal.delta" => {
+                if kind == "response.refusal.delta" {
+                    self.refused = true;
+                }
                 let delta = value
                     .get("delta")
                     .and_then(Value::as_str)
@@ -497,17 +545,20 @@ impl StreamAssembly {
                     });
                 }
             }
-            "response.completed" => {
+            "response.completed" | "response.incomplete" => {
                 let response = value.get("response").unwrap_or(&Value::Null);
+                self.reported = reported_usage(response);
                 let object = ResponseObject::deserialize(response)
                     .map_err(|err| http::garbage("the completed response", err, &event.data))?;
                 if let Some(usage) = &object.usage {
                     self.usage = usage.usage();
                 }
+                let mut refused = self.refused;
                 // A server that sent no deltas still sends the output whole.
                 let events_empty = self.text.is_empty() && self.tool_calls.is_empty();
                 if events_empty || self.reasoning.is_empty() {
                     let output = object.reply()?;
+                    refused |= output.refused;
                     if events_empty {
                         if !output.text.is_empty() {
                             on_text(&output.text);
@@ -519,11 +570,13 @@ impl StreamAssembly {
                         self.reasoning = output.reasoning;
                     }
                 }
+                self.ending = ending_of(response, refused);
                 self.completed = true;
                 return Ok(Flow::Stop);
             }
-            "response.failed" | "response.incomplete" => {
+            "response.failed" => {
                 let response = value.get("response").unwrap_or(&Value::Null);
+                self.reported = reported_usage(response);
                 return Err(failure(source, response)
                     .unwrap_or_else(|| ModelError::Failed(format!("the model sent {kind}"))));
             }
@@ -551,6 +604,7 @@ impl StreamAssembly {
             usage: self.usage,
             carry: carry(&self.label, self.reasoning),
             model: String::new(),
+            ending: self.ending,
         })
     }
 }

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::script::Usage;
+use super::script::{Finish, Usage};
 
 /// What the model says in one answer.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +18,8 @@ pub(crate) struct Answer {
     pub calls: Vec<Call>,
     /// The usage a test scripted; the rough counts when none.
     pub usage: Option<Usage>,
+    /// How it ends, when not as a whole answer.
+    pub finish: Option<Finish>,
 }
 
 /// One function call the model makes.
@@ -138,6 +140,15 @@ pub(crate) enum StreamEnd {
     Complete,
     /// Up to the last text delta, as if the model were still generating.
     Hold,
+    /// Up to the last text delta, and then the connection closes.
+    Drop,
+}
+
+impl StreamEnd {
+    /// Whether the frames stop after the text deltas.
+    pub fn stops_after_text(self) -> bool {
+        self != StreamEnd::Complete
+    }
 }
 
 /// Characters per streamed delta: about a token's worth, so even a short

@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 
 use super::answer::{pieces, Answer, Call, Exchange, StreamEnd};
-use super::script::Reply;
+use super::script::{Finish, Reply};
 
 /// An HTTP error in Anthropic's envelope:
 /// `{"type":"error","error":{"type":error_type,"message":message},"request_id":..}`,
@@ -86,13 +86,13 @@ pub(crate) fn stream(answer: &Answer, exchange: &Exchange, end: StreamEnd) -> Ve
                 "delta": {"type": "text_delta", "text": piece},
             }));
         }
-        if end == StreamEnd::Hold {
+        if end.stops_after_text() {
             return frames;
         }
         push(json!({"type": "content_block_stop", "index": index}));
         index += 1;
     }
-    if end == StreamEnd::Hold {
+    if end.stops_after_text() {
         return frames;
     }
     for call in &answer.calls {
@@ -136,10 +136,13 @@ fn input(call: &Call) -> Value {
 }
 
 fn stop_reason(answer: &Answer) -> &'static str {
-    if answer.calls.is_empty() {
-        "end_turn"
-    } else {
-        "tool_use"
+    match answer.finish {
+        Some(Finish::Length) => "max_tokens",
+        // The Messages API has no content filter finish: its streaming
+        // classifiers end the answer with `refusal`.
+        Some(Finish::ContentFilter | Finish::Refusal) => "refusal",
+        None if answer.calls.is_empty() => "end_turn",
+        None => "tool_use",
     }
 }
 

@@ -6,13 +6,14 @@
 use serde_json::{json, Value};
 
 use super::answer::{pieces, Answer, Call, Exchange, StreamEnd};
+use super::script::Finish;
 
 /// The non-streamed response body; also the `response` carried by the
 /// `response.completed` event.
 pub(crate) fn response(answer: &Answer, exchange: &Exchange) -> Value {
     let mut output = Vec::new();
     if let Some(text) = answer.text() {
-        output.push(message_item(exchange, text, "completed"));
+        output.push(message_item(answer, exchange, text, "completed"));
     }
     output.extend(
         answer
@@ -20,7 +21,28 @@ pub(crate) fn response(answer: &Answer, exchange: &Exchange) -> Value {
             .iter()
             .map(|call| call_item(call, &call.arguments, "completed")),
     );
-    envelope(exchange, "completed", output, usage(answer, exchange))
+    let mut response = envelope(exchange, status(answer), output, usage(answer, exchange));
+    if let Some(reason) = incomplete_reason(answer) {
+        response["incomplete_details"] = json!({ "reason": reason });
+    }
+    response
+}
+
+/// The response's `status`: `incomplete` for a cut answer.
+fn status(answer: &Answer) -> &'static str {
+    match incomplete_reason(answer) {
+        Some(_) => "incomplete",
+        None => "completed",
+    }
+}
+
+/// `incomplete_details.reason` (`max_output_tokens`, `content_filter`).
+fn incomplete_reason(answer: &Answer) -> Option<&'static str> {
+    match answer.finish {
+        Some(Finish::Length) => Some("max_output_tokens"),
+        Some(Finish::ContentFilter) => Some("content_filter"),
+        Some(Finish::Refusal) | None => None,
+    }
 }
 
 /// The SSE frames of a streamed response: `response.created`,
@@ -49,35 +71,54 @@ pub(crate) fn stream(answer: &Answer, exchange: &Exchange, end: StreamEnd) -> Ve
                          "status": "in_progress", "content": []},
             }),
         );
+        let refused = answer.finish == Some(Finish::Refusal);
+        let empty = if refused {
+            refusal("")
+        } else {
+            output_text("")
+        };
         events.push(
             "response.content_part.added",
-            with(&at, json!({"part": output_text(""), })),
+            with(&at, json!({ "part": empty })),
         );
         for piece in pieces(text) {
-            events.push(
-                "response.output_text.delta",
-                with(&at, json!({"delta": piece, "logprobs": []})),
-            );
+            if refused {
+                events.push("response.refusal.delta", with(&at, json!({"delta": piece})));
+            } else {
+                events.push(
+                    "response.output_text.delta",
+                    with(&at, json!({"delta": piece, "logprobs": []})),
+                );
+            }
         }
-        if end == StreamEnd::Hold {
+        if end.stops_after_text() {
             return events.frames;
         }
-        events.push(
-            "response.output_text.done",
-            with(&at, json!({"text": text, "logprobs": []})),
-        );
+        if refused {
+            events.push("response.refusal.done", with(&at, json!({"refusal": text})));
+        } else {
+            events.push(
+                "response.output_text.done",
+                with(&at, json!({"text": text, "logprobs": []})),
+            );
+        }
+        let part = if refused {
+            refusal(text)
+        } else {
+            output_text(text)
+        };
         events.push(
             "response.content_part.done",
-            with(&at, json!({"part": output_text(text)})),
+            with(&at, json!({ "part": part })),
         );
         events.push(
             "response.output_item.done",
             json!({"output_index": output_index,
-                   "item": message_item(exchange, text, "completed")}),
+                   "item": message_item(answer, exchange, text, "completed")}),
         );
         output_index += 1;
     }
-    if end == StreamEnd::Hold {
+    if end.stops_after_text() {
         return events.frames;
     }
 
@@ -105,10 +146,12 @@ pub(crate) fn stream(answer: &Answer, exchange: &Exchange, end: StreamEnd) -> Ve
         output_index += 1;
     }
 
-    events.push(
-        "response.completed",
-        json!({"response": response(answer, exchange)}),
-    );
+    // A cut answer ends with `response.incomplete` instead.
+    let terminal = match status(answer) {
+        "incomplete" => "response.incomplete",
+        _ => "response.completed",
+    };
+    events.push(terminal, json!({"response": response(answer, exchange)}));
     events.frames
 }
 
@@ -159,13 +202,21 @@ fn output_text(text: &str) -> Value {
     json!({"type": "output_text", "text": text, "annotations": []})
 }
 
-fn message_item(exchange: &Exchange, text: &str, status: &str) -> Value {
+fn refusal(text: &str) -> Value {
+    json!({"type": "refusal", "refusal": text})
+}
+
+fn message_item(answer: &Answer, exchange: &Exchange, text: &str, status: &str) -> Value {
+    let part = match answer.finish {
+        Some(Finish::Refusal) => refusal(text),
+        _ => output_text(text),
+    };
     json!({
         "type": "message",
         "id": exchange.message_id(),
         "role": "assistant",
         "status": status,
-        "content": [output_text(text)],
+        "content": [part],
     })
 }
 

@@ -50,6 +50,31 @@ pub enum Reply {
         first: usize,
         gate: Gate,
     },
+    /// An answer of `text` that ended as `finish` says, as each API
+    /// documents it: cut at the output limit or by the content filter, or
+    /// a refusal (see [`Finish`]).
+    Ended { text: String, finish: Finish },
+    /// Streamed: sends `text_before` as text deltas, then closes the
+    /// connection without the stream's end (no usage, no terminator): a
+    /// stream cut off mid-answer. Not streamed: closes without a byte.
+    Dropped { text_before: String },
+}
+
+/// How an [`Reply::Ended`] answer ends on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// Cut at the output limit: Chat Completions `finish_reason: "length"`,
+    /// Responses `status: "incomplete"` with `max_output_tokens`,
+    /// Anthropic `stop_reason: "max_tokens"`.
+    Length,
+    /// Cut by the content filter: `finish_reason: "content_filter"`,
+    /// `incomplete_details.reason: "content_filter"` (Anthropic has none;
+    /// it answers `stop_reason: "refusal"`).
+    ContentFilter,
+    /// A refusal: Chat Completions `message.refusal` / `delta.refusal` with
+    /// no content, a Responses `refusal` content part, Anthropic
+    /// `stop_reason: "refusal"` (the text, if any, before it).
+    Refusal,
 }
 
 /// Token counts a reply reports, as hearth counts them: `input` includes
@@ -112,6 +137,21 @@ impl Reply {
             text: text.into(),
             first,
             gate: gate.clone(),
+        }
+    }
+
+    /// An answer of `text` ending as `finish` says.
+    pub fn ended(text: impl Into<String>, finish: Finish) -> Reply {
+        Reply::Ended {
+            text: text.into(),
+            finish,
+        }
+    }
+
+    /// A stream that sends `text_before` and is then cut off.
+    pub fn dropped(text_before: impl Into<String>) -> Reply {
+        Reply::Dropped {
+            text_before: text_before.into(),
         }
     }
 

@@ -251,6 +251,7 @@ impl Shared {
             text,
             calls,
             usage: None,
+            finish: None,
         }
     }
 }
@@ -374,6 +375,17 @@ async fn answer(
                 return http::write_response(stream, 200, content_type, raw.as_bytes()).await;
             }
             Reply::Text(text) => break (shared.answer(text, Vec::new()), StreamEnd::Complete),
+            Reply::Ended { text, finish } => {
+                let mut answer = shared.answer(text, Vec::new());
+                answer.finish = Some(finish);
+                break (answer, StreamEnd::Complete);
+            }
+            Reply::Dropped { text_before } => {
+                if !streaming {
+                    return Ok(());
+                }
+                break (shared.answer(text_before, Vec::new()), StreamEnd::Drop);
+            }
             Reply::ToolCalls { text, calls } => {
                 break (
                     shared.answer(text.unwrap_or_default(), calls),
@@ -402,7 +414,9 @@ async fn answer(
         }
     };
 
-    answer.usage = usage;
+    if usage.is_some() {
+        answer.usage = usage;
+    }
     if !streaming {
         let object = match endpoint {
             Endpoint::ChatCompletions => chat_completions::completion(&answer, exchange),
@@ -417,7 +431,7 @@ async fn answer(
         stream.write_all(frame.as_bytes()).await?;
     }
     match end {
-        StreamEnd::Complete => stream.shutdown().await,
+        StreamEnd::Complete | StreamEnd::Drop => stream.shutdown().await,
         StreamEnd::Hold => {
             http::client_gone(stream).await;
             Ok(())

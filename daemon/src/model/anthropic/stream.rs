@@ -4,11 +4,11 @@
 //! `message_start` and `message_delta`; `ping` is skipped and an `error`
 //! event fails the answer. The answer is whole only at `message_stop`.
 
-use super::{carry, warn_stop, WireUsage};
+use super::{carry, ending_of, WireUsage};
 use crate::model::error::{classify, Source};
 use crate::model::http::{self, Flow};
 use crate::model::sse::SseEvent;
-use crate::model::{ModelError, Response, ToolCall};
+use crate::model::{ModelError, Response, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -41,6 +41,8 @@ pub(super) struct StreamAssembly {
     /// The blocks by their stream `index`, in the order they started.
     blocks: Vec<(u64, Partial)>,
     usage: WireUsage,
+    /// Some event reported usage.
+    usage_seen: bool,
     stop_reason: Option<String>,
     /// `message_stop` arrived: the answer is whole.
     stopped: bool,
@@ -53,6 +55,7 @@ impl StreamAssembly {
             text: String::new(),
             blocks: Vec::new(),
             usage: WireUsage::default(),
+            usage_seen: false,
             stop_reason: None,
             stopped: false,
         }
@@ -79,6 +82,7 @@ impl StreamAssembly {
                 if let Some(usage) = value.pointer("/message/usage") {
                     self.usage
                         .update(WireUsage::deserialize(usage).map_err(|err| wrong(&err))?);
+                    self.usage_seen = true;
                 }
             }
             "content_block_start" => {
@@ -126,6 +130,7 @@ impl StreamAssembly {
                 if let Some(usage) = value.get("usage") {
                     self.usage
                         .update(WireUsage::deserialize(usage).map_err(|err| wrong(&err))?);
+                    self.usage_seen = true;
                 }
             }
             "message_stop" => {
@@ -178,11 +183,16 @@ impl StreamAssembly {
 
     /// The whole answer, once the stream has ended; one that ended before
     /// `message_stop` was cut off.
-    pub(super) fn finish(self) -> Result<Response, ModelError> {
+    /// The usage reported so far, if any was.
+    pub(super) fn reported(&self) -> Option<Usage> {
+        self.usage_seen.then(|| self.usage.usage())
+    }
+
+    pub(super) fn finish(mut self) -> Result<Response, ModelError> {
         if !self.stopped {
             return Err(ModelError::Cut);
         }
-        warn_stop(self.stop_reason.as_deref());
+        let ending = ending_of(self.stop_reason.as_deref(), &mut self.text);
         let mut tool_calls = Vec::new();
         let mut carried = Vec::new();
         for (_, block) in self.blocks {
@@ -219,6 +229,7 @@ impl StreamAssembly {
             usage: self.usage.usage(),
             carry: carry(&self.label, carried),
             model: String::new(),
+            ending,
         })
     }
 }

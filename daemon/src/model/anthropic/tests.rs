@@ -507,3 +507,26 @@ fn whole_message_errors_and_garbage() {
         Err(ModelError::Garbage(_))
     ));
 }
+
+#[test]
+fn stop_reasons_say_whether_an_answer_was_cut_or_refused() {
+    let message = |stop: &str, text: &str| {
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+               "content": [{"type": "text", "text": text}], "stop_reason": stop,
+               "usage": {"input_tokens": 10, "output_tokens": 5}})
+    };
+    let cut = parse_message(&source(), &message("max_tokens", "The first"), LABEL).unwrap();
+    assert_eq!(cut.ending, Ending::Cut(Cut::MaxTokens));
+    assert_eq!(cut.text, "The first");
+    let full = parse_message(
+        &source(),
+        &message("model_context_window_exceeded", "x"),
+        LABEL,
+    );
+    assert_eq!(full.unwrap().ending, Ending::Cut(Cut::ContextWindow));
+    let refused = parse_message(&source(), &message("refusal", ""), LABEL).unwrap();
+    assert_eq!(refused.ending, Ending::Refused);
+    assert_eq!(refused.text, REFUSAL_TEXT);
+    let whole = parse_message(&source(), &message("end_turn", "Done."), LABEL).unwrap();
+    assert_eq!(whole.ending, Ending::Whole);
+}

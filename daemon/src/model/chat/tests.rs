@@ -309,3 +309,43 @@ fn whole_completion_error_and_garbage() {
     let wrong = parse_completion(&source(), &json!({"hello": 1}));
     assert!(matches!(wrong, Err(ModelError::Garbage(_))), "{wrong:?}");
 }
+
+/// A refusal comes in `message.refusal` (or `delta.refusal`) with no
+/// content: it is the reply, marked as one, never an empty answer.
+#[test]
+fn a_refusal_is_the_reply_whole_or_streamed() {
+    let value = json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-test",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": null, "refusal": "I can't help with that."}}]
+    });
+    let reply = parse_completion(&source(), &value).unwrap();
+    assert_eq!(reply.text, "I can't help with that.");
+    assert_eq!(reply.ending, Ending::Refused);
+    let (reply, pieces) = assemble(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":"I can't "}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"refusal":"help with that."}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        "[DONE]",
+    ]);
+    let reply = reply.unwrap();
+    assert_eq!(reply.text, "I can't help with that.");
+    assert_eq!(reply.ending, Ending::Refused);
+    assert_eq!(pieces.concat(), "I can't help with that.");
+}
+
+#[test]
+fn length_and_content_filter_finishes_are_cut_answers() {
+    let (reply, _) = assemble(&[
+        r#"{"choices":[{"index":0,"delta":{"content":"Half an ans"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+        "[DONE]",
+    ]);
+    let reply = reply.unwrap();
+    assert_eq!(reply.text, "Half an ans");
+    assert_eq!(reply.ending, Ending::Cut(Cut::MaxTokens));
+    let value = json!({"choices": [{"index": 0, "finish_reason": "content_filter",
+                                    "message": {"role": "assistant", "content": "Some"}}]});
+    let reply = parse_completion(&source(), &value).unwrap();
+    assert_eq!(reply.ending, Ending::Cut(Cut::ContentFilter));
+}

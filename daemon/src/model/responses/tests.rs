@@ -281,14 +281,41 @@ fn failure_events_fail_with_their_message() {
         matches!(reply, Err(ModelError::Unavailable { ref message, .. }) if message == "The server had an error"),
         "{reply:?}"
     );
-    let (reply, _) = assemble(&[event(
-        "response.incomplete",
-        json!({"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}}),
-    )]);
-    assert!(
-        matches!(reply, Err(ModelError::Failed(ref m)) if m == "the response is incomplete: max_output_tokens"),
-        "{reply:?}"
-    );
+}
+
+/// An incomplete response is an answer that was cut, not a failure: its
+/// text so far is the reply, and its ending says why it stopped.
+#[test]
+fn an_incomplete_response_is_a_cut_answer() {
+    let (reply, _) = assemble(&[
+        event(
+            "response.output_text.delta",
+            json!({"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"The first half"}),
+        ),
+        event(
+            "response.incomplete",
+            json!({"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[],
+                   "usage":{"input_tokens":10,"output_tokens":20}}}),
+        ),
+    ]);
+    let reply = reply.unwrap();
+    assert_eq!(reply.text, "The first half");
+    assert_eq!(reply.ending, Ending::Cut(Cut::MaxTokens));
+    assert_eq!(reply.usage.output, 20);
+    let whole = json!({"status":"incomplete","incomplete_details":{"reason":"content_filter"},
+        "output":[{"type":"message","content":[{"type":"output_text","text":"Par","annotations":[]}]}]});
+    let reply = parse_response(&source(), &whole, LABEL).unwrap();
+    assert_eq!(reply.ending, Ending::Cut(Cut::ContentFilter));
+    assert_eq!(reply.text, "Par");
+}
+
+#[test]
+fn a_refusal_part_is_the_reply_and_says_it_is_one() {
+    let whole = json!({"status":"completed",
+        "output":[{"type":"message","content":[{"type":"refusal","refusal":"I can't help with that."}]}]});
+    let reply = parse_response(&source(), &whole, LABEL).unwrap();
+    assert_eq!(reply.text, "I can't help with that.");
+    assert_eq!(reply.ending, Ending::Refused);
 }
 
 #[test]
