@@ -9,7 +9,6 @@
 //! whole with its newlines, and PageUp to page back through the
 //! conversation.
 
-use crate::slash;
 use hearth_protocol::home::Home;
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
@@ -20,9 +19,7 @@ use rustyline::{
 };
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
 use tokio::sync::mpsc;
 use unicode_width::UnicodeWidthStr;
 
@@ -62,12 +59,11 @@ pub fn history_file(home: &Home) -> PathBuf {
 pub struct LineReader {
     editor: Editor<InputHelper, FileHistory>,
     history: Option<PathBuf>,
-    /// Erase the echo of an accepted message (it is shown again as
-    /// logged, with its time).
+    /// Erase the echo of an accepted line: the live region (the status
+    /// line, a streaming reply) sits right above the prompt, and must stay
+    /// there. A message is shown again as logged, with its time; the
+    /// async side prints a command again itself.
     erase_echo: bool,
-    /// Set while an approval waits: then `y` and `n` are answers, not
-    /// messages, and their echo stays.
-    asking: Arc<AtomicBool>,
 }
 
 impl LineReader {
@@ -76,7 +72,6 @@ impl LineReader {
     pub fn new(
         home: &Home,
         erase_echo: bool,
-        asking: Arc<AtomicBool>,
         keys: mpsc::UnboundedSender<Keyboard>,
     ) -> Result<LineReader, ReadlineError> {
         let config = Config::builder()
@@ -104,7 +99,6 @@ impl LineReader {
             editor,
             history,
             erase_echo,
-            asking,
         })
     }
 
@@ -129,7 +123,7 @@ impl LineReader {
                 Ok(line) => {
                     self.remember(&line);
                     let line = joined(&line);
-                    if self.erase_echo && self.is_message(&line) {
+                    if self.erase_echo {
                         erase_echo(&line);
                     }
                     Keyboard::Line(line)
@@ -153,20 +147,6 @@ impl LineReader {
                 Ok(Resume::Stop) | Err(_) => return,
             }
         }
-    }
-
-    /// Whether `line` goes to the agent as a message (and so is shown as
-    /// logged): not a client command, not an approval's answer.
-    fn is_message(&self, line: &str) -> bool {
-        let answer = matches!(
-            line.trim().to_ascii_lowercase().as_str(),
-            "y" | "n" | "yes" | "no"
-        ) && self.asking.load(Ordering::Relaxed);
-        let command =
-            line.trim_start().starts_with("/approve") || line.trim_start().starts_with("/deny");
-        !answer
-            && !command
-            && matches!(slash::parse(line), slash::Typed::Message(text) if !text.trim().is_empty())
     }
 
     fn remember(&mut self, line: &str) {

@@ -34,9 +34,7 @@ use rustyline::error::ReadlineError;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
@@ -116,13 +114,7 @@ pub async fn run(
     let saved_terminal = SavedTerminal::capture();
     let interactive = io::stdin().is_terminal();
     let (key_tx, keys) = mpsc::unbounded_channel();
-    let asking = Arc::new(AtomicBool::new(false));
-    let mut reader = LineReader::new(
-        home,
-        interactive && style.live,
-        asking.clone(),
-        key_tx.clone(),
-    )?;
+    let mut reader = LineReader::new(home, interactive && style.live, key_tx.clone())?;
     // None when stdin or stdout is not a terminal: then plain writes do.
     let screen = Screen::start(reader.external_printer());
     let (resume_tx, resume_rx) = std_mpsc::channel();
@@ -144,7 +136,7 @@ pub async fn run(
         key_prefix: format!("{}:{}", std::process::id(), welcome::start_stamp()),
         activity: None,
         asked: Vec::new(),
-        asking,
+        echo: interactive && style.live,
         interactive,
         draining: false,
         reader_running: true,
@@ -206,8 +198,9 @@ struct Terminal {
     activity: Option<Activity>,
     /// Answers the user waits for, oldest first.
     asked: Vec<Asked>,
-    /// Tells the line reader that an approval waits (see `keyboard.rs`).
-    asking: Arc<AtomicBool>,
+    /// The line reader erases what it echoed (see `keyboard.rs`): a line
+    /// that is no message is printed again here.
+    echo: bool,
     /// stdin is a terminal.
     interactive: bool,
     /// Piped input ended: stay until what it sent is answered.
@@ -266,8 +259,6 @@ impl Terminal {
             if let Next::Quit = next {
                 return Ok(());
             }
-            self.asking
-                .store(self.session.approvals.any(), Ordering::Relaxed);
         }
     }
 
@@ -522,6 +513,14 @@ impl Terminal {
     /// message.
     async fn on_line(&mut self, line: String) -> Next {
         let typed = self.session.approvals.typed(&line);
+        let message = typed.frame().is_none()
+            && !matches!(typed, crate::approvals::Typed::Usage(_))
+            && matches!(slash::parse(&line), Typed::Message(_));
+        if self.echo && !message && !line.trim().is_empty() {
+            let echo = format!("{}{}", crate::keyboard::PROMPT, look::sanitized(&line));
+            let echo = self.style.grey(&echo);
+            self.print(&echo);
+        }
         if let Some(answer) = typed.frame() {
             if self.send(&answer).await {
                 self.session.on_approve();

@@ -7,7 +7,7 @@ mod pty;
 use hearth_protocol::Kind;
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
-use hearth_tests::harness::{texts, TestHome};
+use hearth_tests::harness::{eventually, texts, TestHome};
 use pty::{count, Pty};
 
 /// A home with the fake model configured and its daemon running.
@@ -147,7 +147,24 @@ async fn a_daemon_restart_under_the_client_loses_nothing_and_shows_nothing_twice
     let mut phone = home.connect("telegram", None).await;
     phone.submit("from the phone", "telegram", None).await;
 
-    let screen = pty.wait_until("both answered", |screen| count(screen, "Answered.") >= 3);
+    // Every message answered, each shown once, each reply as often as logged.
+    let replies = eventually("every message answered", || async {
+        let log = home.history().await;
+        let users: Vec<u64> = log
+            .iter()
+            .filter(|m| m.kind == Kind::User)
+            .map(|m| m.id)
+            .collect();
+        let answered = |id: &u64| {
+            log.iter()
+                .any(|m| m.kind == Kind::Reply && m.answers.contains(id))
+        };
+        (users.len() == 3 && users.iter().all(answered)).then(|| texts(&log, Kind::Reply).len())
+    })
+    .await;
+    let screen = pty.wait_until("every reply", |screen| {
+        count(screen, "Answered.") == replies
+    });
     for said in [
         "› before the restart",
         "› while it was away",
@@ -166,12 +183,6 @@ async fn a_daemon_restart_under_the_client_loses_nothing_and_shows_nothing_twice
         1,
         "{users:?}"
     );
-    // Each reply once on screen, as often as in the log.
-    let replies = texts(&log, Kind::Reply).len();
-    let screen = pty.wait_until("every reply", |screen| {
-        count(screen, "Answered.") == replies
-    });
-    assert_eq!(count(&screen, "Answered."), replies, "{screen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -196,4 +207,68 @@ async fn control_sequences_in_a_message_are_not_passed_raw() {
     let log = String::from_utf8_lossy(&output.stdout);
     assert!(log.contains("look here now"), "{log}");
     assert!(!log.contains('\x1b'), "{log:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_takes_several_lines_pastes_whole_and_pages_back() {
+    let model = FakeModel::start().await;
+    let (home, _daemon) = attached(&model).await;
+    model.set_default(Reply::text("ok"));
+    let mut phone = home.connect("telegram", None).await;
+    for n in 1..=25 {
+        phone
+            .submit(&format!("old message {n}"), "telegram", None)
+            .await;
+    }
+    let mut pty = Pty::attach(&home, &key_env());
+    let screen = pty.wait_for("/help");
+    assert!(!screen.contains("old message 1\n"), "{screen}");
+
+    // A trailing backslash, Alt-Enter, a bracketed paste: one message each.
+    pty.send("one\\\rtwo\r");
+    pty.wait_for("› one");
+    pty.send("three\x1b\rfour\r");
+    pty.wait_for("› three");
+    pty.send("\x1b[200~pasted\nlines\x1b[201~\r");
+    pty.wait_for("› pasted");
+    let log = home.history().await;
+    let users = texts(&log, Kind::User);
+    for wanted in ["one\ntwo", "three\nfour", "pasted\nlines"] {
+        assert!(
+            users.iter().any(|text| text == wanted),
+            "{wanted:?} in {users:?}"
+        );
+    }
+
+    // Older messages, by page.
+    // The last 20 were shown on attach (old messages 7 to 25, the reply).
+    pty.line("/history 3");
+    let screen = pty.wait_for("3 earlier messages");
+    assert!(screen.contains("[telegram] old message 4\n"), "{screen}");
+    assert!(screen.contains("[telegram] old message 6\n"), "{screen}");
+    assert!(!screen.contains("old message 3\n"), "{screen}");
+    pty.send("\x1b[5~");
+    let screen = pty.wait_until("the first page", |screen| {
+        count(screen, "earlier messages") == 2
+    });
+    assert!(screen.contains("[telegram] old message 1\n"), "{screen}");
+    assert_eq!(count(&screen, "[telegram] old message 4\n"), 1, "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_color_streams_without_styles() {
+    let model = FakeModel::start().await;
+    let (home, _daemon) = attached(&model).await;
+    model.push(Reply::text("Some **strong** words."));
+    let env = [("HEARTH_TEST_KEY", "sk-test-secret"), ("NO_COLOR", "1")];
+    let mut pty = Pty::attach(&home, &env);
+    pty.wait_for("/help");
+    pty.line("hello");
+    pty.wait_for("Some **strong** words.");
+    pty.wait_until("the turn to end", idle);
+    let raw = pty.raw();
+    let raw = String::from_utf8_lossy(&raw);
+    for style in ["\x1b[1m", "\x1b[3m", "\x1b[9m", "\x1b[90m"] {
+        assert!(!raw.contains(style), "no style {style:?} in {raw:?}");
+    }
 }
