@@ -236,3 +236,20 @@ async fn the_shell_never_sees_the_daemons_keys() {
     assert!(!tool.contains("sk-test-secret"));
     client.reply_to(id).await;
 }
+
+#[test]
+fn a_working_folder_that_holds_the_home_is_refused_at_start() {
+    let home = TestHome::new(bins!());
+    home.write_config("[agent]\nworkdir = \".\"\n");
+    std::fs::write(home.path().join("secrets.env"), "OPENAI_API_KEY=sk-x\n").unwrap();
+    std::fs::set_permissions(
+        home.path().join("secrets.env"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let output = home.run_daemon_to_end();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains("holds the home's private files"), "{said}");
+    assert!(said.contains("[agent] workdir"), "{said}");
+}

@@ -193,6 +193,7 @@ impl Starter<'_> {
             None => agent_dir.join("work"),
         };
         private_dir(&workdir)?;
+        refuse_home_inside(&workdir, self.home)?;
         let workspace = Workspace::new(
             &workdir,
             agent_dir,
@@ -221,4 +222,31 @@ impl Starter<'_> {
         // Last: it checks the names in `[approvals]` against every tool.
         Ok(tools.with_approvals(self.approvals.clone()))
     }
+}
+
+/// Refuses a working folder that contains the home's private files (a
+/// workdir set to `~` with the home in `~/.config/hearth`): the tools work
+/// in it, so they could read the keys and the log or rewrite the config.
+fn refuse_home_inside(workdir: &Path, home: &Home) -> Result<(), StartError> {
+    let Ok(workdir) = workdir.canonicalize() else {
+        return Ok(());
+    };
+    let private = [
+        home.secrets_file(),
+        home.config_file(),
+        home.database(),
+        home.lock_file(),
+        home.daemon_log(),
+    ];
+    for file in private {
+        let parent = file.parent().and_then(|dir| dir.canonicalize().ok());
+        let inside = parent.is_some_and(|dir| dir.starts_with(&workdir));
+        if inside {
+            return Err(StartError::WorkdirHoldsHome {
+                workdir,
+                private: file,
+            });
+        }
+    }
+    Ok(())
 }

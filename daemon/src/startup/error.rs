@@ -36,6 +36,8 @@ pub enum StartError {
     /// Boxed: the report is large, and every start-up step returns this type.
     #[error(transparent)]
     Window(Box<crate::model::window::TooSmall>),
+    #[error("the working folder {workdir} holds the home's private files ({private} among them): the agent's shell and file tools could read your keys and conversation or rewrite config.toml. Choose a working folder outside the home's folders ([agent] workdir or the subagent's workdir in config.toml), or leave it unset for agents/NAME/work")]
+    WorkdirHoldsHome { workdir: PathBuf, private: PathBuf },
     #[error("{path}: {source}")]
     Mcp {
         path: PathBuf,
