@@ -253,3 +253,96 @@ fn a_working_folder_that_holds_the_home_is_refused_at_start() {
     assert!(said.contains("holds the home's private files"), "{said}");
     assert!(said.contains("[agent] workdir"), "{said}");
 }
+
+/// Opens `count` TCP connections that never send a byte.
+async fn idle_connections(address: &str, count: usize) -> Vec<TcpStream> {
+    let mut idle = Vec::new();
+    for _ in 0..count {
+        idle.push(TcpStream::connect(address).await.unwrap());
+    }
+    idle
+}
+
+/// Whether the daemon closed `stream` (a read sees the end or an error).
+async fn closed_by_daemon(stream: &mut TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut byte = [0u8; 1];
+    matches!(
+        tokio::time::timeout(DEADLINE, stream.read(&mut byte)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
+#[tokio::test]
+async fn a_flood_of_silent_tcp_connections_never_locks_the_owner_out() {
+    let home = home_with_tcp();
+    let daemon = hearth_tests::harness::Daemon::start_with_env(
+        &home,
+        &[("HEARTH_TEST_HELLO_DEADLINE_MS", "500")],
+    );
+    let address = tcp_address(&daemon.log_text());
+    // Far more than may wait for their hello, from one address.
+    let mut idle = idle_connections(&address, 300).await;
+    // The owner's socket answers at once, and so does a TCP client with the
+    // token once the silent ones are closed.
+    let mut owner = home.connect("terminal", None).await;
+    let (id, _) = owner.submit("still here", "terminal", None).await;
+    assert_eq!(id, 0);
+    // Silent connections are closed: those over the cap at once, the rest
+    // when their deadline passes.
+    for stream in idle.iter_mut() {
+        assert!(
+            closed_by_daemon(stream).await,
+            "a silent connection stays open"
+        );
+    }
+    let mut tcp = Tcp::connect(&address).await;
+    tcp.send(&hello(Some(TOKEN))).await;
+    assert!(matches!(
+        tcp.frame().await,
+        Some(ServerFrame::Welcome { .. })
+    ));
+}
+
+#[tokio::test]
+async fn junk_before_hello_over_tcp_closes_the_connection() {
+    let home = home_with_tcp();
+    let daemon = home.start();
+    let address = tcp_address(&daemon.log_text());
+    let mut tcp = Tcp::connect(&address).await;
+    tcp.0
+        .send(Message::Text("this is not json".into()))
+        .await
+        .unwrap();
+    assert!(matches!(tcp.frame().await, Some(ServerFrame::Error { .. })));
+    assert!(
+        tcp.frame().await.is_none(),
+        "closed after its first bad frame"
+    );
+
+    let mut tcp = Tcp::connect(&address).await;
+    let wrong_version = r#"{"type":"hello","client":"x","version":99}"#;
+    tcp.0
+        .send(Message::Text(wrong_version.into()))
+        .await
+        .unwrap();
+    assert!(matches!(tcp.frame().await, Some(ServerFrame::Error { .. })));
+    assert!(tcp.frame().await.is_none());
+}
+
+#[tokio::test]
+async fn a_large_frame_before_hello_is_never_read_whole() {
+    let home = home_with_tcp();
+    let daemon = home.start();
+    let address = tcp_address(&daemon.log_text());
+    let mut tcp = Tcp::connect(&address).await;
+    // 8 MiB, far over what a stranger may send before its hello.
+    let huge = format!(r#"{{"type":"submit","text":"{}"}}"#, "x".repeat(8 << 20));
+    let sent = tcp.0.send(Message::Text(huge.into())).await;
+    // The daemon stops reading and closes: the send or the next read fails.
+    if sent.is_ok() {
+        assert!(tcp.frame().await.is_none(), "the connection is closed");
+    }
+    let mut owner = home.connect("terminal", None).await;
+    assert_eq!(owner.submit("fine", "terminal", None).await.0, 0);
+}

@@ -39,6 +39,7 @@ fn main() {
     // start dumpable again at exec, so this protects hearthd alone.
     // SAFETY: prctl has no memory effects.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong) };
+    raise_descriptor_limit();
     // Tool commands run under a keeper, hearthd's own binary in its keeper
     // mode, so nothing a tool starts outlives its call.
     match std::env::current_exe() {
@@ -73,6 +74,21 @@ fn main() {
         }
     };
     runtime.block_on(serve(args, home));
+}
+
+/// Raises the soft limit on open descriptors to the hard one: every client
+/// and every model request holds one, and the common soft default (1,024)
+/// is small for a daemon.
+fn raise_descriptor_limit() {
+    // SAFETY: getrlimit and setrlimit fill in and read a plain C struct.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 /// `hearthd --verify`: prints what the check found; the exit code.

@@ -3,6 +3,7 @@
 
 use super::handlers::{self, Context, Failure};
 use super::hello;
+use super::preauth;
 use super::shared::Shared;
 use super::websocket::{ConnectionError, Stream, WebSocket};
 use crate::log::Log;
@@ -14,15 +15,31 @@ const CATCH_UP_PAGE: u32 = 500;
 
 /// Serves one client until it leaves. Over TCP (`token` is set), nothing but
 /// a hello with the right token is answered with anything but a refusal.
+///
+/// Until its hello is accepted the client has [`preauth::hello_deadline`]
+/// and [`preauth::PREAUTH_BYTES`]; `admitted` is its place among the
+/// connections that wait for their hello, given back once greeted.
 pub async fn run(
     stream: Stream,
     token: Option<&str>,
     shared: &Shared,
+    admitted: preauth::Admitted,
 ) -> Result<(), ConnectionError> {
-    let mut socket = WebSocket::accept(stream).await?;
-    let Some(greeted) = hello::greet(&mut socket, token, shared).await? else {
+    let (stream, budget) = preauth::Budgeted::new(stream, preauth::PREAUTH_BYTES);
+    let handshake = async {
+        let mut socket = WebSocket::accept(Box::new(stream)).await?;
+        let greeted = hello::greet(&mut socket, token, shared).await?;
+        Ok::<_, ConnectionError>(greeted.map(|greeted| (socket, greeted)))
+    };
+    let Ok(handshake) = tokio::time::timeout(preauth::hello_deadline(), handshake).await else {
+        tracing::debug!("a client said no hello in time; closed");
         return Ok(());
     };
+    let Some((mut socket, greeted)) = handshake? else {
+        return Ok(());
+    };
+    budget.lift();
+    admitted.greeted();
     let handle = greeted.handle;
     let agent = handle.name.clone();
 

@@ -27,14 +27,26 @@ pub async fn greet(
     token: Option<&str>,
     shared: &Shared,
 ) -> Result<Option<Greeted>, ConnectionError> {
+    // Over TCP the peer is a stranger until its hello: its first bad frame
+    // ends the connection. On the Unix socket (the owner's) errors are
+    // answered and the connection stays.
+    let strict = token.is_some();
     loop {
-        match socket.next_frame().await? {
+        let frame = if strict {
+            socket.next_frame_strict().await?
+        } else {
+            socket.next_frame().await?
+        };
+        match frame {
             None => return Ok(None),
             Some(ClientFrame::Hello { version, .. }) if version != PROTOCOL_VERSION => {
                 let message = format!(
                     "this daemon speaks protocol version {PROTOCOL_VERSION}, not {version}; update the client"
                 );
                 socket.refuse(ErrorCode::Version, message).await?;
+                if strict {
+                    return Ok(None);
+                }
             }
             Some(ClientFrame::Hello { token: given, .. })
                 if token.is_some_and(|token| {

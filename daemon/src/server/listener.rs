@@ -1,6 +1,7 @@
 //! Where clients connect, and the loop that accepts them: one task each.
 
 use super::connection;
+use super::preauth;
 use super::shared::Shared;
 use super::websocket::Stream;
 use std::sync::atomic::Ordering;
@@ -19,40 +20,65 @@ pub enum Listener {
     },
 }
 
-/// Accepts clients until `shutdown` turns true.
+/// Accepts clients until `shutdown` turns true. Connections that wait for
+/// their hello are bounded ([`preauth`]); one more is closed at once.
 pub async fn serve(listener: Listener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    let pending = Arc::new(preauth::Pending::default());
+    let mut failures = 0u32;
     loop {
-        let accepted: std::io::Result<(Stream, Option<String>)> = tokio::select! {
+        let accepted: std::io::Result<Accepted> = tokio::select! {
             accepted = accept(&listener) => accepted,
             _ = shutdown.changed() => return,
         };
-        match accepted {
-            Ok((stream, token)) => {
-                let shared = shared.clone();
-                tokio::spawn(async move {
-                    shared.clients.fetch_add(1, Ordering::Relaxed);
-                    if let Err(err) = connection::run(stream, token.as_deref(), &shared).await {
-                        tracing::debug!("client connection ended: {err}");
-                    }
-                    shared.clients.fetch_sub(1, Ordering::Relaxed);
-                });
+        let (stream, token, address) = match accepted {
+            Ok(accepted) => {
+                failures = 0;
+                accepted
             }
-            Err(err) => tracing::warn!("cannot accept a client: {err}"),
-        }
+            Err(err) => {
+                // Out of descriptors, most likely: wait for some to be
+                // given back rather than spin, and say it once per burst.
+                if failures == 0 {
+                    tracing::warn!("cannot accept a client: {err}; waiting before the next accept");
+                }
+                let wait = preauth::accept_backoff(failures);
+                failures = failures.saturating_add(1);
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => continue,
+                    _ = shutdown.changed() => return,
+                }
+            }
+        };
+        let Some(admitted) = pending.admit(address) else {
+            tracing::debug!("too many connections wait for their hello; one more closed");
+            drop(stream);
+            continue;
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            shared.clients.fetch_add(1, Ordering::Relaxed);
+            if let Err(err) = connection::run(stream, token.as_deref(), &shared, admitted).await {
+                tracing::debug!("client connection ended: {err}");
+            }
+            shared.clients.fetch_sub(1, Ordering::Relaxed);
+        });
     }
 }
 
+/// A client's stream, the token its hello must carry and its address (TCP).
+type Accepted = (Stream, Option<String>, Option<std::net::IpAddr>);
+
 /// The next client, with the token its hello must carry (TCP only).
-async fn accept(listener: &Listener) -> std::io::Result<(Stream, Option<String>)> {
+async fn accept(listener: &Listener) -> std::io::Result<Accepted> {
     match listener {
         Listener::Unix(listener) => {
             let (stream, _) = listener.accept().await?;
-            Ok((Box::new(stream), None))
+            Ok((Box::new(stream), None, None))
         }
         Listener::Tcp { listener, token } => {
             let (stream, peer) = listener.accept().await?;
             tracing::debug!("TCP client from {peer}");
-            Ok((Box::new(stream), Some(token.clone())))
+            Ok((Box::new(stream), Some(token.clone()), Some(peer.ip())))
         }
     }
 }

@@ -18,11 +18,13 @@
 //! - `handlers.rs`: one handler per client frame, each returning its answer
 //!   or a typed [`Refusal`]; `handlers/` holds them grouped by concern.
 //! - `shared.rs`: what every connection shares.
+//! - `preauth.rs`: bounds on connections that have not said hello yet.
 
 mod connection;
 mod handlers;
 mod hello;
 mod listener;
+pub mod preauth;
 mod shared;
 mod websocket;
 

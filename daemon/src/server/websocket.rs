@@ -74,6 +74,17 @@ impl WebSocket {
     /// The next text frame, decoded; `Ok(None)` when the client left. Frames
     /// that cannot be read are answered with an error here and skipped.
     pub async fn next_frame(&mut self) -> Result<Option<ClientFrame>, ConnectionError> {
+        self.read_frame(false).await
+    }
+
+    /// As [`WebSocket::next_frame`], but a frame that cannot be read is
+    /// answered with an error and ends the connection (`Ok(None)`): for a
+    /// stranger that has not said hello.
+    pub async fn next_frame_strict(&mut self) -> Result<Option<ClientFrame>, ConnectionError> {
+        self.read_frame(true).await
+    }
+
+    async fn read_frame(&mut self, strict: bool) -> Result<Option<ClientFrame>, ConnectionError> {
         loop {
             let text = match self.source.next().await {
                 None | Some(Ok(WsMessage::Close(_))) => return Ok(None),
@@ -85,13 +96,21 @@ impl WebSocket {
                         "binary frames are not part of the protocol; send JSON text frames".into(),
                     )
                     .await?;
+                    if strict {
+                        return Ok(None);
+                    }
                     continue;
                 }
                 Some(Ok(_)) => continue,
             };
             match ClientFrame::decode(&text) {
                 Ok(frame) => return Ok(Some(frame)),
-                Err(err) => self.refuse(err.code, err.message).await?,
+                Err(err) => {
+                    self.refuse(err.code, err.message).await?;
+                    if strict {
+                        return Ok(None);
+                    }
+                }
             }
         }
     }
