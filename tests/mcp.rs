@@ -404,3 +404,36 @@ async fn mcp_status(home: &TestHome) -> String {
     let output = home.hearth_async(&["mcp"]).await;
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// The snapshot of the misbehaving server's tools as a request carries them.
+const SNAPSHOT: &str = "tests/mcp/tools.snapshot.json";
+
+#[tokio::test]
+async fn the_serialized_tools_of_a_fixed_server_match_the_snapshot() {
+    let mut t = start(&misbehaving("")).await;
+    t.model.push(Reply::text("hi"));
+    turn(&mut t, "hi").await;
+    let tools: Vec<serde_json::Value> = t.model.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|tool| {
+            tool["function"]["name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with("mcp__"))
+        })
+        .cloned()
+        .collect();
+    // The bytes as sent, one tool a line, so a change reads well in review.
+    let lines: Vec<String> = tools.iter().map(|tool| tool.to_string()).collect();
+    let text = format!("{}\n", lines.join("\n"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(SNAPSHOT);
+    if std::env::var_os("HEARTH_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let pinned = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        text, pinned,
+        "the MCP tools changed; if that is meant, rerun with HEARTH_UPDATE_SNAPSHOTS=1 and review {SNAPSHOT}"
+    );
+}
