@@ -414,41 +414,8 @@ impl Terminal {
 
     /// A page of older messages, below what is on screen, marked as such.
     fn show_older(&mut self, messages: Vec<hearth_protocol::Message>) {
-        let (Some(first), Some(last)) = (messages.first(), messages.last()) else {
-            self.note("── nothing older ──");
-            return;
-        };
-        let head = format!(
-            "── {} earlier messages, #{} to #{} ──",
-            messages.len(),
-            first.id,
-            last.id
-        );
-        self.session.paged_back_to(first.id);
-        let mut out = self.style.grey(&head);
-        out.push('\n');
-        let now = chrono::Local::now();
-        for message in &messages {
-            match self.session.older_message(message, now) {
-                Show::Line(line) => {
-                    out.push_str(&line);
-                    out.push('\n');
-                }
-                Show::Words { agent, at, text } => {
-                    out.push_str(&look::header(&agent, &at, self.style, now));
-                    out.push('\n');
-                    out.push_str(&self.style.body(&look::sanitized(&text)));
-                    out.push('\n');
-                }
-                _ => {}
-            }
-        }
-        out.push_str(
-            &self
-                .style
-                .grey("── back to now (PageUp or /history for more) ──"),
-        );
-        self.print(&out);
+        let page = welcome::older_page(&mut self.session, &messages);
+        self.print(&page);
     }
 
     /// Sends a frame; a send that fails means the connection is lost.

@@ -1,7 +1,8 @@
-//! What `hearth` prints when it attaches, before line editing starts: a
-//! banner (the agent, its model or how to configure one, how to get about),
-//! the recent messages, the events that came meanwhile; and the name this
-//! client gives itself in `hello`.
+//! What `hearth` prints of the conversation's past: on attach, before line
+//! editing starts, a banner (the agent, its model or how to configure one,
+//! how to get about), the recent messages and the events that came
+//! meanwhile; later, the pages of older messages `/history` and PageUp ask
+//! for. And the name this client gives itself in `hello`.
 
 use crate::display::Display;
 use crate::look::{self, Style};
@@ -109,4 +110,40 @@ pub fn start_stamp() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos())
+}
+
+/// A page of older messages as printed below what is on screen, between
+/// two rules that say what it is.
+pub fn older_page(session: &mut Session, messages: &[hearth_protocol::Message]) -> String {
+    let style = session.style;
+    let (Some(first), Some(last)) = (messages.first(), messages.last()) else {
+        return style.grey("── nothing older ──");
+    };
+    let head = format!(
+        "── {} earlier messages, #{} to #{} ──",
+        messages.len(),
+        first.id,
+        last.id
+    );
+    session.paged_back_to(first.id);
+    let mut out = style.grey(&head);
+    out.push('\n');
+    let now = chrono::Local::now();
+    for message in messages {
+        match session.older_message(message, now) {
+            Show::Line(line) => {
+                out.push_str(&line);
+                out.push('\n');
+            }
+            Show::Words { agent, at, text } => {
+                out.push_str(&look::header(&agent, &at, style, now));
+                out.push('\n');
+                out.push_str(&style.body(&look::sanitized(&text)));
+                out.push('\n');
+            }
+            _ => {}
+        }
+    }
+    out.push_str(&style.grey("── back to now (PageUp or /history for more) ──"));
+    out
 }
