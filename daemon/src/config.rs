@@ -597,3 +597,51 @@ mod fuzz {
         }
     }
 }
+
+/// Whether `zone` names a time zone of the IANA database installed here:
+/// a relative name of letters, digits, `_`, `-`, `+` and `/` (no `..`, no
+/// absolute path) whose file in /usr/share/zoneinfo is a compiled zone
+/// (it starts with `TZif`). A name that merely leads to some file, such as
+/// `../../etc/passwd`, is not a zone.
+pub fn is_iana_zone(zone: &str) -> bool {
+    let well_formed = !zone.is_empty()
+        && zone.len() <= 64
+        && !zone.starts_with('/')
+        && zone
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+        && zone
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '/'));
+    if !well_formed {
+        return false;
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(std::path::Path::new("/usr/share/zoneinfo").join(zone))
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+        .is_ok_and(|()| &magic == b"TZif")
+}
+
+#[cfg(test)]
+mod zone_tests {
+    use super::is_iana_zone;
+
+    #[test]
+    fn only_iana_zone_names_are_time_zones() {
+        if std::path::Path::new("/usr/share/zoneinfo/Europe/Paris").exists() {
+            assert!(is_iana_zone("Europe/Paris"));
+            assert!(is_iana_zone("UTC"));
+        }
+        for bad in [
+            "../../etc/passwd",
+            "/etc/passwd",
+            "Europe/../../etc/passwd",
+            "",
+            "Mars/Olympus",
+            "zone.tab",
+            "Europe",
+        ] {
+            assert!(!is_iana_zone(bad), "{bad}");
+        }
+    }
+}

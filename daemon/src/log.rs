@@ -199,6 +199,11 @@ impl Log {
         })
     }
 
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Runs `job` on the writer thread inside a transaction and returns its
     /// answer once the transaction is durable.
     pub(crate) async fn run<T: Send + 'static>(

@@ -56,10 +56,7 @@ fn main() {
     // by `run`, with its line.
     if let Ok(config) = hearth_daemon::config::Config::load(&home.config_file()) {
         if let Some(zone) = &config.agent.timezone {
-            if !std::path::Path::new("/usr/share/zoneinfo")
-                .join(zone)
-                .is_file()
-            {
+            if !hearth_daemon::config::is_iana_zone(zone) {
                 eprintln!("hearthd: unknown time zone `{zone}` in [agent] timezone (expected an IANA name such as Europe/Paris)");
                 std::process::exit(1);
             }

@@ -284,14 +284,26 @@ pub fn non_public(address: IpAddr) -> Option<&'static str> {
     }
 }
 
+/// The ranges of IANA's IPv4 Special-Purpose Address Registry (RFC 6890
+/// and its updates, as of 2026) that are not globally reachable, with
+/// multicast: none of them is a public web server.
 fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, ..] = ip.octets();
+    let [a, b, c, _] = ip.octets();
     Some(match () {
         _ if ip.is_loopback() => "loopback",
         _ if ip.is_private() => "private",
         _ if ip.is_link_local() => "link-local",
         _ if a == 0 => "unspecified",
         _ if a == 100 && (64..128).contains(&b) => "shared (carrier-grade NAT)",
+        _ if a == 192 && b == 0 && c == 0 => "IETF protocol assignments",
+        _ if (a, b, c) == (192, 0, 2)
+            || (a, b, c) == (198, 51, 100)
+            || (a, b, c) == (203, 0, 113) =>
+        {
+            "documentation (TEST-NET)"
+        }
+        _ if a == 198 && (b == 18 || b == 19) => "benchmarking",
+        _ if (a, b, c) == (192, 88, 99) => "6to4 relay anycast (deprecated)",
         _ if ip.is_multicast() => "multicast",
         _ if ip.is_broadcast() || a >= 240 => "reserved",
         _ => return None,
@@ -310,6 +322,19 @@ fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
         _ if segments[0] & 0xffc0 == 0xfe80 => "link-local",
         _ if segments[0] & 0xffc0 == 0xfec0 => "site-local",
         _ if ip.is_multicast() => "multicast",
+        _ if segments[0] == 0x2001 && segments[1] == 0x0db8 => "documentation",
+        _ if segments[0] == 0x3fff && segments[1] & 0xf000 == 0 => "documentation",
+        _ if segments[..4] == [0x100, 0, 0, 0] => "discard-only",
+        _ if segments[0] == 0x2001 && segments[1] < 0x0200 => {
+            "IETF protocol assignments (Teredo among them)"
+        }
+        _ if segments[0] == 0x5f00 => "segment routing (SRv6)",
+        _ if segments[..3] == [0x64, 0xff9b, 1] => "local-use NAT64",
+        // 6to4 carries an IPv4 address in its second and third groups.
+        _ if segments[0] == 0x2002 => {
+            let embedded = Ipv4Addr::from(((segments[1] as u32) << 16) | segments[2] as u32);
+            return non_public_v4(embedded);
+        }
         // NAT64 and the old IPv4-compatible form carry an IPv4 address.
         _ if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || segments[..6] == [0; 6] => {
             let [.., high, low] = segments;
@@ -326,6 +351,49 @@ mod tests {
 
     fn kind(address: &str) -> Option<&'static str> {
         non_public(address.parse().unwrap())
+    }
+
+    #[test]
+    fn every_special_purpose_range_is_refused() {
+        for address in [
+            "0.1.2.3",
+            "100.64.0.1",
+            "192.0.0.8",
+            "192.0.2.1",
+            "198.18.0.1",
+            "198.19.255.254",
+            "198.51.100.7",
+            "203.0.113.9",
+            "192.88.99.1",
+            "224.0.0.1",
+            "239.255.255.250",
+            "240.0.0.1",
+            "255.255.255.255",
+            "2001:db8::1",
+            "3fff::1",
+            "100::1",
+            "2001::1",
+            "2001:2::1",
+            "5f00::1",
+            "64:ff9b:1::1",
+            "2002:7f00:1::1",
+            "2002:c000:201::1",
+            "::ffff:192.0.2.1",
+            "64:ff9b::c000:201",
+            "ff02::1",
+            "fc00::1",
+            "fe80::1",
+        ] {
+            assert!(kind(address).is_some(), "{address} is special-purpose");
+        }
+        for public in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "2002:5db8:d822::1",
+        ] {
+            assert_eq!(kind(public), None, "{public} is public");
+        }
     }
 
     #[test]

@@ -7,11 +7,8 @@ use hearth_protocol::ServerFrame;
 /// `backup`: copies the log to a new file at an absolute path.
 pub async fn backup(context: &Context<'_>, path: String) -> Answer {
     let target = std::path::Path::new(&path);
-    if !target.is_absolute() || target.exists() {
-        return Err(Refusal::refused(format!(
-            "the backup path must be absolute and must not exist yet: {path}"
-        ))
-        .into());
+    if let Err(why) = backup_target_allowed(target, context.shared.log.path()) {
+        return Err(Refusal::refused(format!("cannot back up to {path}: {why}")).into());
     }
     match context.shared.log.backup(target).await {
         Ok(bytes) => Ok(ServerFrame::BackedUp { path, bytes }),
@@ -50,4 +47,109 @@ pub async fn image_put(
 /// `image_get`: a stored image's bytes; a refusal is an `error` frame.
 pub async fn image_get(context: &Context<'_>, sha256: String) -> ServerFrame {
     context.shared.images.answer_get(&sha256).await
+}
+
+/// Where a backup may be written: an absolute path to nothing yet (not
+/// even a dangling symlink), without NUL bytes, in an existing folder, and
+/// not a name the home uses (the database and its `-journal`, `-wal`,
+/// `-shm`, `secrets.env`, `config.toml`, the media store, the socket…) — so
+/// a backup can never take the place of one of the home's own files.
+fn backup_target_allowed(
+    target: &std::path::Path,
+    database: &std::path::Path,
+) -> Result<(), &'static str> {
+    use std::os::unix::ffi::OsStrExt;
+    if target.as_os_str().as_bytes().contains(&0) {
+        return Err("the path holds a NUL byte");
+    }
+    if !target.is_absolute() {
+        return Err("give an absolute path");
+    }
+    if std::fs::symlink_metadata(target).is_ok() {
+        return Err("the path must not exist yet (a backup never replaces a file)");
+    }
+    let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
+        return Err("give a file name");
+    };
+    let Ok(parent) = parent.canonicalize() else {
+        return Err("its folder does not exist");
+    };
+    let home = database
+        .parent()
+        .and_then(|dir| dir.canonicalize().ok())
+        .unwrap_or_default();
+    let name = name.to_string_lossy();
+    if name == "secrets.env" || name == "config.toml" {
+        return Err("the name is one of the home's own files");
+    }
+    if parent == home {
+        let database_name = database
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let taken = name.starts_with(&database_name)
+            || name.starts_with("whatsapp-web.db")
+            || [
+                "images",
+                "audio",
+                "media",
+                "documents",
+                "agents",
+                "hearth.sock",
+                "hearth.lock",
+                "hearthd.log",
+            ]
+            .contains(&name.as_ref());
+        if taken {
+            return Err("the name is one the home uses for its own files; choose another");
+        }
+    } else if parent.starts_with(&home)
+        && parent
+            .strip_prefix(&home)
+            .ok()
+            .and_then(|rest| rest.components().next())
+            .is_some_and(|first| {
+                ["images", "audio", "media", "documents"]
+                    .contains(&first.as_os_str().to_string_lossy().as_ref())
+            })
+    {
+        return Err("it is inside the home's media store");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backup_target_allowed;
+
+    #[test]
+    fn backups_never_land_on_the_homes_files() {
+        let home = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let database = home.path().join("hearth.db");
+        std::fs::write(&database, "").unwrap();
+        let refused = [
+            home.path().join("hearth.db-journal"),
+            home.path().join("secrets.env"),
+            home.path().join("images"),
+            home.path().join("hearth.db.seen"),
+            elsewhere.path().join("secrets.env"),
+            std::path::PathBuf::from("relative.db"),
+            std::path::PathBuf::from("/no/such/folder/x.db"),
+        ];
+        for path in refused {
+            assert!(
+                backup_target_allowed(&path, &database).is_err(),
+                "{}",
+                path.display()
+            );
+        }
+        let dangling = elsewhere.path().join("dangling");
+        std::os::unix::fs::symlink(elsewhere.path().join("nothing"), &dangling).unwrap();
+        assert!(backup_target_allowed(&dangling, &database).is_err());
+        let nul = std::path::PathBuf::from("/tmp/a\0b");
+        assert!(backup_target_allowed(&nul, &database).is_err());
+        assert!(backup_target_allowed(&elsewhere.path().join("ok.db"), &database).is_ok());
+        assert!(backup_target_allowed(&home.path().join("backup.db"), &database).is_ok());
+    }
 }
