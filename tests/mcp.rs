@@ -437,3 +437,51 @@ async fn the_serialized_tools_of_a_fixed_server_match_the_snapshot() {
         "the MCP tools changed; if that is meant, rerun with HEARTH_UPDATE_SNAPSHOTS=1 and review {SNAPSHOT}"
     );
 }
+
+#[tokio::test]
+async fn a_streamable_http_server_is_reached_with_its_headers() {
+    // The reference server takes its port from PORT: a free one, found now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server =
+        std::process::Command::new(servers().join("node_modules/.bin/mcp-server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    // Listening once it says so on stderr.
+    let mut stderr = std::io::BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("listening") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
+            "the HTTP server did not start"
+        );
+    }
+    let config = format!(
+        "[[mcp]]\nname = \"web\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
+         headers = {{ X-Test = \"${{HEARTH_TEST_KEY}}\" }}\n"
+    );
+    let mut t = start(&config).await;
+    t.model.push(Reply::tool_call(
+        "mcp__web__echo",
+        r#"{"message": "over http"}"#,
+    ));
+    t.model.push(Reply::text("done"));
+    let tools = turn(&mut t, "echo over http").await;
+    let _ = server.kill();
+    let _ = server.wait();
+    let text = tools[0].text.clone().unwrap();
+    assert_eq!(tools[0].status.as_deref(), Some("ok"), "{text}");
+    assert!(text.contains("Echo: over http"), "{text}");
+    assert!(mcp_status(&t.home)
+        .await
+        .contains("web: ready (http: http://127.0.0.1:"));
+}
