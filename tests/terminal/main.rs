@@ -272,3 +272,42 @@ async fn no_color_streams_without_styles() {
         assert!(!raw.contains(style), "no style {style:?} in {raw:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_line_says_what_the_call_did_and_an_approval_is_asked_once() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.use_model("openai-chat", &model.base_url());
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[approvals]\nshell = [\"rm *\"]\n");
+    std::fs::write(&config, text).unwrap();
+    let _daemon = home.start();
+    model.push(Reply::tool_call(
+        "shell",
+        r#"{"command":"printf 'a\\nb\\nc\\n'"}"#,
+    ));
+    model.push(Reply::tool_call(
+        "shell",
+        r#"{"command":"rm -f nothing-here"}"#,
+    ));
+    model.push(Reply::text("All done."));
+    let mut pty = Pty::attach(&home, &key_env());
+    pty.wait_for("/help");
+
+    pty.line("count, then clean up");
+    let screen = pty.wait_for("[y/n]");
+    assert!(
+        screen.contains("· shell: printf 'a\\nb\\nc\\n' → 3 lines"),
+        "{screen}"
+    );
+    pty.line("y");
+    let screen = pty.wait_for("All done.");
+    assert_eq!(count(&screen, "[y/n]"), 1, "asked once:\n{screen}");
+    assert_eq!(count(&screen, "waits for a yes or no"), 0, "{screen}");
+    assert!(screen.contains("allowed by terminal@"), "{screen}");
+    assert!(
+        screen.contains("· shell: rm -f nothing-here → no output"),
+        "{screen}"
+    );
+}
