@@ -22,6 +22,7 @@
 //! - `mcp.rs`: `hearth mcp`, the MCP servers and their tools.
 //! - `service.rs`: `hearth backup` and `hearth service install`.
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
+//! - `memory.rs`: `hearth search` and `hearth memory`: what the agent remembers.
 //!
 //! The binary's thin `main.rs` is built by the root package; it also runs
 //! the bridges (`hearth telegram`, `hearth whatsapp`) from `hearth-bridges`.
@@ -35,6 +36,7 @@ pub mod launch;
 pub mod look;
 pub mod markdown;
 pub mod mcp;
+pub mod memory;
 pub mod sanitize;
 pub mod screen;
 pub mod service;

@@ -9,6 +9,7 @@ use hearth_bridges::bridge::EXIT_CONFIG;
 use hearth_bridges::{telegram, whatsapp};
 use hearth_cli::commands::{self, LogRequest, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
+use hearth_cli::memory::{self, MemoryCommand, SearchRequest};
 use hearth_cli::{service, stats, terminal};
 use hearth_client::CommandError;
 use hearth_protocol::home::Home;
@@ -105,6 +106,38 @@ enum Subcommands {
         #[arg(long)]
         json: bool,
     },
+    /// Search the agent's whole memory (every message and summary line) by words
+    Search {
+        /// The words to look for; "a phrase" in quotes matches as a phrase
+        #[arg(required = true, value_name = "QUERY")]
+        words: Vec<String>,
+        /// Only what was written before this local date or time (2026-11-30, "2026-11-30 18:00")
+        #[arg(long, value_name = "DATE")]
+        before: Option<String>,
+        /// Only what was written at or after this local date or time
+        #[arg(long, value_name = "DATE")]
+        after: Option<String>,
+        /// Only messages of this kind (user, reply, echo, tool, note, work), or `line` for summary lines
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only messages from this source (terminal, telegram, …)
+        #[arg(long)]
+        source: Option<String>,
+        /// At most N hits [default: 10]
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        /// One JSON object per hit: id, n, kind, source, at, snippet
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the agent's memory as its last turn saw it: one line per node (ID+N, dates, line)
+    Memory {
+        #[command(subcommand)]
+        action: Option<MemoryAction>,
+        /// The view as one JSON object
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a consistent copy of the database to FILE while the daemon runs
     Backup {
         #[arg(value_name = "FILE")]
@@ -144,6 +177,38 @@ enum ScheduleAction {
     },
     /// Cancel schedule ID
     Rm { id: i64 },
+}
+
+#[derive(Subcommand)]
+enum MemoryAction {
+    /// Node ID+N (as the view names it; a message id alone for the message) and what it was made from
+    Show {
+        #[arg(value_name = "ID+N")]
+        node: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The pinned facts the agent keeps in view; add or remove one
+    Facts {
+        #[command(subcommand)]
+        change: Option<FactsAction>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum FactsAction {
+    /// Pin a fact (one line)
+    Add {
+        #[arg(required = true, value_name = "FACT")]
+        words: Vec<String>,
+    },
+    /// Unpin a fact: its number, its text, or words found in it alone
+    Rm {
+        #[arg(required = true, value_name = "FACT")]
+        words: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -245,6 +310,49 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             service::backup(&home, agent, &file, &mut stdout).await?
         }
         Some(Subcommands::Verify) => hearth_cli::launch::verify(explicit_home.as_deref())?,
+        Some(Subcommands::Search {
+            words,
+            before,
+            after,
+            kind,
+            source,
+            limit,
+            json,
+        }) => {
+            let request = SearchRequest {
+                query: commands::join_words(&words).ok_or(CommandError::NothingToSend)?,
+                before,
+                after,
+                kind,
+                source,
+                limit,
+                json,
+            };
+            memory::search(&home, agent, request, &mut stdout).await?
+        }
+        Some(Subcommands::Memory { action, json }) => {
+            let command = match action {
+                None => MemoryCommand::View { json },
+                Some(MemoryAction::Show { node, json: own }) => MemoryCommand::Show {
+                    node,
+                    json: json || own,
+                },
+                Some(MemoryAction::Facts { change, json: own }) => {
+                    let words = |words: Vec<String>| commands::join_words(&words);
+                    let (add, remove) = match change {
+                        None => (None, None),
+                        Some(FactsAction::Add { words: w }) => (words(w), None),
+                        Some(FactsAction::Rm { words: w }) => (None, words(w)),
+                    };
+                    MemoryCommand::Facts {
+                        add,
+                        remove,
+                        json: json || own,
+                    }
+                }
+            };
+            memory::memory(&home, agent, command, &mut stdout).await?
+        }
         Some(Subcommands::Service {
             action: ServiceAction::Install,
         }) => service::install(explicit_home.as_deref(), &mut stdout)?,

@@ -10,7 +10,10 @@
 //! saved views, written by `memory/store.rs`), `schedules` and `notify`
 //! (written by `schedule.rs`), `usage` and `budget_notes` (every model
 //! request's tokens and cost, and the budget warnings sent; written by
-//! `usage.rs`) and `client_state` (a bridge's offsets and cursors).
+//! `usage.rs`), `client_state` (a bridge's offsets and cursors), and the
+//! memory's full-text index and pinned facts (`memory/search.rs`,
+//! `memory/facts.rs`; the index is kept by triggers on `messages` and
+//! `nodes`, in the transaction that writes them).
 //!
 //! Every operation is a job run on the writer thread. Jobs that arrive
 //! together share one transaction (group commit); each job's answer is sent
@@ -389,7 +392,11 @@ impl Log {
 
 /// The schema this binary writes. A database with a newer one is refused; an
 /// older one is migrated forward at start.
-pub const SCHEMA_VERSION: i64 = 1;
+///
+/// - 1: the tables of `create`.
+/// - 2: the full-text index of messages and lines (`memory/search.rs`),
+///   filled from the tables on migration, and the pinned facts.
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Sets the pragmas (WAL, and full sync so that an acknowledged write
 /// survives a power cut, not only a crash) and brings the schema up to date.
@@ -410,10 +417,15 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     // a first start's time).
     let tx = connection.unchecked_transaction()?;
     create(&tx)?;
+    crate::memory::create_index(&tx)?;
+    crate::memory::create_facts_table(&tx)?;
     // Migrations from older versions go here, one step per version.
     let linked = chain::link_unchained(&tx)?;
     if linked > 0 {
         tracing::info!("linked {linked} existing messages into the log's chain");
+    }
+    if version < 2 {
+        crate::memory::backfill_index(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
@@ -654,7 +666,7 @@ fn writer(
 
 // The statements of every append are cached: preparing them again each
 // time cost as much of the writer's time as running them.
-fn next_id(tx: &Connection, agent: &str) -> Result<u64, rusqlite::Error> {
+pub(crate) fn next_id(tx: &Connection, agent: &str) -> Result<u64, rusqlite::Error> {
     tx.prepare_cached("SELECT COALESCE(MAX(id), -1) + 1 FROM messages WHERE agent = ?1")?
         .query_row(params![agent], |row| row.get::<_, i64>(0))
         .map(|id| id as u64)

@@ -361,6 +361,14 @@ impl Agent {
             )),
             Family::Alone => {}
         }
+        // The pinned facts as the turn starts: a change made during the
+        // chain shows from the next turn, so every request of the chain
+        // extends the one before.
+        let facts = self.log.facts(name).await?.render();
+        if !facts.is_empty() {
+            state.push('\n');
+            state.push_str(&facts);
+        }
         loop {
             *turn = self.log.take_more(name, *turn).await?;
             let Some(model) = &self.model else {

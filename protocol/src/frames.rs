@@ -2,6 +2,7 @@
 //! the events and messages they carry.
 
 use crate::image::{self, ImageRef};
+use crate::memory::{Facts, MemoryLine, MemoryView, SearchHit};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -396,6 +397,39 @@ pub enum ClientFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
     },
+    /// Find messages and summary lines by their words (full-text, every
+    /// word may match, best first). `before` and `after` are local dates or
+    /// times (`2026-11-30`, `2026-11-30 18:00`); `kind` a message kind or
+    /// `line`; `source` where a message came from. Answered with
+    /// `search_results`, at most `limit` hits (10 when absent, at most
+    /// [`crate::memory::MAX_SEARCH_HITS`]).
+    Search {
+        query: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+    /// Ask for the view as the agent's last turn saw it; answered with `memory`.
+    Memory,
+    /// Open node `id+n` of the memory: its line, the two lines it was made
+    /// from, or for `n` = 1 the message itself. Answered with `memory_node`.
+    MemoryShow { id: u64, n: u64 },
+    /// The pinned facts; with `add` or `remove` (a fact's text, or its
+    /// number from 1) it changes them first, logging a note that says so.
+    /// Answered with `facts`, or refused (a full block, an unknown fact).
+    Facts {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        add: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remove: Option<String>,
+    },
 }
 
 fn default_source() -> String {
@@ -615,6 +649,23 @@ pub enum ServerFrame {
         days: u32,
         rows: Vec<StatsRow>,
     },
+    /// The answer to `search`, best first.
+    SearchResults {
+        hits: Vec<SearchHit>,
+    },
+    /// The answer to `memory`.
+    Memory(MemoryView),
+    /// The answer to `memory_show`: the node's line and what it was made
+    /// from — its two halves, or (for a message) the message whole.
+    MemoryNode {
+        line: MemoryLine,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<MemoryLine>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<Message>,
+    },
+    /// The answer to `facts`.
+    Facts(Facts),
     /// A frame was refused; nothing changed.
     Error {
         code: ErrorCode,
@@ -637,7 +688,7 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 18] = [
+const CLIENT_TYPES: [&str; 22] = [
     "hello",
     "notify",
     "schedule_add",
@@ -656,6 +707,10 @@ const CLIENT_TYPES: [&str; 18] = [
     "image_put",
     "image_get",
     "approve",
+    "search",
+    "memory",
+    "memory_show",
+    "facts",
 ];
 
 impl ClientFrame {

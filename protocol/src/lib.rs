@@ -17,6 +17,9 @@
 //! `image_put` and names it in `submit`; events carry references and
 //! `image_get` returns the bytes ([`image`]).
 //!
+//! `search`, `memory`, `memory_show` and `facts` let a person look at what
+//! the agent remembers ([`memory`]).
+//!
 //! [`home`] says where a home keeps its files, so daemon and clients agree.
 //! [`ending`] names the statuses of a cut or refused reply and the line
 //! every client shows with one.
@@ -25,6 +28,8 @@ pub mod ending;
 mod frames;
 pub mod home;
 pub mod image;
+pub mod memory;
 
 pub use frames::*;
 pub use image::ImageRef;
+pub use memory::{Facts, MemoryLine, MemoryView, SearchHit};

@@ -5,14 +5,24 @@
 //! - `store.rs`: nodes and saved views in the log's database.
 //! - `compactor.rs`: one compaction call: its request and its tries.
 //! - `keeper.rs`: the task that owns an agent's tree and views.
+//! - `search.rs`: the full-text index of messages and lines, and `search`.
+//! - `facts.rs`: the pinned facts, bounded (pure), and their table.
+//! - `inspect.rs`: the memory frames: search, the view, a node, the facts.
 mod compactor;
+mod facts;
+mod inspect;
 mod keeper;
+pub mod search;
 mod store;
 mod tree;
 mod view;
 
 pub use compactor::{clean as clean_answer, request as compaction_request, Task};
+pub(crate) use facts::create as create_facts_table;
+pub use facts::{Change as FactChange, FactError, Pinned, FACTS_LIMIT, FACT_LIMIT};
+pub use inspect::{answer as answer_frame, hits_text};
 pub use keeper::{Memory, MemoryConfig, MemoryError};
+pub(crate) use search::{backfill as backfill_index, create as create_index};
 pub use store::{Built, ViewName};
 pub use tree::{cut, free_join, message_line, one_line, Node};
 pub use view::{line_size, render_line, Budgets, Lines, Progress, View};

@@ -7,8 +7,10 @@
 //! - `handlers/reading.rs`: `history`, `status`, `stats`.
 //! - `handlers/schedules.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
 //! - `handlers/storage.rs`: `backup`, `state_get`, `state_set`, `image_put`, `image_get`.
+//! - `handlers/memory.rs`: `search`, `memory`, `memory_show`, `facts`.
 
 mod control;
+mod memory;
 mod messages;
 mod reading;
 mod schedules;
@@ -118,5 +120,9 @@ pub async fn answer(frame: ClientFrame, context: &Context<'_>) -> Answer {
             data_base64,
         } => Ok(storage::image_put(context, media_type, data_base64).await),
         ClientFrame::ImageGet { sha256 } => Ok(storage::image_get(context, sha256).await),
+        frame @ (ClientFrame::Search { .. }
+        | ClientFrame::Memory
+        | ClientFrame::MemoryShow { .. }
+        | ClientFrame::Facts { .. }) => memory::answer(context, &frame).await,
     }
 }

@@ -6,6 +6,8 @@
 //! - `config.rs`: `[tools]`, what the tools may do.
 //! - `date.rs`: `date` — now, or when a message was written.
 //! - `zoom.rs`: `zoom` — open a line of the memory into what it summarizes.
+//! - `search.rs`: `search` — find messages and lines of the memory by their words.
+//! - `facts.rs`: `remember`, `forget` — the pinned facts.
 //! - `shell.rs`: `shell` — bash in the working folder, bounded in time and output.
 //! - `process.rs`: child processes in their own groups, killed as groups.
 //! - `keeper.rs`: the subreaper between hearthd and a command, so nothing it started outlives it.
@@ -23,6 +25,7 @@ mod args;
 mod beneath;
 mod config;
 mod date;
+mod facts;
 mod files;
 mod folder;
 mod html;
@@ -30,6 +33,7 @@ pub mod keeper;
 mod process;
 mod registry;
 mod schedule;
+mod search;
 mod shell;
 mod show_image;
 mod subagents;

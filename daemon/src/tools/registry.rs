@@ -16,7 +16,9 @@ use super::folder::Folder;
 use super::process::Processes;
 use super::shell::Shell;
 use super::web::Fetcher;
-use super::{args, date, files, schedule, shell, show_image, subagents, web, whatsapp, zoom};
+use super::{
+    args, date, facts, files, schedule, search, shell, show_image, subagents, web, whatsapp, zoom,
+};
 use crate::approvals::{glob_matches, Approvals, Verdict};
 use crate::images::ImageStore;
 use crate::log::Log;
@@ -186,7 +188,7 @@ struct Checked<'a> {
 }
 
 impl Tools {
-    /// The memory tools only (`date`, `zoom`); see [`Tools::with_workspace`].
+    /// The memory tools only (`date`, `zoom`, `search`, `remember`, `forget`); see [`Tools::with_workspace`].
     pub fn new(agent: &str, log: Log) -> Tools {
         Tools {
             agent: agent.to_string(),
@@ -264,7 +266,8 @@ impl Tools {
 
     /// The tools as the model sees them, always in the same order.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        let mut specs = vec![date::spec(), zoom::spec()];
+        let mut specs = vec![date::spec(), zoom::spec(), search::spec()];
+        specs.extend(facts::specs());
         specs.extend(schedule::specs());
         if let Some(workspace) = &self.workspace {
             specs.push(shell::spec(&workspace.shell.config));
@@ -413,6 +416,10 @@ impl Tools {
         match (name, &self.workspace) {
             ("date", _) => date::call(&self.log, &self.agent, &arguments).await,
             ("zoom", _) => zoom::call(&self.log, &self.agent, &arguments).await,
+            ("search", _) => search::call(&self.log, &self.agent, &arguments).await,
+            (name, _) if facts::handles(name) => {
+                facts::call(&self.log, &self.agent, name, &arguments).await
+            }
             (name, _) if schedule::handles(name) => {
                 schedule::call(&self.log, &self.agent, name, &arguments).await
             }
@@ -487,6 +494,9 @@ mod tests {
             [
                 "date",
                 "zoom",
+                "search",
+                "remember",
+                "forget",
                 "schedule_add",
                 "schedule_list",
                 "schedule_cancel",
@@ -528,7 +538,7 @@ mod tests {
         let outcome = s.tools.call(&call("launch", "{}")).await;
         assert!(outcome
             .output
-            .starts_with("there is no tool `launch`; the tools are: date, zoom, schedule_add"));
+            .starts_with("there is no tool `launch`; the tools are: date, zoom, search, remember"));
     }
 
     #[tokio::test]

@@ -184,3 +184,46 @@ fn a_tool_message_carries_its_outbox_through_an_event() {
     };
     assert_eq!(event.as_message(), Some(message));
 }
+
+#[test]
+fn memory_frames_read_with_their_defaults() {
+    let frame = ClientFrame::decode(r#"{"type":"search","query":"plumber"}"#).unwrap();
+    assert_eq!(
+        frame,
+        ClientFrame::Search {
+            query: "plumber".into(),
+            before: None,
+            after: None,
+            kind: None,
+            source: None,
+            limit: None
+        }
+    );
+    assert_eq!(frame.encode(), r#"{"type":"search","query":"plumber"}"#);
+    assert_eq!(
+        ClientFrame::decode(r#"{"type":"memory"}"#).unwrap(),
+        ClientFrame::Memory
+    );
+    assert_eq!(
+        ClientFrame::decode(r#"{"type":"memory_show","id":8,"n":4}"#).unwrap(),
+        ClientFrame::MemoryShow { id: 8, n: 4 }
+    );
+    assert_eq!(
+        ClientFrame::decode(r#"{"type":"facts","add":"likes tea"}"#).unwrap(),
+        ClientFrame::Facts {
+            add: Some("likes tea".into()),
+            remove: None
+        }
+    );
+    let answer = ServerFrame::SearchResults {
+        hits: vec![SearchHit {
+            id: 3,
+            n: 1,
+            kind: "user".into(),
+            source: "terminal".into(),
+            at: "2026-11-30T10:00:00.000+00:00".into(),
+            snippet: "the [plumber] is".into(),
+        }],
+    };
+    assert_eq!(ServerFrame::decode(&answer.encode()).unwrap(), answer);
+}

@@ -1,0 +1,303 @@
+//! Pinned facts: a small block of facts the agent keeps in view for good
+//! (a person's name, preferences, standing commitments), edited with the
+//! `remember` / `forget` tools and by the user (`hearth memory facts`).
+//!
+//! The block is bounded ([`FACTS_LIMIT`] bytes as the request shows it, one
+//! line per fact of at most [`FACT_LIMIT`] bytes): a fact that does not fit
+//! is refused with the reason, never cut or dropped. The facts live in the
+//! `facts` table; every change is also in the log (the tool's message, or
+//! the note a user's edit writes in the same transaction), so the log stays
+//! the truth. Each turn's state message shows them (see `turn.rs`).
+
+use super::tree::one_line;
+use crate::log::{Log, LogError, NewMessage};
+use rusqlite::{params, Connection};
+
+/// The most bytes the block of facts takes in a request.
+pub const FACTS_LIMIT: usize = 4096;
+
+/// The most bytes one fact takes.
+pub const FACT_LIMIT: usize = 512;
+
+/// What heads the block in the state message.
+const HEAD: &str = "Pinned facts (yours to keep with remember and forget):";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactError {
+    #[error("the fact is empty")]
+    Empty,
+    #[error("a fact is at most {FACT_LIMIT} bytes, this one is {0}; say it shorter")]
+    TooLong(usize),
+    #[error("the pinned facts are full ({used} of {FACTS_LIMIT} bytes; this fact needs {needs}); forget one first")]
+    Full { used: usize, needs: usize },
+    #[error("that fact is already pinned")]
+    Known,
+    #[error("no pinned fact matches `{0}`; the facts are: {1}")]
+    Unknown(String, String),
+    #[error("`{0}` matches several pinned facts; give more of its words or its number")]
+    Ambiguous(String),
+}
+
+/// The pinned facts of one agent, oldest first. Pure.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pinned(pub Vec<String>);
+
+impl Pinned {
+    /// The bytes the block takes in a request (none without facts).
+    pub fn bytes(&self) -> usize {
+        if self.0.is_empty() {
+            return 0;
+        }
+        HEAD.len()
+            + self
+                .0
+                .iter()
+                .map(|fact| "\n- ".len() + fact.len())
+                .sum::<usize>()
+    }
+
+    /// The block as the state message shows it; empty without facts.
+    pub fn render(&self) -> String {
+        if self.0.is_empty() {
+            return String::new();
+        }
+        let mut block = HEAD.to_string();
+        for fact in &self.0 {
+            block.push_str("\n- ");
+            block.push_str(fact);
+        }
+        block
+    }
+
+    /// Adds a fact (one line, trimmed); refuses one that is empty, too long,
+    /// already there, or that the block has no room for.
+    pub fn add(&mut self, fact: &str) -> Result<String, FactError> {
+        let fact = one_line(fact).trim().to_string();
+        if fact.is_empty() {
+            return Err(FactError::Empty);
+        }
+        if fact.len() > FACT_LIMIT {
+            return Err(FactError::TooLong(fact.len()));
+        }
+        if self.0.iter().any(|known| known.eq_ignore_ascii_case(&fact)) {
+            return Err(FactError::Known);
+        }
+        let needs = if self.0.is_empty() { HEAD.len() } else { 0 } + "\n- ".len() + fact.len();
+        if self.bytes() + needs > FACTS_LIMIT {
+            return Err(FactError::Full {
+                used: self.bytes(),
+                needs,
+            });
+        }
+        self.0.push(fact.clone());
+        Ok(fact)
+    }
+
+    /// Removes the fact that `which` names: its number (from 1), its text
+    /// (case aside), or words found in one fact only. Returns it.
+    pub fn remove(&mut self, which: &str) -> Result<String, FactError> {
+        let which = one_line(which).trim().to_string();
+        let wanted = which.to_lowercase();
+        let at = match which.parse::<usize>() {
+            Ok(number) if (1..=self.0.len()).contains(&number) => Some(number - 1),
+            _ => self.0.iter().position(|fact| fact.to_lowercase() == wanted),
+        };
+        let at = match at {
+            Some(at) => at,
+            None => {
+                let matches: Vec<usize> = (0..self.0.len())
+                    .filter(|&at| !wanted.is_empty() && self.0[at].to_lowercase().contains(&wanted))
+                    .collect();
+                match matches[..] {
+                    [at] => at,
+                    [] => return Err(FactError::Unknown(which, self.listed())),
+                    _ => return Err(FactError::Ambiguous(which)),
+                }
+            }
+        };
+        Ok(self.0.remove(at))
+    }
+
+    /// The facts numbered, for messages: `1. … 2. …`, or `(none)`.
+    pub fn listed(&self) -> String {
+        if self.0.is_empty() {
+            return "(none)".to_string();
+        }
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(at, fact)| format!("{}. {fact}", at + 1))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// As the protocol's `facts` frame carries them.
+    pub fn frame(&self) -> hearth_protocol::Facts {
+        hearth_protocol::Facts {
+            facts: self.0.clone(),
+            bytes: self.bytes() as u64,
+            limit: FACTS_LIMIT as u64,
+        }
+    }
+}
+
+/// Creates the facts table (schema version 2).
+pub(crate) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
+    connection.execute_batch(
+        "CREATE TABLE IF NOT EXISTS facts (
+            agent TEXT NOT NULL,
+            seq   INTEGER NOT NULL,
+            text  TEXT NOT NULL,
+            PRIMARY KEY (agent, seq)
+        );",
+    )
+}
+
+fn load(connection: &Connection, agent: &str) -> Result<Pinned, rusqlite::Error> {
+    let mut statement =
+        connection.prepare_cached("SELECT text FROM facts WHERE agent = ?1 ORDER BY seq")?;
+    let rows = statement.query_map(params![agent], |row| row.get::<_, String>(0))?;
+    Ok(Pinned(rows.collect::<Result<_, _>>()?))
+}
+
+fn store(connection: &Connection, agent: &str, pinned: &Pinned) -> Result<(), rusqlite::Error> {
+    connection.execute("DELETE FROM facts WHERE agent = ?1", params![agent])?;
+    let mut statement =
+        connection.prepare_cached("INSERT INTO facts (agent, seq, text) VALUES (?1, ?2, ?3)")?;
+    for (seq, fact) in pinned.0.iter().enumerate() {
+        statement.execute(params![agent, seq as i64, fact])?;
+    }
+    Ok(())
+}
+
+/// A change to the facts.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Remember(String),
+    Forget(String),
+}
+
+impl Log {
+    /// The pinned facts of `agent`.
+    pub async fn facts(&self, agent: &str) -> Result<Pinned, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| load(tx, &agent)).await
+    }
+
+    /// Applies `change` and, when it applies, logs `note` (made from the
+    /// fact it touched) in the same transaction. A refused change changes
+    /// nothing and logs nothing.
+    pub async fn change_facts(
+        &self,
+        agent: &str,
+        change: Change,
+        note: Option<Box<dyn FnOnce(&Change, &str) -> NewMessage + Send>>,
+    ) -> Result<Result<(Pinned, String), FactError>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, appended| {
+            let mut pinned = load(tx, &agent)?;
+            let touched = match &change {
+                Change::Remember(fact) => pinned.add(fact),
+                Change::Forget(which) => pinned.remove(which),
+            };
+            let touched = match touched {
+                Ok(touched) => touched,
+                Err(refused) => return Ok(Err(refused)),
+            };
+            store(tx, &agent, &pinned)?;
+            if let Some(note) = note {
+                crate::log::append(tx, &agent, note(&change, &touched), appended)?;
+            }
+            Ok(Ok((pinned, touched)))
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_are_one_line_each_and_refused_when_the_block_is_full() {
+        let mut pinned = Pinned::default();
+        assert_eq!(pinned.render(), "");
+        assert_eq!(
+            pinned.add("  Her name is\nAda  ").unwrap(),
+            "Her name is Ada"
+        );
+        assert_eq!(pinned.add("her name is ada"), Err(FactError::Known));
+        assert_eq!(pinned.add(" "), Err(FactError::Empty));
+        assert_eq!(
+            pinned.add(&"x".repeat(FACT_LIMIT + 1)),
+            Err(FactError::TooLong(FACT_LIMIT + 1))
+        );
+        assert_eq!(pinned.render(), format!("{HEAD}\n- Her name is Ada"));
+        assert_eq!(pinned.bytes(), pinned.render().len());
+        let mut n = 0;
+        let refusal = loop {
+            match pinned.add(&format!("{n} {}", "y".repeat(400))) {
+                Ok(_) => n += 1,
+                Err(err) => break err,
+            }
+        };
+        assert!(matches!(refusal, FactError::Full { .. }), "{refusal:?}");
+        assert!(refusal.to_string().contains("forget one first"));
+        assert!(pinned.bytes() <= FACTS_LIMIT);
+        assert_eq!(pinned.bytes(), pinned.render().len());
+    }
+
+    #[test]
+    fn a_fact_is_forgotten_by_number_text_or_its_own_words() {
+        let mut pinned = Pinned(vec![
+            "likes green tea".into(),
+            "the plumber is Bo".into(),
+            "likes jazz".into(),
+        ]);
+        assert_eq!(pinned.remove("PLUMBER").unwrap(), "the plumber is Bo");
+        assert_eq!(
+            pinned.remove("likes"),
+            Err(FactError::Ambiguous("likes".into()))
+        );
+        assert!(matches!(pinned.remove("cats"), Err(FactError::Unknown(..))));
+        assert_eq!(pinned.remove("2").unwrap(), "likes jazz");
+        assert_eq!(pinned.remove("likes green tea").unwrap(), "likes green tea");
+        assert_eq!(pinned.listed(), "(none)");
+    }
+
+    #[tokio::test]
+    async fn facts_are_stored_and_a_users_change_is_logged_with_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = tokio::sync::broadcast::channel(8);
+        let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+        fn note() -> Option<Box<dyn FnOnce(&Change, &str) -> NewMessage + Send>> {
+            Some(Box::new(|change, fact| {
+                let verb = match change {
+                    Change::Remember(_) => "pinned",
+                    Change::Forget(_) => "unpinned",
+                };
+                NewMessage::new(
+                    hearth_protocol::Kind::Note,
+                    "terminal",
+                    format!("{verb}: {fact}"),
+                )
+            }))
+        }
+        let (pinned, _) = log
+            .change_facts("a", Change::Remember("likes tea".into()), note())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(pinned.0, ["likes tea"]);
+        let refused = log
+            .change_facts("a", Change::Forget("coffee".into()), note())
+            .await
+            .unwrap();
+        assert!(refused.is_err());
+        assert_eq!(log.facts("a").await.unwrap().0, ["likes tea"]);
+        assert!(log.facts("b").await.unwrap().0.is_empty());
+        let logged = log.page("a", None, 10).await.unwrap();
+        assert_eq!(logged.len(), 1, "a refused change logs nothing");
+        assert_eq!(logged[0].text, "pinned: likes tea");
+    }
+}
