@@ -34,6 +34,11 @@ pub struct Layout {
     pub compactor_tries: u32,
     pub compactor_failures: u32,
     pub compactor_backoff_ms: u64,
+    /// A message or tool output longer than this many bytes goes into
+    /// requests as its head and tail (`memory/huge.rs`); none: an eighth
+    /// of `low_budget`.
+    #[serde(default)]
+    pub huge_message: Option<usize>,
     /// A separate prompt for compaction requests; none: the turn's own.
     #[serde(default)]
     pub compaction_prompt: Option<String>,
@@ -128,6 +133,11 @@ impl Layout {
         }
     }
 
+    /// Where a message is too large to go into a request whole.
+    pub fn huge_limit(&self) -> usize {
+        self.huge_message.unwrap_or(self.low_budget / 8).max(64)
+    }
+
     pub fn turn_budgets(&self) -> Budgets {
         Budgets {
             high: self.high_budget,
@@ -154,6 +164,7 @@ mod tests {
         }
         assert_eq!(Layout::find("default").unwrap().block_lines, 4);
         assert!(Layout::find("small").unwrap().compaction_prompt.is_some());
+        assert_eq!(Layout::find("default").unwrap().huge_limit(), 8_000);
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! (each step's echo and tool calls, their results, and any messages taken
 //! mid-turn after them).
 //!
+//! A taken message or tool result over the layout's `huge_message` bytes
+//! is sent as its head and tail (`memory/huge.rs`); `zoom` pages through it.
+//!
 //! A taken message with images carries them whole, read from the image
 //! store through [`Images`]; its text says how many there are. Images that a
 //! tool call brought back (`zoom(id, 1)` of a message with images) follow the
@@ -17,6 +20,7 @@
 
 use crate::images::{self, ImageStore};
 use crate::log::{Entry, TurnRecord};
+use crate::memory;
 use crate::model::{Carry, Image, Item, Request, ToolCall, ToolSpec};
 use hearth_protocol::{ImageRef, Kind};
 use serde_json::Value;
@@ -92,6 +96,9 @@ pub struct TurnContext<'a> {
     pub carries: &'a BTreeMap<u32, Carry>,
     /// Where the images of taken messages and tool results are read from.
     pub images: &'a dyn Images,
+    /// Taken messages and tool results longer than this many bytes are sent
+    /// as their head and tail (the layout's `huge_limit`).
+    pub huge_message: usize,
 }
 
 impl TurnContext<'_> {
@@ -140,12 +147,37 @@ pub fn whole(entry: &Entry) -> String {
     )
 }
 
-/// A taken message as a user item, with its images.
+/// A taken message as a user item, with its images; a huge one as its
+/// head and tail.
 fn taken_item(context: &TurnContext, entry: &Entry) -> Item {
+    let message = &entry.message;
+    let text = memory::head_and_tail(&message.text, context.huge_message, message.id, 0);
     Item::User {
-        text: whole(entry),
-        images: load(context, &entry.message.images),
+        text: format!(
+            "{}+0|{} from {}: {}",
+            message.id,
+            message.kind,
+            message.source,
+            images::labelled(&text, message.images.len())
+        ),
+        images: load(context, &message.images),
     }
+}
+
+/// A tool result as sent: a huge output as its head and tail, whose
+/// offsets are those of the tool message's text (which ends with the
+/// output). `zoom`'s own pages are sent whole: they are bounded already.
+fn sent_output(context: &TurnContext, entry: &Entry, call: &ToolCall, output: String) -> String {
+    if call.name == "zoom" || output.len() <= context.huge_message {
+        return output;
+    }
+    let text = &entry.message.text;
+    let base = if text.ends_with(&output) {
+        text.len() - output.len()
+    } else {
+        0
+    };
+    memory::head_and_tail(&output, context.huge_message, entry.message.id, base).into_owned()
 }
 
 fn load(context: &TurnContext, refs: &[ImageRef]) -> Vec<Image> {
@@ -259,7 +291,7 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
                 } else if let Some((call, output)) = tool_call(entry) {
                     results.push(Item::ToolResult {
                         call_id: call.id.clone(),
-                        output,
+                        output: sent_output(context, entry, &call, output),
                     });
                     let recalled = images::refs_in(entry.data.as_ref(), "recalled");
                     if !recalled.is_empty() {
@@ -359,6 +391,7 @@ mod tests {
             cache_key: None,
             carries: &NO_CARRIES,
             images: &NO_IMAGES,
+            huge_message: 8_000,
         }
     }
 

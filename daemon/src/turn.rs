@@ -79,6 +79,8 @@ pub struct Agent {
     pub events: broadcast::Sender<Event>,
     /// Lines per view message in requests.
     pub block_lines: usize,
+    /// Messages longer than this go into requests as head and tail.
+    pub huge_message: usize,
     /// Its place among agents: a parent of subagents, a child, or alone.
     pub family: Family,
     /// Stores what each request cost; refuses requests once a budget is spent.
@@ -391,6 +393,7 @@ impl Agent {
                 turn: *turn,
                 state: &state,
                 block_lines: self.block_lines,
+                huge_message: self.huge_message,
                 cache_key: Some(request::cache_key(name)),
                 carries: &carries,
                 images: self.tools.image_source(),
@@ -595,6 +598,7 @@ mod recovery_tests {
             config_file: dir.path().join("config.toml"),
             events,
             block_lines: 4,
+            huge_message: 8_000,
             family: Family::Alone,
             meter,
         };

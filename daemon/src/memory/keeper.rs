@@ -373,9 +373,11 @@ impl Keeper {
                 .log
                 .range(&self.config.agent, node.first(), node.first() + 1, 1)
                 .await?;
+            // A huge message's task is its head and tail: the compactor's
+            // input is bounded as a turn's is.
             return Ok(entries.first().map(|entry| Task::Compress {
                 id: node.first(),
-                line: message_line(entry.message.kind.as_str(), &view_text(&entry.message)),
+                line: super::huge::task_line(&entry.message, self.config.layout.huge_limit()),
             }));
         }
         let Some((left, right)) = node.children() else {

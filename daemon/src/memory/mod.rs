@@ -7,9 +7,11 @@
 //! - `keeper.rs`: the task that owns an agent's tree and views.
 //! - `search.rs`: the full-text index of messages and lines, and `search`.
 //! - `facts.rs`: the pinned facts, bounded (pure), and their table.
+//! - `huge.rs`: huge messages as head and tail in requests (pure).
 //! - `inspect.rs`: the memory frames: search, the view, a node, the facts.
 mod compactor;
 mod facts;
+mod huge;
 mod inspect;
 mod keeper;
 pub mod search;
@@ -20,6 +22,7 @@ mod view;
 pub use compactor::{clean as clean_answer, request as compaction_request, Task};
 pub(crate) use facts::create as create_facts_table;
 pub use facts::{Change as FactChange, FactError, Pinned, FACTS_LIMIT, FACT_LIMIT};
+pub use huge::{ceil_boundary, floor_boundary, head_and_tail, task_line};
 pub use inspect::{answer as answer_frame, hits_text};
 pub use keeper::{Memory, MemoryConfig, MemoryError};
 pub(crate) use search::{backfill as backfill_index, create as create_index};

@@ -179,6 +179,7 @@ impl Starter<'_> {
             config_file: home.config_file(),
             events: self.events.clone(),
             block_lines: layout.block_lines,
+            huge_message: layout.huge_limit(),
             family: spec.family,
             meter,
         };

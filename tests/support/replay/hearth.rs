@@ -17,8 +17,8 @@ use super::strategies::{Strategy, AGENT};
 use hearth_daemon::layout::Layout;
 use hearth_daemon::log::{Entry, TurnRecord};
 use hearth_daemon::memory::{
-    clean_answer, compaction_request, cut, free_join, message_line, render_line, Lines, Node,
-    Progress, Task, View,
+    clean_answer, compaction_request, cut, free_join, message_line, render_line, task_line, Lines,
+    Node, Progress, Task, View,
 };
 use hearth_daemon::model::ToolSpec;
 use hearth_daemon::request::{self, TurnContext};
@@ -140,6 +140,7 @@ impl Hearth {
                 &settled.state
             },
             block_lines: self.layout.block_lines,
+            huge_message: self.layout.huge_limit(),
             carries: &hearth_daemon::request::NO_CARRIES,
             images: &hearth_daemon::request::NO_IMAGES,
             cache_key: Some(request::cache_key(AGENT)),
@@ -319,6 +320,7 @@ impl Hearth {
             turn: context_turn,
             state: "",
             block_lines: 1,
+            huge_message: usize::MAX,
             cache_key: None,
             carries: &hearth_daemon::request::NO_CARRIES,
             images: &hearth_daemon::request::NO_IMAGES,
@@ -371,7 +373,8 @@ impl Strategy for Hearth {
         let id = entry.message.id;
         self.known = id + 1;
         let line = message_line(entry.message.kind.as_str(), &entry.message.text);
-        let text_bytes = entry.message.text.len() as u64;
+        // A huge message is sent (and compressed) as its head and tail.
+        let text_bytes = entry.message.text.len().min(self.layout.huge_limit()) as u64;
         if !matches!(entry.message.kind, Kind::Reply | Kind::Note) {
             meter.floors.whole += text_bytes;
         }
@@ -381,6 +384,8 @@ impl Strategy for Hearth {
         if line.len() <= self.layout.line_budget {
             self.build(Node::message(id), line);
         } else {
+            // As the keeper does: a huge message's task is its head and tail.
+            let line = task_line(&entry.message, self.layout.huge_limit());
             self.compact(Task::Compress { id, line }, meter);
         }
         self.drain(meter);
