@@ -5,7 +5,7 @@
 
 use hearth_client::running::{ask as ask_frame, connect_running, CommandError};
 use hearth_protocol::home::Home;
-use hearth_protocol::{ClientFrame, Facts, MemoryLine, SearchHit, ServerFrame};
+use hearth_protocol::{ClientFrame, Facts, MemoryLine, MemoryNode, SearchHit, ServerFrame};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -200,19 +200,18 @@ pub async fn memory(
                 ClientFrame::MemoryShow { id, n },
             )
             .await?;
-            let ServerFrame::MemoryNode {
-                line,
-                parts,
-                message,
-            } = answer
-            else {
+            let ServerFrame::MemoryNode(node) = answer else {
                 return Err(unexpected(answer));
             };
             if as_json {
-                let value = serde_json::json!({"line": line, "parts": parts, "message": message});
-                writeln!(out, "{value}")?;
+                writeln!(out, "{}", json_line(&node))?;
                 return Ok(ExitCode::SUCCESS);
             }
+            let MemoryNode {
+                line,
+                parts,
+                message,
+            } = *node;
             writeln!(out, "{}", memory_line(&line))?;
             for part in &parts {
                 writeln!(out, "  {}", memory_line(part))?;

@@ -2,7 +2,7 @@
 //! the events and messages they carry.
 
 use crate::image::{self, ImageRef};
-use crate::memory::{Facts, MemoryLine, MemoryView, SearchHit};
+use crate::memory::{Facts, MemoryNode, MemoryView, SearchHit};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -655,15 +655,8 @@ pub enum ServerFrame {
     },
     /// The answer to `memory`.
     Memory(MemoryView),
-    /// The answer to `memory_show`: the node's line and what it was made
-    /// from — its two halves, or (for a message) the message whole.
-    MemoryNode {
-        line: MemoryLine,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        parts: Vec<MemoryLine>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        message: Option<Message>,
-    },
+    /// The answer to `memory_show`.
+    MemoryNode(Box<MemoryNode>),
     /// The answer to `facts`.
     Facts(Facts),
     /// A frame was refused; nothing changed.

@@ -32,4 +32,4 @@ pub mod memory;
 
 pub use frames::*;
 pub use image::ImageRef;
-pub use memory::{Facts, MemoryLine, MemoryView, SearchHit};
+pub use memory::{Facts, MemoryLine, MemoryNode, MemoryView, SearchHit};

@@ -1,6 +1,7 @@
 //! What the memory frames carry: search hits, the view's lines, a node
 //! opened, the pinned facts. The frames themselves are in `frames.rs`.
 
+use crate::Message;
 use serde::{Deserialize, Serialize};
 
 /// The most hits one search returns.
@@ -41,6 +42,17 @@ pub struct MemoryLine {
     /// The compactor gave up and its text was cut.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mechanical: bool,
+}
+
+/// A node of the memory and what it was made from: its two halves, or
+/// (for a message's node) the message whole.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct MemoryNode {
+    pub line: MemoryLine,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<MemoryLine>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
 }
 
 /// The view as the agent's last turn saw it.

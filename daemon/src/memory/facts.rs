@@ -170,6 +170,10 @@ fn store(connection: &Connection, agent: &str, pinned: &Pinned) -> Result<(), ru
     Ok(())
 }
 
+/// Makes the note that logs a change, from the change and the fact it
+/// touched.
+pub type FactNote = Box<dyn FnOnce(&Change, &str) -> NewMessage + Send>;
+
 /// A change to the facts.
 #[derive(Debug, Clone)]
 pub enum Change {
@@ -191,7 +195,7 @@ impl Log {
         &self,
         agent: &str,
         change: Change,
-        note: Option<Box<dyn FnOnce(&Change, &str) -> NewMessage + Send>>,
+        note: Option<FactNote>,
     ) -> Result<Result<(Pinned, String), FactError>, LogError> {
         let agent = agent.to_string();
         self.run(move |tx, appended| {
@@ -270,7 +274,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (events, _) = tokio::sync::broadcast::channel(8);
         let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
-        fn note() -> Option<Box<dyn FnOnce(&Change, &str) -> NewMessage + Send>> {
+        fn note() -> Option<FactNote> {
             Some(Box::new(|change, fact| {
                 let verb = match change {
                     Change::Remember(_) => "pinned",

@@ -5,13 +5,15 @@
 //! They read the stored tree and the saved turn view, never the keeper's
 //! live state, so looking changes nothing the agent will see.
 
-use super::facts::Change;
+use super::facts::{Change, FactNote};
 use super::search::{self, Query};
 use super::store::ViewName;
 use super::tree::{one_line, Node};
 use super::view::line_size;
 use crate::log::{Log, LogError, NewMessage};
-use hearth_protocol::{ClientFrame, ErrorCode, Kind, MemoryLine, MemoryView, ServerFrame};
+use hearth_protocol::{
+    ClientFrame, ErrorCode, Kind, MemoryLine, MemoryNode, MemoryView, ServerFrame,
+};
 use rusqlite::{params, Connection, OptionalExtension};
 
 /// The answer to one of the memory frames; none for any other frame. A
@@ -85,7 +87,7 @@ pub async fn answer(
 }
 
 /// The note a person's change to the facts logs, naming the client.
-fn user_note(client: &str) -> Box<dyn FnOnce(&Change, &str) -> NewMessage + Send> {
+fn user_note(client: &str) -> FactNote {
     let client = client.to_string();
     Box::new(move |change, fact| {
         let verb = match change {
@@ -158,11 +160,11 @@ async fn show(log: &Log, agent: &str, node: Node) -> Result<Option<ServerFrame>,
             Ok((line, parts))
         })
         .await?;
-    Ok(Some(ServerFrame::MemoryNode {
+    Ok(Some(ServerFrame::MemoryNode(Box::new(MemoryNode {
         line,
         parts,
         message,
-    }))
+    }))))
 }
 
 /// A node's line (empty while it is not written) and the dates of its
