@@ -686,3 +686,42 @@ async fn hearthd_stopping_mid_send_lets_its_bridge_finish_and_nothing_is_sent_tw
         .await;
     assert_eq!(calls.sent_to(OWNER.wa_id), vec!["First answer.", "Second."]);
 }
+
+/// The Cloud API accepts a send and reports later, in the webhook's
+/// `statuses[]`, that it failed — the 24-hour window's 131047 most often.
+/// The owner gets a note naming the message and the reason.
+#[tokio::test]
+async fn a_failed_status_in_the_webhook_becomes_a_note() {
+    let model = FakeModel::start().await;
+    let graph = FakeGraph::start().await;
+    let home = home();
+    configure(&home, &model, &graph, ACCESS_TOKEN);
+    let daemon = home.start();
+    let webhook = Webhook::of(&daemon, 1).await;
+    let mut watcher = home.connect("watcher", None).await;
+    let answer = webhook
+        .deliver(&meta_webhook::failed_status(
+            PHONE_NUMBER_ID,
+            "wamid.out.9",
+            OWNER.wa_id,
+            131_047,
+            "Re-engagement message",
+            "Message failed to send because more than 24 hours have passed since the customer last replied to this number.",
+        ))
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let note = watcher
+        .wait_for(|e| e.kind == EventKind::Note && e.source.as_deref() == Some("whatsapp"))
+        .await
+        .text
+        .unwrap_or_default();
+    assert!(
+        note.starts_with(&format!(
+            "whatsapp: message wamid.out.9 to +{} was not delivered: Message failed to send",
+            OWNER.wa_id
+        )),
+        "{note}"
+    );
+    assert!(note.contains("(error 131047)"), "{note}");
+    assert!(model.requests().is_empty(), "a note starts no turn");
+}

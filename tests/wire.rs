@@ -212,3 +212,30 @@ async fn every_billed_request_is_in_stats() {
         assert!(output >= 77 + 4, "{provider}: {rows:?}");
     }
 }
+
+/// Issue 18: an image whose header claims 30000×30000 pixels is refused
+/// when it is stored, before anything decodes it.
+#[tokio::test]
+async fn an_image_claiming_too_many_pixels_is_refused() {
+    use hearth_protocol::{image, ClientFrame, ErrorCode, ServerFrame};
+    let home = home();
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    png.extend(30_000u32.to_be_bytes());
+    png.extend(30_000u32.to_be_bytes());
+    png.extend([8, 6, 0, 0, 0]);
+    let answer = client
+        .request(ClientFrame::ImagePut {
+            media_type: "image/png".into(),
+            data_base64: image::encode(&png),
+        })
+        .await;
+    match answer {
+        ServerFrame::Error { code, message, .. } => {
+            assert_eq!(code, ErrorCode::TooLarge);
+            assert!(message.contains("30000x30000"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}

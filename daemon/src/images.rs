@@ -51,7 +51,9 @@ impl StoreError {
     /// The error code a client is told.
     pub fn code(&self) -> ErrorCode {
         match self {
-            StoreError::Refused(ImageError::TooLarge(_)) => ErrorCode::TooLarge,
+            StoreError::Refused(ImageError::TooLarge(_) | ImageError::TooManyPixels { .. }) => {
+                ErrorCode::TooLarge
+            }
             StoreError::Refused(ImageError::MediaType(_))
             | StoreError::Missing(_)
             | StoreError::TooMany(_) => ErrorCode::Refused,

@@ -16,6 +16,12 @@ use serde::{Deserialize, Serialize};
 /// The largest image accepted, decoded.
 pub const MAX_IMAGE_BYTES: usize = 10 * 1024 * 1024;
 
+/// The most pixels an accepted image may have, by its header: what a
+/// phone's largest camera makes, with room. Checked before anything
+/// decodes the image, so a small file whose header claims 30000×30000
+/// (a decompression bomb) is refused before a byte is allocated for it.
+pub const MAX_PIXELS: u64 = 50_000_000;
+
 /// The largest `image_put` frame: room for [`MAX_IMAGE_BYTES`] as base64
 /// (4/3 as many bytes) and the frame around it. Every other frame is held to
 /// [`crate::MAX_FRAME_BYTES`].
@@ -76,6 +82,11 @@ pub enum ImageError {
         declared: String,
         found: Option<&'static str>,
     },
+    /// The header claims more than [`MAX_PIXELS`].
+    TooManyPixels {
+        width: u32,
+        height: u32,
+    },
 }
 
 impl std::fmt::Display for ImageError {
@@ -102,6 +113,10 @@ impl std::fmt::Display for ImageError {
                 declared,
                 found: None,
             } => write!(f, "the bytes are not an image ({declared} was declared)"),
+            ImageError::TooManyPixels { width, height } => write!(
+                f,
+                "the image is {width}x{height} pixels, over the limit of {MAX_PIXELS} pixels"
+            ),
         }
     }
 }
@@ -143,11 +158,19 @@ pub fn check(media_type: &str, bytes: &[u8]) -> Result<(), ImageError> {
         return Err(ImageError::TooLarge(bytes.len()));
     }
     match sniff(bytes) {
-        Some(found) if found == media_type => Ok(()),
-        found => Err(ImageError::Mismatch {
-            declared: media_type.to_string(),
-            found,
-        }),
+        Some(found) if found == media_type => {}
+        found => {
+            return Err(ImageError::Mismatch {
+                declared: media_type.to_string(),
+                found,
+            })
+        }
+    }
+    match dimensions(bytes) {
+        Some((width, height)) if u64::from(width) * u64::from(height) > MAX_PIXELS => {
+            Err(ImageError::TooManyPixels { width, height })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -240,6 +263,23 @@ pub(crate) mod tests {
         bytes.extend(height.to_be_bytes());
         bytes.extend([8, 6, 0, 0, 0]);
         bytes
+    }
+
+    /// Issue 18: a 30000×30000 header is refused by its header alone.
+    #[test]
+    fn a_header_claiming_too_many_pixels_is_refused() {
+        assert_eq!(
+            check("image/png", &png(30_000, 30_000)),
+            Err(ImageError::TooManyPixels {
+                width: 30_000,
+                height: 30_000
+            })
+        );
+        assert_eq!(check("image/png", &png(8000, 6000)), Ok(()));
+        let said = check("image/png", &png(30_000, 30_000))
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("30000x30000"), "{said}");
     }
 
     #[test]

@@ -188,3 +188,26 @@ pub fn statuses(phone_number_id: &str, wamid: &str, recipient: &str) -> Vec<u8> 
     .to_string()
     .into_bytes()
 }
+
+/// A delivery of one failed status, as the Cloud API reports a send it
+/// accepted and could not deliver: `"status": "failed"` with an `errors[]`
+/// entry (`code`, `title`, `message`, `error_data.details`).
+pub fn failed_status(
+    phone_number_id: &str,
+    wamid: &str,
+    recipient: &str,
+    code: i64,
+    title: &str,
+    details: &str,
+) -> Vec<u8> {
+    json!({"object": "whatsapp_business_account", "entry": [{"id": "102290129340398", "changes": [{"field": "messages", "value": {
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "15550001111", "phone_number_id": phone_number_id},
+        "statuses": [{"id": wamid, "status": "failed", "timestamp": "1767225601", "recipient_id": recipient,
+                      "errors": [{"code": code, "title": title, "message": title,
+                                  "error_data": {"details": details},
+                                  "href": "https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/"}]}],
+    }}]}]})
+    .to_string()
+    .into_bytes()
+}

@@ -126,6 +126,11 @@ impl<'a> Inbound<'a> {
                 // On failure `done` is dropped unanswered: Meta gets an error.
                 self.take(received, &mut strangers).await?;
             }
+            // A send WhatsApp accepted and then could not deliver.
+            for failed in &delivery.failed {
+                let note = failed.note(SOURCE);
+                link::note(&mut self.connection, SOURCE, note, &mut |_| {}).await?;
+            }
             // The webhook may have given up waiting; Meta then sends it again.
             let _ = delivery.done.send(true);
             for to in strangers {

@@ -1,6 +1,8 @@
 //! What a webhook delivery says (pure): the messages people sent, read from
-//! `entry[].changes[].value.messages[]`. Delivery reports (`statuses[]`)
-//! and anything else are left out.
+//! `entry[].changes[].value.messages[]`, and the sends that failed, read
+//! from `statuses[]` with `"status": "failed"` (the Cloud API reports the
+//! 24-hour window's 131047 there, after it accepted the send). Other
+//! statuses (sent, delivered, read) and anything else are left out.
 //!
 //! Read leniently: a message this bridge cannot read is skipped, never the
 //! whole delivery, since Meta would only deliver it again.
@@ -37,6 +39,77 @@ pub struct MediaRef {
     pub kind: String,
     pub id: String,
     pub mime_type: Option<String>,
+}
+
+/// A message the business number sent that WhatsApp could not deliver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedSend {
+    /// The sent message's id (`wamid.…`).
+    pub wamid: String,
+    /// The number it was for, when the status names it.
+    pub recipient: Option<String>,
+    /// The Graph error code (131047: outside the 24-hour window).
+    pub code: Option<i64>,
+    /// Why, in Meta's words: the error's details, message or title.
+    pub reason: String,
+}
+
+impl FailedSend {
+    /// The note that tells the owner: which message, to whom, and why.
+    pub fn note(&self, source: &str) -> String {
+        let to = self
+            .recipient
+            .as_deref()
+            .map(|to| format!(" to +{to}"))
+            .unwrap_or_default();
+        let code = self
+            .code
+            .map(|code| format!(" (error {code})"))
+            .unwrap_or_default();
+        let hint = if self.code == Some(131_047) {
+            "; more than 24 hours have passed since they last wrote, so WhatsApp takes \
+             only template messages until they write again"
+        } else {
+            ""
+        };
+        format!(
+            "{source}: message {}{to} was not delivered: {}{code}{hint}",
+            self.wamid, self.reason
+        )
+    }
+}
+
+/// The failed sends a delivery's `statuses[]` report, in order.
+pub fn failed_sends(body: &[u8]) -> Vec<FailedSend> {
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return Vec::new();
+    };
+    let mut failed = Vec::new();
+    for change in items(&value["entry"]).flat_map(|entry| items(&entry["changes"])) {
+        for status in items(&change["value"]["statuses"]) {
+            if status["status"].as_str() != Some("failed") {
+                continue;
+            }
+            let Some(wamid) = text(&status["id"]) else {
+                continue;
+            };
+            let error = items(&status["errors"]).next();
+            let reason = error
+                .and_then(|error| {
+                    text(&error["error_data"]["details"])
+                        .or_else(|| text(&error["message"]))
+                        .or_else(|| text(&error["title"]))
+                })
+                .unwrap_or_else(|| "WhatsApp gave no reason".to_string());
+            failed.push(FailedSend {
+                wamid,
+                recipient: text(&status["recipient_id"]),
+                code: error.and_then(|error| error["code"].as_i64()),
+                reason,
+            });
+        }
+    }
+    failed
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -261,6 +334,35 @@ mod tests {
             said(json!({"type": "unsupported", "errors": []})).as_deref(),
             Some("[unsupported message]")
         );
+    }
+
+    #[test]
+    fn a_failed_status_names_the_message_the_number_and_the_reason() {
+        let body = json!({"object": "whatsapp_business_account", "entry": [{"id": "W", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "statuses": [
+                {"id": "wamid.OK", "status": "delivered", "timestamp": "1", "recipient_id": "16505551234"},
+                {"id": "wamid.F", "status": "failed", "timestamp": "2", "recipient_id": "16505551234",
+                 "errors": [{"code": 131047, "title": "Re-engagement message", "message": "Re-engagement message",
+                             "error_data": {"details": "Message failed to send because more than 24 hours have passed since the customer last replied to this number."}}]}
+            ]
+        }}]}]});
+        let failed = failed_sends(body.to_string().as_bytes());
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].wamid, "wamid.F");
+        assert_eq!(failed[0].code, Some(131_047));
+        let note = failed[0].note("whatsapp");
+        assert!(
+            note.starts_with(
+                "whatsapp: message wamid.F to +16505551234 was not delivered: Message failed"
+            ),
+            "{note}"
+        );
+        assert!(
+            note.contains("(error 131047)") && note.contains("24 hours"),
+            "{note}"
+        );
+        assert!(failed_sends(b"not json").is_empty());
     }
 
     #[test]

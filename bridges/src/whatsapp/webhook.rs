@@ -32,6 +32,8 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 #[derive(Debug)]
 pub struct Delivery {
     pub messages: Vec<Received>,
+    /// Sends its `statuses[]` report failed, each to be noted.
+    pub failed: Vec<payload::FailedSend>,
     pub done: oneshot::Sender<bool>,
 }
 
@@ -87,11 +89,16 @@ async fn deliver(State(webhook): State<Arc<Webhook>>, headers: HeaderMap, body: 
             return StatusCode::BAD_REQUEST.into_response();
         }
     };
-    if messages.is_empty() {
+    let failed = payload::failed_sends(&body);
+    if messages.is_empty() && failed.is_empty() {
         return StatusCode::OK.into_response();
     }
     let (done, taken) = oneshot::channel();
-    let delivery = Delivery { messages, done };
+    let delivery = Delivery {
+        messages,
+        failed,
+        done,
+    };
     if webhook.deliveries.send(delivery).await.is_err() {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
