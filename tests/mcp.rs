@@ -485,3 +485,30 @@ async fn a_streamable_http_server_is_reached_with_its_headers() {
         .await
         .contains("web: ready (http: http://127.0.0.1:"));
 }
+
+#[tokio::test]
+async fn status_names_a_running_call_and_a_crash_of_hearthd_logs_it_as_interrupted() {
+    let config =
+        misbehaving("").replace("timeout_secs = 2", "trust = \"read\"\ntimeout_secs = 600");
+    let mut t = start(&config).await;
+    t.model.push(Reply::tool_call("mcp__bad__hang", "{}"));
+    t.client.submit("wait forever", "terminal", None).await;
+    let status = eventually("the call shows in hearth status", || async {
+        let output = t.home.hearth_async(&["status"]).await;
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        text.contains("mcp call hearth: bad hang").then_some(text)
+    })
+    .await;
+    assert!(status.contains("mcp call hearth: bad hang ("), "{status}");
+    t.daemon.kill9();
+    t.model.push(Reply::text("it was cut off"));
+    let _again = t.home.start();
+    let tool =
+        eventually("the cut call is logged", || async {
+            t.home.history().await.into_iter().find(|m| {
+                m.kind == hearth_protocol::Kind::Tool && m.text.starts_with("mcp__bad__hang")
+            })
+        })
+        .await;
+    assert_eq!(tool.status.as_deref(), Some("interrupted"), "{}", tool.text);
+}
