@@ -346,3 +346,112 @@ async fn a_large_frame_before_hello_is_never_read_whole() {
     let mut owner = home.connect("terminal", None).await;
     assert_eq!(owner.submit("fine", "terminal", None).await.0, 0);
 }
+
+/// A Chat Completions endpoint that answers 200 with the request's
+/// `Authorization` header in its text, padded so that the memory summarizes
+/// it (with another call that echoes the header again).
+async fn echoing_model() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 65536];
+                // Headers, then the body by its length.
+                loop {
+                    let Ok(n) = stream.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&request).to_string();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text[..end]
+                            .lines()
+                            .find_map(|line| {
+                                let (name, value) = line.split_once(':')?;
+                                name.eq_ignore_ascii_case("content-length")
+                                    .then(|| value.trim().parse::<usize>().ok())?
+                            })
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                let text = String::from_utf8_lossy(&request);
+                let authorization = text
+                    .lines()
+                    .find(|line| line.to_ascii_lowercase().starts_with("authorization:"))
+                    .unwrap_or("")
+                    .to_string();
+                let content = format!("you sent {authorization}. {}", "padding ".repeat(100));
+                let body = serde_json::json!({
+                    "id": "echo", "object": "chat.completion", "created": 0, "model": "fake-model",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+                })
+                .to_string();
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+#[tokio::test]
+async fn a_key_echoed_by_a_model_reaches_no_log_no_summary_and_no_stderr() {
+    let base_url = echoing_model().await;
+    let home = TestHome::new(bins!());
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{base_url}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\nstream = false\ntimeout_secs = 30\n"
+    ));
+    let daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    let (id, _) = client.submit("what did you get?", "terminal", None).await;
+    let reply = client.reply_to(id).await;
+    let text = reply.text.unwrap_or_default();
+    assert!(text.contains("you sent"), "{text}");
+    assert!(!text.contains("sk-test-secret"), "{text}");
+    // The reply is long, so the memory writes a summary of it, through the
+    // same endpoint that echoes the key again.
+    let database = home.path().join("hearth.db");
+    let lines: Vec<String> = hearth_tests::harness::eventually("the reply's summary", || {
+        let database = database.clone();
+        async move {
+            let connection = rusqlite::Connection::open(&database).ok()?;
+            let mut statement = connection.prepare("SELECT text FROM nodes").ok()?;
+            let lines: Vec<String> = statement
+                .query_map([], |row| row.get(0))
+                .ok()?
+                .filter_map(Result::ok)
+                .collect();
+            (lines.iter().any(|line| line.contains("you sent"))).then_some(lines)
+        }
+    })
+    .await;
+    assert!(
+        lines.iter().all(|line| !line.contains("sk-test-secret")),
+        "{lines:?}"
+    );
+    for message in home.history().await {
+        assert!(!message.text.contains("sk-test-secret"), "{}", message.text);
+    }
+    assert!(
+        !daemon.log_text().contains("sk-test-secret"),
+        "stderr holds the key"
+    );
+}

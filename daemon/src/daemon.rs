@@ -40,6 +40,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let _lock = lock::take(&home.lock_file())?;
     let mut config = Config::load(&home.config_file())?;
     secrets::check_file(&home.secrets_file())?;
+    crate::redact::hold(secrets::values(&config, &home.secrets_file()));
     checks::agent_names(&config)?;
     mcp::check(&config, &home)?;
     let whatsapp = checks::whatsapp_contacts(&config, &home)?;

@@ -19,6 +19,7 @@
 //! - `model/`: the providers, one file per wire protocol.
 //! - `tools/`: the agent's tools, one file per family.
 //! - `mcp/`: tools from the MCP servers the user configured.
+//! - `redact.rs`: keys masked before anything is logged or stored.
 //! - `approvals.rs`: tool calls that wait for a person's yes or no.
 pub mod approvals;
 pub mod bridges;
@@ -31,6 +32,7 @@ pub mod log;
 pub mod mcp;
 pub mod memory;
 pub mod model;
+pub mod redact;
 pub mod request;
 pub mod schedule;
 pub mod server;

@@ -688,12 +688,23 @@ fn waiting(tx: &Connection, agent: &str, after: i64) -> Result<Vec<u64>, rusqlit
 pub(crate) fn append(
     tx: &Connection,
     agent: &str,
-    message: NewMessage,
+    mut message: NewMessage,
     appended: &mut Vec<Message>,
 ) -> Result<Message, rusqlite::Error> {
     let id = next_id(tx, agent)?;
     let at = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
-    let data = message.data.as_ref().map(Value::to_string);
+    // No key reaches the log: what is logged is sent in later requests.
+    if let std::borrow::Cow::Owned(masked) = crate::redact::mask(&message.text) {
+        message.text = masked;
+    }
+    let mut data = message.data.as_ref().map(Value::to_string);
+    if let Some(text) = &data {
+        if let std::borrow::Cow::Owned(masked) = crate::redact::mask(text) {
+            // What the clients get is what is stored.
+            message.data = serde_json::from_str(&masked).ok();
+            data = Some(masked);
+        }
+    }
     tx.prepare_cached(
         "INSERT INTO messages (agent, id, kind, source, text, status, at, data, key)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",

@@ -136,10 +136,10 @@ async fn serve(args: Args, home: Home) {
             };
             subscriber
                 .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(file))
+                .with_writer(Masked(std::sync::Mutex::new(file)))
                 .init();
         }
-        None => subscriber.with_writer(std::io::stderr).init(),
+        None => subscriber.with_writer(Masked(std::io::stderr)).init(),
     }
     if let Err(err) = hearth_daemon::daemon::run(home, stop_signal()).await {
         eprintln!("hearthd: {err}");
@@ -165,5 +165,35 @@ fn stop_signal() -> impl std::future::Future<Output = ()> {
             _ = term.recv() => {}
             _ = int.recv() => {}
         }
+    }
+}
+
+/// The daemon's log lines with every key masked ([`hearth_daemon::redact`]):
+/// a key in an error body or a model answer never reaches stderr or the
+/// log file.
+struct Masked<M>(M);
+
+impl<'a, M: tracing_subscriber::fmt::MakeWriter<'a>> tracing_subscriber::fmt::MakeWriter<'a>
+    for Masked<M>
+{
+    type Writer = MaskedWriter<M::Writer>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        MaskedWriter(self.0.make_writer())
+    }
+}
+
+struct MaskedWriter<W>(W);
+
+impl<W: std::io::Write> std::io::Write for MaskedWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0
+            .write_all(hearth_daemon::redact::mask(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
     }
 }

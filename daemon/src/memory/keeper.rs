@@ -277,6 +277,9 @@ impl Keeper {
             if self.lines.line(node).is_some() {
                 continue;
             }
+            // A line is written once and sent in every later request: a key
+            // a model endpoint echoed into it must never get there.
+            let text = crate::redact::mask(&text).into_owned();
             if node.level == 0 {
                 self.unbuilt.remove(&node.first());
             }

@@ -62,3 +62,26 @@ pub fn names(config: &Config) -> Vec<String> {
     names.dedup();
     names
 }
+
+/// Every secret value hearth holds: those of the variables [`names`] lists
+/// (from the environment or `secrets.env`) and every value in
+/// `secrets.env`, so that they can be masked wherever they would be logged.
+pub fn values(config: &Config, secrets_file: &Path) -> Vec<String> {
+    let mut values: Vec<String> = names(config)
+        .iter()
+        .filter_map(|name| find(secrets_file, name))
+        .collect();
+    if check_file(secrets_file).is_ok() {
+        if let Ok(text) = fs::read_to_string(secrets_file) {
+            values.extend(text.lines().filter_map(|line| {
+                let line = line.trim();
+                if line.starts_with('#') {
+                    return None;
+                }
+                let (name, _) = line.split_once('=')?;
+                secret_in(&text, name.trim())
+            }));
+        }
+    }
+    values
+}

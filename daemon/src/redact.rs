@@ -1,0 +1,158 @@
+//! Masking keys before anything is logged or stored.
+//!
+//! Every value of a secret hearth holds (API keys, tokens, from the
+//! environment or `secrets.env`) is registered at start; [`mask`] replaces
+//! each occurrence of one with `[redacted]`, and common key shapes that
+//! hearth did not load (`sk-…`, `sk-ant-…`, `ghp_…`, `github_pat_…`,
+//! `xox?-…`, `AKIA…`, Telegram bot tokens, `Bearer …`) with
+//! `[redacted key]`. The log applies it to every message it appends and to
+//! every summary line, and the daemon's own log lines go through it, so a
+//! model endpoint that echoes the `Authorization` header, or a tool that
+//! prints a key, puts the key nowhere: not in the log, not in the memory
+//! (and so never in a later request), not on stderr.
+
+use std::borrow::Cow;
+use std::sync::RwLock;
+
+/// Secrets shorter than this are not masked by value (they would match
+/// ordinary words); key shapes still are.
+const MIN_SECRET: usize = 8;
+
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Registers secret values to mask from now on.
+pub fn hold(values: impl IntoIterator<Item = String>) {
+    let mut secrets = SECRETS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for value in values {
+        let value = value.trim().to_string();
+        if value.len() >= MIN_SECRET && !secrets.contains(&value) {
+            secrets.push(value);
+        }
+    }
+    // Longest first, so a key that contains another is masked whole.
+    secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+}
+
+/// `text` with every held secret and every key shape masked.
+pub fn mask(text: &str) -> Cow<'_, str> {
+    let secrets = SECRETS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut out = Cow::Borrowed(text);
+    for secret in secrets.iter() {
+        if out.contains(secret.as_str()) {
+            out = Cow::Owned(out.replace(secret.as_str(), "[redacted]"));
+        }
+    }
+    match mask_shapes(&out) {
+        Some(masked) => Cow::Owned(masked),
+        None => out,
+    }
+}
+
+/// Characters a key is made of.
+fn key_char(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-'
+}
+
+/// The prefixes of common keys and the length of key characters (after the
+/// prefix) that makes one.
+const SHAPES: &[(&str, usize)] = &[
+    ("sk-ant-", 20),
+    ("sk-proj-", 20),
+    ("sk-", 20),
+    ("github_pat_", 20),
+    ("ghp_", 20),
+    ("gho_", 20),
+    ("ghs_", 20),
+    ("xoxb-", 10),
+    ("xoxp-", 10),
+    ("xoxa-", 10),
+    ("AKIA", 16),
+    ("Bearer ", 16),
+];
+
+/// Masks key shapes; `None` when there is none.
+fn mask_shapes(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        let boundary = at == 0 || !key_char(bytes[at - 1]);
+        let found = boundary.then(|| key_at(bytes, at)).flatten();
+        match found {
+            Some(end) => {
+                let out = out.get_or_insert_with(String::new);
+                out.push_str(&text[copied..at]);
+                out.push_str("[redacted key]");
+                copied = end;
+                at = end;
+            }
+            None => at += 1,
+        }
+    }
+    out.map(|mut out| {
+        out.push_str(&text[copied..]);
+        out
+    })
+}
+
+/// The end of a key starting at `at`, if one does.
+fn key_at(bytes: &[u8], at: usize) -> Option<usize> {
+    let run = |from: usize| {
+        bytes[from..]
+            .iter()
+            .take_while(|byte| key_char(**byte))
+            .count()
+    };
+    for (prefix, least) in SHAPES {
+        if bytes[at..].starts_with(prefix.as_bytes()) {
+            let from = at + prefix.len();
+            let length = run(from);
+            if length >= *least {
+                return Some(from + length);
+            }
+        }
+    }
+    // A Telegram bot token: 6 to 12 digits, `:`, 35 key characters.
+    let digits = bytes[at..]
+        .iter()
+        .take_while(|byte| byte.is_ascii_digit())
+        .count();
+    if (6..=12).contains(&digits) && bytes.get(at + digits) == Some(&b':') {
+        let length = run(at + digits + 1);
+        if length >= 35 {
+            return Some(at + digits + 1 + length);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_secrets_and_key_shapes_are_masked() {
+        hold(["a-held-secret-value-42".to_string(), "short".to_string()]);
+        let text = "key a-held-secret-value-42, short stays, \
+            Authorization: Bearer abcdefghijklmnopqrstuvwx, sk-proj-ABCDEFGHIJKLMNOPQRSTUV12, \
+            bot 123456789:AAbbccddeeffgghhiijjkkllmmnnooppqqr ok";
+        let masked = mask(text);
+        assert!(!masked.contains("a-held-secret-value-42"), "{masked}");
+        assert!(masked.contains("short stays"));
+        assert!(!masked.contains("abcdefghijklmnopqrstuvwx"), "{masked}");
+        assert!(!masked.contains("ABCDEFGHIJKLMNOPQRSTUV12"), "{masked}");
+        assert!(!masked.contains("AAbbccdd"), "{masked}");
+        assert!(masked.ends_with(" ok"));
+    }
+
+    #[test]
+    fn ordinary_text_is_untouched_and_borrowed() {
+        let text = "a task-list, sk-short, ask-me, 12:30 and a 1234567:short token";
+        assert!(matches!(mask(text), Cow::Borrowed(_)));
+    }
+}
