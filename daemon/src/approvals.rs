@@ -60,6 +60,10 @@ pub struct ApprovalsConfig {
     /// Seconds a request waits before the call is denied.
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,
+    /// Tools that may act without a yes after the turn read something from
+    /// outside (a fetched page, an MCP result); see `tools/taint.rs`.
+    #[serde(default)]
+    pub untrusted_ok: Vec<String>,
 }
 
 impl Default for ApprovalsConfig {
@@ -68,6 +72,7 @@ impl Default for ApprovalsConfig {
             tools: Vec::new(),
             shell: Vec::new(),
             timeout_secs: default_timeout(),
+            untrusted_ok: Vec::new(),
         }
     }
 }
@@ -248,9 +253,24 @@ impl Approvals {
     /// first answer, else a denial at the timeout. Dropping the future
     /// withdraws the request (logged as denied).
     pub async fn ask(&self, agent: &str, tool: &str, arguments: &Value) -> Verdict {
+        self.ask_because(agent, tool, arguments, None).await
+    }
+
+    /// As [`Approvals::ask`], saying why the call waits (`after reading
+    /// https://…`) in the request people see.
+    pub async fn ask_because(
+        &self,
+        agent: &str,
+        tool: &str,
+        arguments: &Value,
+        because: Option<&str>,
+    ) -> Verdict {
         let timeout = self.inner.config.timeout();
         let secs = timeout.as_secs();
-        let text = describe(tool, arguments);
+        let text = match because {
+            Some(because) => format!("{} ({because})", describe(tool, arguments)),
+            None => describe(tool, arguments),
+        };
         let id = self.new_id();
         let asked = format!("approval {id}: {text} waits for a yes or no (denied in {secs} s)");
         let asked = note(asked).with_status(hearth_protocol::NOTE_APPROVAL);

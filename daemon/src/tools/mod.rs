@@ -16,6 +16,7 @@
 //! - `beneath.rs`: opening a plain file beneath the folder in one step (`openat2`).
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
 //! - `show_image.rs`: `show_image`, an image of the working folder shown to people.
+//! - `taint.rs`: a turn that read from outside makes acting tools ask first.
 //! - `html.rs`: HTML reduced to readable text (pure).
 //! - `schedule.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
 //! - `subagents.rs`: `subagent_start`, `subagent_stop`, `subagent_list` (top agent only).
@@ -37,6 +38,7 @@ mod search;
 mod shell;
 mod show_image;
 mod subagents;
+mod taint;
 mod web;
 mod whatsapp;
 mod zoom;

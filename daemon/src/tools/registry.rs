@@ -15,6 +15,7 @@ use super::config::ToolsConfig;
 use super::folder::Folder;
 use super::process::Processes;
 use super::shell::Shell;
+use super::taint::Taint;
 use super::web::Fetcher;
 use super::{
     args, date, facts, files, schedule, search, shell, show_image, subagents, web, whatsapp, zoom,
@@ -179,6 +180,8 @@ pub struct Tools {
     whatsapp: Option<Arc<whatsapp::Contacts>>,
     /// The MCP servers this agent gets; none: no MCP tools.
     mcp: Option<McpTools>,
+    /// What the running turn read from outside, which makes acting tools ask.
+    taint: Taint,
 }
 
 /// A call whose arguments passed the checks.
@@ -200,6 +203,7 @@ impl Tools {
             images: None,
             whatsapp: None,
             mcp: None,
+            taint: Taint::default(),
         }
     }
 
@@ -292,6 +296,7 @@ impl Tools {
     /// Starts a turn's count of invalid calls afresh.
     pub fn begin_turn(&self) {
         self.invalid_in_a_row.store(0, Ordering::Relaxed);
+        self.taint.clear();
     }
 
     /// Invalid calls since the last valid one or [`Tools::begin_turn`]; a
@@ -353,22 +358,51 @@ impl Tools {
             .mcp
             .as_ref()
             .is_some_and(|mcp| mcp.needs_approval(call.name));
+        let mcp_server = self.mcp.as_ref().and_then(|mcp| mcp.server_of(call.name));
+        let untrusted_ok = self
+            .approvals
+            .as_ref()
+            .map(|approvals| approvals.config().untrusted_ok.clone())
+            .unwrap_or_default();
+        let tainted = self.taint.needs_approval(
+            call.name,
+            &call.arguments,
+            mcp_server.is_some(),
+            mcp_server.is_some() && !by_trust,
+            &untrusted_ok,
+        );
         match &self.approvals {
-            Some(approvals) if by_trust || approvals.needs_approval(call.name, &call.arguments) => {
-                let verdict = approvals.ask(&self.agent, call.name, &call.arguments).await;
+            Some(approvals)
+                if tainted.is_some()
+                    || by_trust
+                    || approvals.needs_approval(call.name, &call.arguments) =>
+            {
+                let verdict = approvals
+                    .ask_because(&self.agent, call.name, &call.arguments, tainted.as_deref())
+                    .await;
                 if let Verdict::Denied(why) = verdict {
-                    return Outcome::error(why);
+                    return Outcome::error(match tainted {
+                        Some(because) => format!("{why} (asked {because})"),
+                        None => why,
+                    });
                 }
             }
             // No one could be asked: the call does not run unapproved.
-            None if by_trust => {
+            None if by_trust || tainted.is_some() => {
                 return Outcome::error(format!("`{}` needs a person's approval", call.name))
             }
             _ => {}
         }
         // The semaphore is never closed; were it, the call would just run.
         let _permit = running.acquire().await.ok();
-        self.run(call).await
+        let (name, arguments) = (call.name, call.arguments.clone());
+        let outcome = self.run(call).await;
+        // Only what was read taints: a refused fetch brought nothing in.
+        if outcome.status == "ok" {
+            self.taint
+                .after_call(name, &arguments, mcp_server.as_deref());
+        }
+        outcome
     }
 
     /// The call's name and arguments against the tools' schemas; counts
