@@ -220,6 +220,17 @@ async fn input_takes_several_lines_pastes_whole_and_pages_back() {
             .submit(&format!("old message {n}"), "telegram", None)
             .await;
     }
+    // The turns that took them (one or more) end before the client attaches.
+    let last = eventually("the old messages answered", || async {
+        let log = home.history().await;
+        let last_user = log.iter().rev().find(|m| m.kind == Kind::User)?.id;
+        log.iter()
+            .any(|m| m.kind == Kind::Reply && m.answers.contains(&last_user))
+            .then_some(log.len() as u64)
+    })
+    .await;
+    // The last 20 are shown on attach: older ones start at `first - 1`.
+    let first = last - 20;
     let mut pty = Pty::attach(&home, &key_env());
     let screen = pty.wait_for("/help");
     assert!(!screen.contains("old message 1\n"), "{screen}");
@@ -241,18 +252,17 @@ async fn input_takes_several_lines_pastes_whole_and_pages_back() {
     }
 
     // Older messages, by page.
-    // The last 20 were shown on attach (old messages 7 to 25, the reply).
     pty.line("/history 3");
-    let screen = pty.wait_for("3 earlier messages");
-    assert!(screen.contains("[telegram] old message 4\n"), "{screen}");
-    assert!(screen.contains("[telegram] old message 6\n"), "{screen}");
-    assert!(!screen.contains("old message 3\n"), "{screen}");
+    let page = format!("3 earlier messages, #{} to #{}", first - 3, first - 1);
+    pty.wait_for(&page);
     pty.send("\x1b[5~");
-    let screen = pty.wait_until("the first page", |screen| {
-        count(screen, "earlier messages") == 2
+    let page = format!("{} earlier messages, #0 to #{}", first - 3, first - 4);
+    // The page is whole once its closing rule is there.
+    let screen = pty.wait_until("the whole first page", |screen| {
+        screen.contains(&page) && count(screen, "── back to now") == 2
     });
     assert!(screen.contains("[telegram] old message 1\n"), "{screen}");
-    assert_eq!(count(&screen, "[telegram] old message 4\n"), 1, "{screen}");
+    assert_eq!(count(&screen, "[telegram] old message 2\n"), 1, "{screen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
