@@ -55,6 +55,17 @@ fn main() {
         );
     }
     println!("Replay time: {:.1} s.\n", replay_time.as_secs_f64());
+    println!("## Recall canaries\n");
+    println!(
+        "Eight facts planted in user messages at known ages across the same history (seed \
+         {SEED}), each looked for with `search` through the daemon's real full-text index (every \
+         message appended to a real log, every line of the tree stored) and reached by `zoom` \
+         from the final view.\n"
+    );
+    println!(
+        "{}",
+        hearth_tests::replay::canaries::recall(SEED, messages).table()
+    );
     build_timing();
 }
 

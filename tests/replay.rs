@@ -83,3 +83,22 @@ fn the_replay_is_deterministic() {
         );
     }
 }
+
+#[test]
+fn every_canary_is_found_by_search_and_reachable_by_zoom() {
+    let recall = hearth_tests::replay::canaries::recall(7, 1_000);
+    assert_eq!(recall.found.len(), 8);
+    for found in &recall.found {
+        assert!(
+            found.rank.is_some(),
+            "`{}` not in the first hits: {recall:?}",
+            found.query
+        );
+        assert!(
+            found.reachable,
+            "message {} not reachable by zoom",
+            found.id
+        );
+    }
+    assert_eq!(recall.rate(), 1.0);
+}

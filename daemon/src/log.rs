@@ -263,6 +263,23 @@ impl Log {
             .await
     }
 
+    /// Appends several messages in one transaction, in order (an import, or
+    /// a replay's log); returns them as logged.
+    pub async fn append_all(
+        &self,
+        agent: &str,
+        messages: Vec<NewMessage>,
+    ) -> Result<Vec<Message>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, appended| {
+            messages
+                .into_iter()
+                .map(|message| append(tx, &agent, message, appended))
+                .collect()
+        })
+        .await
+    }
+
     /// Appends a user message with an optional idempotency key. Returns its id
     /// and whether the key had been seen (then nothing was appended).
     pub async fn submit(&self, agent: &str, message: NewMessage) -> Result<(u64, bool), LogError> {

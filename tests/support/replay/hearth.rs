@@ -17,8 +17,8 @@ use super::strategies::{Strategy, AGENT};
 use hearth_daemon::layout::Layout;
 use hearth_daemon::log::{Entry, TurnRecord};
 use hearth_daemon::memory::{
-    clean_answer, compaction_request, cut, free_join, message_line, render_line, task_line, Lines,
-    Node, Progress, Task, View,
+    clean_answer, compaction_request, cut, free_join, message_line, render_line, task_line, Built,
+    Lines, Node, Progress, Task, View,
 };
 use hearth_daemon::model::ToolSpec;
 use hearth_daemon::request::{self, TurnContext};
@@ -111,6 +111,36 @@ impl Hearth {
             turn_body: RequestBody::default(),
             compaction_body: RequestBody::default(),
             calls: 0,
+        }
+    }
+
+    /// Every built line of the tree, to store in a real log.
+    pub fn built(&self) -> Vec<Built> {
+        self.tree
+            .0
+            .iter()
+            .map(|(&node, text)| Built {
+                node,
+                text: text.clone(),
+                mechanical: false,
+            })
+            .collect()
+    }
+
+    /// Whether `zoom` reaches message `id` from the turn view: the view's
+    /// node over it, and every node from there down to the message, built.
+    pub fn reachable(&self, id: u64) -> bool {
+        let Some(mut node) = self.turn_view.nodes.iter().copied().find(|n| n.covers(id)) else {
+            return false;
+        };
+        loop {
+            if !self.tree.0.contains_key(&node) {
+                return false;
+            }
+            match node.children() {
+                None => return node.first() == id,
+                Some((left, right)) => node = if left.covers(id) { left } else { right },
+            }
         }
     }
 

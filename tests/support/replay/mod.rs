@@ -9,8 +9,10 @@
 //!   the baselines: the whole history, compaction at a threshold, a sliding
 //!   window.
 //! - `report.rs`: what is counted, and the tables.
+//! - `canaries.rs`: recall canaries, found by the real `search` and reached by `zoom`.
 
 pub mod cache;
+pub mod canaries;
 pub mod hearth;
 pub mod history;
 pub mod report;
