@@ -23,6 +23,7 @@
 //! - `service.rs`: `hearth backup` and `hearth service install`.
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
 //! - `memory.rs`: `hearth search` and `hearth memory`: what the agent remembers.
+//! - `web.rs`: `hearth web`: the browser client's login links and sessions.
 //!
 //! The binary's thin `main.rs` is built by the root package; it also runs
 //! the bridges (`hearth telegram`, `hearth whatsapp`) from `hearth-bridges`.
@@ -44,4 +45,5 @@ pub mod session;
 pub mod slash;
 pub mod stats;
 pub mod terminal;
+pub mod web;
 pub mod welcome;

@@ -10,6 +10,7 @@ use hearth_bridges::{telegram, whatsapp};
 use hearth_cli::commands::{self, LogRequest, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
 use hearth_cli::memory::{self, MemoryCommand, SearchRequest};
+use hearth_cli::web::WebCommand;
 use hearth_cli::{service, stats, terminal};
 use hearth_client::CommandError;
 use hearth_protocol::home::Home;
@@ -145,6 +146,11 @@ enum Subcommands {
     },
     /// Check that the log was not changed after it was written (its chain of hashes) and the database's integrity; works with the daemon stopped too
     Verify,
+    /// The browser client ([web] in config.toml): print a one-time login link
+    Web {
+        #[command(subcommand)]
+        action: Option<WebAction>,
+    },
     /// Run hearthd as a service
     Service {
         #[command(subcommand)]
@@ -209,6 +215,11 @@ enum FactsAction {
         #[arg(required = true, value_name = "FACT")]
         words: Vec<String>,
     },
+enum WebAction {
+    /// The browsers logged in, with their ids
+    Sessions,
+    /// Log browser session ID out at once
+    Revoke { id: i64 },
 }
 
 #[derive(Subcommand)]
@@ -352,6 +363,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             };
             memory::memory(&home, agent, command, &mut stdout).await?
+        Some(Subcommands::Web { action }) => {
+            let command = match action {
+                None => WebCommand::Login,
+                Some(WebAction::Sessions) => WebCommand::Sessions,
+                Some(WebAction::Revoke { id }) => WebCommand::Revoke(id),
+            };
+            hearth_cli::web::web(&home, command, &mut stdout).await?
         }
         Some(Subcommands::Service {
             action: ServiceAction::Install,

@@ -24,7 +24,7 @@ pub async fn stats(
     let (mut connection, _) = connect_running(home, agent, "hearth-stats", None).await?;
     let frame = ClientFrame::Stats { days: Some(days) };
     let (days, rows) = ask(&mut connection, &frame, |answer| match answer {
-        ServerFrame::Stats { days, rows } => Ok((days, rows)),
+        ServerFrame::Stats { days, rows, .. } => Ok((days, rows)),
         other => Err(other),
     })
     .await?;

@@ -75,6 +75,9 @@ pub struct Config {
     /// The MCP servers whose tools the agents get (`[[mcp]]`).
     #[serde(default)]
     pub mcp: Vec<crate::mcp::McpServerConfig>,
+    /// The browser client (`[web]`); off unless it names `listen`.
+    #[serde(default)]
+    pub web: crate::web::WebConfig,
 }
 
 /// `[listen]`: an optional TCP listener for clients on other machines. It

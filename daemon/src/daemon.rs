@@ -78,6 +78,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let tcp = listen::tcp(&config, &home).await?;
     let socket = home.socket();
     let unix = listen::unix(&socket)?;
+    let web = crate::web::Web::bind(&config.web, &log).await?;
 
     let (stop, stopped) = watch::channel(false);
     let agent_tasks: Vec<_> = loops
@@ -95,12 +96,18 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         approvals,
         images,
         mcp,
+        web: web.as_ref().map(|(_, web)| web.clone()),
+        budget: config.budget,
     });
     let mut server_tasks = vec![tokio::spawn(server::serve(
         unix,
         shared.clone(),
         stopped.clone(),
     ))];
+    if let Some((listener, web)) = web {
+        let serve = crate::web::serve(listener, web, shared.clone(), stopped.clone());
+        server_tasks.push(tokio::spawn(serve));
+    }
     if let Some(tcp) = tcp {
         server_tasks.push(tokio::spawn(server::serve(tcp, shared, stopped)));
     }

@@ -21,6 +21,7 @@
 //! - `mcp/`: tools from the MCP servers the user configured.
 //! - `redact.rs`: keys masked before anything is logged or stored.
 //! - `approvals.rs`: tool calls that wait for a person's yes or no.
+//! - `web/`: the browser client: its page, login and WebSocket endpoint.
 pub mod approvals;
 pub mod bridges;
 pub mod config;
@@ -41,3 +42,4 @@ pub mod subagents;
 pub mod tools;
 pub mod turn;
 pub mod usage;
+pub mod web;

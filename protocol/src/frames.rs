@@ -430,6 +430,15 @@ pub enum ClientFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         remove: Option<String>,
     },
+    /// A one-time code that logs a browser in to the web client (`[web]`).
+    /// Answered with `web_login`. Only over the Unix socket: its file mode
+    /// is the check that the asker is the owner.
+    WebLogin,
+    /// The browser sessions; answered with `web_sessions`. Unix socket only.
+    WebSessions,
+    /// Ends browser session `id` at once (its open pages are disconnected);
+    /// answered with `web_sessions` (the revoked one). Unix socket only.
+    WebRevoke { id: i64 },
 }
 
 fn default_source() -> String {
@@ -475,6 +484,19 @@ pub struct StatsRow {
     /// estimate, which errs high.
     #[serde(default)]
     pub estimated_requests: u64,
+}
+
+/// Spending against `[budget]`, as `stats` reports it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct BudgetUse {
+    /// What all agents spent today and this month, in USD.
+    pub today_usd: f64,
+    pub month_usd: f64,
+    /// The limits; none where no limit is set.
+    #[serde(default)]
+    pub daily_usd: Option<f64>,
+    #[serde(default)]
+    pub monthly_usd: Option<f64>,
 }
 
 /// How a notify event was taken.
@@ -558,6 +580,20 @@ pub struct McpServer {
 pub struct AgentStatus {
     pub name: String,
     pub busy: bool,
+}
+
+/// A browser logged in to the web client, as `web_sessions` lists it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WebSession {
+    pub id: i64,
+    /// When its code was used, local RFC 3339.
+    pub created: String,
+    /// When it last opened the page or the live connection.
+    pub last_seen: String,
+    /// The browser's own description (its User-Agent), cut short.
+    pub browser: String,
+    /// Whether `web_revoke` ended it.
+    pub revoked: bool,
 }
 
 /// Why the daemon refused a frame.
@@ -648,6 +684,19 @@ pub enum ServerFrame {
     Stats {
         days: u32,
         rows: Vec<StatsRow>,
+        /// What was spent against the configured budget.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget: Option<BudgetUse>,
+    },
+    /// The answer to `web_login`: the address that logs a browser in, with
+    /// its one-time code, and when the code stops working (local RFC 3339).
+    WebLogin {
+        url: String,
+        expires: String,
+    },
+    /// The answer to `web_sessions` and `web_revoke`, newest first.
+    WebSessions {
+        sessions: Vec<WebSession>,
     },
     /// The answer to `search`, best first.
     SearchResults {
@@ -681,7 +730,7 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 22] = [
+const CLIENT_TYPES: [&str; 25] = [
     "hello",
     "notify",
     "schedule_add",
@@ -704,6 +753,9 @@ const CLIENT_TYPES: [&str; 22] = [
     "memory",
     "memory_show",
     "facts",
+    "web_login",
+    "web_sessions",
+    "web_revoke",
 ];
 
 impl ClientFrame {

@@ -3,6 +3,7 @@
 
 use super::handlers::{self, Context, Failure};
 use super::hello;
+use super::listener::Door;
 use super::preauth;
 use super::shared::Shared;
 use super::websocket::{ConnectionError, Stream, WebSocket};
@@ -13,21 +14,31 @@ use tokio::sync::broadcast;
 /// Messages sent per catch-up page.
 const CATCH_UP_PAGE: u32 = 500;
 
-/// Serves one client until it leaves. Over TCP (`token` is set), nothing but
-/// a hello with the right token is answered with anything but a refusal.
+/// Serves one client until it leaves. Over TCP, nothing but a hello with
+/// the right token is answered with anything but a refusal.
 ///
 /// Until its hello is accepted the client has [`preauth::hello_deadline`]
 /// and [`preauth::PREAUTH_BYTES`]; `admitted` is its place among the
-/// connections that wait for their hello, given back once greeted.
+/// connections that wait for their hello, given back once greeted (none
+/// for a browser, whose session `web::http` checked before the upgrade).
 pub async fn run(
     stream: Stream,
-    token: Option<&str>,
+    door: Door<'_>,
     shared: &Shared,
-    admitted: preauth::Admitted,
+    admitted: Option<preauth::Admitted>,
 ) -> Result<(), ConnectionError> {
+    let token = match door {
+        Door::Tcp(token) => Some(token),
+        Door::Unix | Door::Browser => None,
+    };
     let (stream, budget) = preauth::Budgeted::new(stream, preauth::PREAUTH_BYTES);
     let handshake = async {
-        let mut socket = WebSocket::accept(Box::new(stream)).await?;
+        let stream: Stream = Box::new(stream);
+        let mut socket = match door {
+            // `web::http` answered the handshake over HTTP.
+            Door::Browser => WebSocket::upgraded(stream).await,
+            Door::Unix | Door::Tcp(_) => WebSocket::accept(stream).await?,
+        };
         let greeted = hello::greet(&mut socket, token, shared).await?;
         Ok::<_, ConnectionError>(greeted.map(|greeted| (socket, greeted)))
     };
@@ -39,7 +50,9 @@ pub async fn run(
         return Ok(());
     };
     budget.lift();
-    admitted.greeted();
+    if let Some(admitted) = admitted {
+        admitted.greeted();
+    }
     let handle = greeted.handle;
     let agent = handle.name.clone();
 
@@ -69,6 +82,7 @@ pub async fn run(
         shared,
         handle: &handle,
         client: &greeted.client,
+        door,
     };
     loop {
         tokio::select! {

@@ -8,6 +8,7 @@
 //! - `handlers/schedules.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
 //! - `handlers/storage.rs`: `backup`, `state_get`, `state_set`, `image_put`, `image_get`.
 //! - `handlers/memory.rs`: `search`, `memory`, `memory_show`, `facts`.
+//! - `handlers/web.rs`: `web_login`, `web_sessions`, `web_revoke` (Unix socket only).
 
 mod control;
 mod memory;
@@ -15,7 +16,9 @@ mod messages;
 mod reading;
 mod schedules;
 mod storage;
+mod web;
 
+use super::listener::Door;
 use super::shared::Shared;
 use crate::log::LogError;
 use crate::turn::AgentHandle;
@@ -78,6 +81,8 @@ pub struct Context<'a> {
     pub shared: &'a Shared,
     pub handle: &'a AgentHandle,
     pub client: &'a str,
+    /// Where the client came in: some frames are for the Unix socket only.
+    pub door: Door<'a>,
 }
 
 impl Context<'_> {
@@ -124,5 +129,8 @@ pub async fn answer(frame: ClientFrame, context: &Context<'_>) -> Answer {
         | ClientFrame::Memory
         | ClientFrame::MemoryShow { .. }
         | ClientFrame::Facts { .. }) => memory::answer(context, &frame).await,
+        ClientFrame::WebLogin => web::login(context).await,
+        ClientFrame::WebSessions => web::sessions(context).await,
+        ClientFrame::WebRevoke { id } => web::revoke(context, id).await,
     }
 }

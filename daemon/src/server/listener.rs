@@ -20,6 +20,27 @@ pub enum Listener {
     },
 }
 
+/// Which door a client came in by: it decides what the client must show
+/// and what it may ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door<'a> {
+    /// The Unix socket: its file mode is the check.
+    Unix,
+    /// TCP: the hello must carry this token.
+    Tcp(&'a str),
+    /// The browser client, whose session `web::http` checked before the upgrade.
+    Browser,
+}
+
+/// Serves one browser over a connection `web::http` upgraded, until it leaves.
+pub async fn serve_browser(stream: Stream, shared: Arc<Shared>) {
+    shared.clients.fetch_add(1, Ordering::Relaxed);
+    if let Err(err) = connection::run(stream, Door::Browser, &shared, None).await {
+        tracing::debug!("web client connection ended: {err}");
+    }
+    shared.clients.fetch_sub(1, Ordering::Relaxed);
+}
+
 /// Accepts clients until `shutdown` turns true. Connections that wait for
 /// their hello are bounded ([`preauth`]); one more is closed at once.
 pub async fn serve(listener: Listener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
@@ -57,7 +78,8 @@ pub async fn serve(listener: Listener, shared: Arc<Shared>, mut shutdown: watch:
         let shared = shared.clone();
         tokio::spawn(async move {
             shared.clients.fetch_add(1, Ordering::Relaxed);
-            if let Err(err) = connection::run(stream, token.as_deref(), &shared, admitted).await {
+            let door = token.as_deref().map_or(Door::Unix, Door::Tcp);
+            if let Err(err) = connection::run(stream, door, &shared, Some(admitted)).await {
                 tracing::debug!("client connection ended: {err}");
             }
             shared.clients.fetch_sub(1, Ordering::Relaxed);

@@ -11,7 +11,7 @@
 //! Bad input — not JSON, an unknown type, too large, another protocol
 //! version, a frame out of sequence — gets an `error` frame and changes nothing.
 //!
-//! - `listener.rs`: where clients connect, and the accept loop.
+//! - `listener.rs`: where clients connect (the doors), and the accept loop.
 //! - `websocket.rs`: one client's WebSocket: frames in and out, decoded.
 //! - `hello.rs`: the handshake: version, token, which agent.
 //! - `connection.rs`: one client's protocol: hello, welcome, catch-up, live.
@@ -30,5 +30,6 @@ mod websocket;
 
 pub use handlers::Refusal;
 pub use hello::token_matches;
-pub use listener::{serve, Listener};
+pub use listener::{serve, serve_browser, Listener};
 pub use shared::Shared;
+pub use websocket::Stream;

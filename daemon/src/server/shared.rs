@@ -29,4 +29,8 @@ pub struct Shared {
     pub images: ImageStore,
     /// The MCP servers, for `mcp` and `status`.
     pub mcp: crate::mcp::Mcp,
+    /// The browser client's logins, when `[web]` is on.
+    pub web: Option<crate::web::Web>,
+    /// The spending limits, for `stats`.
+    pub budget: crate::usage::Budget,
 }

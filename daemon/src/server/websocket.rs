@@ -8,7 +8,7 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame, MAX_FRAME_BYTES};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::WebSocketStream;
 
@@ -18,7 +18,8 @@ use crate::log::LogError;
 /// between [`MAX_FRAME_BYTES`] and this get an `error` frame instead.
 const HARD_FRAME_LIMIT: usize = 16 * MAX_FRAME_BYTES;
 
-/// A client's byte stream: the Unix socket, or TCP with a token.
+/// A client's byte stream: the Unix socket, TCP with a token, or a
+/// browser's connection that `web::http` upgraded.
 pub trait ClientStream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> ClientStream for T {}
 pub type Stream = Box<dyn ClientStream>;
@@ -37,6 +38,12 @@ pub enum ConnectionError {
     Gone,
 }
 
+fn config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .max_message_size(Some(HARD_FRAME_LIMIT))
+        .max_frame_size(Some(HARD_FRAME_LIMIT))
+}
+
 /// One client's WebSocket, split into what it sends and what it is sent.
 pub struct WebSocket {
     sink: Sink,
@@ -46,12 +53,17 @@ pub struct WebSocket {
 impl WebSocket {
     /// Completes the WebSocket handshake on `stream`.
     pub async fn accept(stream: Stream) -> Result<Self, ConnectionError> {
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(HARD_FRAME_LIMIT))
-            .max_frame_size(Some(HARD_FRAME_LIMIT));
-        let socket = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await?;
+        let socket = tokio_tungstenite::accept_async_with_config(stream, Some(config())).await?;
         let (sink, source) = socket.split();
         Ok(Self { sink, source })
+    }
+
+    /// The WebSocket on a connection whose handshake was answered over
+    /// HTTP already (the browser client's `/ws`).
+    pub async fn upgraded(stream: Stream) -> Self {
+        let socket = WebSocketStream::from_raw_socket(stream, Role::Server, Some(config())).await;
+        let (sink, source) = socket.split();
+        Self { sink, source }
     }
 
     /// Sends one frame.

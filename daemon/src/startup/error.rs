@@ -29,6 +29,8 @@ pub enum StartError {
     AgentName(String),
     #[error("[listen] tcp needs a token of at least 16 characters in ${0} or secrets.env")]
     NoToken(String),
+    #[error(transparent)]
+    Web(#[from] crate::web::WebError),
     #[error("cannot load the memory: {0}")]
     Memory(String),
     #[error("{path}: {source}")]

@@ -21,7 +21,14 @@ pub async fn stats(context: &Context<'_>, days: Option<u32>) -> Answer {
     let today = chrono::Local::now().date_naive();
     let since = crate::usage::window_start(today, days);
     let rows = context.shared.log.usage_stats(since).await?;
-    Ok(ServerFrame::Stats { days, rows })
+    let spent = context.shared.log.spending(today).await?;
+    let budget = Some(hearth_protocol::BudgetUse {
+        today_usd: spent.today,
+        month_usd: spent.month,
+        daily_usd: context.shared.budget.daily_usd,
+        monthly_usd: context.shared.budget.monthly_usd,
+    });
+    Ok(ServerFrame::Stats { days, rows, budget })
 }
 
 /// `status`: the daemon and the agent this client follows, now.

@@ -1,0 +1,22 @@
+//! The browser client: one page that hearthd serves itself, and a WebSocket
+//! endpoint that speaks the socket's protocol (`server.rs`), behind a login.
+//!
+//! - `settings.rs`: `[web]` in config.toml.
+//! - `auth.rs`: codes, session tokens, cookies, the Origin rule and the
+//!   login rate limit (pure).
+//! - `store.rs`: one-time codes and sessions in the log's database, hashed.
+//! - `http.rs`: the HTTP routes, the security headers and the upgrade.
+//! - `page.rs`: the page's files, embedded in the binary.
+//!
+//! Every request but `/login` and the icon needs a session, on loopback too;
+//! SECURITY.md lists what this promises and the test of each promise.
+mod auth;
+mod http;
+mod page;
+mod settings;
+mod store;
+
+pub use auth::{same_origin, LoginLimiter};
+pub use http::{serve, Web, WebError};
+pub use settings::WebConfig;
+pub use store::{Codes, CODE_LIFETIME, SESSION_IDLE_LIFETIME};

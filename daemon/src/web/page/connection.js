@@ -1,0 +1,99 @@
+// The live connection to hearthd: the socket's protocol as JSON over a
+// WebSocket on this page's own origin. Every request frame is answered by
+// exactly one frame, in order, so answers are matched to requests by a
+// queue. After a drop (a daemon restart, a network change) it reconnects
+// and says `since` = the last message id it saw, so nothing is missed and
+// nothing comes twice.
+
+const ANSWERS = new Set([
+  "ack", "interrupted", "history", "status", "receipt", "schedules",
+  "backed_up", "state", "image_stored", "image", "stats", "error",
+  "web_login", "web_sessions", "search_results", "memory", "memory_node",
+  "facts", "stopping", "reloaded",
+]);
+
+export class Connection {
+  constructor(handlers) {
+    this.handlers = handlers; // onWelcome(frame, first), onEvent(event), onState(text)
+    this.lastId = null;
+    this.pending = [];
+    this.socket = null;
+    this.delay = 250;
+    this.greeted = false;
+  }
+
+  open() {
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    const socket = new WebSocket(`${scheme}//${location.host}/ws`);
+    this.socket = socket;
+    this.greeted = false;
+    this.handlers.onState("connecting");
+    socket.addEventListener("open", () => {
+      const hello = { type: "hello", client: "web", version: 1 };
+      if (this.lastId !== null) hello.since = this.lastId;
+      socket.send(JSON.stringify(hello));
+    });
+    socket.addEventListener("message", (message) => this.receive(message.data));
+    socket.addEventListener("close", () => this.dropped(socket));
+  }
+
+  receive(data) {
+    let frame;
+    try {
+      frame = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (!this.greeted) {
+      if (frame.type === "welcome") {
+        this.greeted = true;
+        this.delay = 250;
+        const first = this.lastId === null;
+        if (first && frame.last_id !== null && frame.last_id !== undefined) {
+          this.lastId = frame.last_id;
+        }
+        this.handlers.onState("live");
+        this.handlers.onWelcome(frame, first);
+      }
+      return;
+    }
+    if (frame.type === "event") {
+      if (frame.id !== undefined && isMessage(frame.kind)) {
+        if (this.lastId === null || frame.id > this.lastId) this.lastId = frame.id;
+      }
+      this.handlers.onEvent(frame);
+      return;
+    }
+    if (ANSWERS.has(frame.type)) {
+      const waiting = this.pending.shift();
+      if (!waiting) return;
+      if (frame.type === "error") waiting.reject(new Error(frame.message));
+      else waiting.resolve(frame);
+    }
+  }
+
+  dropped(socket) {
+    if (socket !== this.socket) return;
+    for (const waiting of this.pending.splice(0)) {
+      waiting.reject(new Error("the connection to hearthd dropped"));
+    }
+    this.handlers.onState("offline");
+    setTimeout(() => this.open(), this.delay);
+    this.delay = Math.min(this.delay * 2, 5000);
+  }
+
+  // Sends a frame and resolves with its answer (rejects on an `error`).
+  request(frame) {
+    if (!this.socket || this.socket.readyState !== WebSocket.OPEN || !this.greeted) {
+      return Promise.reject(new Error("not connected to hearthd"));
+    }
+    return new Promise((resolve, reject) => {
+      this.pending.push({ resolve, reject });
+      this.socket.send(JSON.stringify(frame));
+    });
+  }
+}
+
+export function isMessage(kind) {
+  return ["user", "reply", "echo", "tool", "note", "work"].includes(kind);
+}
