@@ -15,6 +15,13 @@ pub mod fake_model;
 pub mod fake_telegram;
 pub mod meta_webhook;
 
+/// A small DevTools Protocol client driving a real headless Chromium, for
+/// the browser client's tests.
+pub mod cdp;
+
+/// The web client's tests: a home with `[web]`, its login link, raw HTTP.
+pub mod web;
+
 /// Real `hearthd` processes on temporary homes, clients on their sockets.
 pub mod harness;
 

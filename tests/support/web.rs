@@ -1,0 +1,159 @@
+//! What the web client's tests share: a home whose `[web]` listens on a
+//! loopback port of its own, the login link `hearth web` prints, and plain
+//! HTTP/1.1 requests written by hand, so a test controls every header.
+
+use crate::fake_model::FakeModel;
+use crate::harness::{TestHome, DEADLINE};
+use std::collections::BTreeMap;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A layout whose lines never need a summary, so every request the fake
+/// model sees is a turn's.
+const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
+    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
+    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
+    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\n";
+
+/// A free loopback port: the daemon listens on the same one after a
+/// restart, so an open page finds it again.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").port()
+}
+
+/// A home for `model` whose web client listens on `port`, where
+/// `write_file` waits for approval.
+pub fn web_home(home: &TestHome, model: &FakeModel, port: u16) {
+    let layout = home.path().join("layout.toml");
+    std::fs::write(&layout, NO_SUMMARIES).expect("layout written");
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[agent]\nlayout = \"{}\"\n\n\
+         [approvals]\ntools = [\"write_file\"]\ntimeout_secs = 300\n\n\
+         [web]\nlisten = \"127.0.0.1:{port}\"\n",
+        model.base_url(),
+        layout.display()
+    ));
+}
+
+/// The login link `hearth web` prints.
+pub async fn login_url(home: &TestHome) -> String {
+    let output = home.hearth_async(&["web"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "hearth web: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .find(|line| line.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no link in: {stdout}"))
+        .to_string()
+}
+
+/// An HTTP answer: status, headers (names lowercase), body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: BTreeMap<String, String>,
+    pub body: String,
+}
+
+/// Sends one request to `127.0.0.1:port` with exactly these headers (and
+/// `Host`, `Connection: close`) and reads the whole answer. An upgrade that
+/// succeeds is read up to the end of its head.
+pub async fn request(port: u16, path: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("the web client accepts");
+    let mut head = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+    let upgrade = headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("upgrade"));
+    if !upgrade {
+        head.push_str("Connection: close\r\n");
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.expect("sent");
+    let mut bytes = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        let read = tokio::time::timeout(DEADLINE, stream.read(&mut buffer))
+            .await
+            .expect("an answer in time")
+            .expect("readable");
+        bytes.extend_from_slice(&buffer[..read]);
+        if read == 0 || complete(&bytes) {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {head}"));
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_string()))
+        .collect();
+    Answer {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+/// Whether `bytes` hold a whole answer: a head, and as much body as its
+/// `Content-Length` says (an upgrade has none).
+fn complete(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        return false;
+    };
+    let length = head
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.trim().parse::<usize>().ok());
+    match length {
+        Some(length) => body.len() >= length,
+        None => head.starts_with("HTTP/1.1 101"),
+    }
+}
+
+/// The WebSocket upgrade's headers, with `origin` (none when empty) and
+/// `cookie` (none when empty).
+pub fn upgrade_headers<'a>(origin: &'a str, cookie: &'a str) -> Vec<(&'static str, &'a str)> {
+    let mut headers = vec![
+        ("Upgrade", "websocket"),
+        ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Version", "13"),
+        ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+    ];
+    if !origin.is_empty() {
+        headers.push(("Origin", origin));
+    }
+    if !cookie.is_empty() {
+        headers.push(("Cookie", cookie));
+    }
+    headers
+}
+
+/// Logs in with `url` over plain HTTP; the `Cookie` header value to send.
+pub async fn log_in(port: u16, url: &str) -> String {
+    let path = url
+        .split_once(&format!("{port}"))
+        .map_or(url, |(_, path)| path);
+    let answer = request(port, path, &[]).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let set = answer.headers.get("set-cookie").expect("a session cookie");
+    set.split(';').next().expect("name=value").to_string()
+}
