@@ -23,7 +23,7 @@ pub fn free_port() -> u16 {
 }
 
 /// A home for `model` whose web client listens on `port`, where
-/// `write_file` waits for approval.
+/// `write_file` waits for approval and the model has a price and a budget.
 pub fn web_home(home: &TestHome, model: &FakeModel, port: u16) {
     let layout = home.path().join("layout.toml");
     std::fs::write(&layout, NO_SUMMARIES).expect("layout written");
@@ -31,7 +31,8 @@ pub fn web_home(home: &TestHome, model: &FakeModel, port: u16) {
         "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
          api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[agent]\nlayout = \"{}\"\n\n\
          [approvals]\ntools = [\"write_file\"]\ntimeout_secs = 300\n\n\
-         [web]\nlisten = \"127.0.0.1:{port}\"\n",
+         [prices.\"fake-model\"]\ninput = 3.0\noutput = 15.0\ncached_input = 0.3\n\n\
+         [budget]\ndaily_usd = 2.0\n\n[web]\nlisten = \"127.0.0.1:{port}\"\n",
         model.base_url(),
         layout.display()
     ));

@@ -2,10 +2,11 @@
 // stacked by agent. No library, nothing fetched.
 
 const SVG = "http://www.w3.org/2000/svg";
-const WIDTH = 640;
-const HEIGHT = 220;
+const WIDTH = 400;
+const HEIGHT = 200;
 const LEFT = 48;
 const BOTTOM = 24;
+const RIGHT = 18;
 
 function svg(tag, attributes, text) {
   const node = document.createElementNS(SVG, tag);
@@ -24,10 +25,10 @@ export function barChart(days, series, format) {
   const totals = days.map((day) => series.reduce((sum, s) => sum + (s.values.get(day) ?? 0), 0));
   const top = Math.max(...totals, 0) || 1;
   const plotHeight = HEIGHT - BOTTOM - 8;
-  const step = (WIDTH - LEFT) / Math.max(days.length, 1);
+  const step = (WIDTH - LEFT - RIGHT) / Math.max(days.length, 1);
   for (const fraction of [0, 0.5, 1]) {
     const y = 8 + plotHeight * (1 - fraction);
-    chart.append(svg("line", { x1: LEFT, x2: WIDTH, y1: y, y2: y, class: "grid" }));
+    chart.append(svg("line", { x1: LEFT, x2: WIDTH - RIGHT, y1: y, y2: y, class: "grid" }));
     chart.append(svg("text", { x: LEFT - 4, y: y + 4, class: "axis", "text-anchor": "end" }, format(top * fraction)));
   }
   days.forEach((day, index) => {
@@ -44,7 +45,8 @@ export function barChart(days, series, format) {
       bar.append(svg("title", {}, `${day} ${s.name}: ${format(value)}`));
       chart.append(bar);
     });
-    if (days.length <= 10 || index % Math.ceil(days.length / 7) === 0) {
+    const every = Math.ceil(days.length / 5);
+    if ((days.length - 1 - index) % every === 0) {
       chart.append(svg("text", {
         x: LEFT + index * step + step / 2, y: HEIGHT - 6, class: "axis", "text-anchor": "middle",
       }, day.slice(5)));

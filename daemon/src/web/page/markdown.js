@@ -79,7 +79,8 @@ export function renderMarkdown(source) {
 }
 
 // Code spans, links, bold and italics; everything else is text.
-const INLINE = /(`+)([^`]+?)\1|\[([^\]]+)\]\(([^)\s]+)\)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|_([^_\s][^_]*)_/;
+// Underscores inside a word (snake_case, __proto__) are not emphasis.
+const INLINE = /(`+)([^`]+?)\1|\[([^\]]+)\]\(([^)\s]+)\)|\*\*([^*]+)\*\*|(?<!\w)__([^_]+)__(?!\w)|\*([^*\s][^*]*)\*|(?<!\w)_([^_\s][^_]*)_(?!\w)/;
 
 function inline(parent, text) {
   let rest = text;

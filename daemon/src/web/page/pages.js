@@ -65,7 +65,7 @@ export async function costs(connection, root, days = 14) {
       parts.push(el("p", `Today: ${dollars(status.cost_today_usd)}; no budget is set.`));
     }
     parts.push(table(
-      ["agent", "requests", "input", "cached", "output", "dollars"],
+      ["agent", "calls", "input", "cached", "output", "USD"],
       agents.map((agent) => {
         const rows = stats.rows.filter((row) => row.agent === agent);
         const sum = (pick) => rows.reduce((s, row) => s + pick(row), 0);

@@ -1,0 +1,472 @@
+//! End-to-end in a real browser: a headless Chromium (Debian's `chromium`)
+//! driven over the DevTools protocol (`tests/support/cdp.rs`) against a
+//! real `hearthd` with a fake model. The page is used as a person would:
+//! log in with the link `hearth web` prints, send, watch the reply stream,
+//! stop a turn, allow a tool call, attach an image, follow a restart; and
+//! the refusals hold in the browser: no cookie, a wrong or used code, a
+//! WebSocket opened by another site's page, a message that carries HTML.
+//!
+//! Screenshots of the conversation and the costs page at 360 px wide are
+//! written to `target/web-artifacts/` for review.
+//!
+//! Without Chromium installed these tests say so and pass; CI installs it.
+
+use hearth_protocol::{ClientFrame, Kind};
+use hearth_tests::bins;
+use hearth_tests::cdp::{Browser, Page};
+use hearth_tests::fake_model::{FakeModel, Reply, Usage};
+use hearth_tests::harness::TestHome;
+use hearth_tests::web::{free_port, login_url, web_home};
+use std::path::PathBuf;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+async fn browser() -> Option<Browser> {
+    let browser = Browser::launch().await;
+    if browser.is_none() {
+        eprintln!(
+            "SKIPPED: no Chromium found (install Debian's `chromium`, or set CHROMIUM); \
+             the browser tests did not run"
+        );
+    }
+    browser
+}
+
+fn artifact(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/web-artifacts")
+        .join(name)
+}
+
+/// Types `text` into the composer and presses Send.
+async fn send(browser: &mut Browser, page: &Page, text: &str) {
+    let set = format!(
+        "document.querySelector('#input').value = {}; true",
+        serde_json::to_string(text).unwrap()
+    );
+    browser.eval(page, &set).await;
+    browser.click(page, "#send").await;
+    browser
+        .wait_for(page, "document.querySelector('#input').value === ''")
+        .await;
+}
+
+/// Whether a message of `kind` whose text contains `text` is shown.
+fn shown(kind: &str, text: &str) -> String {
+    format!(
+        "[...document.querySelectorAll('#messages .kind-{kind}')].some(m => m.textContent.includes({}))",
+        serde_json::to_string(text).unwrap()
+    )
+}
+
+/// A PNG of `width` × `height` pixels in two colours, stored uncompressed.
+fn png(width: u32, height: u32) -> Vec<u8> {
+    fn crc(bytes: &[u8]) -> u32 {
+        let mut crc = 0xffff_ffffu32;
+        for &byte in bytes {
+            crc ^= u32::from(byte);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let mut body = kind.to_vec();
+        body.extend_from_slice(data);
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&crc(&body).to_be_bytes());
+    }
+    let mut raw = Vec::new();
+    for y in 0..height {
+        raw.push(0);
+        for x in 0..width {
+            let warm = (x / 8 + y / 8) % 2 == 0;
+            raw.extend_from_slice(if warm {
+                &[240, 160, 60]
+            } else {
+                &[122, 59, 18]
+            });
+        }
+    }
+    let mut zlib = vec![0x78, 0x01];
+    let blocks: Vec<&[u8]> = raw.chunks(65_535).collect();
+    for (n, block) in blocks.iter().enumerate() {
+        zlib.push(u8::from(n + 1 == blocks.len()));
+        let len = block.len() as u16;
+        zlib.extend_from_slice(&len.to_le_bytes());
+        zlib.extend_from_slice(&(!len).to_le_bytes());
+        zlib.extend_from_slice(block);
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in &raw {
+        a = (a + u32::from(byte)) % 65_521;
+        b = (b + a) % 65_521;
+    }
+    zlib.extend_from_slice(&((b << 16) | a).to_be_bytes());
+    let mut header = Vec::new();
+    header.extend_from_slice(&width.to_be_bytes());
+    header.extend_from_slice(&height.to_be_bytes());
+    header.extend_from_slice(&[8, 2, 0, 0, 0]);
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut out, b"IHDR", &header);
+    chunk(&mut out, b"IDAT", &zlib);
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+fn usage(input: u64, cached: u64, output: u64) -> Usage {
+    Usage {
+        input,
+        cached_input: cached,
+        cache_write: 0,
+        output,
+    }
+}
+
+#[tokio::test]
+async fn the_page_logs_in_streams_approves_shows_images_and_follows_a_restart() {
+    let Some(mut browser) = browser().await else {
+        return;
+    };
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    let port = free_port();
+    web_home(&home, &model, port);
+    let mut daemon = home.start();
+
+    // Log in with the printed link: the page opens, live, with an HttpOnly cookie.
+    let url = login_url(&home).await;
+    let page = browser.new_page().await;
+    browser.navigate(&page, &url).await;
+    browser
+        .wait_for(
+            &page,
+            "location.pathname === '/' && document.querySelector('#state').className === 'live'",
+        )
+        .await;
+    let cookies = browser.cookies(&page).await;
+    let session = cookies
+        .iter()
+        .find(|c| c["name"] == "hearth_session")
+        .expect("a session cookie");
+    assert_eq!(session["httpOnly"], true, "{session}");
+    assert_eq!(session["sameSite"], "Strict", "{session}");
+    assert_eq!(browser.eval(&page, "document.cookie").await, "");
+
+    // A reply streams in as the model writes it; Stop ends the turn.
+    model.push(Reply::hang("Thinking **out loud**"));
+    send(&mut browser, &page, "hello from the phone").await;
+    browser
+        .wait_for(&page, &shown("user", "hello from the phone"))
+        .await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#streaming strong')?.textContent === 'out loud'",
+        )
+        .await;
+    browser.click(&page, "#interrupt").await;
+    browser
+        .wait_for(&page, "!document.querySelector('#streaming') && document.querySelector('#interrupt').disabled")
+        .await;
+
+    // A whole reply, rendered as Markdown, with its source and time.
+    model.push(Reply::with_usage(
+        Reply::text("Here is **the answer**:\n\n- one\n- two"),
+        usage(12_000, 9_000, 300),
+    ));
+    send(&mut browser, &page, "and now?").await;
+    browser
+        .wait_for(&page, "[...document.querySelectorAll('.kind-reply .md strong')].some(s => s.textContent === 'the answer')")
+        .await;
+    assert_eq!(
+        browser
+            .eval(&page, "[...document.querySelectorAll('.kind-reply .md li')].map(li => li.textContent).join(',')")
+            .await,
+        "one,two"
+    );
+    assert_eq!(
+        browser
+            .eval(
+                &page,
+                "[...document.querySelectorAll('.kind-user header .meta')][0].textContent"
+            )
+            .await,
+        "web"
+    );
+
+    // A tool call that waits for approval: Allow on the page runs it.
+    model.push(Reply::tool_call(
+        "write_file",
+        r#"{"path":"note.txt","content":"from the web"}"#,
+    ));
+    model.push(Reply::with_usage(
+        Reply::text("Written."),
+        usage(15_000, 12_000, 40),
+    ));
+    send(&mut browser, &page, "write a note").await;
+    browser.click(&page, ".approval .allow").await;
+    browser.wait_for(&page, &shown("reply", "Written.")).await;
+    browser
+        .wait_for(&page, "!document.querySelector('.approval')")
+        .await;
+    let note = home.path().join("agents/hearth/work/note.txt");
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "from the web");
+
+    // An image chosen in the file picker is stored, sent and shown inline.
+    let image = home.path().join("tiles.png");
+    std::fs::write(&image, png(96, 64)).unwrap();
+    browser.set_files(&page, "#file", &[image]).await;
+    browser
+        .wait_for(&page, "document.querySelector('#attachments img')")
+        .await;
+    model.push(Reply::text("A tiled picture."));
+    send(&mut browser, &page, "what is this?").await;
+    browser
+        .wait_for(&page, "[...document.querySelectorAll('.kind-user .images img')].some(i => i.src.startsWith('blob:') && i.complete && i.naturalWidth === 96)")
+        .await;
+    browser
+        .wait_for(&page, &shown("reply", "A tiled picture."))
+        .await;
+    assert!(model
+        .requests()
+        .last()
+        .unwrap()
+        .body
+        .to_string()
+        .contains("image/png"));
+
+    // Messages that carry HTML stay text: nothing runs, no element appears.
+    let mut phone = home.connect("telegram", None).await;
+    model.push(Reply::text(
+        "Echo: <img src=x onerror=\"window.__pwned=2\"> and [a link](javascript:window.__pwned=3)",
+    ));
+    phone
+        .submit(
+            "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=1\">",
+            "telegram",
+            None,
+        )
+        .await;
+    browser
+        .wait_for(&page, &shown("user", "<script>window.__pwned=1</script>"))
+        .await;
+    browser
+        .wait_for(&page, &shown("reply", "Echo: <img src=x"))
+        .await;
+    let injected = browser
+        .eval(&page, "document.querySelectorAll('#messages script, #messages .md img, #messages [onerror], #messages a[href^=\"javascript\"]').length + (window.__pwned ?? 0)")
+        .await;
+    assert_eq!(injected, 0, "markup from a message became part of the page");
+
+    browser
+        .eval(
+            &page,
+            "window.scrollTo(0, 0); document.querySelector('main').scrollTop = 1e9; true",
+        )
+        .await;
+    browser
+        .screenshot(&page, &artifact("conversation-360.png"))
+        .await;
+
+    // The costs page: a chart of spend per day and agent, the budget's use.
+    browser.click(&page, "nav [data-page=costs]").await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelectorAll('#costs svg.chart rect.bar').length > 0",
+        )
+        .await;
+    let summary = browser
+        .eval(&page, "document.querySelector('#costs').textContent")
+        .await;
+    let summary = summary.as_str().unwrap().to_string();
+    assert!(summary.contains("Spend per day"), "{summary}");
+    assert!(summary.contains("of $2.00"), "the budget's use: {summary}");
+    assert!(summary.contains("cached"), "{summary}");
+    browser.screenshot(&page, &artifact("costs-360.png")).await;
+    browser.click(&page, "nav [data-page=chat]").await;
+
+    // hearthd restarts: the page reconnects and shows what comes next, once.
+    assert!(daemon.stop(), "hearthd stops cleanly");
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#state').className !== 'live'",
+        )
+        .await;
+    daemon = home.start();
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#state').className === 'live'",
+        )
+        .await;
+    let mut phone = home.connect("telegram", None).await;
+    model.push(Reply::text("Still here after the restart."));
+    let (asked, _) = phone.submit("are you there?", "telegram", None).await;
+    phone.reply_to(asked).await;
+    browser
+        .wait_for(&page, &shown("reply", "Still here after the restart."))
+        .await;
+    let ids = browser
+        .eval(
+            &page,
+            "[...document.querySelectorAll('#messages [data-id]')].map(m => Number(m.dataset.id))",
+        )
+        .await;
+    let ids: Vec<u64> = serde_json::from_value(ids).unwrap();
+    let logged: Vec<u64> = home.history().await.iter().map(|m| m.id).collect();
+    assert_eq!(ids, logged, "the page shows every message once, in order");
+    drop(daemon);
+}
+
+/// Serves one page with an inline script on another port: another site's
+/// page, which tries the daemon's WebSocket.
+async fn evil_site(target_port: u16) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let body = format!(
+        "<!doctype html><title>waiting</title><script>
+         const socket = new WebSocket('ws://127.0.0.1:{target_port}/ws');
+         let opened = false;
+         socket.onopen = () => {{ opened = true; socket.send(JSON.stringify({{type: 'hello', client: 'evil', version: 1}})); }};
+         socket.onmessage = (m) => {{ document.title = 'read: ' + m.data.slice(0, 40); }};
+         socket.onclose = () => {{ if (!opened) document.title = 'refused'; }};
+         </script>"
+    );
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer).await;
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn the_page_refuses_strangers_and_pages_back_to_the_first_message() {
+    let Some(mut browser) = browser().await else {
+        return;
+    };
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    let port = free_port();
+    web_home(&home, &model, port);
+    let _daemon = home.start();
+    let base = format!("http://127.0.0.1:{port}");
+    let body = "document.body ? document.body.innerText : ''";
+
+    // No cookie: the page is not served, so none of its script runs.
+    let stranger = browser.new_page().await;
+    browser.navigate(&stranger, &format!("{base}/")).await;
+    let text = browser.eval(&stranger, body).await;
+    assert!(text.as_str().unwrap().contains("Log in first"), "{text}");
+    assert_eq!(
+        browser.eval(&stranger, "typeof window.hearth").await,
+        "undefined"
+    );
+
+    // A wrong code, then a used one, log no one in.
+    browser
+        .navigate(&stranger, &format!("{base}/login?code=0123456789abcdef"))
+        .await;
+    assert!(browser
+        .eval(&stranger, body)
+        .await
+        .as_str()
+        .unwrap()
+        .contains("does not work"));
+    let url = login_url(&home).await;
+    let owner = browser.new_page().await;
+    browser.navigate(&owner, &url).await;
+    browser
+        .wait_for(
+            &owner,
+            "document.querySelector('#state')?.className === 'live'",
+        )
+        .await;
+    browser.navigate(&stranger, &url).await;
+    assert!(browser
+        .eval(&stranger, body)
+        .await
+        .as_str()
+        .unwrap()
+        .contains("does not work"));
+    browser.navigate(&stranger, &format!("{base}/")).await;
+    assert!(browser
+        .eval(&stranger, body)
+        .await
+        .as_str()
+        .unwrap()
+        .contains("Log in first"));
+
+    // Another site's page in the owner's browser: the browser sends the
+    // cookie to the loopback port, and the Origin check refuses it.
+    let evil = evil_site(port).await;
+    let beside = browser.page_beside(&owner).await;
+    browser
+        .navigate(&beside, &format!("http://127.0.0.1:{evil}/"))
+        .await;
+    let title = browser
+        .wait_for(&beside, "document.title !== 'waiting' && document.title")
+        .await;
+    assert_eq!(title, "refused");
+
+    // The page speaks the socket's protocol but cannot mint logins.
+    let refused = browser
+        .eval(&owner, "window.hearth.connection.request({type: 'web_login'}).then(() => 'answered', e => e.message)")
+        .await;
+    assert!(
+        refused.as_str().unwrap().contains("Unix socket"),
+        "{refused}"
+    );
+
+    // History pages back to the first message.
+    let mut script = home.connect("script", None).await;
+    for n in 0..70 {
+        let frame = ClientFrame::Note {
+            text: format!("note number {n}"),
+            source: "script".into(),
+        };
+        script.request(frame).await;
+    }
+    let notes = home
+        .history()
+        .await
+        .iter()
+        .filter(|m| m.kind == Kind::Note)
+        .count();
+    assert!(notes >= 70, "{notes} notes");
+    browser.navigate(&owner, &format!("{base}/")).await;
+    browser
+        .wait_for(
+            &owner,
+            "document.querySelectorAll('#messages [data-id]').length === 50",
+        )
+        .await;
+    browser.click(&owner, "#older").await;
+    browser
+        .wait_for(&owner, "document.querySelector('#messages [data-id]').dataset.id === '0' && !document.querySelector('#first').hidden")
+        .await;
+    let count = browser
+        .eval(
+            &owner,
+            "document.querySelectorAll('#messages [data-id]').length",
+        )
+        .await;
+    assert_eq!(count.as_u64(), Some(home.history().await.len() as u64));
+}
