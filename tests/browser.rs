@@ -435,6 +435,61 @@ async fn the_page_refuses_strangers_and_pages_back_to_the_first_message() {
         "{refused}"
     );
 
+    // An installable app whose service worker keeps only the page's files.
+    let manifest = browser
+        .call(
+            Some(&owner.session),
+            "Page.getAppManifest",
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(manifest["errors"], serde_json::json!([]), "{manifest}");
+    assert!(
+        manifest["data"].as_str().unwrap_or("").contains("icon.svg"),
+        "{manifest}"
+    );
+    browser
+        .eval(
+            &owner,
+            "navigator.serviceWorker.ready.then(() => fetch('/app.js')).then(() => true)",
+        )
+        .await;
+    let keys = "caches.open('hearth-page-1').then(c => c.keys()).then(keys => keys.map(k => new URL(k.url).pathname))";
+    let deadline = std::time::Instant::now() + hearth_tests::harness::DEADLINE;
+    let cached = loop {
+        let cached = browser.eval(&owner, keys).await;
+        if cached
+            .as_array()
+            .is_some_and(|paths| paths.iter().any(|p| p == "/app.js"))
+        {
+            break cached;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the page was never cached: {cached}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let cached: Vec<String> = serde_json::from_value(cached).unwrap();
+    let page_files = [
+        "/",
+        "/app.css",
+        "/app.js",
+        "/connection.js",
+        "/markdown.js",
+        "/chat.js",
+        "/pages.js",
+        "/chart.js",
+        "/manifest.webmanifest",
+        "/icon.svg",
+    ];
+    assert!(
+        cached
+            .iter()
+            .all(|path| page_files.contains(&path.as_str())),
+        "the service worker cached {cached:?}"
+    );
+
     // History pages back to the first message.
     let mut script = home.connect("script", None).await;
     for n in 0..70 {

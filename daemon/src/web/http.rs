@@ -209,7 +209,7 @@ fn text(status: StatusCode, body: &'static str) -> Response {
         .into_response()
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> &'a str {
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> &str {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())
