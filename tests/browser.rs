@@ -16,7 +16,7 @@ use hearth_tests::bins;
 use hearth_tests::cdp::{Browser, Page};
 use hearth_tests::fake_model::{FakeModel, Reply, Usage};
 use hearth_tests::harness::TestHome;
-use hearth_tests::web::{free_port, login_url, web_home};
+use hearth_tests::web::{free_port, login_url, web_home, web_home_with};
 use std::path::PathBuf;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -524,4 +524,85 @@ async fn the_page_refuses_strangers_and_pages_back_to_the_first_message() {
         )
         .await;
     assert_eq!(count.as_u64(), Some(home.history().await.len() as u64));
+}
+
+#[tokio::test]
+async fn the_pages_add_and_cancel_schedules_and_show_agents_and_bridges() {
+    let Some(mut browser) = browser().await else {
+        return;
+    };
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    let port = free_port();
+    let scout = "[[agents]]\nname = \"scout\"\nresponsibility = \"looks things up\"\n";
+    web_home_with(&home, &model, port, scout);
+    let _daemon = home.start();
+    let page = browser.new_page().await;
+    browser.navigate(&page, &login_url(&home).await).await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#state')?.className === 'live'",
+        )
+        .await;
+
+    browser.click(&page, "nav [data-page=schedules]").await;
+    browser
+        .wait_for(&page, "document.querySelector('#schedules table')")
+        .await;
+    browser
+        .eval(&page, "const [w, t] = document.querySelectorAll('#schedules input'); w.value = '0 9 * * 1-5'; t.value = 'stand-up notes'; true")
+        .await;
+    browser.click(&page, "#schedules form button").await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#schedules table').textContent.includes('stand-up notes')",
+        )
+        .await;
+    let mut script = home.connect("script", None).await;
+    let listed = script.request(ClientFrame::ScheduleList).await;
+    assert!(
+        format!("{listed:?}").contains("stand-up notes"),
+        "{listed:?}"
+    );
+    browser.click(&page, "#schedules table button").await;
+    browser
+        .wait_for(
+            &page,
+            "!document.querySelector('#schedules table').textContent.includes('stand-up notes')",
+        )
+        .await;
+    let listed = script.request(ClientFrame::ScheduleList).await;
+    assert!(
+        !format!("{listed:?}").contains("stand-up notes"),
+        "{listed:?}"
+    );
+
+    browser.click(&page, "nav [data-page=agents]").await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#agents').textContent.includes('scout')",
+        )
+        .await;
+    browser.click(&page, "#agents button").await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#agents').textContent.includes('no runs yet')",
+        )
+        .await;
+
+    browser.click(&page, "nav [data-page=bridges]").await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#bridges').textContent.includes('fake-model')",
+        )
+        .await;
+    browser.click(&page, "nav [data-page=memory]").await;
+    browser
+        .wait_for(&page, "document.querySelector('#memory h2')")
+        .await;
 }

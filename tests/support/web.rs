@@ -25,6 +25,11 @@ pub fn free_port() -> u16 {
 /// A home for `model` whose web client listens on `port`, where
 /// `write_file` waits for approval and the model has a price and a budget.
 pub fn web_home(home: &TestHome, model: &FakeModel, port: u16) {
+    web_home_with(home, model, port, "");
+}
+
+/// [`web_home`] with `extra` appended to its config.
+pub fn web_home_with(home: &TestHome, model: &FakeModel, port: u16, extra: &str) {
     let layout = home.path().join("layout.toml");
     std::fs::write(&layout, NO_SUMMARIES).expect("layout written");
     home.write_config(&format!(
@@ -32,7 +37,7 @@ pub fn web_home(home: &TestHome, model: &FakeModel, port: u16) {
          api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[agent]\nlayout = \"{}\"\n\n\
          [approvals]\ntools = [\"write_file\"]\ntimeout_secs = 300\n\n\
          [prices.\"fake-model\"]\ninput = 3.0\noutput = 15.0\ncached_input = 0.3\n\n\
-         [budget]\ndaily_usd = 2.0\n\n[web]\nlisten = \"127.0.0.1:{port}\"\n",
+         [budget]\ndaily_usd = 2.0\n\n[web]\nlisten = \"127.0.0.1:{port}\"\n\n{extra}",
         model.base_url(),
         layout.display()
     ));

@@ -13,8 +13,11 @@ const ANSWERS = new Set([
 ]);
 
 export class Connection {
-  constructor(handlers) {
+  // `agent`: follow that agent's log (a subagent's) rather than the top agent's.
+  constructor(handlers, agent = null) {
     this.handlers = handlers; // onWelcome(frame, first), onEvent(event), onState(text)
+    this.agent = agent;
+    this.closed = false;
     this.lastId = null;
     this.pending = [];
     this.socket = null;
@@ -31,6 +34,7 @@ export class Connection {
     socket.addEventListener("open", () => {
       const hello = { type: "hello", client: "web", version: 1 };
       if (this.lastId !== null) hello.since = this.lastId;
+      if (this.agent) hello.agent = this.agent;
       socket.send(JSON.stringify(hello));
     });
     socket.addEventListener("message", (message) => this.receive(message.data));
@@ -77,6 +81,7 @@ export class Connection {
     for (const waiting of this.pending.splice(0)) {
       waiting.reject(new Error("the connection to hearthd dropped"));
     }
+    if (this.closed) return;
     this.handlers.onState("offline");
     setTimeout(() => this.open(), this.delay);
     this.delay = Math.min(this.delay * 2, 5000);
@@ -92,6 +97,29 @@ export class Connection {
       this.socket.send(JSON.stringify(frame));
     });
   }
+
+  close() {
+    this.closed = true;
+    this.socket?.close();
+  }
+}
+
+// The newest `limit` messages of `agent`'s log, read over a connection of
+// their own.
+export function readLog(agent, limit) {
+  return new Promise((resolve, reject) => {
+    const connection = new Connection({
+      onState() {},
+      onEvent() {},
+      onWelcome(frame) {
+        const request = { type: "history", limit };
+        if (frame.last_id !== null && frame.last_id !== undefined) request.before = frame.last_id + 1;
+        connection.request(request).then((answer) => resolve(answer.messages), reject)
+          .finally(() => connection.close());
+      },
+    }, agent);
+    connection.open();
+  });
 }
 
 export function isMessage(kind) {

@@ -4,6 +4,7 @@
 import { el } from "./markdown.js";
 import { barChart, legend } from "./chart.js";
 import { when } from "./chat.js";
+import { readLog } from "./connection.js";
 
 const dollars = (value) => `$${value < 1 ? value.toFixed(3) : value.toFixed(2)}`;
 const tokens = (value) => (value >= 1e6 ? `${(value / 1e6).toFixed(1)}M` : value >= 1e3 ? `${(value / 1e3).toFixed(1)}k` : String(Math.round(value)));
@@ -196,16 +197,41 @@ export async function schedules(connection, root) {
 export async function agents(connection, root, runs) {
   try {
     const status = await connection.request({ type: "status" });
-    const rows = (status.agents ?? []).map((agent) => [agent.name, agent.busy ? "working" : "idle"]);
-    const parts = [el("h2", "Agents"), table(["agent", "now"], rows), el("h3", "Runs seen on this page")];
+    const all = status.agents ?? [];
+    const parts = [el("h2", "Agents"), table(["agent", "now"], all.map((a) => [a.name, a.busy ? "working" : "idle"]))];
+    for (const child of all.slice(1)) {
+      const box = el("div");
+      const open = el("button", `Runs of ${child.name}`);
+      open.addEventListener("click", async () => {
+        try {
+          box.replaceChildren(runTable(await readLog(child.name, 40)));
+        } catch (err) {
+          box.replaceChildren(el("p", err.message));
+        }
+      });
+      parts.push(open, box);
+    }
+    parts.push(el("h3", "Started while this page was open"));
     const list = el("ul");
     for (const run of runs) list.append(el("li", `${when(run.at)} ${run.text}`));
-    if (!runs.length) list.append(el("li", "none yet; a subagent's reports also appear in the conversation as work messages"));
+    if (!runs.length) list.append(el("li", "none yet; reports arrive in the conversation as work messages"));
     parts.push(list);
     root.replaceChildren(...parts);
   } catch (err) {
     failed(root, err);
   }
+}
+
+// A child's runs from its log: each task (a user message from its parent)
+// and the reply that ended it.
+function runTable(messages) {
+  const rows = [];
+  for (const message of messages) {
+    if (message.kind === "user") rows.push([`#${message.id}`, when(message.at), message.text, "running"]);
+    if (message.kind === "reply" && rows.length) rows[rows.length - 1][3] = message.text;
+  }
+  if (!rows.length) return el("p", "no runs yet");
+  return table(["task", "when", "what", "answer"], rows.reverse());
 }
 
 export async function bridges(connection, root) {
