@@ -13,7 +13,7 @@ use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame, PROTOCOL_VERSION};
 use hearth_tests::bins;
 use hearth_tests::fake_model::FakeModel;
 use hearth_tests::harness::{TestHome, DEADLINE};
-use hearth_tests::web::{free_port, log_in, login_url, request, upgrade_headers, web_home};
+use hearth_tests::web::{free_port, log_in, login_url, request, upgrade_headers, web_home_with};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -26,10 +26,15 @@ struct Site {
 }
 
 async fn site() -> Site {
+    site_with("").await
+}
+
+/// A site whose `[web]` table also holds `extra`.
+async fn site_with(extra: &str) -> Site {
     let model = FakeModel::start().await;
     let home = TestHome::new(bins!());
     let port = free_port();
-    web_home(&home, &model, port);
+    web_home_with(&home, &model, port, extra);
     let daemon = home.start();
     Site {
         _model: model,
@@ -214,6 +219,35 @@ async fn the_websocket_needs_the_pages_own_origin_and_a_session() {
     }
     let answer = request(site.port, "/ws", &upgrade_headers(&own, &cookie)).await;
     assert_eq!(answer.status, 101, "{answer:?}");
+}
+
+#[tokio::test]
+async fn a_proxy_address_in_url_is_the_pages_origin_and_keeps_the_cookie_secure() {
+    let site = site_with("url = \"https://hearth.example.org\"\n").await;
+    let url = login_url(&site.home).await;
+    assert!(
+        url.starts_with("https://hearth.example.org/login?code="),
+        "{url}"
+    );
+    let path = url.trim_start_matches("https://hearth.example.org");
+    let answer = request(site.port, path, &[]).await;
+    let set = answer.headers.get("set-cookie").expect("a session cookie");
+    assert!(set.ends_with("; Secure"), "{set}");
+    let cookie = set.split(';').next().unwrap();
+    let proxied = request(
+        site.port,
+        "/ws",
+        &upgrade_headers("https://hearth.example.org", cookie),
+    )
+    .await;
+    assert_eq!(proxied.status, 101, "{proxied:?}");
+    let other = request(
+        site.port,
+        "/ws",
+        &upgrade_headers("https://evil.example.org", cookie),
+    )
+    .await;
+    assert_eq!(other.status, 403, "{other:?}");
 }
 
 async fn browser_socket(port: u16, cookie: &str) -> tokio_tungstenite::WebSocketStream<TcpStream> {

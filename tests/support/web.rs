@@ -54,7 +54,7 @@ pub async fn login_url(home: &TestHome) -> String {
     );
     stdout
         .lines()
-        .find(|line| line.starts_with("http://"))
+        .find(|line| line.starts_with("http://") || line.starts_with("https://"))
         .unwrap_or_else(|| panic!("no link in: {stdout}"))
         .to_string()
 }

@@ -5,8 +5,9 @@
 //! Content-Security-Policy (this origin only, no inline script or style,
 //! never framed), `nosniff`, no referrer. Every request but `/login` and
 //! the icon needs a live session cookie. `/ws` also needs an `Origin` that
-//! is the page's own, so another site's page — which the browser would let
-//! send the cookie to a loopback port — is refused.
+//! is the page's own (the `Host` it was asked for, or `[web] url`), so
+//! another site's page — which the browser would let send the cookie to a
+//! loopback port — is refused.
 
 use super::auth::{self, LoginLimiter};
 use super::page;
@@ -315,7 +316,9 @@ async fn file(State(site): State<Site>, request: Request) -> Response {
 async fn upgrade(State(site): State<Site>, mut request: Request) -> Response {
     let headers = request.headers();
     let host = header_str(headers, header::HOST);
-    if !auth::same_origin(header_str(headers, header::ORIGIN), host) {
+    let origin = header_str(headers, header::ORIGIN);
+    // The configured address counts too: a proxy may rewrite `Host`.
+    if !auth::same_origin(origin, host) && origin != site.web.url {
         return text(StatusCode::FORBIDDEN, page::CROSS_ORIGIN);
     }
     let Some(id) = session(&site, headers).await else {
