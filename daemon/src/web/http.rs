@@ -273,11 +273,9 @@ async fn login(State(site): State<Site>, request: Request) -> Response {
         return text(StatusCode::FORBIDDEN, page::BAD_CODE);
     };
     tracing::info!("web session {id} logged in");
-    let https = header_str(
-        headers,
-        header::HeaderName::from_static("x-forwarded-proto"),
-    )
-    .eq_ignore_ascii_case("https");
+    let forwarded = header::HeaderName::from_static("x-forwarded-proto");
+    let https = site.web.url.starts_with("https://")
+        || header_str(headers, forwarded).eq_ignore_ascii_case("https");
     let cookie = auth::session_cookie(&token, https, SESSION_IDLE_LIFETIME);
     // A page that moves on to `/` rather than a redirect: a login link
     // opened from another site's page would otherwise arrive at `/` as that
