@@ -490,6 +490,38 @@ async fn the_page_refuses_strangers_and_pages_back_to_the_first_message() {
         "the service worker cached {cached:?}"
     );
 
+    // The Markdown renderer makes only a few plain elements, whatever it is fed.
+    let payloads = [
+        "<script>window.__pwned=1</script>",
+        "<img src=x onerror=window.__pwned=1>",
+        "[x](javascript:window.__pwned=1) [y](data:text/html,<script>1</script>) [z]( vbscript:1)",
+        "![img](http://example.org/a.png)",
+        "**<b onmouseover=1>bold</b>** _<i>it</i>_ `<code>`",
+        "```\n<script>1</script>\n```",
+        "> <iframe src=//evil></iframe>\n- <svg onload=1>\n1. <a href=javascript:1>a</a>",
+        "# <style>*{}</style>heading",
+        "[ok](https://example.org/?a=\"b\"onclick=1)",
+    ];
+    let check = format!(
+        "import('/markdown.js').then(({{ renderMarkdown }}) => {{
+           const allowed = new Set(['DIV','P','BR','CODE','PRE','STRONG','EM','A','UL','OL','LI','BLOCKQUOTE','H3','H4','H5','H6']);
+           const bad = [];
+           for (const text of {}) {{
+             const root = renderMarkdown(text);
+             for (const node of [root, ...root.querySelectorAll('*')]) {{
+               if (!allowed.has(node.tagName)) bad.push(text + ' made ' + node.tagName);
+               for (const attribute of node.attributes) {{
+                 if (!['class', 'href', 'rel', 'target'].includes(attribute.name)) bad.push(text + ' set ' + attribute.name);
+               }}
+               if (node.tagName === 'A' && !/^(https?|mailto):/.test(node.href)) bad.push(text + ' linked ' + node.href);
+             }}
+           }}
+           return bad.concat(window.__pwned ? ['ran'] : []);
+         }})",
+        serde_json::to_string(&payloads).unwrap()
+    );
+    assert_eq!(browser.eval(&owner, &check).await, serde_json::json!([]));
+
     // History pages back to the first message.
     let mut script = home.connect("script", None).await;
     for n in 0..70 {
