@@ -241,6 +241,32 @@ async fn the_page_logs_in_streams_approves_shows_images_and_follows_a_restart() 
         .to_string()
         .contains("image/png"));
 
+    // Pasted into the message box and dropped on the conversation, too.
+    let bytes = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(png(48, 48))
+    };
+    let paste_and_drop = format!(
+        "const bytes = Uint8Array.from(atob('{bytes}'), c => c.charCodeAt(0));
+         const file = () => {{ const t = new DataTransfer(); t.items.add(new File([bytes], 'small.png', {{ type: 'image/png' }})); return t; }};
+         document.querySelector('#input').dispatchEvent(new ClipboardEvent('paste', {{ clipboardData: file(), bubbles: true, cancelable: true }}));
+         document.querySelector('#chat').dispatchEvent(new DragEvent('drop', {{ dataTransfer: file(), bubbles: true, cancelable: true }}));
+         true"
+    );
+    browser.eval(&page, &paste_and_drop).await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelectorAll('#attachments img').length === 2",
+        )
+        .await;
+    model.push(Reply::text("Two more."));
+    send(&mut browser, &page, "and these").await;
+    browser
+        .wait_for(&page, "[...document.querySelectorAll('.kind-user')].some(m => m.textContent.includes('and these') && m.querySelectorAll('.images img').length === 2)")
+        .await;
+    browser.wait_for(&page, &shown("reply", "Two more.")).await;
+
     // Messages that carry HTML stay text: nothing runs, no element appears.
     let mut phone = home.connect("telegram", None).await;
     model.push(Reply::text(
