@@ -77,8 +77,9 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
 
     let tcp = listen::tcp(&config, &home).await?;
     let socket = home.socket();
-    let unix = listen::unix(&socket)?;
+    // Before the socket: a client that finds the socket finds the page too.
     let web = crate::web::Web::bind(&config.web, &log).await?;
+    let unix = listen::unix(&socket)?;
 
     let (stop, stopped) = watch::channel(false);
     let agent_tasks: Vec<_> = loops
