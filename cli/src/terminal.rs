@@ -373,7 +373,7 @@ impl Terminal {
                     return Ok(Next::Quit);
                 }
             }
-            ServerFrame::Stats { days, rows } if self.take_asked(Asked::Stats) => {
+            ServerFrame::Stats { days, rows, .. } if self.take_asked(Asked::Stats) => {
                 self.print(&stats::table(&rows, days).join("\n"));
             }
             ServerFrame::History { messages } if self.take_asked(Asked::History) => {
