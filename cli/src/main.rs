@@ -215,6 +215,9 @@ enum FactsAction {
         #[arg(required = true, value_name = "FACT")]
         words: Vec<String>,
     },
+}
+
+#[derive(Subcommand)]
 enum WebAction {
     /// The browsers logged in, with their ids
     Sessions,
@@ -363,6 +366,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             };
             memory::memory(&home, agent, command, &mut stdout).await?
+        }
         Some(Subcommands::Web { action }) => {
             let command = match action {
                 None => WebCommand::Login,
