@@ -2,7 +2,7 @@
 //! telegram` from its `[telegram]` table; the bridge talks to a fake Bot API
 //! on 127.0.0.1, and the agent to a fake model.
 
-use hearth_bridges::telegram::inbound::REFUSAL;
+use hearth_bridges::telegram::inbound::{REFUSAL, WEBHOOK_NOTE};
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
@@ -31,8 +31,13 @@ fn home() -> TestHome {
 /// The fake model, and a `[telegram]` table for the fake Bot API that allows
 /// the owner; the token in `secrets.env`, as a service would find it.
 fn configure(home: &TestHome, model: &FakeModel, telegram: &FakeTelegram) {
+    configure_with(home, model, telegram, "");
+}
+
+/// As [`configure`], with `extra` lines in the `[telegram]` table.
+fn configure_with(home: &TestHome, model: &FakeModel, telegram: &FakeTelegram, extra: &str) {
     home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n{extra}",
         model.base_url(),
         OWNER.id,
         telegram.api_base()
@@ -110,6 +115,79 @@ async fn an_owners_message_reaches_the_agent_and_the_reply_comes_back() {
         .wait_until("the second reply", |calls| calls.sent.len() == 2)
         .await;
     assert_eq!(calls.sent[1].text, "Nice cat.");
+}
+
+/// The notes the Telegram bridge left in the log.
+async fn telegram_notes(home: &TestHome) -> Vec<String> {
+    home.history()
+        .await
+        .into_iter()
+        .filter(|m| m.kind == Kind::Note && m.source == "telegram")
+        .map(|m| m.text)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_webhook_that_blocks_polling_is_noted_once_and_polling_resumes_without_it() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    telegram.set_webhook(true);
+    let home = home();
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+
+    telegram
+        .wait_until("two refused polls", |calls| calls.webhook_conflicts >= 2)
+        .await;
+    assert_eq!(telegram_notes(&home).await, vec![WEBHOOK_NOTE.to_string()]);
+    assert!(telegram.calls().webhook_deletions.is_empty());
+
+    // The user deletes the webhook themselves; the bridge polls again.
+    telegram.set_webhook(false);
+    model.push(Reply::text("Hi Ada."));
+    telegram.write(&OWNER, "hello");
+    telegram
+        .wait_until("the reply", |calls| calls.sent_to(OWNER.id) == ["Hi Ada."])
+        .await;
+    assert_eq!(telegram_notes(&home).await, vec![WEBHOOK_NOTE.to_string()]);
+}
+
+#[tokio::test]
+async fn with_delete_webhook_the_bridge_deletes_it_at_start_and_after_a_conflict() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    telegram.set_webhook(true);
+    let home = home();
+    configure_with(&home, &model, &telegram, "delete_webhook = true\n");
+    let _daemon = home.start();
+
+    model.push(Reply::text("First."));
+    telegram.write(&OWNER, "one");
+    let calls = telegram
+        .wait_until("the first reply", |calls| {
+            calls.sent_to(OWNER.id) == ["First."]
+        })
+        .await;
+    assert_eq!(
+        calls.webhook_deletions,
+        vec![json!({"drop_pending_updates": false})]
+    );
+    assert_eq!(calls.webhook_conflicts, 0, "deleted before the first poll");
+
+    // Someone sets a webhook again while the bridge runs.
+    telegram.set_webhook(true);
+    telegram
+        .wait_until("a refused poll", |calls| calls.webhook_conflicts >= 1)
+        .await;
+    model.push(Reply::text("Second."));
+    telegram.write(&OWNER, "two");
+    let calls = telegram
+        .wait_until("the second reply", |calls| {
+            calls.sent_to(OWNER.id) == ["First.", "Second."]
+        })
+        .await;
+    assert_eq!(calls.webhook_deletions.len(), 2);
+    assert!(telegram_notes(&home).await.is_empty());
 }
 
 #[tokio::test]

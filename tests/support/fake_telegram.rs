@@ -9,7 +9,9 @@
 //! the client goes away ([`FakeTelegram::hold_sends`]), and reads what the
 //! bridge did ([`FakeTelegram::calls`], [`FakeTelegram::wait_until`]).
 //! Photos people send are served by `getFile` and the file download, and
-//! `sendPhoto` takes the bot's images (`files.rs`).
+//! `sendPhoto` takes the bot's images (`files.rs`). While a webhook is set
+//! ([`FakeTelegram::set_webhook`]) `getUpdates` answers 409 as Telegram
+//! does, until `deleteWebhook` removes it.
 //!
 //! `getUpdates` behaves like Telegram's: a long poll that holds until an
 //! update is queued or its `timeout` passes, and an `offset` confirms (and
@@ -122,6 +124,10 @@ pub struct Calls {
     pub downloads: Vec<String>,
     /// `sendPhoto` requests: chat, the photo's media type and bytes.
     pub photos: Vec<(i64, String, Vec<u8>)>,
+    /// `getUpdates` requests refused because a webhook was set.
+    pub webhook_conflicts: usize,
+    /// The bodies of `deleteWebhook` requests.
+    pub webhook_deletions: Vec<Value>,
 }
 
 impl Calls {
@@ -159,6 +165,8 @@ struct State {
     next_message_id: i64,
     failures: VecDeque<Failure>,
     hold: bool,
+    /// Whether the bot has a webhook set, which makes `getUpdates` fail.
+    webhook: bool,
     /// The files people sent, by file id, for `getFile` and downloads.
     files: std::collections::BTreeMap<String, Vec<u8>>,
 }
@@ -291,6 +299,12 @@ impl FakeTelegram {
         self.shared.bump();
     }
 
+    /// Sets (or removes) the bot's webhook.
+    pub fn set_webhook(&self, set: bool) {
+        self.shared.lock().webhook = set;
+        self.shared.bump();
+    }
+
     /// What the bridge did so far.
     pub fn calls(&self) -> Calls {
         self.shared.lock().calls.clone()
@@ -389,6 +403,15 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
             shared.bump();
             http::write_json(stream, 200, &json!({"ok": true, "result": true})).await
         }
+        "deleteWebhook" => {
+            {
+                let mut state = shared.lock();
+                state.webhook = false;
+                state.calls.webhook_deletions.push(body.clone());
+            }
+            shared.bump();
+            http::write_json(stream, 200, &json!({"ok": true, "result": true})).await
+        }
         "sendChatAction" => {
             let chat_id = body["chat_id"].as_i64().unwrap_or_default();
             let action = body["action"].as_str().unwrap_or_default().to_string();
@@ -407,6 +430,12 @@ fn refusal(code: u16, description: &str) -> Value {
 async fn get_updates(stream: &mut TcpStream, shared: &Shared, body: &Value) -> io::Result<()> {
     let offset = body["offset"].as_i64();
     let timeout = body["timeout"].as_u64();
+    if shared.lock().webhook {
+        shared.lock().calls.webhook_conflicts += 1;
+        shared.bump();
+        let description = "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first";
+        return http::write_json(stream, 409, &refusal(409, description)).await;
+    }
     {
         let mut state = shared.lock();
         state.calls.polls.push(Poll {

@@ -78,6 +78,16 @@ impl ApiError {
             },
         }
     }
+
+    /// Whether Telegram refused `getUpdates` because the bot has a webhook
+    /// set: polling cannot work until the webhook is deleted.
+    pub fn is_webhook_conflict(&self) -> bool {
+        matches!(
+            self,
+            ApiError::Refused { code: 409, description, .. }
+                if description.to_ascii_lowercase().contains("webhook")
+        )
+    }
 }
 
 /// One entry of `getUpdates`. Only messages and button presses are asked
@@ -265,6 +275,14 @@ impl Api {
         let body = json!({"callback_query_id": query_id, "text": text});
         self.call("answerCallbackQuery", &body, CALL_TIMEOUT)
             .await?;
+        Ok(())
+    }
+
+    /// Removes the bot's webhook so that `getUpdates` works; updates
+    /// waiting for the webhook stay and are polled next.
+    pub async fn delete_webhook(&self) -> Result<(), ApiError> {
+        let body = json!({"drop_pending_updates": false});
+        self.call("deleteWebhook", &body, CALL_TIMEOUT).await?;
         Ok(())
     }
 
@@ -476,6 +494,17 @@ mod tests {
             read_envelope(200, r#"{"ok":true,"result":true}"#).unwrap(),
             json!(true)
         );
+    }
+
+    #[test]
+    fn a_webhook_conflict_is_told_apart_from_another_poller() {
+        let conflict = |body: &str| read_envelope(409, body).unwrap_err().is_webhook_conflict();
+        assert!(conflict(
+            r#"{"ok":false,"error_code":409,"description":"Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"}"#
+        ));
+        assert!(!conflict(
+            r#"{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request"}"#
+        ));
     }
 
     #[test]

@@ -54,6 +54,10 @@ pub struct TelegramConfig {
     pub send: Vec<Outgoing>,
     #[serde(default)]
     pub parse_mode: ParseMode,
+    /// Whether the bridge deletes the bot's webhook (at start, and when
+    /// Telegram says one is set), since a bot with a webhook cannot poll.
+    #[serde(default)]
+    pub delete_webhook: bool,
 }
 
 fn default_token_env() -> String {
@@ -152,6 +156,7 @@ mod tests {
         assert_eq!(config.api_base, "https://api.telegram.org");
         assert_eq!(config.poll_timeout_secs, 30);
         assert_eq!(config.parse_mode, ParseMode::Html);
+        assert!(!config.delete_webhook);
         assert!(config.sends(Outgoing::Reply));
         assert!(config.sends(Outgoing::Error));
         assert!(config.sends(Outgoing::Work));
@@ -162,7 +167,7 @@ mod tests {
 
     #[test]
     fn every_setting_reads() {
-        let text = "[telegram]\ntoken_env = \"MY_BOT\"\nallow = []\napi_base = \"http://127.0.0.1:8081/\"\npoll_timeout_secs = 5\nsend = [\"echo\", \"note\"]\nparse_mode = \"none\"\n";
+        let text = "[telegram]\ntoken_env = \"MY_BOT\"\nallow = []\napi_base = \"http://127.0.0.1:8081/\"\npoll_timeout_secs = 5\nsend = [\"echo\", \"note\"]\nparse_mode = \"none\"\ndelete_webhook = true\n";
         let config = parse(text).unwrap();
         assert_eq!(config.token_env, "MY_BOT");
         assert!(config.allow.is_empty());
@@ -172,6 +177,7 @@ mod tests {
         assert!(config.sends(Outgoing::Echo) && config.sends(Outgoing::Note));
         assert!(!config.sends(Outgoing::Error));
         assert_eq!(config.parse_mode, ParseMode::Plain);
+        assert!(config.delete_webhook);
     }
 
     #[test]

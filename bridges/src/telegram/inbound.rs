@@ -7,6 +7,10 @@
 //! key `telegram:<chat>:<message>`, so a batch seen again after a crash is
 //! acknowledged as duplicates and logged once. A button press answers an
 //! approval (see `approval.rs`).
+//!
+//! A bot with a webhook set cannot poll: Telegram answers 409. The bridge
+//! then notes once how to fix it and keeps trying; with `delete_webhook` it
+//! deletes the webhook itself, at start and after each such answer.
 
 use super::api::{Api, Failure, Message, Update};
 use super::approval;
@@ -122,7 +126,12 @@ pub struct Inbound<'a> {
     chats: watch::Sender<BTreeSet<i64>>,
     /// Users refused in this run, so each is told once.
     refused: Strangers<i64>,
+    /// Whether the user was told that a webhook blocks polling.
+    webhook_noted: bool,
 }
+
+/// The note for a bot whose webhook blocks polling.
+pub const WEBHOOK_NOTE: &str = "telegram: the bot has a webhook set, so it cannot poll for messages; set [telegram] delete_webhook = true to let the bridge remove it, or delete it with the Bot API's deleteWebhook";
 
 impl<'a> Inbound<'a> {
     pub fn new(
@@ -139,12 +148,16 @@ impl<'a> Inbound<'a> {
             offset,
             chats,
             refused: Strangers::default(),
+            webhook_noted: false,
         }
     }
 
     /// Polls and relays until something fails for good.
     pub async fn run(mut self) -> Result<Infallible, BridgeError> {
         let mut backoff = Backoff::default();
+        if self.config.delete_webhook {
+            self.delete_webhook().await?;
+        }
         loop {
             let poll = self
                 .api
@@ -164,6 +177,10 @@ impl<'a> Inbound<'a> {
                             })
                         }
                         Failure::Wait(wait) => wait,
+                        _ if error.is_webhook_conflict() => {
+                            self.webhook_in_the_way().await?;
+                            backoff.next_wait()
+                        }
                         _ => {
                             let wait = backoff.next_wait();
                             tracing::warn!("getUpdates failed: {error}; trying again in {wait:?}");
@@ -192,6 +209,39 @@ impl<'a> Inbound<'a> {
             .await?;
             self.offset = Some(next);
         }
+    }
+
+    /// After Telegram said a webhook blocks polling: deletes it when allowed
+    /// to, else tells the user once how to fix it.
+    async fn webhook_in_the_way(&mut self) -> Result<(), BridgeError> {
+        if self.config.delete_webhook {
+            return self.delete_webhook().await;
+        }
+        if self.webhook_noted {
+            tracing::debug!("getUpdates refused again: the bot has a webhook set");
+            return Ok(());
+        }
+        self.webhook_noted = true;
+        tracing::warn!("{WEBHOOK_NOTE}");
+        link::note(
+            &mut self.connection,
+            SOURCE,
+            WEBHOOK_NOTE.to_string(),
+            &mut |_| {},
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Deletes the bot's webhook; a failure is logged, and the next 409
+    /// tries again.
+    async fn delete_webhook(&mut self) -> Result<(), BridgeError> {
+        let delete = self.api.delete_webhook();
+        match link::beside(&mut self.connection, delete, &mut |_| {}).await? {
+            Ok(()) => tracing::info!("telegram: deleted the bot's webhook so it can poll"),
+            Err(error) => tracing::warn!("cannot delete the bot's webhook: {error}"),
+        }
+        Ok(())
     }
 
     /// Relays, refuses or skips one update.
