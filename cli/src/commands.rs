@@ -465,6 +465,10 @@ mod tests {
                 tool: "read_file".into(),
                 secs: 3,
             }],
+            activity: None,
+            memory: None,
+            database_bytes: None,
+            bridges: vec![],
         };
         let text = status_text(&status);
         assert!(text.contains("state    busy\n"), "{text}");

@@ -182,7 +182,9 @@ pub fn event_line(event: &Event, mine: bool, style: Style, now: DateTime<Local>)
         | EventKind::Busy
         | EventKind::Idle
         | EventKind::Delta
-        | EventKind::Approval => return None,
+        | EventKind::Approval
+        // Activity is for a status line, never a line of the conversation.
+        | EventKind::Activity => return None,
     };
     // Images are named, never drawn: `[image: cat.png, 640x480]`.
     let mut line = line;

@@ -1,6 +1,7 @@
 //! The frames themselves: what a client sends, what the daemon sends, and
 //! the events and messages they carry.
 
+use crate::activity::{Activity, BridgeStatus, MemoryStatus};
 use crate::image::{self, ImageRef};
 use crate::memory::{Facts, MemoryNode, MemoryView, SearchHit};
 use serde::{Deserialize, Serialize};
@@ -157,6 +158,9 @@ pub enum EventKind {
     /// [`Approval::allowed`] set) that wait ended. Live only, never logged:
     /// the request and the decision are logged as notes.
     Approval,
+    /// What the agent is doing changed ([`Event::activity`]). Live only,
+    /// never logged; a client that attaches gets the current one.
+    Activity,
 }
 
 impl From<Kind> for EventKind {
@@ -218,6 +222,9 @@ pub struct Event {
     /// A logged user message's client (see [`Message::client`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// For an `activity` event: what the agent is doing now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<Box<Activity>>,
 }
 
 /// A tool call that waits for a person's approval. The event's `text` says
@@ -256,7 +263,15 @@ impl Event {
             approval: None,
             outbox: None,
             client: None,
+            activity: None,
         }
+    }
+
+    /// The `activity` event of an agent.
+    pub fn activity(agent: &str, activity: Activity) -> Event {
+        let mut event = Event::signal(EventKind::Activity, agent, None);
+        event.activity = Some(Box::new(activity));
+        event
     }
 
     /// The event of a logged message.
@@ -274,6 +289,7 @@ impl Event {
             approval: None,
             outbox: message.outbox.clone(),
             client: message.client.clone(),
+            activity: None,
         }
     }
 
@@ -439,6 +455,20 @@ pub enum ClientFrame {
     /// Ends browser session `id` at once (its open pages are disconnected);
     /// answered with `web_sessions` (the revoked one). Unix socket only.
     WebRevoke { id: i64 },
+    /// Stop the daemon cleanly: answered with `stopping`, then every
+    /// client's connection is closed with a close frame
+    /// ([`crate::CLOSE_STOPPING`], or [`crate::CLOSE_RESTARTING`] with
+    /// `restart`, which only changes what clients are told: the one who
+    /// asked starts the next daemon).
+    Stop {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        restart: bool,
+    },
+    /// Read `config.toml` again and apply what can change while the daemon
+    /// runs. Answered with `reloaded`; a file that cannot be read or does
+    /// not parse is refused (`error`, with its file and line) and the daemon
+    /// keeps the configuration it runs.
+    Reload,
 }
 
 fn default_source() -> String {
@@ -523,6 +553,7 @@ pub struct Status {
     /// `provider/model`, or none when no model is configured.
     #[serde(default)]
     pub model: Option<String>,
+    /// Clients attached, not counting the one that asks.
     pub clients: u64,
     pub pid: u32,
     pub version: String,
@@ -541,6 +572,18 @@ pub struct Status {
     /// The MCP tool calls running now, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_calls: Vec<McpCall>,
+    /// What the agent is doing now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<Activity>,
+    /// The agent's memory: its view and the summaries not written yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryStatus>,
+    /// The database's size on disk (with its write-ahead log), in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database_bytes: Option<u64>,
+    /// The bridges the configuration enables and how they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bridges: Vec<BridgeStatus>,
 }
 
 /// An MCP tool call that runs now, in `status`.
@@ -708,6 +751,22 @@ pub enum ServerFrame {
     MemoryNode(Box<MemoryNode>),
     /// The answer to `facts`.
     Facts(Facts),
+    /// The answer to `stop`: the daemon `pid` is stopping; its lock is
+    /// free once the process has exited.
+    Stopping {
+        pid: u32,
+    },
+    /// The answer to `reload`: the configuration was read again.
+    Reloaded {
+        /// What changed and now applies (`model`, `budget`, `approvals`,
+        /// `limits`, `tools`, `telegram`, …), in the file's words.
+        #[serde(default)]
+        applied: Vec<String>,
+        /// What changed but applies only after `hearth restart` (`listen`,
+        /// `agents`, `memory`, …).
+        #[serde(default)]
+        needs_restart: Vec<String>,
+    },
     /// A frame was refused; nothing changed.
     Error {
         code: ErrorCode,
@@ -730,7 +789,7 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 25] = [
+const CLIENT_TYPES: [&str; 27] = [
     "hello",
     "notify",
     "schedule_add",
@@ -756,6 +815,8 @@ const CLIENT_TYPES: [&str; 25] = [
     "web_login",
     "web_sessions",
     "web_revoke",
+    "stop",
+    "reload",
 ];
 
 impl ClientFrame {

@@ -6,7 +6,14 @@
 //! then on sends every [`Event`] live: each logged [`Message`], and the agent's
 //! `ready`, `busy`, `idle`, `error` and `subagent` events. An `approval` event
 //! asks for a person's yes or no to a tool call ([`Approval`]); any client
-//! answers it with an `approve` frame, and the first answer decides.
+//! answers it with an `approve` frame, and the first answer decides. An
+//! `activity` event says what the agent is doing now ([`Activity`]: thinking,
+//! a tool, a retry and its wait, summaries it waits for, compaction in the
+//! background); it is never logged, and a client that attaches gets the
+//! current one. A daemon that stops closes every connection with a close
+//! frame ([`CLOSE_GOING_AWAY`], the reason [`CLOSE_STOPPING`] or
+//! [`CLOSE_RESTARTING`]); `stop` and `reload` frames ask it to stop and to
+//! read its configuration again.
 //!
 //! Each frame is one JSON object whose `type` names it. A frame that is not
 //! JSON, has an unknown type, is larger than [`MAX_FRAME_BYTES`] or speaks
@@ -25,11 +32,13 @@
 //! every client shows with one.
 
 pub mod ending;
+mod activity;
 mod frames;
 pub mod home;
 pub mod image;
 pub mod memory;
 
+pub use activity::*;
 pub use frames::*;
 pub use image::ImageRef;
 pub use memory::{Facts, MemoryLine, MemoryNode, MemoryView, SearchHit};

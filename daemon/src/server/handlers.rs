@@ -132,5 +132,9 @@ pub async fn answer(frame: ClientFrame, context: &Context<'_>) -> Answer {
         ClientFrame::WebLogin => web::login(context).await,
         ClientFrame::WebSessions => web::sessions(context).await,
         ClientFrame::WebRevoke { id } => web::revoke(context, id).await,
+        ClientFrame::Stop { .. } | ClientFrame::Reload => Err(Refusal::refused(
+            "this daemon does not take `stop` or `reload` yet",
+        )
+        .into()),
     }
 }

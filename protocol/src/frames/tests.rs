@@ -1,4 +1,5 @@
 use super::*;
+use crate::Doing;
 
 #[test]
 fn submit_round_trips_with_default_source() {
@@ -226,4 +227,83 @@ fn memory_frames_read_with_their_defaults() {
         }],
     };
     assert_eq!(ServerFrame::decode(&answer.encode()).unwrap(), answer);
+}
+
+#[test]
+fn an_activity_event_says_what_the_agent_does_in_its_own_words() {
+    let activity = Activity {
+        doing: Doing::Tool {
+            name: "shell".into(),
+            detail: Some("cargo build".into()),
+            line: Some("Compiling hearth".into()),
+            running: 1,
+        },
+        since: "2026-12-01T09:00:00+01:00".into(),
+        compacting: 2,
+    };
+    let frame = ServerFrame::Event(Event::activity("hearth", activity.clone()));
+    let text = frame.encode();
+    assert!(
+        text.contains(r#""kind":"activity""#) && text.contains(r#""state":"tool""#),
+        "{text}"
+    );
+    let ServerFrame::Event(event) = ServerFrame::decode(&text).unwrap() else {
+        panic!("an event")
+    };
+    assert_eq!(event.activity.as_deref(), Some(&activity));
+    assert_eq!(event.as_message(), None);
+    assert_eq!(
+        activity.describe(),
+        "shell: cargo build | Compiling hearth · compacting (2)"
+    );
+    let retry = Activity {
+        doing: Doing::Retrying {
+            attempt: 2,
+            attempts: 4,
+            reason: "HTTP 529 overloaded".into(),
+            wait_ms: 1500,
+        },
+        since: String::new(),
+        compacting: 0,
+    };
+    assert_eq!(
+        retry.describe(),
+        "retrying the model (2 of 4) in 1.5 s: HTTP 529 overloaded"
+    );
+    let idle = Activity {
+        compacting: 3,
+        ..Activity::idle(String::new())
+    };
+    assert_eq!(idle.describe(), "compacting memory (3 summaries)");
+}
+
+#[test]
+fn stop_and_reload_are_frames_and_their_answers_read_back() {
+    assert_eq!(
+        ClientFrame::decode(r#"{"type":"stop"}"#).unwrap(),
+        ClientFrame::Stop { restart: false }
+    );
+    assert_eq!(
+        ClientFrame::Stop { restart: true }.encode(),
+        r#"{"type":"stop","restart":true}"#
+    );
+    assert_eq!(
+        ClientFrame::decode(r#"{"type":"reload"}"#).unwrap(),
+        ClientFrame::Reload
+    );
+    let reloaded = ServerFrame::Reloaded {
+        applied: vec!["budget".into()],
+        needs_restart: vec!["listen".into()],
+    };
+    assert_eq!(ServerFrame::decode(&reloaded.encode()).unwrap(), reloaded);
+}
+
+#[test]
+fn an_older_status_frame_still_reads() {
+    let text = r#"{"type":"status","agent":"hearth","busy":false,"last_id":null,"waiting":0,"model":null,"clients":1,"pid":7,"version":"0.1.0"}"#;
+    let ServerFrame::Status(status) = ServerFrame::decode(text).unwrap() else {
+        panic!("a status")
+    };
+    assert_eq!(status.activity, None);
+    assert!(status.bridges.is_empty());
 }

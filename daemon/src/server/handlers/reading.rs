@@ -78,6 +78,10 @@ pub async fn status(context: &Context<'_>) -> Answer {
                 .today,
         ),
         mcp_calls: crate::mcp::running_calls(&shared.mcp),
+        activity: None,
+        memory: None,
+        database_bytes: None,
+        bridges: Vec::new(),
     };
     Ok(ServerFrame::Status(status))
 }
