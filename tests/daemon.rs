@@ -366,7 +366,8 @@ async fn the_socket_and_home_are_private_to_their_user() {
         .unwrap()
         .permissions()
         .mode();
-    assert_eq!(mode & 0o777, 0o600);
+    // Bound under umask 077: nothing for group or others, from the start.
+    assert_eq!(mode & 0o077, 0, "mode {:o}", mode & 0o777);
     let prompt = home.path().join("agents/hearth/prompt.md");
     assert!(std::fs::read_to_string(prompt).unwrap().contains("hearth"));
 }
@@ -454,9 +455,13 @@ mod raw {
         }
 
         pub async fn error(&mut self) -> ErrorCode {
-            match self.frame().await {
-                ServerFrame::Error { code, .. } => code,
-                other => panic!("expected an error frame, got {other:?}"),
+            loop {
+                match self.frame().await {
+                    ServerFrame::Error { code, .. } => return code,
+                    // Live events (the activity sent on attach) come between.
+                    ServerFrame::Event(_) => continue,
+                    other => panic!("expected an error frame, got {other:?}"),
+                }
             }
         }
     }

@@ -191,7 +191,7 @@ impl Daemon {
             };
             if !status.busy && status.waiting == 0 {
                 connection.close().await;
-                return Ok(status);
+                return Ok(*status);
             }
             if started.elapsed() > DEADLINE {
                 bail!("the agent did not settle in time: {status:?}");

@@ -54,7 +54,7 @@ pub async fn catch_up(
         ServerFrame::Error { message, .. } => return Err(TerminalError::Refused(message)),
         _ => Vec::new(),
     };
-    let mut out = banner(home, status.as_ref(), session.style);
+    let mut out = banner(home, status.as_deref(), session.style);
     out.push('\n');
     let mut shows: Vec<Show> = recent
         .iter()

@@ -209,7 +209,8 @@ pub struct Approvals {
 }
 
 struct Inner {
-    config: ApprovalsConfig,
+    /// Replaced whole by a reload; a request already waiting keeps its timeout.
+    config: std::sync::RwLock<Arc<ApprovalsConfig>>,
     log: Log,
     events: broadcast::Sender<Event>,
     state: Mutex<State>,
@@ -229,7 +230,7 @@ impl Approvals {
     pub fn new(config: ApprovalsConfig, log: Log, events: broadcast::Sender<Event>) -> Approvals {
         Approvals {
             inner: Arc::new(Inner {
-                config,
+                config: std::sync::RwLock::new(Arc::new(config)),
                 log,
                 events,
                 state: Mutex::default(),
@@ -239,14 +240,29 @@ impl Approvals {
         }
     }
 
-    pub fn config(&self) -> &ApprovalsConfig {
-        &self.inner.config
+    /// The configuration now.
+    pub fn config(&self) -> Arc<ApprovalsConfig> {
+        // A plain value: a panic while it was replaced leaves it usable.
+        self.inner
+            .config
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Which calls wait for a person from now on (a reloaded configuration).
+    pub fn update(&self, config: ApprovalsConfig) {
+        *self
+            .inner
+            .config
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
     }
 
     /// Whether this call must wait for a person (see
     /// [`ApprovalsConfig::needs_approval`]).
     pub fn needs_approval(&self, tool: &str, arguments: &Value) -> bool {
-        self.inner.config.needs_approval(tool, arguments)
+        self.config().needs_approval(tool, arguments)
     }
 
     /// Asks for approval of `agent`'s call and waits for the decision: the
@@ -265,7 +281,7 @@ impl Approvals {
         arguments: &Value,
         because: Option<&str>,
     ) -> Verdict {
-        let timeout = self.inner.config.timeout();
+        let timeout = self.config().timeout();
         let secs = timeout.as_secs();
         let text = match because {
             Some(because) => format!("{} ({because})", describe(tool, arguments)),

@@ -7,15 +7,22 @@
 //! it keeps no state of its own. One that exits is started again after a
 //! backoff (1 s, doubling to a minute; reset after a minute of running),
 //! except when it exits with [`EXIT_CONFIG`]: its configuration cannot work
-//! and it has said why. When the daemon stops, each bridge is told to stop
-//! (SIGTERM) and may finish the message it is sending; one that does not
-//! exit within a few seconds is killed.
+//! and it has said why. What a bridge writes on stderr goes to the daemon's
+//! log, and its last words when it stopped to `hearth status` — never into
+//! the agent's conversation. When the daemon stops, each bridge is told to
+//! stop (SIGTERM) and may finish the message it is sending; one that does
+//! not exit within a few seconds is killed. A reload whose bridge table
+//! changed stops that bridge the same way and starts it again.
 
 use crate::config::Config;
 use hearth_protocol::home::Home;
+use hearth_protocol::BridgeStatus;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -33,8 +40,46 @@ const STEADY: Duration = Duration::from_secs(60);
 
 /// The running bridges' supervisors.
 pub struct Bridges {
+    supervisors: Vec<Supervisor>,
+    board: BridgeBoard,
+}
+
+/// One bridge's supervisor and how to stop it.
+struct Supervisor {
+    name: &'static str,
     stop: watch::Sender<bool>,
-    supervisors: Vec<JoinHandle<()>>,
+    task: JoinHandle<()>,
+}
+
+/// How each bridge is, by name, for `status`. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct BridgeBoard(Arc<Mutex<BTreeMap<&'static str, BridgeStatus>>>);
+
+impl BridgeBoard {
+    /// Every configured bridge, by name.
+    pub fn all(&self) -> Vec<BridgeStatus> {
+        self.lock().values().cloned().collect()
+    }
+
+    fn set(&self, name: &'static str, state: &str, error: Option<String>) {
+        self.lock().insert(
+            name,
+            BridgeStatus {
+                name: name.to_string(),
+                state: state.to_string(),
+                error,
+            },
+        );
+    }
+
+    fn remove(&self, name: &str) {
+        self.lock().remove(name);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<&'static str, BridgeStatus>> {
+        // Plain values: a panic while they were written leaves them usable.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// How to start one bridge.
@@ -76,27 +121,71 @@ pub fn launches(config: &Config, home: &Home, exe_dir: Option<&Path>) -> Vec<Lau
     launches
 }
 
-/// Starts a supervisor for each bridge `config` enables. Call once the
-/// socket listens, so the bridges find the daemon.
-pub fn start(config: &Config, home: &Home) -> Bridges {
-    let exe_dir = std::env::current_exe()
+/// Starts a supervisor for each bridge `config` enables, telling `board`
+/// how each is. Call once the socket listens, so the bridges find the daemon.
+pub fn start(config: &Config, home: &Home, board: BridgeBoard) -> Bridges {
+    let mut bridges = Bridges {
+        supervisors: Vec::new(),
+        board,
+    };
+    for launch in launches(config, home, exe_dir().as_deref()) {
+        bridges.launch(launch);
+    }
+    bridges
+}
+
+fn exe_dir() -> Option<PathBuf> {
+    std::env::current_exe()
         .ok()
-        .and_then(|exe| exe.parent().map(Path::to_path_buf));
-    let (stop, on_stop) = watch::channel(false);
-    let supervisors = launches(config, home, exe_dir.as_deref())
-        .into_iter()
-        .map(|launch| tokio::spawn(supervise(launch, on_stop.clone())))
-        .collect();
-    Bridges { stop, supervisors }
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
 }
 
 impl Bridges {
-    /// Kills every bridge and waits until they are gone.
-    pub async fn stop(self) {
-        let _ = self.stop.send(true);
-        for supervisor in self.supervisors {
-            let _ = supervisor.await;
+    fn launch(&mut self, launch: Launch) {
+        let (stop, on_stop) = watch::channel(false);
+        let name = launch.name;
+        let task = tokio::spawn(supervise(launch, on_stop, self.board.clone()));
+        self.supervisors.push(Supervisor { name, stop, task });
+    }
+
+    /// Stops the bridges named in `names` and starts again those of them
+    /// that `config` still enables (a reloaded table).
+    pub async fn restart(&mut self, names: &[String], config: &Config, home: &Home) {
+        let (stopping, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.supervisors)
+            .into_iter()
+            .partition(|supervisor| names.iter().any(|name| name == supervisor.name));
+        self.supervisors = kept;
+        for supervisor in stopping {
+            tracing::info!(
+                "the {} bridge's table changed; stopping it",
+                supervisor.name
+            );
+            let name = supervisor.name;
+            supervisor.finish().await;
+            self.board.remove(name);
         }
+        for launch in launches(config, home, exe_dir().as_deref()) {
+            if names.iter().any(|name| name == launch.name) {
+                self.launch(launch);
+            }
+        }
+    }
+
+    /// Stops every bridge and waits until they are gone.
+    pub async fn stop(self) {
+        for supervisor in &self.supervisors {
+            let _ = supervisor.stop.send(true);
+        }
+        for supervisor in self.supervisors {
+            let _ = supervisor.task.await;
+        }
+    }
+}
+
+impl Supervisor {
+    async fn finish(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
     }
 }
 
@@ -123,7 +212,8 @@ async fn finish(child: &mut tokio::process::Child, name: &str) {
 }
 
 /// Keeps one bridge running until `stop` turns true.
-async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>) {
+async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>, board: BridgeBoard) {
+    let name = launch.name;
     let mut wait = FIRST_WAIT;
     loop {
         let started = Instant::now();
@@ -131,38 +221,52 @@ async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>) {
             .args(&launch.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn();
         match spawned {
-            Err(err) => tracing::error!(
-                "cannot start the {} bridge ({}): {err}; install `hearth` next to hearthd",
-                launch.name,
-                launch.program.display()
-            ),
+            Err(err) => {
+                let why = format!(
+                    "cannot start the {name} bridge ({}): {err}; install `hearth` next to hearthd",
+                    launch.program.display()
+                );
+                tracing::error!("{why}");
+                board.set(name, "restarting", Some(why));
+            }
             Ok(mut child) => {
                 tracing::info!(
-                    "{} bridge started (pid {})",
-                    launch.name,
+                    "{name} bridge started (pid {})",
                     child.id().unwrap_or_default()
                 );
+                board.set(name, "running", None);
+                let words = child
+                    .stderr
+                    .take()
+                    .map(|stderr| tokio::spawn(relay(name, stderr)));
                 let status = tokio::select! {
                     status = child.wait() => status,
                     () = stopped(&mut stop) => {
-                        finish(&mut child, launch.name).await;
+                        finish(&mut child, name).await;
+                        board.set(name, "stopped", None);
                         return;
                     }
+                };
+                let last_words = match words {
+                    Some(words) => words.await.ok().flatten(),
+                    None => None,
                 };
                 match status {
                     Ok(status) if status.code() == Some(EXIT_CONFIG) => {
                         tracing::error!(
-                            "the {} bridge cannot run as configured (it said why above); fix config.toml and restart hearthd",
-                            launch.name
+                            "the {name} bridge cannot run as configured (it said why above); fix config.toml, then `hearth reload`"
                         );
+                        board.set(name, "failed", last_words);
                         return;
                     }
-                    Ok(status) => tracing::warn!("the {} bridge exited ({status})", launch.name),
-                    Err(err) => tracing::warn!("the {} bridge is lost: {err}", launch.name),
+                    Ok(status) => tracing::warn!("the {name} bridge exited ({status})"),
+                    Err(err) => tracing::warn!("the {name} bridge is lost: {err}"),
                 }
+                board.set(name, "restarting", last_words);
                 if started.elapsed() >= STEADY {
                     wait = FIRST_WAIT;
                 }
@@ -175,6 +279,22 @@ async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>) {
         }
         wait = (wait * 2).min(LONGEST_WAIT);
     }
+}
+
+/// Copies what a bridge writes on stderr into the daemon's log, line by
+/// line; returns its last line, its last words when it exits.
+async fn relay(name: &str, stderr: tokio::process::ChildStderr) -> Option<String> {
+    let mut lines = BufReader::new(stderr).lines();
+    let mut last = None;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        tracing::info!(target: "hearthd::bridge", "{name}: {line}");
+        last = Some(line.to_string());
+    }
+    last
 }
 
 /// Completes once the daemon stops (or its `Bridges` is gone).

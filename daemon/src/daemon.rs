@@ -2,43 +2,60 @@
 //!
 //! [`run`] is the start-up as a list of steps, in the order the README
 //! tells them; each step's code lives in `startup/`, in a file of its own.
+//! Then it serves until told to stop (SIGTERM, SIGINT or a `stop` frame),
+//! reading its configuration again on SIGHUP or a `reload` frame
+//! (`reload.rs` says what applies live), and stops: its bridges, every
+//! connection with a close frame, the loops, what tools left running.
 
 use crate::approvals::Approvals;
 use crate::config::Config;
 use crate::images::ImageStore;
 use crate::log::Log;
-use crate::server::{self, Shared};
+use crate::server::{self, Control, ReloadOutcome, Shared};
+use crate::socket::SocketCheck;
 use crate::startup::agents::{Agents, Starter};
 use crate::startup::models::{self, Models};
 use crate::startup::{checks, listen, lock, mcp, private_dir, prompts, secrets};
 use crate::tools::Processes;
+use crate::usage::{Meter, Prices};
 use hearth_protocol::home::Home;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 
 pub use crate::startup::StartError;
 
 /// Events buffered per client before a slow one is caught up from the log.
 const EVENT_BUFFER: usize = 4096;
 
-/// Runs the daemon on `home` until `shutdown` completes.
+/// Runs the daemon on `home` until `shutdown` completes or a client asks
+/// it to stop; each message on `hangups` (SIGHUP) reads the configuration
+/// again. Call [`crate::private::restrict_umask`] first.
 ///
 /// Start-up takes the home's lock (a second daemon on the same home refuses
-/// to start), reads the configuration (a broken file stops the start with the
+/// to start, naming the one that runs), tightens a home others could read,
+/// reads the configuration (a broken file stops the start with the
 /// file, line and what is wrong), opens the log, writes each agent's default
 /// prompt on first start, checks the secrets, starts the MCP servers and
 /// waits for their tool lists, starts the agents' loops (which
 /// continue any turn a crash cut off), replaces a stale socket and listens on
-/// a fresh one with mode 0600, serves clients and starts the bridges.
-pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
+/// a fresh, private one, serves clients and starts the bridges.
+pub async fn run(
+    home: Home,
+    shutdown: impl Future<Output = ()>,
+    mut hangups: mpsc::Receiver<()>,
+) -> Result<(), StartError> {
     for dir in [&home.config_dir, &home.data_dir, &home.runtime_dir] {
         private_dir(dir)?;
     }
     let _lock = lock::take(&home.lock_file())?;
+    for tightened in crate::private::tighten(&home) {
+        tracing::warn!("others could use {tightened}; made it private");
+    }
     let mut config = Config::load(&home.config_file())?;
+    let running_tables = crate::reload::tables_of(&home.config_file());
     secrets::check_file(&home.secrets_file())?;
     crate::redact::hold(secrets::values(&config, &home.secrets_file()));
     checks::agent_names(&config)?;
@@ -51,13 +68,20 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
 
     let models = Models::new(&config, &home);
     let model = models.top(&home);
-    let model_label = model.as_ref().map(crate::model::Model::label);
     let processes = Processes::new();
     let (stop_mcp, mcp_stopped) = watch::channel(false);
     let mcp = mcp::start(&config, &home, &processes, mcp_stopped).await;
     let images = ImageStore::new(&home.data_dir);
     // One registry for every agent: any client may answer any request.
     let approvals = Approvals::new(config.approvals.clone(), log.clone(), events.clone());
+    // One meter for every agent: the budget is the daemon's.
+    let meter = Meter::new(
+        log.clone(),
+        &config.agent.name,
+        Prices::new(&config.prices),
+        config.budget,
+        home.config_file(),
+    );
     let starter = Starter {
         home: &home,
         config: &config,
@@ -68,6 +92,7 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         images: &images,
         models: &models,
         mcp: &mcp,
+        meter: &meter,
     };
     let Agents {
         loops,
@@ -79,9 +104,12 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     let socket = home.socket();
     // Before the socket: a client that finds the socket finds the page too.
     let web = crate::web::Web::bind(&config.web, &log).await?;
-    let unix = listen::unix(&socket)?;
+    let socket_check = SocketCheck::default();
+    let unix = listen::unix(&socket, socket_check.clone())?;
 
     let (stop, stopped) = watch::channel(false);
+    let (control, mut controls) = mpsc::channel(16);
+    let (closing, _) = watch::channel(None);
     let agent_tasks: Vec<_> = loops
         .into_iter()
         .map(|agent_loop| tokio::spawn(agent_loop.run(stopped.clone())))
@@ -91,14 +119,18 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         events,
         agent: top,
         agents: by_name,
-        model: model_label,
         clients: AtomicU64::new(0),
+        client_left: Default::default(),
         started: std::time::Instant::now(),
         approvals,
         images,
         mcp,
         web: web.as_ref().map(|(_, web)| web.clone()),
         budget: config.budget,
+        control,
+        closing,
+        database: home.database(),
+        bridges: Default::default(),
     });
     let mut server_tasks = vec![tokio::spawn(server::serve(
         unix,
@@ -110,18 +142,48 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
         server_tasks.push(tokio::spawn(serve));
     }
     if let Some(tcp) = tcp {
-        server_tasks.push(tokio::spawn(server::serve(tcp, shared, stopped)));
+        server_tasks.push(tokio::spawn(server::serve(tcp, shared.clone(), stopped)));
     }
     // Bridges are clients: they start once the socket listens.
-    let bridges = crate::bridges::start(&config, &home);
+    let mut bridges = crate::bridges::start(&config, &home, shared.bridges.clone());
 
-    shutdown.await;
-    tracing::info!("stopping");
+    let mut running = Running {
+        home: &home,
+        config,
+        tables: running_tables,
+        shared: &shared,
+        meter: &meter,
+    };
+    tokio::pin!(shutdown);
+    let restart = loop {
+        tokio::select! {
+            () = &mut shutdown => break false,
+            Some(()) = hangups.recv() => {
+                socket_check.now();
+                let _ = running.reload(&mut bridges).await;
+            }
+            Some(control) = controls.recv() => match control {
+                Control::Stop { restart } => break restart,
+                Control::Reload(reply) => {
+                    socket_check.now();
+                    let _ = reply.send(running.reload(&mut bridges).await);
+                }
+            },
+        }
+    };
+    tracing::info!("stopping{}", if restart { " to restart" } else { "" });
     bridges.stop().await;
     let _ = stop.send(true);
     for task in server_tasks {
         let _ = task.await;
     }
+    // Every client is told why its connection ends.
+    let reason = if restart {
+        hearth_protocol::CLOSE_RESTARTING
+    } else {
+        hearth_protocol::CLOSE_STOPPING
+    };
+    shared.close_all(reason, Duration::from_secs(2)).await;
     // The loops stop at once; a turn they cut off continues at the next start.
     for task in agent_tasks {
         let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
@@ -134,4 +196,96 @@ pub async fn run(home: Home, shutdown: impl Future<Output = ()>) -> Result<(), S
     processes.kill_all(Duration::from_secs(5)).await;
     let _ = std::fs::remove_file(&socket);
     Ok(())
+}
+
+/// What a reload compares with and changes: the configuration that runs.
+struct Running<'a> {
+    home: &'a Home,
+    config: Config,
+    /// The running file's tables: those a reload applied are the new
+    /// file's, the others stay as they started, so the next reload still
+    /// names them as waiting for a restart.
+    tables: toml::Table,
+    shared: &'a Shared,
+    meter: &'a Meter,
+}
+
+impl Running<'_> {
+    /// Reads `config.toml` again and applies what can change live (see
+    /// `reload.rs`); the answer to `reload` and SIGHUP. A file that does not
+    /// parse changes nothing.
+    async fn reload(&mut self, bridges: &mut crate::bridges::Bridges) -> ReloadOutcome {
+        let home = self.home;
+        let reread = match crate::reload::reread(&home.config_file(), &self.tables) {
+            Ok(reread) => reread,
+            Err(err) => {
+                let why = format!("{err}; hearthd keeps the configuration it runs");
+                tracing::warn!("config.toml was not reloaded: {why}");
+                return Err(why);
+            }
+        };
+        let new = &reread.config;
+        let config = &mut self.config;
+        if reread.changed("model") || reread.changed("limits") {
+            let models = Models::new(new, home);
+            for handle in self.shared.agents.values() {
+                let mut settings = handle.settings();
+                if reread.changed("model") {
+                    let child = new
+                        .agents
+                        .iter()
+                        .chain(&config.agents)
+                        .find(|child| child.name == handle.name);
+                    let name = child.and_then(|child| child.model.as_ref());
+                    settings.model = models.named(name);
+                    let compactor = new.memory.model.as_ref().or(name);
+                    handle.memory.set_model(models.named(compactor));
+                }
+                settings.limits = new.limits.clone();
+                handle.update(settings);
+            }
+            config.model = new.model.clone();
+            config.limits = new.limits.clone();
+        }
+        if reread.changed("budget") || reread.changed("prices") {
+            self.meter.update(Prices::new(&new.prices), new.budget);
+            config.budget = new.budget;
+            config.prices = new.prices.clone();
+        }
+        if reread.changed("approvals") {
+            self.shared.approvals.update(new.approvals.clone());
+            config.approvals = new.approvals.clone();
+        }
+        let changed_bridges: Vec<String> = ["telegram", "whatsapp"]
+            .into_iter()
+            .filter(|name| reread.changed(name))
+            .map(str::to_string)
+            .collect();
+        if !changed_bridges.is_empty() {
+            config.telegram = new.telegram.clone();
+            config.whatsapp = new.whatsapp.clone();
+            bridges.restart(&changed_bridges, config, home).await;
+        }
+        for name in &reread.applied {
+            match reread.tables.get(name) {
+                Some(value) => self.tables.insert(name.clone(), value.clone()),
+                None => self.tables.remove(name),
+            };
+        }
+        tracing::info!(
+            "reloaded {}: applied {}; waiting for a restart: {}",
+            home.config_file().display(),
+            list_or_none(&reread.applied),
+            list_or_none(&reread.needs_restart)
+        );
+        Ok((reread.applied, reread.needs_restart))
+    }
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "nothing".to_string()
+    } else {
+        names.join(", ")
+    }
 }

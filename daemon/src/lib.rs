@@ -3,8 +3,12 @@
 //! - `daemon.rs`: the daemon's life: start-up as a list of steps, serve, stop.
 //! - `startup/`: each start-up step in a file of its own (the lock, the
 //!   checks, secrets, models, default prompts, the agents, the listeners).
+//! - `private.rs`: the umask, and a home tightened when others could read it.
+//! - `socket.rs`: the Unix socket, bound private and bound again if lost.
+//! - `reload.rs`: what a reread `config.toml` changes in a running daemon.
+//! - `activity.rs`: what each agent is doing, broadcast live, never logged.
 //! - `bridges.rs`: the bridge processes the config enables (`hearth telegram`).
-//! - `config.rs`: `config.toml`, read once at start.
+//! - `config.rs`: `config.toml`, read at start and at each reload.
 //! - `layout.rs`: the built-in layouts that size the view.
 //! - `log.rs`: the append-only SQLite log and its one writer thread.
 //! - `images.rs`: images stored once by their SHA-256, named from the log.
@@ -22,6 +26,7 @@
 //! - `redact.rs`: keys masked before anything is logged or stored.
 //! - `approvals.rs`: tool calls that wait for a person's yes or no.
 //! - `web/`: the browser client: its page, login and WebSocket endpoint.
+pub mod activity;
 pub mod approvals;
 pub mod bridges;
 pub mod config;
@@ -33,10 +38,13 @@ pub mod log;
 pub mod mcp;
 pub mod memory;
 pub mod model;
+pub mod private;
 pub mod redact;
+pub mod reload;
 pub mod request;
 pub mod schedule;
 pub mod server;
+pub mod socket;
 pub mod startup;
 pub mod subagents;
 pub mod tools;

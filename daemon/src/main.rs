@@ -2,7 +2,10 @@
 //! `hearth`) puts it in the background.
 
 use clap::Parser;
+use hearth_daemon::bridges::EXIT_CONFIG;
 use hearth_protocol::home::Home;
+use std::io::IsTerminal;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -46,6 +49,9 @@ fn main() {
         Ok(exe) => hearth_daemon::tools::use_keeper(exe),
         Err(err) => eprintln!("hearthd: cannot find its own binary ({err}); tool commands run without a keeper, and a process that leaves its group may outlive its call"),
     }
+    // Before anything is created: the database, its WAL, the log, the
+    // socket, images and backups are private whatever umask started us.
+    hearth_daemon::private::restrict_umask();
     let args = Args::parse();
     let home = Home::resolve(args.home.as_deref());
     if args.verify {
@@ -58,7 +64,7 @@ fn main() {
         if let Some(zone) = &config.agent.timezone {
             if !hearth_daemon::config::is_iana_zone(zone) {
                 eprintln!("hearthd: unknown time zone `{zone}` in [agent] timezone (expected an IANA name such as Europe/Paris)");
-                std::process::exit(1);
+                std::process::exit(EXIT_CONFIG);
             }
             std::env::set_var("TZ", zone);
         }
@@ -123,6 +129,7 @@ async fn serve(args: Args, home: Home) {
             let file = match std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(0o600)
                 .open(path)
             {
                 Ok(file) => file,
@@ -139,12 +146,37 @@ async fn serve(args: Args, home: Home) {
                 .with_writer(Masked(std::sync::Mutex::new(file)))
                 .init();
         }
-        None => subscriber.with_writer(Masked(std::io::stderr)).init(),
+        // Colours only for a person's terminal: `hearth` points stderr at
+        // hearthd.log, which must stay plain text.
+        None => subscriber
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(Masked(std::io::stderr))
+            .init(),
     }
-    if let Err(err) = hearth_daemon::daemon::run(home, stop_signal()).await {
+    if let Err(err) = hearth_daemon::daemon::run(home, stop_signal(), hangups()).await {
         eprintln!("hearthd: {err}");
-        std::process::exit(1);
+        // A configuration to fix: a service manager must not start it again and again.
+        std::process::exit(if err.is_config() { EXIT_CONFIG } else { 1 });
     }
+}
+
+/// One message per SIGHUP: read the configuration again. The handler is
+/// installed at once, so an early SIGHUP never kills the daemon.
+fn hangups() -> tokio::sync::mpsc::Receiver<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (tell, hangups) = tokio::sync::mpsc::channel(4);
+    match signal(SignalKind::hangup()) {
+        Ok(mut hangup) => {
+            tokio::spawn(async move {
+                while hangup.recv().await.is_some() {
+                    // A full queue already holds a reload to come.
+                    let _ = tell.try_send(());
+                }
+            });
+        }
+        Err(err) => eprintln!("hearthd: cannot watch for SIGHUP ({err}); use `hearth reload`"),
+    }
+    hangups
 }
 
 /// Completes on SIGTERM or SIGINT. The handlers are installed at once, not

@@ -12,10 +12,11 @@
 //! stop cut off is continued at the next start, and a tool call the crash cut
 //! off is logged as interrupted rather than run again.
 
+use crate::activity::ActivityBoard;
 use crate::config::Limits;
 use crate::log::{Log, LogError, NewMessage, RunningCall, TurnRecord};
 use crate::memory::Memory;
-use crate::model::{Carry, Model, Response};
+use crate::model::{CallNews, Carry, Model, Response};
 use crate::request::{self, TurnContext};
 use crate::subagents::{Subagents, TurnOutcome};
 use crate::tools::{self, Tools};
@@ -41,6 +42,21 @@ pub struct AgentHandle {
     interrupt: watch::Sender<u64>,
     /// Whether a turn runs now.
     busy: watch::Receiver<bool>,
+    /// What the agent is doing now, for a client that attaches and `status`.
+    pub activity: ActivityBoard,
+    /// The agent's memory, for `status`.
+    pub memory: Memory,
+    /// Where a reloaded configuration's model and limits are put.
+    settings: Arc<watch::Sender<AgentSettings>>,
+}
+
+/// What an agent reads from the configuration before each model request,
+/// so a reload applies to the next request.
+#[derive(Clone)]
+pub struct AgentSettings {
+    /// None: every turn fails with an error that says how to configure one.
+    pub model: Option<Model>,
+    pub limits: Limits,
 }
 
 impl AgentHandle {
@@ -60,18 +76,30 @@ impl AgentHandle {
     pub fn is_busy(&self) -> bool {
         *self.busy.borrow()
     }
+
+    /// Applies a reloaded configuration from the next model request on.
+    pub fn update(&self, settings: AgentSettings) {
+        self.settings.send_replace(settings);
+    }
+
+    /// The model and limits the agent runs with now.
+    pub fn settings(&self) -> AgentSettings {
+        self.settings.borrow().clone()
+    }
 }
 
 /// One agent: its log, model, tools and prompt.
 pub struct Agent {
     pub name: String,
     pub log: Log,
-    /// None: every turn fails with an error that says how to configure one.
-    pub model: Option<Model>,
+    /// The model and limits it starts with; a reload changes them through
+    /// its handle.
+    pub settings: AgentSettings,
     pub tools: Tools,
     /// The agent's summary tree and view; a turn waits for its view to settle.
     pub memory: Memory,
-    pub limits: Limits,
+    /// What the agent is doing, shown to every client.
+    pub activity: ActivityBoard,
     /// `agents/NAME/prompt.md`, read at every turn so an edit applies at the next.
     pub prompt_file: PathBuf,
     /// Named in the error when no model is configured.
@@ -111,6 +139,8 @@ pub struct AgentLoop {
     wake: Arc<Notify>,
     interrupt: watch::Receiver<u64>,
     busy: watch::Sender<bool>,
+    /// The model and limits now; read before each request.
+    settings: watch::Receiver<AgentSettings>,
 }
 
 impl Agent {
@@ -119,17 +149,22 @@ impl Agent {
         let wake = Arc::new(Notify::new());
         let (interrupt_tx, interrupt_rx) = watch::channel(0u64);
         let (busy_tx, busy_rx) = watch::channel(false);
+        let (settings_tx, settings) = watch::channel(self.settings.clone());
         let handle = AgentHandle {
             name: self.name.clone(),
             wake: wake.clone(),
             interrupt: interrupt_tx,
             busy: busy_rx,
+            activity: self.activity.clone(),
+            memory: self.memory.clone(),
+            settings: Arc::new(settings_tx),
         };
         let agent_loop = AgentLoop {
             agent: self,
             wake,
             interrupt: interrupt_rx,
             busy: busy_tx,
+            settings,
         };
         (agent_loop, handle)
     }
@@ -156,6 +191,7 @@ impl AgentLoop {
             tracing::error!(agent = %self.agent.name, "the agent stopped: {err}");
             // A turn cut off by the failure is not running any more.
             let _ = self.busy.send(false);
+            self.agent.activity.idle();
             self.agent.emit(
                 EventKind::Error,
                 Some(format!(
@@ -243,11 +279,13 @@ impl AgentLoop {
         self.interrupt.borrow_and_update();
         let mut interrupt = self.interrupt.clone();
         let ending = tokio::select! {
-            ending = self.agent.chain(&mut turn) => Some(ending?),
+            ending = self.agent.chain(&mut turn, &self.settings) => Some(ending?),
             _ = interrupt.changed() => Some(Ending::Interrupted),
             _ = shutdown.changed() => None,
         };
         let log = &self.agent.log;
+        // Whatever ran (a tool, a request) was dropped with the chain.
+        self.agent.activity.idle();
         let Some(ending) = ending else {
             let _ = self.busy.send(false);
             return Ok(true);
@@ -313,8 +351,13 @@ impl AgentLoop {
 }
 
 impl Agent {
-    /// The chain of a turn: requests and tool calls until a reply.
-    async fn chain(&self, turn: &mut TurnRecord) -> Result<Ending, LogError> {
+    /// The chain of a turn: requests and tool calls until a reply. The
+    /// model and limits are read from `settings` before each request.
+    async fn chain(
+        &self,
+        turn: &mut TurnRecord,
+        settings: &watch::Receiver<AgentSettings>,
+    ) -> Result<Ending, LogError> {
         let name = &self.name;
         let mut rounds = 0;
         // The view is settled once, at the turn's start, and stays the same
@@ -327,6 +370,11 @@ impl Agent {
             .filter(|id| *id <= turn.taken_through && *id < turn.start_id)
             .collect();
         let first = taken_before.first().copied().unwrap_or(turn.start_id);
+        let pending = self.memory.gauge().pending;
+        if pending > 0 {
+            self.activity
+                .summaries(u32::try_from(pending).unwrap_or(u32::MAX));
+        }
         let view = match self.memory.settle(turn.start_id, taken_before).await {
             Ok(view) => view,
             Err(err) => {
@@ -373,7 +421,8 @@ impl Agent {
         }
         loop {
             *turn = self.log.take_more(name, *turn).await?;
-            let Some(model) = &self.model else {
+            let AgentSettings { model, limits } = settings.borrow().clone();
+            let Some(model) = &model else {
                 return Ok(Ending::Failed(format!(
                     "no model is configured: add a [model] section to {} \
                      (provider = \"openai\", \"anthropic\" or \"openai-chat\", model = \"…\", and base_url for a \
@@ -410,17 +459,24 @@ impl Agent {
                     Some(text.to_string()),
                 ));
             };
-            // Switches to a fallback model, logged as notes whatever the outcome.
+            // Switches to a fallback model, logged as notes whatever the
+            // outcome; retries shown as activity while they wait.
             let mut notes = Vec::new();
+            let activity = &self.activity;
+            let mut on_news = |news: CallNews| match news {
+                CallNews::Switched(note) => notes.push(note),
+                CallNews::Retrying {
+                    attempt,
+                    attempts,
+                    reason,
+                    wait,
+                } => activity.retrying(attempt, attempts, &reason, wait),
+            };
             // Every try the provider billed, answered or not.
             let mut bills = Vec::new();
+            self.activity.thinking();
             let result = model
-                .complete(
-                    &request,
-                    &mut on_text,
-                    &mut |note| notes.push(note),
-                    &mut bills,
-                )
+                .complete(&request, &mut on_text, &mut on_news, &mut bills)
                 .await;
             for note in notes {
                 self.log.append(name, Agent::note(note)).await?;
@@ -468,7 +524,7 @@ impl Agent {
             let mut records = running.iter();
             while let Some(outcome) = outcomes.next().await {
                 let Some(record) = records.next() else { break };
-                let output = clip(&outcome.output, self.limits.tool_output_chars);
+                let output = clip(&outcome.output, limits.tool_output_chars);
                 let message = crate::images::name_in_tool_message(
                     tool_message(name, record, &output, outcome.status)
                         .with_outbox(outcome.outbox.as_ref()),
@@ -478,7 +534,7 @@ impl Agent {
                 let message = outcome.provenance.mark(message);
                 self.log.finish_call(name, &record.call_id, message).await?;
             }
-            if rounds >= self.limits.max_rounds {
+            if rounds >= limits.max_rounds {
                 return Ok(Ending::OutOfRounds(rounds));
             }
         }
@@ -573,6 +629,7 @@ mod recovery_tests {
             crate::usage::Budget::default(),
             dir.path().join("config.toml"),
         );
+        let activity = ActivityBoard::new("a", events.clone());
         let memory = crate::memory::Memory::start(
             log.clone(),
             crate::memory::MemoryConfig {
@@ -583,6 +640,7 @@ mod recovery_tests {
                 tools: vec![],
                 events: events.clone(),
                 meter: meter.clone(),
+                activity: activity.clone(),
             },
         )
         .await
@@ -590,10 +648,13 @@ mod recovery_tests {
         let agent = Agent {
             name: "a".into(),
             log: log.clone(),
-            model: None,
+            settings: AgentSettings {
+                model: None,
+                limits: Limits::default(),
+            },
             tools: Tools::new("a", log.clone()),
             memory,
-            limits: Limits::default(),
+            activity: activity.clone(),
             prompt_file: dir.path().join("prompt.md"),
             config_file: dir.path().join("config.toml"),
             events,

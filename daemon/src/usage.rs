@@ -70,8 +70,9 @@ pub struct Record {
 pub struct Meter {
     log: Log,
     agent: String,
-    prices: Arc<Prices>,
-    budget: Budget,
+    /// The prices and budget, shared by every agent's meter; a reload
+    /// replaces them for all at once.
+    terms: Arc<std::sync::RwLock<Terms>>,
     /// Named in a refusal, as the place to raise the budget.
     config_file: Arc<PathBuf>,
 }
@@ -87,10 +88,35 @@ impl Meter {
         Meter {
             log,
             agent: agent.to_string(),
-            prices: Arc::new(prices),
-            budget,
+            terms: Arc::new(std::sync::RwLock::new(Terms {
+                prices: Arc::new(prices),
+                budget,
+            })),
             config_file: Arc::new(config_file),
         }
+    }
+
+    /// New prices and budget for every agent's requests from now on (a
+    /// reloaded configuration).
+    pub fn update(&self, prices: Prices, budget: Budget) {
+        let mut terms = self
+            .terms
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *terms = Terms {
+            prices: Arc::new(prices),
+            budget,
+        };
+    }
+
+    /// The prices and budget now.
+    fn terms(&self) -> (Arc<Prices>, Budget) {
+        // Plain values: a panic while they were written leaves them usable.
+        let terms = self
+            .terms
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (terms.prices.clone(), terms.budget)
     }
 
     /// The same prices and budget, for another agent's requests.
@@ -104,17 +130,19 @@ impl Meter {
     /// Why no request may be sent now, when a budget is spent; the text
     /// names the budget and how to raise it.
     pub async fn refusal(&self) -> Result<Option<String>, LogError> {
-        if !self.budget.is_set() {
+        let (_, budget) = self.terms();
+        if !budget.is_set() {
             return Ok(None);
         }
         let spending = self.log.spending(Local::now().date_naive()).await?;
-        Ok(self.budget.refusal(spending, self.config_file.as_path()))
+        Ok(budget.refusal(spending, self.config_file.as_path()))
     }
 
     /// Stores every billed try of one call (see [`Bill`]), each priced by
     /// the model tried; logs a note when the spending passed 80% of a
     /// budget for the first time in its period.
     pub async fn record(&self, purpose: Purpose, bills: &[Bill]) -> Result<(), LogError> {
+        let (prices, budget) = self.terms();
         for bill in bills {
             let record = Record {
                 agent: self.agent.clone(),
@@ -122,14 +150,20 @@ impl Meter {
                 model: bill.model.clone(),
                 usage: bill.usage,
                 latency_ms: u64::try_from(bill.latency.as_millis()).unwrap_or(u64::MAX),
-                cost_usd: self.prices.cost(&bill.model, &bill.usage),
+                cost_usd: prices.cost(&bill.model, &bill.usage),
                 estimated: bill.estimated,
                 at: Local::now(),
             };
-            self.log.record_usage(record, self.budget).await?;
+            self.log.record_usage(record, budget).await?;
         }
         Ok(())
     }
+}
+
+/// What requests cost and may cost.
+struct Terms {
+    prices: Arc<Prices>,
+    budget: Budget,
 }
 
 fn day_text(day: NaiveDate) -> String {

@@ -689,7 +689,8 @@ pub enum ServerFrame {
     History {
         messages: Vec<Message>,
     },
-    Status(Status),
+    /// The answer to `status` (boxed: it is the largest frame by far).
+    Status(Box<Status>),
     /// The answer to `mcp`: every configured server, by name.
     Mcp {
         servers: Vec<McpServer>,

@@ -467,7 +467,7 @@ impl Steady {
 
     pub async fn status(&mut self) -> Status {
         match self.request(ClientFrame::Status).await {
-            ServerFrame::Status(status) => status,
+            ServerFrame::Status(status) => *status,
             other => panic!("expected status, got {other:?}"),
         }
     }

@@ -15,6 +15,7 @@ use super::compactor::{self, Task};
 use super::store::{Built, ViewName};
 use super::tree::{free_join, message_line, Node};
 use super::view::{Lines, Progress, View};
+use crate::activity::ActivityBoard;
 use crate::layout::Layout;
 use crate::log::{Log, LogError};
 use crate::model::{Model, ToolSpec};
@@ -25,7 +26,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 /// Messages read from the log per page.
@@ -52,12 +53,30 @@ pub struct MemoryConfig {
     /// Stores what each compaction call cost; while a budget is spent, no
     /// call is made and lines are cut mechanically instead.
     pub meter: Meter,
+    /// Where the agent's activity shows the summaries being written.
+    pub activity: ActivityBoard,
+}
+
+/// The memory's size and backlog, for `status` and for a turn that waits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryGauge {
+    /// Lines (nodes) in the turn view.
+    pub lines: u64,
+    /// The rendered turn view's size in bytes.
+    pub bytes: u64,
+    /// The size at which a batch of merges starts, in bytes.
+    pub high_budget: u64,
+    /// Lines that still need a compaction call (messages and merges).
+    pub pending: u64,
+    /// Compaction calls running now.
+    pub running: u64,
 }
 
 /// A handle to the keeper. Cheap to clone.
 #[derive(Clone)]
 pub struct Memory {
     inputs: mpsc::UnboundedSender<Input>,
+    gauge: watch::Receiver<MemoryGauge>,
 }
 
 enum Input {
@@ -72,6 +91,8 @@ enum Input {
         node: Node,
         result: Result<String, String>,
     },
+    /// The configuration was reloaded: the compactor's model from now on.
+    Model(Option<Model>),
 }
 
 impl Memory {
@@ -92,8 +113,11 @@ impl Memory {
             .unwrap_or_default();
         let (inputs, receiver) = mpsc::unbounded_channel();
         let appended = config.events.subscribe();
+        let (gauge_tx, gauge) = watch::channel(MemoryGauge::default());
         let mut keeper = Keeper {
             log,
+            model: config.model.clone(),
+            gauge: gauge_tx,
             config: Arc::new(config),
             lines: Lines_(lines),
             known: 0,
@@ -111,7 +135,17 @@ impl Memory {
         };
         keeper.recover_queues();
         tokio::spawn(keeper.run(receiver, appended));
-        Ok(Memory { inputs })
+        Ok(Memory { inputs, gauge })
+    }
+
+    /// The memory's size and backlog now.
+    pub fn gauge(&self) -> MemoryGauge {
+        *self.gauge.borrow()
+    }
+
+    /// Writes summaries with `model` from now on (a reloaded configuration).
+    pub fn set_model(&self, model: Option<Model>) {
+        let _ = self.inputs.send(Input::Model(model));
     }
 
     /// The rendered view of every message before `through`, once every line
@@ -148,6 +182,10 @@ struct Pending {
 struct Keeper {
     log: Log,
     config: Arc<MemoryConfig>,
+    /// The compactor's model: the configured one, until a reload changes it.
+    model: Option<Model>,
+    /// Where the size and backlog are published after each step.
+    gauge: watch::Sender<MemoryGauge>,
     lines: Lines_,
     /// Messages read from the log: T.
     known: u64,
@@ -182,6 +220,7 @@ impl Keeper {
                 tracing::error!(agent = %agent, "memory: {err}");
                 return;
             }
+            self.publish();
             let retry = self.next_retry();
             // Wait for something that can change what `step` does: a message
             // of this agent logged, a turn asking, a call ending, a retry due.
@@ -235,8 +274,27 @@ impl Keeper {
                     Err(why) => self.failed(node, why).await?,
                 }
             }
+            Input::Model(model) => self.model = model,
         }
         Ok(())
+    }
+
+    /// Publishes the size and backlog, and the calls running as activity.
+    fn publish(&self) {
+        let gauge = MemoryGauge {
+            lines: self.turn.nodes.len() as u64,
+            bytes: self.turn.size(&self.lines) as u64,
+            high_budget: self.config.layout.high_budget as u64,
+            pending: (self.unbuilt.len() + self.merges.len()) as u64,
+            running: self.running.len() as u64,
+        };
+        self.gauge.send_if_modified(|old| {
+            let changed = *old != gauge;
+            *old = gauge;
+            changed
+        });
+        let running = u32::try_from(self.running.len()).unwrap_or(u32::MAX);
+        self.config.activity.compacting(running);
     }
 
     /// Reads the messages appended since the last look; lines that fit are
@@ -257,7 +315,7 @@ impl Keeper {
                     continue;
                 }
                 let line = message_line(entry.message.kind.as_str(), &view_text(&entry.message));
-                if line.len() <= self.config.layout.line_budget || self.config.model.is_none() {
+                if line.len() <= self.config.layout.line_budget || self.model.is_none() {
                     let mechanical = line.len() > self.config.layout.line_budget;
                     let text = super::tree::cut(&line, self.config.layout.line_budget);
                     built.push((node, text, mechanical));
@@ -298,7 +356,7 @@ impl Keeper {
                 match (l, r) {
                     (Some(l), Some(r)) => match free_join(l, r, self.config.layout.line_budget) {
                         Some(joined) => queue.push((parent, joined, false)),
-                        None if self.config.model.is_none() => {
+                        None if self.model.is_none() => {
                             let task = merge_task(parent, l, r);
                             let line = task.mechanical(self.config.layout.line_budget);
                             queue.push((parent, line, true));
@@ -438,7 +496,7 @@ impl Keeper {
     /// turn view waits for first, then messages (each once fewer than
     /// `compactor_ahead` unbuilt messages precede it), then merges.
     async fn schedule(&mut self) -> Result<(), LogError> {
-        let Some(model) = self.config.model.clone() else {
+        let Some(model) = self.model.clone() else {
             return Ok(());
         };
         let layout = &self.config.layout;

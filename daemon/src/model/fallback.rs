@@ -10,7 +10,7 @@
 //! tried anyway, in order: a call is never refused untried.
 
 use super::provider::Provider;
-use super::retry::{self, Attempt, RetryPolicy};
+use super::retry::{self, Attempt, RetryNotice, RetryPolicy};
 use super::{Bill, ModelError, Request, Response};
 use crate::config::ModelConfig;
 use futures_util::future::BoxFuture;
@@ -21,6 +21,21 @@ use tokio::time::Instant;
 
 /// How long a model that kept failing is skipped.
 pub const COOL_DOWN: Duration = Duration::from_secs(5 * 60);
+
+/// What a call tells its caller while it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallNews {
+    /// It switched models (or went back to one): a line for the log.
+    Switched(String),
+    /// A try failed for a passing reason: try `attempt` of `attempts` (on
+    /// this model) follows after `wait`.
+    Retrying {
+        attempt: u32,
+        attempts: u32,
+        reason: String,
+        wait: Duration,
+    },
+}
 
 /// The models a call may go to, in order, and how they have fared. Clones
 /// share the cool-downs.
@@ -82,8 +97,9 @@ impl Model {
     }
 
     /// Sends one request, retrying and falling back as the module says.
-    /// `on_text` receives reply text as it streams; `on_note` receives a
-    /// line for the log each time the call switches models. On success the
+    /// `on_text` receives reply text as it streams; `on_news` hears of each
+    /// retry's wait, and a line for the log each time the call switches
+    /// models. On success the
     /// response's `model` names the model that answered. On failure the
     /// error is the last model's. Either way `bills` gets one [`Bill`] per
     /// try a provider accepted, in order — the tries that failed, were cut
@@ -92,7 +108,7 @@ impl Model {
         &self,
         request: &Request,
         on_text: &mut (dyn FnMut(&str) + Send),
-        on_note: &mut (dyn FnMut(String) + Send),
+        on_news: &mut (dyn FnMut(CallNews) + Send),
         bills: &mut Vec<Bill>,
     ) -> Result<Response, ModelError> {
         let live = Live {
@@ -100,7 +116,7 @@ impl Model {
             request,
             bills: Mutex::new(Vec::new()),
         };
-        let result = run(&live, &self.state, on_text, on_note).await;
+        let result = run(&live, &self.state, on_text, on_news).await;
         bills.extend(
             live.bills
                 .into_inner()
@@ -189,7 +205,7 @@ async fn run(
     transport: &impl Transport,
     state: &Mutex<ChainState>,
     on_text: &mut (dyn FnMut(&str) + Send),
-    on_note: &mut (dyn FnMut(String) + Send),
+    on_news: &mut (dyn FnMut(CallNews) + Send),
 ) -> Result<Response, ModelError> {
     let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
     let (order, serving) = {
@@ -214,17 +230,25 @@ async fn run(
     };
     if let Some(&first) = order.first() {
         if first < serving {
-            on_note(format!(
+            on_news(CallNews::Switched(format!(
                 "trying {} again after its cool-down",
                 transport.label(first)
-            ));
+            )));
         }
     }
     let mut last_error = None;
     for (position, &target) in order.iter().enumerate() {
         let policy = transport.policy(target);
         let call = To { transport, target };
-        let sent = retry::with_retries(&policy, &call, on_text).await;
+        let mut on_retry = |notice: RetryNotice<'_>| {
+            on_news(CallNews::Retrying {
+                attempt: notice.attempt,
+                attempts: notice.attempts,
+                reason: notice.error.to_string(),
+                wait: notice.wait,
+            });
+        };
+        let sent = retry::with_retries(&policy, &call, on_text, &mut on_retry).await;
         let failure = match sent {
             Ok(mut response) => {
                 lock().serving = target;
@@ -241,12 +265,12 @@ async fn run(
         }
         if let Some(&next) = order.get(position + 1) {
             let minutes = COOL_DOWN.as_secs() / 60;
-            on_note(format!(
+            on_news(CallNews::Switched(format!(
                 "{} keeps failing ({}); switching to {} and skipping it for {minutes} minutes",
                 transport.label(target),
                 failure.error,
                 transport.label(next),
-            ));
+            )));
         }
         last_error = Some(failure.error);
     }

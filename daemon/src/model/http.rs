@@ -333,7 +333,7 @@ mod tests {
             cache_marks: vec![],
         };
         let mut on_text = |_: &str| {};
-        let mut on_note = |_: String| {};
+        let mut on_note = |_: crate::model::CallNews| {};
         let mut bills = Vec::new();
         is_send(&model.complete(&request, &mut on_text, &mut on_note, &mut bills));
     }

@@ -38,7 +38,7 @@ pub mod window;
 
 pub use bill::Bill;
 pub use error::ModelError;
-pub use fallback::Model;
+pub use fallback::{CallNews, Model};
 pub use thinking::ThinkingForm;
 
 use serde_json::Value;

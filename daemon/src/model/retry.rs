@@ -110,13 +110,24 @@ pub trait Attempt: Sync {
     ) -> BoxFuture<'a, Result<Response, ModelError>>;
 }
 
+/// A retry about to wait: try `attempt` (2 for the first retry) of
+/// `attempts` comes after `wait`, because the last one failed with `error`.
+pub struct RetryNotice<'a> {
+    pub attempt: u32,
+    pub attempts: u32,
+    pub error: &'a ModelError,
+    pub wait: Duration,
+}
+
 /// Tries `call` until it succeeds, the failure is not worth a retry, the
 /// retries are spent, or it fails after producing output. Text passes
-/// through to `on_text`.
+/// through to `on_text`; each wait before a retry is told to `on_retry`
+/// first.
 pub async fn with_retries(
     policy: &RetryPolicy,
     call: &impl Attempt,
     on_text: &mut (dyn FnMut(&str) + Send),
+    on_retry: &mut (dyn FnMut(RetryNotice<'_>) + Send),
 ) -> Result<Response, Failure> {
     let mut tries = 0;
     loop {
@@ -153,6 +164,12 @@ pub async fn with_retries(
                     tries + 1,
                     policy.max_retries
                 );
+                on_retry(RetryNotice {
+                    attempt: tries + 2,
+                    attempts: policy.max_retries + 1,
+                    error: &error,
+                    wait,
+                });
                 tokio::time::sleep(wait).await;
                 tries += 1;
             }

@@ -9,7 +9,7 @@ use super::shared::Shared;
 use super::websocket::{ConnectionError, Stream, WebSocket};
 use crate::log::Log;
 use hearth_protocol::{Event, EventKind, ServerFrame, PROTOCOL_VERSION};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 /// Messages sent per catch-up page.
 const CATCH_UP_PAGE: u32 = 500;
@@ -31,6 +31,7 @@ pub async fn run(
         Door::Tcp(token) => Some(token),
         Door::Unix | Door::Browser => None,
     };
+    let mut closing = shared.closing.subscribe();
     let (stream, budget) = preauth::Budgeted::new(stream, preauth::PREAUTH_BYTES);
     let handshake = async {
         let stream: Stream = Box::new(stream);
@@ -42,7 +43,13 @@ pub async fn run(
         let greeted = hello::greet(&mut socket, token, shared).await?;
         Ok::<_, ConnectionError>(greeted.map(|greeted| (socket, greeted)))
     };
-    let Ok(handshake) = tokio::time::timeout(preauth::hello_deadline(), handshake).await else {
+    // A daemon that stops meanwhile just drops a client that has not said
+    // hello: it has no connection to close yet.
+    let handshake = tokio::select! {
+        handshake = tokio::time::timeout(preauth::hello_deadline(), handshake) => handshake,
+        _ = closed(&mut closing) => return Ok(()),
+    };
+    let Ok(handshake) = handshake else {
         tracing::debug!("a client said no hello in time; closed");
         return Ok(());
     };
@@ -77,6 +84,10 @@ pub async fn run(
     for request in shared.approvals.waiting() {
         socket.send(&ServerFrame::Event(request)).await?;
     }
+    // What the agent is doing now; changes follow as events.
+    socket
+        .send(&ServerFrame::Event(handle.activity.event()))
+        .await?;
 
     let context = Context {
         shared,
@@ -86,6 +97,7 @@ pub async fn run(
     };
     loop {
         tokio::select! {
+            reason = closed(&mut closing) => return socket.close(reason).await,
             frame = socket.next_frame() => {
                 let Some(frame) = frame? else { return Ok(()) };
                 match handlers::answer(frame, &context).await {
@@ -117,6 +129,15 @@ pub async fn run(
                 Err(broadcast::error::RecvError::Closed) => return Err(ConnectionError::Gone),
             },
         }
+    }
+}
+
+/// Completes with the close frame's reason once the daemon stops.
+async fn closed(closing: &mut watch::Receiver<Option<&'static str>>) -> &'static str {
+    match closing.wait_for(Option::is_some).await {
+        Ok(reason) => reason.unwrap_or(hearth_protocol::CLOSE_STOPPING),
+        // The daemon is gone altogether.
+        Err(_) => hearth_protocol::CLOSE_STOPPING,
     }
 }
 

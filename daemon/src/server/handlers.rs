@@ -3,7 +3,7 @@
 //! changed), or a log failure, which ends the connection.
 //!
 //! - `handlers/messages.rs`: `submit`, `note`, `notify`.
-//! - `handlers/control.rs`: `approve`, `interrupt`.
+//! - `handlers/control.rs`: `approve`, `interrupt`, `stop`, `reload`.
 //! - `handlers/reading.rs`: `history`, `status`, `stats`.
 //! - `handlers/schedules.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
 //! - `handlers/storage.rs`: `backup`, `state_get`, `state_set`, `image_put`, `image_get`.
@@ -132,9 +132,7 @@ pub async fn answer(frame: ClientFrame, context: &Context<'_>) -> Answer {
         ClientFrame::WebLogin => web::login(context).await,
         ClientFrame::WebSessions => web::sessions(context).await,
         ClientFrame::WebRevoke { id } => web::revoke(context, id).await,
-        ClientFrame::Stop { .. } | ClientFrame::Reload => Err(Refusal::refused(
-            "this daemon does not take `stop` or `reload` yet",
-        )
-        .into()),
+        ClientFrame::Stop { restart } => Ok(control::stop(context, restart).await),
+        ClientFrame::Reload => control::reload(context).await,
     }
 }

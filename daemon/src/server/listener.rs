@@ -6,13 +6,14 @@ use super::shared::Shared;
 use super::websocket::Stream;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 /// Where clients connect.
 pub enum Listener {
-    /// The private Unix socket: its file mode is the access check.
-    Unix(UnixListener),
+    /// The private Unix socket: its file mode is the access check. It is
+    /// bound again should its file disappear.
+    Unix(crate::socket::WatchedSocket),
     /// A TCP address: a client must say the token in its hello first.
     Tcp {
         listener: TcpListener,
@@ -43,12 +44,16 @@ pub async fn serve_browser(stream: Stream, shared: Arc<Shared>) {
 
 /// Accepts clients until `shutdown` turns true. Connections that wait for
 /// their hello are bounded ([`preauth`]); one more is closed at once.
-pub async fn serve(listener: Listener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    mut listener: Listener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let pending = Arc::new(preauth::Pending::default());
     let mut failures = 0u32;
     loop {
         let accepted: std::io::Result<Accepted> = tokio::select! {
-            accepted = accept(&listener) => accepted,
+            accepted = accept(&mut listener) => accepted,
             _ = shutdown.changed() => return,
         };
         let (stream, token, address) = match accepted {
@@ -77,12 +82,13 @@ pub async fn serve(listener: Listener, shared: Arc<Shared>, mut shutdown: watch:
         };
         let shared = shared.clone();
         tokio::spawn(async move {
-            shared.clients.fetch_add(1, Ordering::Relaxed);
+            shared.clients.fetch_add(1, Ordering::SeqCst);
             let door = token.as_deref().map_or(Door::Unix, Door::Tcp);
             if let Err(err) = connection::run(stream, door, &shared, Some(admitted)).await {
                 tracing::debug!("client connection ended: {err}");
             }
-            shared.clients.fetch_sub(1, Ordering::Relaxed);
+            shared.clients.fetch_sub(1, Ordering::SeqCst);
+            shared.client_left.notify_waiters();
         });
     }
 }
@@ -91,10 +97,10 @@ pub async fn serve(listener: Listener, shared: Arc<Shared>, mut shutdown: watch:
 type Accepted = (Stream, Option<String>, Option<std::net::IpAddr>);
 
 /// The next client, with the token its hello must carry (TCP only).
-async fn accept(listener: &Listener) -> std::io::Result<Accepted> {
+async fn accept(listener: &mut Listener) -> std::io::Result<Accepted> {
     match listener {
         Listener::Unix(listener) => {
-            let (stream, _) = listener.accept().await?;
+            let stream = listener.accept().await?;
             Ok((Box::new(stream), None, None))
         }
         Listener::Tcp { listener, token } => {

@@ -17,8 +17,13 @@
 //! - `connection.rs`: one client's protocol: hello, welcome, catch-up, live.
 //! - `handlers.rs`: one handler per client frame, each returning its answer
 //!   or a typed [`Refusal`]; `handlers/` holds them grouped by concern.
-//! - `shared.rs`: what every connection shares.
+//! - `shared.rs`: what every connection shares, and what clients ask of
+//!   the daemon's own loop (`stop`, `reload`).
 //! - `preauth.rs`: bounds on connections that have not said hello yet.
+//!
+//! A client that attaches gets, after `welcome`, the approvals that wait and
+//! what its agent is doing (an `activity` event). When the daemon stops,
+//! every connection ends with a WebSocket close frame that says why.
 
 mod connection;
 mod handlers;
@@ -31,5 +36,5 @@ mod websocket;
 pub use handlers::Refusal;
 pub use hello::token_matches;
 pub use listener::{serve, serve_browser, Listener};
-pub use shared::Shared;
+pub use shared::{Control, ReloadOutcome, Shared};
 pub use websocket::Stream;

@@ -6,8 +6,9 @@ use crate::log::Log;
 use crate::turn::AgentHandle;
 use hearth_protocol::Event;
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicU64;
-use tokio::sync::broadcast;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc, oneshot, watch, Notify};
 
 /// What every connection shares.
 pub struct Shared {
@@ -17,10 +18,10 @@ pub struct Shared {
     pub agent: AgentHandle,
     /// Every agent by name, the top one and its subagents.
     pub agents: BTreeMap<String, AgentHandle>,
-    /// `provider/model`, or none.
-    pub model: Option<String>,
     /// Clients attached now.
     pub clients: AtomicU64,
+    /// Told each time a client leaves, so a stop can wait for them all.
+    pub client_left: Notify,
     /// When the daemon started, for `status`.
     pub started: std::time::Instant,
     /// Tool calls waiting for a person: `approve` frames answer them.
@@ -33,4 +34,45 @@ pub struct Shared {
     pub web: Option<crate::web::Web>,
     /// The spending limits, for `stats`.
     pub budget: crate::usage::Budget,
+    /// Where `stop` and `reload` frames go: the daemon's own loop.
+    pub control: mpsc::Sender<Control>,
+    /// Set to the close frame's reason when the daemon stops: every
+    /// connection then closes with it.
+    pub closing: watch::Sender<Option<&'static str>>,
+    /// The database file, for its size in `status`.
+    pub database: std::path::PathBuf,
+    /// How the bridges are, for `status`.
+    pub bridges: crate::bridges::BridgeBoard,
+}
+
+/// What a reload changed: the tables that apply now, and those that wait
+/// for a restart; or why the file was refused.
+pub type ReloadOutcome = Result<(Vec<String>, Vec<String>), String>;
+
+/// What a client asks of the daemon's own loop.
+pub enum Control {
+    /// Stop; `restart` only changes what clients are told.
+    Stop { restart: bool },
+    /// Read the configuration again.
+    Reload(oneshot::Sender<ReloadOutcome>),
+}
+
+impl Shared {
+    /// Closes every connection with a close frame giving `reason`, and
+    /// waits (at most `patience`) until they are gone.
+    pub async fn close_all(&self, reason: &'static str, patience: Duration) {
+        self.closing.send_replace(Some(reason));
+        let all_gone = async {
+            loop {
+                let left = self.client_left.notified();
+                tokio::pin!(left);
+                left.as_mut().enable();
+                if self.clients.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                left.await;
+            }
+        };
+        let _ = tokio::time::timeout(patience, all_gone).await;
+    }
 }

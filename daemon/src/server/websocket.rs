@@ -8,7 +8,8 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame, MAX_FRAME_BYTES};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::WebSocketStream;
 
@@ -71,6 +72,17 @@ impl WebSocket {
         self.sink
             .send(WsMessage::Text(frame.encode().into()))
             .await?;
+        Ok(())
+    }
+
+    /// Ends the connection with a close frame (going away) that says why.
+    pub async fn close(&mut self, reason: &'static str) -> Result<(), ConnectionError> {
+        let frame = CloseFrame {
+            code: CloseCode::from(hearth_protocol::CLOSE_GOING_AWAY),
+            reason: reason.into(),
+        };
+        self.sink.send(WsMessage::Close(Some(frame))).await?;
+        let _ = self.sink.close().await;
         Ok(())
     }
 

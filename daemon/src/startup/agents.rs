@@ -10,12 +10,13 @@ use crate::config::Config;
 use crate::images::ImageStore;
 use crate::layout::Layout;
 use crate::log::Log;
+use crate::activity::ActivityBoard;
 use crate::memory::{Memory, MemoryConfig};
 use crate::model::Model;
 use crate::subagents::Subagents;
 use crate::tools::{Processes, Tools, WhatsAppContacts, Workspace};
-use crate::turn::{Agent, AgentHandle, AgentLoop, Family};
-use crate::usage::{Meter, Prices};
+use crate::turn::{Agent, AgentHandle, AgentLoop, AgentSettings, Family};
+use crate::usage::Meter;
 use hearth_protocol::home::Home;
 use hearth_protocol::Event;
 use std::collections::BTreeMap;
@@ -44,6 +45,9 @@ pub struct Starter<'a> {
     pub images: &'a ImageStore,
     pub models: &'a Models,
     pub mcp: &'a crate::mcp::Mcp,
+    /// The daemon's meter; each agent's is this one, for its name, so a
+    /// reload changes the budget and prices of all at once.
+    pub meter: &'a Meter,
 }
 
 /// What differs between the agents a daemon starts.
@@ -134,7 +138,10 @@ impl Starter<'_> {
         })?;
         let agent_dir = home.agent_dir(spec.name);
         let prompt_file = agent_dir.join("prompt.md");
-        let tools = self.tools(&spec, &agent_dir)?;
+        let activity = ActivityBoard::new(spec.name, self.events.clone());
+        let tools = self
+            .tools(&spec, &agent_dir)?
+            .with_activity(activity.clone());
         window::check_fits(
             &Sent {
                 agent: spec.name,
@@ -147,13 +154,7 @@ impl Starter<'_> {
             spec.model.as_ref(),
             spec.compactor_model.as_ref(),
         )?;
-        let meter = Meter::new(
-            self.log.clone(),
-            spec.name,
-            Prices::new(&self.config.prices),
-            self.config.budget,
-            home.config_file(),
-        );
+        let meter = self.meter.for_agent(spec.name);
         let memory = Memory::start(
             self.log.clone(),
             MemoryConfig {
@@ -164,6 +165,7 @@ impl Starter<'_> {
                 tools: tools.specs(),
                 events: self.events.clone(),
                 meter: meter.clone(),
+                activity: activity.clone(),
             },
         )
         .await
@@ -171,10 +173,13 @@ impl Starter<'_> {
         let agent = Agent {
             name: spec.name.to_string(),
             log: self.log.clone(),
-            model: spec.model,
+            settings: AgentSettings {
+                model: spec.model,
+                limits: self.config.limits.clone(),
+            },
             tools,
             memory,
-            limits: self.config.limits.clone(),
+            activity,
             prompt_file,
             config_file: home.config_file(),
             events: self.events.clone(),

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 pub enum StartError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("another hearthd is already running for this home ({0} is locked); stop it first or use another --home")]
-    AlreadyRunning(PathBuf),
+    #[error("another hearthd{} is already running for this home ({lock} is locked); stop it with `hearth stop`, or use another --home", pid.map_or_else(String::new, |pid| format!(" (pid {pid})")))]
+    AlreadyRunning { lock: PathBuf, pid: Option<u32> },
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,
@@ -50,6 +50,29 @@ pub enum StartError {
         path: PathBuf,
         source: crate::tools::WhatsAppContactsError,
     },
+    #[error(transparent)]
+    Socket(#[from] crate::socket::SocketError),
+}
+
+impl StartError {
+    /// Whether the start failed on what the user configured (a file to
+    /// fix), so that starting again unchanged would fail again: hearthd
+    /// then exits with [`crate::bridges::EXIT_CONFIG`], which a service
+    /// manager is told not to restart.
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self,
+            StartError::Config(_)
+                | StartError::OpenSecrets(_)
+                | StartError::AgentName(_)
+                | StartError::NoToken(_)
+                | StartError::Layout { .. }
+                | StartError::Window(_)
+                | StartError::WorkdirHoldsHome { .. }
+                | StartError::Mcp { .. }
+                | StartError::WhatsAppContacts { .. }
+        )
+    }
 }
 
 impl From<crate::model::window::TooSmall> for StartError {

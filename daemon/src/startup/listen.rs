@@ -1,14 +1,12 @@
 //! Where clients connect: the private Unix socket, and TCP when configured.
 
-use super::error::{io, StartError};
+use super::error::StartError;
 use super::secrets;
 use crate::config::Config;
 use crate::server::Listener;
 use hearth_protocol::home::Home;
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use crate::socket::{SocketCheck, WatchedSocket};
 use std::path::{Path, PathBuf};
-use tokio::net::UnixListener;
 
 /// The TCP listener `[listen] tcp` asks for, with its token.
 pub async fn tcp(config: &Config, home: &Home) -> Result<Option<Listener>, StartError> {
@@ -34,15 +32,11 @@ pub async fn tcp(config: &Config, home: &Home) -> Result<Option<Listener>, Start
     Ok(Some(Listener::Tcp { listener, token }))
 }
 
-/// Binds the socket, replacing a stale one (the lock proves no daemon owns
-/// it), and makes it private to this user.
-pub fn unix(socket: &Path) -> Result<Listener, StartError> {
-    if socket.exists() {
-        fs::remove_file(socket).map_err(io("cannot remove the stale socket", socket))?;
-    }
-    let listener = UnixListener::bind(socket).map_err(io("cannot listen on", socket))?;
-    fs::set_permissions(socket, fs::Permissions::from_mode(0o600))
-        .map_err(io("cannot restrict", socket))?;
+/// Binds the socket private (under the daemon's umask 077, in a 0700
+/// folder), replacing a stale one (the lock proves no daemon owns it); it
+/// is bound again whenever `check` finds its file gone.
+pub fn unix(socket: &Path, check: SocketCheck) -> Result<Listener, StartError> {
+    let listener = WatchedSocket::bind(socket, check)?;
     tracing::info!("listening on {}", socket.display());
     Ok(Listener::Unix(listener))
 }

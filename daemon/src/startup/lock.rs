@@ -23,7 +23,12 @@ pub fn take(path: &Path) -> Result<File, StartError> {
             let _ = writeln!(&file, "{}", std::process::id());
             Ok(file)
         }
-        Err(fs::TryLockError::WouldBlock) => Err(StartError::AlreadyRunning(path.to_path_buf())),
+        Err(fs::TryLockError::WouldBlock) => Err(StartError::AlreadyRunning {
+            lock: path.to_path_buf(),
+            pid: fs::read_to_string(path)
+                .ok()
+                .and_then(|text| text.trim().parse().ok()),
+        }),
         Err(fs::TryLockError::Error(source)) => Err(StartError::Io {
             what: "cannot lock",
             path: path.to_path_buf(),
@@ -41,6 +46,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hearth.lock");
         let _first = take(&path).unwrap();
-        assert!(matches!(take(&path), Err(StartError::AlreadyRunning(_))));
+        let refused = take(&path).unwrap_err();
+        let me = std::process::id();
+        assert!(matches!(refused, StartError::AlreadyRunning { pid: Some(pid), .. } if pid == me));
+        assert!(refused.to_string().contains(&format!("(pid {me})")));
     }
 }

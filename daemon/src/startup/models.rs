@@ -33,6 +33,8 @@ pub struct Models {
     config: Option<ModelConfig>,
     /// Where keys not in the environment are found.
     secrets_file: PathBuf,
+    /// The variables already said to hold no key: each is said once.
+    said: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Models {
@@ -40,6 +42,7 @@ impl Models {
         Models {
             config: config.model.clone(),
             secrets_file: home.secrets_file(),
+            said: Default::default(),
         }
     }
 
@@ -52,7 +55,11 @@ impl Models {
         }
         Some(Model::new(config, |env: &str| {
             let key = secrets::find(&self.secrets_file, env);
-            if key.is_none() {
+            let mut said = self
+                .said
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if key.is_none() && said.insert(env.to_string()) {
                 tracing::info!("no API key in ${env} or secrets.env; sending requests without one");
             }
             key

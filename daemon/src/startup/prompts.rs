@@ -1,5 +1,7 @@
 //! The agents' default prompts, written to `agents/NAME/prompt.md` at first
-//! start and never again: the person edits the file from then on.
+//! start: the person edits the file from then on. A prompt file that was
+//! deleted is written again at start, with a warning. A prompt holds only
+//! words meant for the model; how to edit it is in the README.
 
 use super::error::{io, private_dir, StartError};
 use crate::config::Config;
@@ -21,8 +23,6 @@ conversation: older parts appear as one-line summaries.
   forgotten (names, preferences, promises) with remember.
 - Messages can come from several places (terminal, telegram, schedule, …);
   the source is shown with each one.
-
-Edit this file to change how the agent behaves; the change applies at the next turn.
 ";
 
 /// Creates each agent's folder and writes its default prompt where it has
@@ -37,9 +37,17 @@ pub fn write_defaults(home: &Home, config: &Config) -> Result<(), StartError> {
 
 fn write_default(home: &Home, agent: &str, prompt: &str) -> Result<(), StartError> {
     let agent_dir = home.agent_dir(agent);
+    let first_start = !agent_dir.exists();
     private_dir(&agent_dir)?;
     let prompt_file = agent_dir.join("prompt.md");
     if !prompt_file.exists() {
+        if !first_start {
+            tracing::warn!(
+                agent,
+                "{} was missing; wrote the default prompt again",
+                prompt_file.display()
+            );
+        }
         fs::write(&prompt_file, prompt).map_err(io("cannot write", &prompt_file))?;
     }
     Ok(())
@@ -51,7 +59,6 @@ fn child_prompt(parent: &str, name: &str, responsibility: &str) -> String {
         "# Who you are\n\n\
          You are {name}, a subagent of {parent}. Your responsibility: {responsibility}\n\n\
          {parent} gives you tasks. Do each with your tools, then answer with a short report of \
-         what you did and found: your answer is your report to {parent}.\n\n\
-         Edit this file to change how the subagent behaves; the change applies at the next turn.\n"
+         what you did and found: your answer is your report to {parent}.\n"
     )
 }

@@ -20,6 +20,7 @@ use super::web::Fetcher;
 use super::{
     args, date, facts, files, schedule, search, shell, show_image, subagents, web, whatsapp, zoom,
 };
+use crate::activity::ActivityBoard;
 use crate::approvals::{glob_matches, Approvals, Verdict};
 use crate::images::ImageStore;
 use crate::log::Log;
@@ -182,6 +183,8 @@ pub struct Tools {
     mcp: Option<McpTools>,
     /// What the running turn read from outside, which makes acting tools ask.
     taint: Taint,
+    /// Where running calls (and a shell command's last line) are shown.
+    activity: Option<ActivityBoard>,
 }
 
 /// A call whose arguments passed the checks.
@@ -204,7 +207,15 @@ impl Tools {
             whatsapp: None,
             mcp: None,
             taint: Taint::default(),
+            activity: None,
         }
+    }
+
+    /// Shows each running call, and a shell command's last output line, on
+    /// the agent's activity.
+    pub fn with_activity(mut self, activity: ActivityBoard) -> Tools {
+        self.activity = Some(activity);
+        self
     }
 
     /// Adds the tools of these MCP servers, after the built-in ones.
@@ -395,6 +406,10 @@ impl Tools {
         }
         // The semaphore is never closed; were it, the call would just run.
         let _permit = running.acquire().await.ok();
+        let _shown = self
+            .activity
+            .as_ref()
+            .map(|board| board.tool(call.name, call_detail(call.name, &call.arguments)));
         let (name, arguments) = (call.name, call.arguments.clone());
         let outcome = self.run(call).await;
         // Only what was read taints: a refused fetch brought nothing in.
@@ -471,7 +486,12 @@ impl Tools {
                 Some(contacts) => whatsapp::call(contacts, &arguments),
                 None => Outcome::error("there is no tool `whatsapp_send`"),
             },
-            ("shell", Some(workspace)) => workspace.shell.call(&arguments).await,
+            ("shell", Some(workspace)) => {
+                workspace
+                    .shell
+                    .call(&arguments, self.activity.as_ref())
+                    .await
+            }
             ("web_fetch", Some(workspace)) => workspace.fetcher.call(&arguments).await,
             ("show_image", Some(workspace)) => match &self.images {
                 Some(store) => show_image::call(workspace.folder.clone(), store, &arguments).await,
@@ -482,6 +502,19 @@ impl Tools {
             (name, None) => Outcome::error(format!("there is no tool `{name}`")),
         }
     }
+}
+
+/// What a call was asked, in a few words for its activity: a shell
+/// command, a URL, a path.
+fn call_detail(name: &str, arguments: &Value) -> Option<String> {
+    let key = match name {
+        "shell" => "command",
+        "web_fetch" => "url",
+        "read_file" | "write_file" | "edit_file" | "list_files" | "show_image" => "path",
+        "subagent_start" | "subagent_stop" => "name",
+        _ => return None,
+    };
+    arguments.get(key)?.as_str().map(str::to_string)
 }
 
 #[cfg(test)]

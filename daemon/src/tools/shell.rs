@@ -10,6 +10,7 @@
 use super::config::ToolsConfig;
 use super::process::{Exit, Group, Processes, Running};
 use super::Outcome;
+use crate::activity::ActivityBoard;
 use crate::model::ToolSpec;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -59,8 +60,9 @@ pub struct Shell {
 }
 
 impl Shell {
-    /// Runs one call; arguments were checked against [`spec`].
-    pub async fn call(&self, arguments: &Value) -> Outcome {
+    /// Runs one call; arguments were checked against [`spec`]. The output's
+    /// last line is shown on `progress` as it comes.
+    pub async fn call(&self, arguments: &Value, progress: Option<&ActivityBoard>) -> Outcome {
         let Some(script) = arguments.get("command").and_then(Value::as_str) else {
             return Outcome::error("arguments: missing required property `command`");
         };
@@ -77,13 +79,18 @@ impl Shell {
             command.env_remove(name);
         }
         match self.processes.spawn(command).await {
-            Ok(running) => self.watch(running, timeout).await,
+            Ok(running) => self.watch(running, timeout, progress).await,
             Err(err) => Outcome::error(format!("cannot start bash: {err}")),
         }
     }
 
     /// Reads the output and waits for the end, within the timeout.
-    async fn watch(&self, running: Running, timeout: Duration) -> Outcome {
+    async fn watch(
+        &self,
+        running: Running,
+        timeout: Duration,
+        progress: Option<&ActivityBoard>,
+    ) -> Outcome {
         // Bound for the whole call: dropping this future kills the group.
         let Running {
             stdin: _,
@@ -103,7 +110,10 @@ impl Shell {
                 (Err(error), _) | (_, Err(error)) => return Some(error.to_string()),
             };
             let drained = async {
-                let _ = tokio::join!(drain(stdout, &mut out), drain(stderr, &mut err));
+                let _ = tokio::join!(
+                    drain(stdout, &mut out, progress),
+                    drain(stderr, &mut err, progress)
+                );
             };
             let cut = async {
                 let _ = ended.wait_for(|ended| *ended).await;
@@ -178,8 +188,12 @@ fn receiver(fd: OwnedFd) -> std::io::Result<pipe::Receiver> {
     pipe::Receiver::from_owned_fd(fd)
 }
 
-/// Reads a pipe to its end into `kept`.
-async fn drain(mut pipe: pipe::Receiver, kept: &mut Kept) -> std::io::Result<()> {
+/// Reads a pipe to its end into `kept`, showing its last line on `progress`.
+async fn drain(
+    mut pipe: pipe::Receiver,
+    kept: &mut Kept,
+    progress: Option<&ActivityBoard>,
+) -> std::io::Result<()> {
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
         let read = pipe.read(&mut buffer).await?;
@@ -187,6 +201,9 @@ async fn drain(mut pipe: pipe::Receiver, kept: &mut Kept) -> std::io::Result<()>
             return Ok(());
         }
         kept.push(&buffer[..read]);
+        if let Some(progress) = progress {
+            progress.tool_output(&String::from_utf8_lossy(&buffer[..read]));
+        }
     }
 }
 
@@ -318,7 +335,7 @@ mod tests {
     async fn a_command_runs_in_the_working_folder_with_its_status_and_streams() {
         let (dir, shell) = shell(ToolsConfig::default());
         let outcome = shell
-            .call(&json!({"command": "pwd; echo oops >&2; exit 2"}))
+            .call(&json!({"command": "pwd; echo oops >&2; exit 2"}), None)
             .await;
         assert_eq!(outcome.status, "error");
         let canonical = dir.path().canonicalize().unwrap();
@@ -329,7 +346,7 @@ mod tests {
         );
         assert!(outcome.output.contains(&canonical.display().to_string()));
         assert!(outcome.output.ends_with("--- stderr ---\noops\n"));
-        let ok = shell.call(&json!({"command": "true"})).await;
+        let ok = shell.call(&json!({"command": "true"}), None).await;
         assert_eq!(ok, Outcome::ok("exit code 0\n(no output)"));
     }
 
@@ -339,7 +356,7 @@ mod tests {
         assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
         let (_dir, shell) = shell(ToolsConfig::default());
         let outcome = shell
-            .call(&json!({"command": "echo \"[$CARGO_MANIFEST_DIR]\""}))
+            .call(&json!({"command": "echo \"[$CARGO_MANIFEST_DIR]\""}), None)
             .await;
         assert!(outcome.output.ends_with("[]\n"), "{}", outcome.output);
     }
@@ -352,7 +369,10 @@ mod tests {
         };
         let (_dir, shell) = shell(config);
         let outcome = shell
-            .call(&json!({"command": "trap '' TERM; sleep 1000 & wait; wait", "timeout_secs": 1}))
+            .call(
+                &json!({"command": "trap '' TERM; sleep 1000 & wait; wait", "timeout_secs": 1}),
+                None,
+            )
             .await;
         assert_eq!(outcome.status, "error");
         assert!(
@@ -376,7 +396,10 @@ mod tests {
         };
         let (_dir, shell) = shell(config);
         let outcome = shell
-            .call(&json!({"command": "head -c 5000000 /dev/zero | tr '\\0' a"}))
+            .call(
+                &json!({"command": "head -c 5000000 /dev/zero | tr '\\0' a"}),
+                None,
+            )
             .await;
         assert_eq!(outcome.status, "ok");
         assert!(

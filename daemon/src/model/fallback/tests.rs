@@ -87,7 +87,11 @@ async fn call(
     state: &Mutex<ChainState>,
 ) -> (Result<Response, ModelError>, Vec<String>) {
     let mut notes = Vec::new();
-    let mut on_note = |note: String| notes.push(note);
+    let mut on_note = |news: CallNews| {
+        if let CallNews::Switched(note) = news {
+            notes.push(note);
+        }
+    };
     let result = run(transport, state, &mut |_| {}, &mut on_note).await;
     (result, notes)
 }

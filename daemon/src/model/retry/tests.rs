@@ -252,7 +252,7 @@ async fn run(policy: RetryPolicy, script: Vec<Try>) -> (Result<Response, Failure
     };
     let mut streamed = String::new();
     let mut on_text = |text: &str| streamed.push_str(text);
-    let result = with_retries(&policy, &call, &mut on_text).await;
+    let result = with_retries(&policy, &call, &mut on_text, &mut |_| {}).await;
     (result, call.tries.load(Ordering::Relaxed), streamed)
 }
 

@@ -47,8 +47,14 @@ pub async fn status(context: &Context<'_>) -> Answer {
         busy: context.handle.is_busy(),
         last_id: next_id.checked_sub(1),
         waiting,
-        model: shared.model.clone(),
-        clients: shared.clients.load(Ordering::Relaxed),
+        model: context
+            .handle
+            .settings()
+            .model
+            .as_ref()
+            .map(crate::model::Model::label),
+        // The one who asks is attached too; it is not counted.
+        clients: shared.clients.load(Ordering::SeqCst).saturating_sub(1),
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         uptime_secs: shared.started.elapsed().as_secs(),
@@ -78,12 +84,30 @@ pub async fn status(context: &Context<'_>) -> Answer {
                 .today,
         ),
         mcp_calls: crate::mcp::running_calls(&shared.mcp),
-        activity: None,
-        memory: None,
-        database_bytes: None,
-        bridges: Vec::new(),
+        activity: Some(context.handle.activity.current()),
+        memory: Some(memory_status(context.handle)),
+        database_bytes: Some(database_bytes(&shared.database)),
+        bridges: shared.bridges.all(),
     };
-    Ok(ServerFrame::Status(status))
+    Ok(ServerFrame::Status(Box::new(status)))
+}
+
+fn memory_status(handle: &crate::turn::AgentHandle) -> hearth_protocol::MemoryStatus {
+    let gauge = handle.memory.gauge();
+    hearth_protocol::MemoryStatus {
+        lines: gauge.lines,
+        bytes: gauge.bytes,
+        high_budget: gauge.high_budget,
+        pending: gauge.pending,
+    }
+}
+
+/// The database's size on disk: the file and its write-ahead log.
+fn database_bytes(database: &std::path::Path) -> u64 {
+    let size = |path: &std::path::Path| std::fs::metadata(path).map_or(0, |meta| meta.len());
+    let mut wal = database.as_os_str().to_owned();
+    wal.push("-wal");
+    size(database) + size(std::path::Path::new(&wal))
 }
 
 /// `mcp`: every MCP server, its state, tools and last error.
