@@ -3,7 +3,7 @@
 //! on 127.0.0.1, and the agent to a fake model.
 
 use hearth_bridges::telegram::inbound::{REFUSAL, WEBHOOK_NOTE};
-use hearth_protocol::{EventKind, Kind};
+use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
 use hearth_tests::fake_telegram::{Failure, FakeTelegram, Person, Sent, TOKEN};
@@ -484,24 +484,26 @@ fn hearth_telegram_refuses_to_start_without_a_token_or_a_table() {
 }
 
 #[tokio::test]
-async fn a_bridge_that_cannot_start_leaves_a_note_and_the_daemon_runs_on() {
+async fn a_bridge_that_cannot_start_says_why_in_the_log_and_status_not_the_conversation() {
     let home = home();
     home.write_config("[telegram]\ntoken_env = \"HEARTH_TEST_NO_SUCH_TOKEN\"\nallow = [1]\n");
     let mut daemon = home.start();
     let home_ref = &home;
-    let note = eventually("the bridge's note", || async move {
-        home_ref
-            .history()
-            .await
+    let bridge = eventually("the bridge failed in status", || async move {
+        let mut client = home_ref.connect("hearth-status", None).await;
+        let ServerFrame::Status(status) = client.request(ClientFrame::Status).await else {
+            return None;
+        };
+        status
+            .bridges
             .into_iter()
-            .find(|m| m.kind == Kind::Note && m.source == "telegram")
+            .find(|b| b.name == "telegram" && b.state == "failed")
     })
     .await;
-    assert!(
-        note.text
-            .starts_with("telegram: the bridge cannot start: no Telegram bot token"),
-        "{}",
-        note.text
-    );
+    let why = bridge.error.unwrap_or_default();
+    assert!(why.contains("no Telegram bot token"), "{why}");
+    assert!(daemon.log_text().contains("no Telegram bot token"));
+    // Operational chatter never becomes the agent's memory.
+    assert!(home.history().await.iter().all(|m| m.source != "telegram"));
     assert!(daemon.is_running());
 }

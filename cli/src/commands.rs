@@ -293,6 +293,16 @@ pub async fn status(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Bytes as `812 B`, `4.2 kB`, `17.0 MB`.
+pub fn size(bytes: u64) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} B"),
+        1_000..1_000_000 => format!("{:.1} kB", bytes as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} MB", bytes as f64 / 1e6),
+        _ => format!("{:.1} GB", bytes as f64 / 1e9),
+    }
+}
+
 /// Seconds as `3d 4h`, `2h 5m`, `7m 12s` or `40s`.
 pub fn uptime(secs: u64) -> String {
     let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
@@ -331,6 +341,30 @@ pub fn status_text(status: &Status) -> String {
             "mcp call {}: {} {} ({} s)\n",
             call.agent, call.server, call.tool, call.secs
         ));
+    }
+    if let Some(activity) = &status.activity {
+        extra.push_str(&format!(
+            "doing    {} (since {})\n",
+            activity.describe(),
+            local_time(&activity.since)
+        ));
+    }
+    if let Some(memory) = &status.memory {
+        extra.push_str(&format!(
+            "memory   {} lines, {} of {} bytes in view, {} summaries pending\n",
+            memory.lines, memory.bytes, memory.high_budget, memory.pending
+        ));
+    }
+    if let Some(bytes) = status.database_bytes {
+        extra.push_str(&format!("database {}\n", size(bytes)));
+    }
+    for bridge in &status.bridges {
+        let why = bridge
+            .error
+            .as_deref()
+            .map(|why| format!(": {why}"))
+            .unwrap_or_default();
+        extra.push_str(&format!("bridge   {} {}{why}\n", bridge.name, bridge.state));
     }
     format!(
         "agent    {}\nstate    {state}\nlast     {last}\nwaiting  {}\nmodel    {model}\nclients  {}\nuptime   {}\npid      {}\nversion  {}\n",

@@ -7,6 +7,7 @@ use hearth_client::{Connection, Welcome};
 use hearth_protocol::home::Home;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -72,11 +73,18 @@ fn start_daemon(home: &Home, explicit_home: Option<&Path>) -> Result<(Child, u64
         let path = path.to_path_buf();
         move |source| TerminalError::Prepare { path, source }
     };
-    std::fs::create_dir_all(&home.data_dir).map_err(prepare(&home.data_dir))?;
+    // Private whatever the umask: the daemon's log holds the conversation's
+    // outline (the binary also sets umask 077).
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&home.data_dir)
+        .map_err(prepare(&home.data_dir))?;
     let log_path = home.daemon_log();
     let log = OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(&log_path)
         .map_err(prepare(&log_path))?;
     let log_start = log.metadata().map(|meta| meta.len()).unwrap_or(0);

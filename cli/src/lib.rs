@@ -20,7 +20,8 @@
 //! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
 //! - `mcp.rs`: `hearth mcp`, the MCP servers and their tools.
-//! - `service.rs`: `hearth backup` and `hearth service install`.
+//! - `service.rs`: `hearth backup` and `hearth service install|uninstall|status`.
+//! - `life.rs`: `hearth stop`, `hearth restart`, `hearth reload`.
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
 //! - `memory.rs`: `hearth search` and `hearth memory`: what the agent remembers.
 //! - `web.rs`: `hearth web`: the browser client's login links and sessions.
@@ -34,6 +35,7 @@ pub mod display;
 pub mod inbox;
 pub mod keyboard;
 pub mod launch;
+pub mod life;
 pub mod look;
 pub mod markdown;
 pub mod mcp;

@@ -11,7 +11,7 @@ use hearth_cli::commands::{self, LogRequest, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
 use hearth_cli::memory::{self, MemoryCommand, SearchRequest};
 use hearth_cli::web::WebCommand;
-use hearth_cli::{service, stats, terminal};
+use hearth_cli::{life, service, stats, terminal};
 use hearth_client::CommandError;
 use hearth_protocol::home::Home;
 use std::path::PathBuf;
@@ -156,6 +156,12 @@ enum Subcommands {
         #[command(subcommand)]
         action: ServiceAction,
     },
+    /// Stop the daemon cleanly and wait until it has exited
+    Stop,
+    /// Stop the daemon and start it again, waiting until the new one answers (a service is restarted by systemd)
+    Restart,
+    /// Read config.toml again and apply what can change live (the daemon keeps its configuration if the file is broken)
+    Reload,
     /// Run the Telegram bridge: relay the allowed users' messages to the agent and its replies back (hearthd starts it when config.toml has a [telegram] table)
     Telegram,
     /// Run the WhatsApp bridge: the allowed numbers' messages in, the agent's replies back (hearthd starts it when config.toml has a [whatsapp] table)
@@ -227,12 +233,23 @@ enum WebAction {
 
 #[derive(Subcommand)]
 enum ServiceAction {
-    /// Write a systemd user unit for hearthd and print how to enable it
+    /// Write a systemd user unit for the installed hearthd and print how to enable it
     Install,
+    /// Stop and disable the service and remove its unit
+    Uninstall,
+    /// Whether the unit is installed, what systemd says, and which daemon runs
+    Status,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    // Whatever this process creates in the home (the data folder and
+    // hearthd.log when it starts the daemon, a bridge's lock and session)
+    // is private, whatever umask it was started with.
+    // SAFETY: `umask` only sets the process's file mode mask; it cannot fail.
+    unsafe {
+        libc::umask(0o077);
+    }
     let cli = Cli::parse();
     // The bridge is a service whose output goes to hearthd's log: it says
     // what it does. The interactive commands stay quiet.
@@ -244,6 +261,8 @@ async fn main() -> ExitCode {
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level)),
         )
+        // hearthd points a bridge's stderr at its log: plain text there.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     match run(cli).await {
@@ -375,9 +394,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             hearth_cli::web::web(&home, command, &mut stdout).await?
         }
-        Some(Subcommands::Service {
-            action: ServiceAction::Install,
-        }) => service::install(explicit_home.as_deref(), &mut stdout)?,
+        Some(Subcommands::Service { action }) => match action {
+            ServiceAction::Install => {
+                service::install(&home, explicit_home.as_deref(), &mut stdout)?
+            }
+            ServiceAction::Uninstall => service::uninstall(&mut stdout).await?,
+            ServiceAction::Status => service::status(&home, &mut stdout).await?,
+        },
+        Some(Subcommands::Stop) => life::stop(&home, &mut stdout).await?,
+        Some(Subcommands::Restart) => {
+            life::restart(&home, explicit_home.as_deref(), &mut stdout).await?
+        }
+        Some(Subcommands::Reload) => life::reload(&home, &mut stdout).await?,
         Some(Subcommands::Telegram) => match telegram::run(&home, stop_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => bridge_failed("telegram", &err, err.is_config()),

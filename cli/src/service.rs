@@ -1,4 +1,5 @@
-//! Living as a service: `hearth backup FILE` and `hearth service install`.
+//! Living as a service: `hearth backup FILE` and `hearth service install`,
+//! `uninstall` and `status`.
 
 use hearth_client::running::{ask, connect_running, CommandError};
 use hearth_protocol::home::Home;
@@ -33,7 +34,9 @@ pub async fn backup(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The systemd user unit that runs `hearthd` for `home`.
+/// The systemd user unit that runs `hearthd` for `home`. A configuration
+/// error makes hearthd exit 78, which the unit does not restart: a broken
+/// file waits for its fix instead of failing every two seconds.
 pub fn unit(hearthd: &Path, home: Option<&Path>) -> String {
     let home_arg = home
         .map(|dir| format!(" --home {}", dir.display()))
@@ -45,8 +48,11 @@ pub fn unit(hearthd: &Path, home: Option<&Path>) -> String {
          \n\
          [Service]\n\
          ExecStart={}{home_arg}\n\
+         ExecReload=/bin/kill -HUP $MAINPID\n\
          Restart=on-failure\n\
          RestartSec=2\n\
+         # 78: the configuration cannot work; fix it, then start the service again.\n\
+         RestartPreventExitStatus=78\n\
          # Keys come from secrets.env in the home (mode 0600), not from a shell.\n\
          \n\
          [Install]\n\
@@ -55,30 +61,163 @@ pub fn unit(hearthd: &Path, home: Option<&Path>) -> String {
     )
 }
 
-/// Writes `~/.config/systemd/user/hearthd.service` and says how to enable it.
-pub fn install(home: Option<&Path>, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
-    let hearthd = std::env::current_exe()?
-        .parent()
-        .map(|dir| dir.join("hearthd"))
-        .filter(|path| path.exists())
-        .unwrap_or_else(|| PathBuf::from("hearthd"));
+/// Why `hearth service` cannot do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("hearthd (pid {pid}) is running, started by hand; stop it with `hearth stop`, then install the service (`systemctl --user enable --now hearthd` starts it)")]
+    RunningByHand { pid: u32 },
+    #[error("this hearth runs from a build folder ({0}), which goes away with the clone; install the binaries first with `cargo install --locked --path .` and run `hearth service install` again")]
+    BuildFolder(PathBuf),
+    #[error("cannot write the unit {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Output(#[from] std::io::Error),
+}
+
+/// `~/.config/systemd/user/hearthd.service` (following `XDG_CONFIG_HOME`).
+pub fn unit_file() -> PathBuf {
     let config = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
         .unwrap_or_else(|| PathBuf::from(".config"));
-    let dir = config.join("systemd").join("user");
-    std::fs::create_dir_all(&dir)?;
-    let home = home.map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()));
-    let file = dir.join("hearthd.service");
-    std::fs::write(&file, unit(&hearthd, home.as_deref()))?;
-    writeln!(out, "wrote {}", file.display())?;
+    config
+        .join("systemd")
+        .join("user")
+        .join(crate::life::UNIT_NAME)
+}
+
+/// The installed `hearthd` beside this `hearth`; one in a cargo build
+/// folder (`target/debug`, `target/release`) is refused, as the service
+/// would break with the next `cargo clean`.
+fn installed_hearthd() -> Result<PathBuf, ServiceError> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    let in_build = dir.ends_with("target/debug") || dir.ends_with("target/release");
+    if in_build {
+        return Err(ServiceError::BuildFolder(dir));
+    }
+    let beside = dir.join("hearthd");
+    Ok(if beside.is_file() {
+        beside
+    } else {
+        PathBuf::from("hearthd")
+    })
+}
+
+/// Writes the unit and says how to enable it. Refused while a daemon that
+/// was started by hand holds the home's lock: the service's would only
+/// fail to start beside it.
+pub fn install(
+    home: &Home,
+    explicit_home: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<ExitCode, ServiceError> {
+    if let Some(pid) = crate::life::lock_holder(home) {
+        if !crate::life::in_service(pid) {
+            return Err(ServiceError::RunningByHand { pid });
+        }
+    }
+    let hearthd = installed_hearthd()?;
+    let file = unit_file();
+    let write_error = |source| ServiceError::Write {
+        path: file.clone(),
+        source,
+    };
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(write_error)?;
+    }
+    let explicit_home =
+        explicit_home.map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()));
+    std::fs::write(&file, unit(&hearthd, explicit_home.as_deref())).map_err(write_error)?;
+    writeln!(out, "wrote {} (runs {})", file.display(), hearthd.display())?;
     writeln!(out, "enable and start it with:\n  systemctl --user daemon-reload\n  systemctl --user enable --now hearthd")?;
     writeln!(
         out,
         "to keep it running after you log out: loginctl enable-linger $USER"
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Stops and disables the service (where systemd runs) and removes its unit.
+pub async fn uninstall(out: &mut dyn Write) -> Result<ExitCode, ServiceError> {
+    let file = unit_file();
+    if !file.exists() {
+        writeln!(
+            out,
+            "no hearthd service is installed ({} does not exist)",
+            file.display()
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if systemctl(&["disable", "--now", crate::life::UNIT_NAME])
+        .await
+        .is_some()
+    {
+        writeln!(out, "stopped and disabled {}", crate::life::UNIT_NAME)?;
+    }
+    std::fs::remove_file(&file).map_err(|source| ServiceError::Write {
+        path: file.clone(),
+        source,
+    })?;
+    let _ = systemctl(&["daemon-reload"]).await;
+    writeln!(out, "removed {}", file.display())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the unit is installed, what systemd says of it, and which daemon
+/// runs for the home.
+pub async fn status(home: &Home, out: &mut dyn Write) -> Result<ExitCode, ServiceError> {
+    let file = unit_file();
+    if file.exists() {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let runs = text
+            .lines()
+            .find_map(|line| line.strip_prefix("ExecStart="))
+            .unwrap_or("?");
+        writeln!(out, "unit     {} (runs {runs})", file.display())?;
+    } else {
+        writeln!(
+            out,
+            "unit     not installed (`hearth service install` writes it)"
+        )?;
+    }
+    match systemctl(&["is-active", crate::life::UNIT_NAME]).await {
+        Some(active) => {
+            let enabled = systemctl(&["is-enabled", crate::life::UNIT_NAME])
+                .await
+                .unwrap_or_else(|| "unknown".to_string());
+            writeln!(out, "systemd  {active}, {enabled}")?;
+        }
+        None => writeln!(out, "systemd  not reachable (no `systemctl --user` here)")?,
+    }
+    match crate::life::lock_holder(home) {
+        Some(pid) if crate::life::in_service(pid) => {
+            writeln!(out, "daemon   pid {pid}, run by the service")?
+        }
+        Some(pid) => writeln!(out, "daemon   pid {pid}, started by hand")?,
+        None => writeln!(out, "daemon   not running")?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `systemctl --user ARGS`; its first line of output, or none when
+/// systemctl is missing or cannot reach a user manager.
+async fn systemctl(args: &[&str]) -> Option<String> {
+    let output = tokio::process::Command::new("systemctl")
+        .arg("--user")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let first = text.lines().next().unwrap_or_default().trim().to_string();
+    // `is-active` answers `inactive` with a failure status: still an answer.
+    (!first.is_empty()).then_some(first)
 }
 
 #[cfg(test)]
@@ -95,5 +234,6 @@ mod tests {
         assert!(text.contains("WantedBy=default.target"));
         let text = unit(Path::new("/bin/hearthd"), None);
         assert!(text.contains("ExecStart=/bin/hearthd\n"));
+        assert!(text.contains("RestartPreventExitStatus=78\n"));
     }
 }

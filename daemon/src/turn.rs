@@ -426,7 +426,7 @@ impl Agent {
                 return Ok(Ending::Failed(format!(
                     "no model is configured: add a [model] section to {} \
                      (provider = \"openai\", \"anthropic\" or \"openai-chat\", model = \"…\", and base_url for a \
-                     local server such as Ollama), then restart hearthd",
+                     local server such as Ollama), then run `hearth reload`",
                     self.config_file.display()
                 )));
             };

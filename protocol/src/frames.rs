@@ -675,40 +675,23 @@ pub enum ServerFrame {
     },
     /// A submitted message is durable under `id`; `duplicate` when its key
     /// had been seen and nothing new was logged.
-    Ack {
-        id: u64,
-        duplicate: bool,
-    },
+    Ack { id: u64, duplicate: bool },
     /// A live event.
     Event(Event),
     /// The answer to `interrupt`: whether a turn was running and was ended.
-    Interrupted {
-        running: bool,
-    },
+    Interrupted { running: bool },
     /// The answer to `history`, oldest first.
-    History {
-        messages: Vec<Message>,
-    },
+    History { messages: Vec<Message> },
     /// The answer to `status` (boxed: it is the largest frame by far).
     Status(Box<Status>),
     /// The answer to `mcp`: every configured server, by name.
-    Mcp {
-        servers: Vec<McpServer>,
-    },
+    Mcp { servers: Vec<McpServer> },
     /// The answer to `notify`, to its sender alone.
-    Receipt {
-        status: ReceiptStatus,
-        seq: i64,
-    },
+    Receipt { status: ReceiptStatus, seq: i64 },
     /// The answer to the schedule frames.
-    Schedules {
-        schedules: Vec<ScheduleInfo>,
-    },
+    Schedules { schedules: Vec<ScheduleInfo> },
     /// The answer to `backup`: the copy's size.
-    BackedUp {
-        path: String,
-        bytes: u64,
-    },
+    BackedUp { path: String, bytes: u64 },
     /// The answer to `state_get` and `state_set`.
     State {
         name: String,
@@ -754,9 +737,7 @@ pub enum ServerFrame {
     Facts(Facts),
     /// The answer to `stop`: the daemon `pid` is stopping; its lock is
     /// free once the process has exited.
-    Stopping {
-        pid: u32,
-    },
+    Stopping { pid: u32 },
     /// The answer to `reload`: the configuration was read again.
     Reloaded {
         /// What changed and now applies (`model`, `budget`, `approvals`,
@@ -769,10 +750,7 @@ pub enum ServerFrame {
         needs_restart: Vec<String>,
     },
     /// A frame was refused; nothing changed.
-    Error {
-        code: ErrorCode,
-        message: String,
-    },
+    Error { code: ErrorCode, message: String },
 }
 
 /// Why a text frame could not be read as a [`ClientFrame`].

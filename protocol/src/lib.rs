@@ -31,8 +31,8 @@
 //! [`ending`] names the statuses of a cut or refused reply and the line
 //! every client shows with one.
 
-pub mod ending;
 mod activity;
+pub mod ending;
 mod frames;
 pub mod home;
 pub mod image;

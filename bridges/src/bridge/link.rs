@@ -2,9 +2,8 @@
 //! come after live events, the bridge's small state in the daemon, notes,
 //! and waiting on the platform while the connection keeps being read.
 
-use hearth_client::{connect_running, CommandError};
+use hearth_client::CommandError;
 use hearth_client::{ConnectError, Connection};
-use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, ErrorCode, Event, ServerFrame};
 use std::future::Future;
 
@@ -132,15 +131,6 @@ pub async fn note(
     match request(connection, frame, on_event).await? {
         ServerFrame::Ack { .. } => Ok(()),
         other => Err(LinkError::Unexpected(other.encode())),
-    }
-}
-
-/// Logs `text` as a note in the daemon, if one runs; failures are ignored.
-/// For a bridge that cannot start, so the user sees why in `hearth`.
-pub async fn tell_daemon(home: &Home, source: &str, text: String) {
-    if let Ok((mut connection, _)) = connect_running(home, None, source, None).await {
-        let _ = note(&mut connection, source, text, &mut |_| {}).await;
-        connection.close().await;
     }
 }
 

@@ -19,7 +19,6 @@ use hearth_client::connect_running;
 use hearth_protocol::home::Home;
 use std::collections::BTreeSet;
 use std::future::Future;
-use std::time::Duration;
 use tokio::sync::watch;
 
 pub use crate::bridge::EXIT_CONFIG;
@@ -38,9 +37,6 @@ pub const CURSOR_STATE: &str = "telegram.cursor";
 /// The private chats of allowed users that have written to the bot, as a
 /// JSON list of ids.
 pub const CHATS_STATE: &str = "telegram.chats";
-
-/// How long a bridge that cannot start tries to tell the daemon why.
-const NOTE_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum BridgeError {
@@ -67,22 +63,15 @@ impl BridgeError {
     }
 }
 
-/// Runs the bridge for `home` until `shutdown` completes or it fails. A
-/// configuration that cannot work is also told to the daemon as a note, when
-/// one runs, so the user sees it in `hearth`.
+/// Runs the bridge for `home` until `shutdown` completes or it fails. Why it
+/// cannot start is said on stderr, which hearthd keeps in its log and shows
+/// in `hearth status` — never in the agent's conversation.
 pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), BridgeError> {
     let setup = TelegramConfig::load(home).and_then(|config| {
         let token = config.token(home)?;
         Ok((config, token))
     });
-    let (config, token) = match setup {
-        Ok(setup) => setup,
-        Err(err) => {
-            let text = format!("telegram: the bridge cannot start: {err}");
-            let _ = tokio::time::timeout(NOTE_TIMEOUT, link::tell_daemon(home, SOURCE, text)).await;
-            return Err(err.into());
-        }
-    };
+    let (config, token) = setup?;
     let _lock = lock(&home.data_dir.join("telegram.lock"), "Telegram", "telegram")?;
     let api = Api::new(&config.api_base, &token)?;
 

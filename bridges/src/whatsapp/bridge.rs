@@ -23,7 +23,6 @@ use hearth_protocol::home::Home;
 use std::collections::BTreeSet;
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
-use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
@@ -36,9 +35,6 @@ pub const CURSOR_STATE: &str = "whatsapp.cursor";
 
 /// The allowed numbers that have written, as a JSON list of WhatsApp ids.
 pub const CHATS_STATE: &str = "whatsapp.chats";
-
-/// How long a bridge that cannot start tries to tell the daemon why.
-const NOTE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Deliveries waiting for the inbound half; the webhook waits beyond that.
 const DELIVERY_QUEUE: usize = 16;
@@ -87,18 +83,11 @@ impl BridgeError {
     }
 }
 
-/// Runs the bridge for `home` until `shutdown` completes or it fails. A
-/// configuration or token that cannot work is also told to the daemon as a
-/// note, when one runs, so the user sees it in `hearth`.
+/// Runs the bridge for `home` until `shutdown` completes or it fails. Why it
+/// cannot run is said on stderr, which hearthd keeps in its log and shows in
+/// `hearth status` — never in the agent's conversation.
 pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), BridgeError> {
-    let result = run_until(home, shutdown).await;
-    if let Err(err) = &result {
-        if err.is_config() {
-            let text = format!("whatsapp: the bridge cannot run: {err}");
-            let _ = tokio::time::timeout(NOTE_TIMEOUT, link::tell_daemon(home, SOURCE, text)).await;
-        }
-    }
-    result
+    run_until(home, shutdown).await
 }
 
 /// `hearth whatsapp link`: links this hearth to a personal account as a

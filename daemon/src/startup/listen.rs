@@ -4,8 +4,8 @@ use super::error::StartError;
 use super::secrets;
 use crate::config::Config;
 use crate::server::Listener;
-use hearth_protocol::home::Home;
 use crate::socket::{SocketCheck, WatchedSocket};
+use hearth_protocol::home::Home;
 use std::path::{Path, PathBuf};
 
 /// The TCP listener `[listen] tcp` asks for, with its token.

@@ -101,7 +101,7 @@ impl Budget {
         let adjective = period.adjective();
         Some(format!(
             "the {adjective} budget of {} is spent ({} {}): no model request is sent until {}; \
-             to go on now, raise [budget] {adjective}_usd in {} and restart hearthd",
+             to go on now, raise [budget] {adjective}_usd in {} and run `hearth reload`",
             usd(limit),
             usd(spent),
             period.when(),
