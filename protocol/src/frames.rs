@@ -717,18 +717,11 @@ pub enum ServerFrame {
     },
     /// The answer to `web_login`: the address that logs a browser in, with
     /// its one-time code, and when the code stops working (local RFC 3339).
-    WebLogin {
-        url: String,
-        expires: String,
-    },
+    WebLogin { url: String, expires: String },
     /// The answer to `web_sessions` and `web_revoke`, newest first.
-    WebSessions {
-        sessions: Vec<WebSession>,
-    },
+    WebSessions { sessions: Vec<WebSession> },
     /// The answer to `search`, best first.
-    SearchResults {
-        hits: Vec<SearchHit>,
-    },
+    SearchResults { hits: Vec<SearchHit> },
     /// The answer to `memory`.
     Memory(MemoryView),
     /// The answer to `memory_show`.
