@@ -7,7 +7,7 @@ use hearth_bridges::bridge::people::REFUSAL;
 use hearth_bridges::whatsapp::graph::{Failure as GraphFailure, Graph};
 use hearth_bridges::whatsapp::outbound::OUTSIDE_WINDOW_NOTE;
 use hearth_bridges::whatsapp::webhook::signature;
-use hearth_protocol::{EventKind, Kind};
+use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_graph::{Failure, FakeGraph, Sent, ACCESS_TOKEN, PHONE_NUMBER_ID};
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
@@ -466,23 +466,25 @@ async fn a_refused_access_token_stops_the_bridge_with_a_note() {
 
     model.push(Reply::text("Hello."));
     deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.T1", "hi")]).await;
+    // A bridge that cannot run says so in the daemon's log and in status,
+    // never as a message in the agent's conversation.
     let home_ref = &home;
-    let note = eventually("the bridge's note", || async move {
-        home_ref
-            .history()
-            .await
-            .into_iter()
-            .find(|m| m.kind == Kind::Note && m.text.contains("access token"))
+    let bridge = eventually("the bridge failed in status", || async move {
+        let mut client = home_ref.connect("hearth-status", None).await;
+        let ServerFrame::Status(status) = client.request(ClientFrame::Status).await else {
+            return None;
+        };
+        status.bridges.into_iter().find(|b| {
+            b.name == "whatsapp"
+                && b.error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("access token"))
+        })
     })
     .await;
-    assert!(
-        note.text
-            .starts_with("whatsapp: the bridge cannot run: WhatsApp refused the access token")
-            && note.text.contains("$HEARTH_TEST_WA_TOKEN"),
-        "{}",
-        note.text
-    );
-    assert!(!note.text.contains("EAA-expired"));
+    let why = bridge.error.unwrap_or_default();
+    assert!(why.contains("$HEARTH_TEST_WA_TOKEN"), "{why}");
+    assert!(!why.contains("EAA-expired"));
     eventually("the daemon to give up on the bridge", || {
         std::future::ready(
             daemon
