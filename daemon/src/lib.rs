@@ -10,7 +10,7 @@
 //! - `bridges.rs`: the bridge processes the config enables (`hearth telegram`).
 //! - `config.rs`: `config.toml`, read at start and at each reload.
 //! - `layout.rs`: the built-in layouts that size the view.
-//! - `log.rs`: the append-only SQLite log and its one writer thread.
+//! - `log.rs`: the append-only SQLite log and its one writer thread (`log/schema.rs` its tables, `log/chain.rs` its hash chain).
 //! - `images.rs`: images stored once by their SHA-256, named from the log.
 //! - `request.rs`: how a turn's request is laid out from the log (pure).
 //! - `schedule.rs`: schedules and the notify queue, delivered between chains.

@@ -1,0 +1,111 @@
+//! Frames in and out of JSON text: decoding a client's frame with the
+//! reasons it can be refused (not JSON, an unknown type, too large), and
+//! encoding the daemon's.
+
+use super::*;
+
+/// Why a text frame could not be read as a [`ClientFrame`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+const CLIENT_TYPES: [&str; 27] = [
+    "hello",
+    "notify",
+    "schedule_add",
+    "schedule_list",
+    "schedule_cancel",
+    "backup",
+    "submit",
+    "note",
+    "interrupt",
+    "history",
+    "status",
+    "mcp",
+    "state_get",
+    "state_set",
+    "stats",
+    "image_put",
+    "image_get",
+    "approve",
+    "search",
+    "memory",
+    "memory_show",
+    "facts",
+    "web_login",
+    "web_sessions",
+    "web_revoke",
+    "stop",
+    "reload",
+];
+
+impl ClientFrame {
+    /// Reads one text frame, telling apart the ways it can be wrong.
+    pub fn decode(text: &str) -> Result<ClientFrame, FrameError> {
+        let too_large = |limit: usize| FrameError {
+            code: ErrorCode::TooLarge,
+            message: format!(
+                "frame of {} bytes is over the limit of {limit} bytes",
+                text.len()
+            ),
+        };
+        if text.len() > image::MAX_IMAGE_FRAME_BYTES {
+            return Err(too_large(image::MAX_IMAGE_FRAME_BYTES));
+        }
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|err| FrameError {
+            code: ErrorCode::BadFrame,
+            message: format!("frame is not JSON: {err}"),
+        })?;
+        let kind = value
+            .get("type")
+            .and_then(|t| t.as_str())
+            .map(str::to_string)
+            .ok_or(FrameError {
+                code: ErrorCode::BadFrame,
+                message: "frame is not a JSON object with a string `type`".to_string(),
+            })?;
+        // Only `image_put` may be larger than the usual limit.
+        if text.len() > MAX_FRAME_BYTES && kind != "image_put" {
+            return Err(too_large(MAX_FRAME_BYTES));
+        }
+        if !CLIENT_TYPES.contains(&kind.as_str()) {
+            return Err(FrameError {
+                code: ErrorCode::UnknownType,
+                message: format!(
+                    "unknown frame type `{kind}`; expected one of {}",
+                    CLIENT_TYPES.join(", ")
+                ),
+            });
+        }
+        serde_json::from_value(value).map_err(|err| FrameError {
+            code: ErrorCode::BadFrame,
+            message: format!("bad `{kind}` frame: {err}"),
+        })
+    }
+
+    pub fn encode(&self) -> String {
+        // Serializing these plain structs cannot fail: no maps with non-string keys.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl ServerFrame {
+    pub fn encode(&self) -> String {
+        // As above: plain data, always serializable.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn decode(text: &str) -> Result<ServerFrame, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
