@@ -16,6 +16,9 @@
 //! - `daemon/fanout.rs`: submit-to-receipt latency across clients.
 //! - `daemon/report.rs`: the machine, and the markdown.
 
+// A benchmark stops at the first failure: unwrap and expect name what failed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 // A bench's root looks for modules beside it; these live in `daemon/`.
 #[path = "daemon/appends.rs"]
 mod appends;

@@ -6,6 +6,9 @@
 //! `cargo bench --bench memory [-- MESSAGES]`; `scripts/bench.sh` writes the
 //! output into BENCHMARKS.md.
 
+// A benchmark stops at the first failure: unwrap and expect name what failed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_daemon::layout::Layout;
 use hearth_daemon::request;
 use hearth_tests::replay::{

@@ -5,6 +5,9 @@
 //! The timeouts under test are real: `timeout_secs = 1` where the timeout
 //! itself is the behaviour, a long one everywhere else.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::{ClientFrame, ErrorCode, Event, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};

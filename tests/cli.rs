@@ -1,5 +1,8 @@
 //! End-to-end: the `hearth` commands for scripts against a real `hearthd`.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::TestHome;

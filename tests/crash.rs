@@ -10,11 +10,14 @@
 //! `HEARTH_CRASH_SEED` the seed of the plan; the moment of each kill is a
 //! number of acknowledgements and events observed, never a wall-clock time.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::{Kind, Message, ReceiptStatus};
 use hearth_tests::bins;
 use hearth_tests::crash::{
-    notifier, observer, scheduler, submitter, Lcg, Planned, Progress, Receipt, Seen, SharedLedger,
-    Steady, SLOW_CALL_ECHO,
+    env_number, notifier, observer, scheduler, submitter, Lcg, Planned, Progress, Receipt, Seen,
+    SharedLedger, Steady, Tally, SLOW_CALL_ECHO,
 };
 use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
 use hearth_tests::harness::{Daemon, TestHome, DEADLINE};
@@ -34,26 +37,6 @@ const FAILED_ENDINGS: [&str; 3] = [
     "interrupted by the user",
     "the turn stopped after ",
 ];
-
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(text) => text
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a number, not {text:?}")),
-        Err(_) => default,
-    }
-}
-
-/// How many times each invariant was checked, for the report.
-#[derive(Default)]
-struct Tally(BTreeMap<&'static str, u64>);
-
-impl Tally {
-    fn add(&mut self, invariant: &'static str, times: u64) {
-        *self.0.entry(invariant).or_default() += times;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {

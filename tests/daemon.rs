@@ -1,6 +1,9 @@
 //! End-to-end: a real `hearthd` on a temporary home, real clients on its
 //! socket, and a fake model server speaking the OpenAI wire formats.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::{ClientFrame, ErrorCode, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};

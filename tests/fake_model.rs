@@ -2,6 +2,9 @@
 //! script. Exercised with a raw HTTP/1.1 client, so these tests depend on
 //! nothing but the bytes on the wire.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::net::SocketAddr;
 
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};

@@ -3,6 +3,9 @@
 //! stops reading; a flood of submits. Each time the daemon fails what it
 //! must, loses nothing it acknowledged and goes on serving.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{ErrorCode, EventKind, ServerFrame, PROTOCOL_VERSION};
 use hearth_tests::bins;

@@ -1,6 +1,9 @@
 //! End-to-end: schedules and notify events enter the log between chains,
 //! once each, across restarts.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::EventKind;
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};

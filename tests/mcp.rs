@@ -4,6 +4,9 @@
 //! pinned in tests/mcp/package-lock.json; `.ci/run` installs them), and a
 //! small misbehaving server written for these tests (tests/mcp/misbehaving.js).
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};

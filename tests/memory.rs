@@ -2,6 +2,9 @@
 //! requests, batches within budget, and a view that survives a restart byte
 //! for byte. A real `hearthd`, a fake model, a layout file with small budgets.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::EventKind;
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Recorded, Reply};

@@ -3,6 +3,9 @@
 //! fix, keeping the log whole when an answer is unreadable, and handing over
 //! to a fallback model that says so in a note.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{anthropic, FakeModel, Recorded, Reply};

@@ -3,6 +3,9 @@
 //! on any history, never how fast anything ran (`cargo bench --bench memory`
 //! measures the full size and the speed).
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_tests::replay::{compare, Meter};
 
 const TEN_MINUTES: u64 = 600;

@@ -2,6 +2,9 @@
 //! user; the optional TCP listener refuses everything before a hello with
 //! the right token; secrets never reach the logs.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame, PROTOCOL_VERSION};
 use hearth_tests::bins;

@@ -1,6 +1,9 @@
 //! End-to-end: subagents run tasks with their own log and loop, and report
 //! to the parent exactly once — also across a crash.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::EventKind;
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};

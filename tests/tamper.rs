@@ -6,6 +6,9 @@
 //! by `hearth verify` and named at the next start; a database that vanished
 //! or was truncated is refused at start with the way to restore a backup.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_tests::bins;
 use hearth_tests::harness::TestHome;
 use rusqlite::{params, Connection};

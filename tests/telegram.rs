@@ -2,6 +2,9 @@
 //! telegram` from its `[telegram]` table; the bridge talks to a fake Bot API
 //! on 127.0.0.1, and the agent to a fake model.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_bridges::telegram::inbound::{REFUSAL, WEBHOOK_NOTE};
 use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;

@@ -5,6 +5,9 @@
 //! for a process to be gone poll /proc with a bound: reaping is asynchronous,
 //! and that is a wait for a condition, not a timing assertion.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};

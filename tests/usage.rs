@@ -3,6 +3,9 @@
 //! stats` shows them priced; a spent budget stops the next turn before any
 //! request is sent; with no model configured a local Ollama server is used.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;

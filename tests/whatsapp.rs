@@ -3,6 +3,9 @@
 //! bridge's webhook, the bridge sends through a fake Graph API on
 //! 127.0.0.1, and the agent talks to a fake model.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_bridges::bridge::people::REFUSAL;
 use hearth_bridges::whatsapp::graph::{Failure as GraphFailure, Graph};
 use hearth_bridges::whatsapp::outbound::OUTSIDE_WINDOW_NOTE;

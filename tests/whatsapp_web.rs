@@ -12,6 +12,8 @@
 //! whatsapp`, which finds no linked device and exits for good (78) with a
 //! note; the test waits for that before running its own relay.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(feature = "whatsapp-web")]
 
 use hearth_bridges::bridge::people::REFUSAL;

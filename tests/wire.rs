@@ -4,6 +4,9 @@
 //! to think in the form it takes, a refusal is the reply, a cut answer says
 //! it was cut, and every request a provider billed is in `hearth stats`.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::{ending, EventKind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Finish, Reply, Usage};

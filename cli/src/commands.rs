@@ -278,8 +278,8 @@ pub async fn status(
         &mut connection,
         &ClientFrame::Status,
         |answer| match answer {
-            ServerFrame::Status(status) => Ok(status),
-            other => Err(other),
+            ServerFrame::Status(status) => Some(status),
+            _ => None,
         },
     )
     .await?;
@@ -383,8 +383,8 @@ pub async fn interrupt(
         &mut connection,
         &ClientFrame::Interrupt,
         |answer| match answer {
-            ServerFrame::Interrupted { running } => Ok(running),
-            other => Err(other),
+            ServerFrame::Interrupted { running } => Some(running),
+            _ => None,
         },
     )
     .await?;

@@ -15,7 +15,7 @@ async fn ask<T>(
     agent: Option<&str>,
     client: &str,
     frame: ClientFrame,
-    expect: impl FnOnce(ServerFrame) -> Result<T, ServerFrame>,
+    expect: impl FnOnce(ServerFrame) -> Option<T>,
 ) -> Result<T, CommandError> {
     let (mut connection, _) = connect_running(home, agent, client, None).await?;
     let answer = running::ask(&mut connection, &frame, expect).await;
@@ -34,8 +34,8 @@ pub async fn notify(
 ) -> Result<ExitCode, CommandError> {
     let frame = ClientFrame::Notify { key, text, source };
     let (status, seq) = ask(home, agent, "hearth-notify", frame, |answer| match answer {
-        ServerFrame::Receipt { status, seq } => Ok((status, seq)),
-        other => Err(other),
+        ServerFrame::Receipt { status, seq } => Some((status, seq)),
+        _ => None,
     })
     .await?;
     let status = match status {
@@ -72,8 +72,8 @@ pub async fn schedule(
         "hearth-schedule",
         frame,
         |answer| match answer {
-            ServerFrame::Schedules { schedules } => Ok(schedules),
-            other => Err(other),
+            ServerFrame::Schedules { schedules } => Some(schedules),
+            _ => None,
         },
     )
     .await?;

@@ -11,8 +11,8 @@ use std::process::ExitCode;
 pub async fn mcp(home: &Home, json: bool, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
     let (mut connection, _) = connect_running(home, None, "hearth-mcp", None).await?;
     let servers = ask(&mut connection, &ClientFrame::Mcp, |answer| match answer {
-        ServerFrame::Mcp { servers } => Ok(servers),
-        other => Err(other),
+        ServerFrame::Mcp { servers } => Some(servers),
+        _ => None,
     })
     .await?;
     connection.close().await;

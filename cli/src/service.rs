@@ -25,8 +25,8 @@ pub async fn backup(
         path: path.to_string_lossy().to_string(),
     };
     let (path, bytes) = ask(&mut connection, &frame, |answer| match answer {
-        ServerFrame::BackedUp { path, bytes } => Ok((path, bytes)),
-        other => Err(other),
+        ServerFrame::BackedUp { path, bytes } => Some((path, bytes)),
+        _ => None,
     })
     .await?;
     connection.close().await;

@@ -2,7 +2,7 @@
 //!
 //! It attaches to the home's daemon (starting `hearthd` in the background
 //! when none answers), says which agent and model it talks to, shows the
-//! recent messages, then runs one loop over a closed set of [`Input`]s: a
+//! recent messages, then runs one loop over a closed set of `Input`s: a
 //! line from the keyboard, a frame from the daemon, the time to reconnect,
 //! a clock tick for the status line, Ctrl-C. Each line typed is a message
 //! with source `terminal` (and this client's name, `terminal@HOST`), unless

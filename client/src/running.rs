@@ -69,18 +69,21 @@ pub async fn connect_running(
     }
 }
 
-/// Sends `frame` and hands its answer to `expect`, which takes the frame it
-/// waits for and gives any other back. Live events meanwhile are dropped; an
-/// `error` frame is [`CommandError::Refused`], any other frame
-/// [`CommandError::Unexpected`].
+/// Sends `frame` and hands its answer to `expect`, which takes out what the
+/// frame it waits for carries and gives `None` for any other. Live events
+/// meanwhile are dropped; an `error` frame is [`CommandError::Refused`], any
+/// other frame [`CommandError::Unexpected`].
 pub async fn ask<T>(
     connection: &mut Connection,
     frame: &ClientFrame,
-    expect: impl FnOnce(ServerFrame) -> Result<T, ServerFrame>,
+    expect: impl FnOnce(ServerFrame) -> Option<T>,
 ) -> Result<T, CommandError> {
     match connection.request(frame, &mut |_| {}).await? {
         ServerFrame::Error { message, .. } => Err(CommandError::Refused(message)),
-        answer => expect(answer).map_err(|other| CommandError::Unexpected(other.encode())),
+        answer => {
+            let shown = answer.clone();
+            expect(answer).ok_or_else(|| CommandError::Unexpected(shown.encode()))
+        }
     }
 }
 

@@ -128,7 +128,7 @@ impl TurnContext<'_> {
         self.log
             .iter()
             .filter(|entry| entry.message.id >= self.turn.start_id)
-            .filter_map(|entry| step_of(entry))
+            .filter_map(step_of)
             .max()
             .map_or(0, |step| step + 1)
     }

@@ -1,13 +1,15 @@
 //! The crash suite's workload (`tests/crash.rs`): clients that submit in
 //! bursts, some with idempotency keys; programs that push notify events,
 //! some keys repeated; schedules added a little ahead — all against a real
-//! `hearthd` that the suite kills with SIGKILL — and the [`Ledger`] of what
-//! the daemon acknowledged before it died, which the suite then holds the
-//! log to.
+//! `hearthd` that the suite kills with SIGKILL — and the
+//! [`Ledger`](crate::crash::Ledger) of what the daemon acknowledged before
+//! it died, which the suite then holds the log to.
 //!
 //! Nothing here sleeps: the moment of a kill is a number of
-//! acknowledgements and events observed ([`Progress`]), drawn from a seeded
-//! [`Lcg`], and every wait is for a condition, bounded by [`DEADLINE`].
+//! acknowledgements and events observed
+//! ([`Progress`](crate::crash::Progress)), drawn from a seeded
+//! [`Lcg`](crate::crash::Lcg), and every wait is for a condition, bounded by
+//! [`DEADLINE`](crate::harness::DEADLINE).
 //! Every task expects the daemon to vanish under it and simply stops,
 //! recording what was sent but never acknowledged.
 
@@ -29,6 +31,8 @@ impl Lcg {
         Lcg(seed ^ 0x9E37_79B9_7F4A_7C15)
     }
 
+    // A generator that never ends, not an iterator.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         self.0 = self
             .0
@@ -501,5 +505,26 @@ impl Steady {
     /// poll for a condition waits without spinning.
     pub async fn next_event_or(&mut self, limit: std::time::Duration) {
         let _ = tokio::time::timeout(limit, self.connection.next()).await;
+    }
+}
+
+/// A number from the environment (a round count, a seed), or `default`.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} must be a number, not {text:?}")),
+        Err(_) => default,
+    }
+}
+
+/// How many times each invariant was checked, for the report.
+#[derive(Default)]
+pub struct Tally(pub BTreeMap<&'static str, u64>);
+
+impl Tally {
+    pub fn add(&mut self, invariant: &'static str, times: u64) {
+        *self.0.entry(invariant).or_default() += times;
     }
 }

@@ -10,6 +10,9 @@
 //!   read marks, media, scripted failures), and [`meta_webhook`], which
 //!   plays Meta towards the WhatsApp bridge's webhook.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 pub mod fake_graph;
 pub mod fake_model;
 pub mod fake_telegram;

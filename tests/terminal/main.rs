@@ -2,6 +2,9 @@
 //! pseudo-terminal against a real `hearthd` and a fake model that streams
 //! under the test's control.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod pty;
 
 use hearth_protocol::Kind;

@@ -41,7 +41,7 @@ pub struct McpServerConfig {
     pub command: Option<String>,
     #[serde(default)]
     pub args: Vec<String>,
-    /// Variables the child gets besides [`SAFE_ENV`]; values may name
+    /// Variables the child gets besides `SAFE_ENV`; values may name
     /// secrets as `${NAME}`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,

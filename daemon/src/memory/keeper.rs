@@ -353,8 +353,8 @@ impl Keeper {
             if let Some(parent) = self.ready_parent(node) {
                 let (left, right) = parent.children().unwrap_or((node, node));
                 let (l, r) = (self.lines.line(left), self.lines.line(right));
-                match (l, r) {
-                    (Some(l), Some(r)) => match free_join(l, r, self.config.layout.line_budget) {
+                if let (Some(l), Some(r)) = (l, r) {
+                    match free_join(l, r, self.config.layout.line_budget) {
                         Some(joined) => queue.push((parent, joined, false)),
                         None if self.model.is_none() => {
                             let task = merge_task(parent, l, r);
@@ -364,8 +364,7 @@ impl Keeper {
                         None => {
                             self.merges.insert((parent.first(), parent.level));
                         }
-                    },
-                    _ => {}
+                    }
                 }
             }
         }

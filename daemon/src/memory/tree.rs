@@ -63,7 +63,7 @@ impl Node {
 
     /// Whether it is the left child of its parent.
     pub const fn is_left(self) -> bool {
-        self.index % 2 == 0
+        self.index.is_multiple_of(2)
     }
 
     pub const fn covers(self, id: u64) -> bool {
@@ -73,7 +73,7 @@ impl Node {
     /// The node named `id+n`, when that is a valid name: n a power of two,
     /// id a multiple of n.
     pub fn named(id: u64, n: u64) -> Option<Node> {
-        if n == 0 || !n.is_power_of_two() || id % n != 0 {
+        if n == 0 || !n.is_power_of_two() || !id.is_multiple_of(n) {
             return None;
         }
         Some(Node::new(n.trailing_zeros() as u8, id / n))

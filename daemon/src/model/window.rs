@@ -98,6 +98,8 @@ pub struct TooSmall {
 /// Checks `largest` against every model of a chain whose window is known.
 /// `smaller` is what a smaller built-in layout would need, when there is one
 /// (`small`), to suggest it only when it fits.
+// Checked once at start; the error is the whole message the user reads.
+#[allow(clippy::result_large_err)]
 pub fn check<'a>(
     agent: &str,
     layout: &str,

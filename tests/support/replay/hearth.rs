@@ -444,7 +444,7 @@ fn fake_answer(task: &Task, attempt: u32, budget: usize) -> String {
     let node = task.node();
     let roll = mix(node.first() ^ (u64::from(node.level) << 56) ^ (u64::from(attempt) << 48));
     let pick = (roll >> 8) as usize;
-    let target = if attempt == 0 && roll % 25 == 0 {
+    let target = if attempt == 0 && roll.is_multiple_of(25) {
         budget + 40 + pick % 300
     } else {
         budget * (55 + pick % 40) / 100

@@ -21,6 +21,8 @@ impl Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
+    // A generator that never ends, not an iterator.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
@@ -420,7 +422,8 @@ const WORDS: &[&str] = &[
 ];
 
 fn word(rng: &mut Rng) -> &'static str {
-    *rng.pick(WORDS)
+    let &word = rng.pick(WORDS);
+    word
 }
 
 /// Sentences of words and numbers, in paragraphs, `size` bytes long.

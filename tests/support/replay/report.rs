@@ -420,7 +420,7 @@ fn percent(share: f64) -> String {
 }
 
 fn ttl_text(ttl: u64) -> String {
-    if ttl % 3_600 == 0 {
+    if ttl.is_multiple_of(3_600) {
         format!("{} h", ttl / 3_600)
     } else {
         format!("{} min", ttl / 60)

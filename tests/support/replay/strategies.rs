@@ -1,7 +1,7 @@
 //! The strategies compared, and the replay that drives them over one history
 //! in lockstep, so every strategy sees the same messages at the same times.
 //!
-//! - [`Hearth`](super::hearth::Hearth): the real tree, views and layout.
+//! - [`Hearth`]: the real tree, views and layout.
 //! - [`Unbounded`]: every message whole, appended; never forgets.
 //! - [`Compacting`]: the whole history until a request passes 80% of a
 //!   200k-token window, then one call summarizes all but the last 20k tokens.

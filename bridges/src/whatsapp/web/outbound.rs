@@ -217,7 +217,7 @@ pub async fn send_parts<D: Device>(
 }
 
 /// Sends with `send`, trying again with backoff while the device says a
-/// later try may go through, up to [`SEND_ATTEMPTS`] tries.
+/// later try may go through, up to `SEND_ATTEMPTS` tries.
 pub async fn send_retrying<F: Future<Output = Result<String, DeviceError>>>(
     send: impl Fn() -> F,
 ) -> Result<String, DeviceError> {

@@ -44,17 +44,18 @@ fn own() -> Own {
 }
 
 fn info(chat: Jid, sender: Jid, from_me: bool) -> MessageInfo {
-    let mut info = MessageInfo::default();
-    info.id = "3EB0AAAA".into();
-    info.push_name = "Eve".into();
-    info.source = MessageSource {
-        is_group: chat.server == Server::Group,
-        chat,
-        sender,
-        is_from_me: from_me,
+    MessageInfo {
+        id: "3EB0AAAA".into(),
+        push_name: "Eve".into(),
+        source: MessageSource {
+            is_group: chat.server == Server::Group,
+            chat,
+            sender,
+            is_from_me: from_me,
+            ..Default::default()
+        },
         ..Default::default()
-    };
-    info
+    }
 }
 
 fn text(words: &str) -> wa::Message {

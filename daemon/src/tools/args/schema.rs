@@ -77,7 +77,7 @@ pub fn check(value: &Value, schema: &Value) -> Result<(), ArgsError> {
     Checker { root: schema }.at(value, schema, "", 0)
 }
 
-/// The first keyword of `schema` that [`check`] cannot check, with where
+/// The first keyword of `schema` that `check` cannot check, with where
 /// it is (`pattern` at `properties.name`); none when every rule is checked.
 pub fn unsupported(schema: &Value) -> Option<String> {
     unsupported_at(schema, schema, "", 0)
