@@ -3,6 +3,9 @@
 //! memory facts`), huge messages sent as head and tail and paged by `zoom`,
 //! and `hearth search` / `hearth memory`. A real `hearthd`, a fake model.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::{ClientFrame, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Recorded, Reply};

@@ -60,7 +60,7 @@ async fn ask(
     frame: ClientFrame,
 ) -> Result<ServerFrame, CommandError> {
     let (mut connection, _) = connect_running(home, agent, client, None).await?;
-    let answer = ask_frame(&mut connection, &frame, Ok).await;
+    let answer = ask_frame(&mut connection, &frame, Some).await;
     connection.close().await;
     answer
 }
