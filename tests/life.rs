@@ -3,6 +3,9 @@
 //! bound again, the exit status of a bad configuration — and what the agent
 //! is doing, live (activity events) and in `status`.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{
     ClientFrame, Doing, Event, EventKind, ServerFrame, CLOSE_GOING_AWAY, CLOSE_RESTARTING,

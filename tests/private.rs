@@ -3,6 +3,9 @@
 //! (`sh -c 'umask 022; exec …'`), the permissive default that would leave
 //! files readable by every local user.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::home::Home;
 use hearth_protocol::image::encode;
 use hearth_protocol::{ClientFrame, ServerFrame};

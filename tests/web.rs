@@ -8,6 +8,9 @@
 //! `every_request_without_a_session_is_refused` stands for a page fetched
 //! from another address without login.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame, PROTOCOL_VERSION};
 use hearth_tests::bins;

@@ -146,7 +146,7 @@ enum Subcommands {
     },
     /// Check that the log was not changed after it was written (its chain of hashes) and the database's integrity; works with the daemon stopped too
     Verify,
-    /// The browser client ([web] in config.toml): print a one-time login link
+    /// The browser client (the web table of config.toml): print a one-time login link
     Web {
         #[command(subcommand)]
         action: Option<WebAction>,

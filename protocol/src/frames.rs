@@ -662,6 +662,9 @@ pub enum ErrorCode {
 }
 
 /// Frames the daemon sends.
+// Events are most of the frames sent and are moved, not stored in bulk:
+// boxing the largest variant would add an allocation to each of them.
+#[allow(clippy::large_enum_variant)]
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerFrame {

@@ -4,7 +4,7 @@
 //! page, evaluate script, wait for a condition inside the page, set a file
 //! input's files, read cookies, take a screenshot.
 //!
-//! [`Browser::launch`] returns `None` only when no Chromium is installed,
+//! [`Browser::launch`](crate::cdp::Browser::launch) returns `None` only when no Chromium is installed,
 //! so a test can say so and skip; CI installs Debian's `chromium`.
 
 use futures_util::{SinkExt, StreamExt};

@@ -105,9 +105,9 @@ impl Recall {
 
     /// A markdown table of the canaries, and the rate.
     pub fn table(&self) -> String {
-        let mut out = format!(
+        let mut out = String::from(
             "| canary | message | age (messages) | query | rank | hit | zoom reaches it |\n\
-             |---|---:|---:|---|---:|---|---|\n"
+             |---|---:|---:|---|---:|---|---|\n",
         );
         for (found, canary) in self.found.iter().zip(&CANARIES) {
             out.push_str(&format!(
