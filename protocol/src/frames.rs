@@ -114,7 +114,8 @@ pub const NOTE_APPROVAL: &str = "approval";
 pub struct Outbox {
     /// The bridge that sends it, by its source name (`whatsapp`).
     pub via: String,
-    /// The person, as the platform names them (a WhatsApp number's digits).
+    /// The person, as the platform names them (a WhatsApp number's digits,
+    /// or a business-scoped user id: see [`crate::whatsapp`]).
     pub to: String,
     pub text: String,
 }

@@ -29,7 +29,8 @@
 //!
 //! [`home`] says where a home keeps its files, so daemon and clients agree.
 //! [`ending`] names the statuses of a cut or refused reply and the line
-//! every client shows with one.
+//! every client shows with one. [`whatsapp`] reads a WhatsApp person's two
+//! names: a phone number or a business-scoped user id.
 
 mod activity;
 pub mod ending;
@@ -37,6 +38,7 @@ mod frames;
 pub mod home;
 pub mod image;
 pub mod memory;
+pub mod whatsapp;
 
 pub use activity::*;
 pub use frames::*;

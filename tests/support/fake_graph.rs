@@ -36,7 +36,8 @@ const VERSION: &str = "/v23.0";
 /// One text message sent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sent {
-    /// The recipient's WhatsApp id (or number, as sent).
+    /// The recipient's WhatsApp id (or number, as sent): `to`, or for a
+    /// business-scoped user id `recipient` (see [`recipient`]).
     pub to: String,
     pub text: String,
 }
@@ -106,6 +107,9 @@ pub struct Calls {
     pub uploads: Vec<(String, Vec<u8>)>,
     /// Image messages sent: the recipient and the media id.
     pub images: Vec<(String, String)>,
+    /// The JSON body of every `POST /{PHONE_NUMBER_ID}/messages`, in
+    /// order, as sent: what the conformance tests check.
+    pub message_bodies: Vec<Value>,
 }
 
 impl Calls {
@@ -312,6 +316,7 @@ async fn post_message(
     request: &Request,
 ) -> io::Result<()> {
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    shared.lock().calls.message_bodies.push(body.clone());
     if body["messaging_product"] != "whatsapp" {
         let error = graph_error(100, "The parameter messaging_product is required.", None);
         return http::write_json(stream, 400, &error).await;
@@ -323,8 +328,12 @@ async fn post_message(
         shared.bump();
         return http::write_json(stream, 200, &json!({"success": true})).await;
     }
+    let Some(to) = recipient(&body) else {
+        let error = graph_error(100, "(#100) The parameter to is required.", None);
+        return http::write_json(stream, 400, &error).await;
+    };
     let sent = Sent {
-        to: body["to"].as_str().unwrap_or_default().to_string(),
+        to,
         text: body["text"]["body"]
             .as_str()
             .unwrap_or_default()
@@ -359,7 +368,7 @@ async fn post_message(
             let id = format!("wamid.out.{}", state.next_id);
             let answer = json!({
                 "messaging_product": "whatsapp",
-                "contacts": [{"input": sent.to, "wa_id": sent.to}],
+                "contacts": [contact(&sent.to)],
                 "messages": [{"id": id}],
             });
             (200, answer)
@@ -370,6 +379,25 @@ async fn post_message(
         return Ok(());
     }
     http::write_json(stream, status, &answer).await
+}
+
+/// Whom a message is for, as the Cloud API reads it: `to` (a number), or
+/// when it is absent `recipient` (a business-scoped user id).
+pub fn recipient(body: &Value) -> Option<String> {
+    [&body["to"], &body["recipient"]]
+        .into_iter()
+        .find_map(|field| field.as_str().filter(|id| !id.is_empty()))
+        .map(str::to_string)
+}
+
+/// The answer's `contacts[]` entry: `wa_id` for a number, `user_id` for a
+/// business-scoped user id.
+fn contact(to: &str) -> Value {
+    if to.bytes().all(|b| b.is_ascii_digit()) {
+        json!({"input": to, "wa_id": to})
+    } else {
+        json!({"input": to, "user_id": to})
+    }
 }
 
 /// Holds the answer to a send already recorded, while answering late is
@@ -410,7 +438,7 @@ async fn upload(stream: &mut TcpStream, shared: &Shared, request: &Request) -> i
 
 /// An image message naming uploaded media.
 async fn send_image(stream: &mut TcpStream, shared: &Shared, body: &Value) -> io::Result<()> {
-    let to = body["to"].as_str().unwrap_or_default().to_string();
+    let to = recipient(body).unwrap_or_default();
     let media_id = body["image"]["id"].as_str().unwrap_or_default().to_string();
     let (status, answer) = {
         let mut state = shared.lock();
@@ -419,7 +447,7 @@ async fn send_image(stream: &mut TcpStream, shared: &Shared, body: &Value) -> io
             state.next_id += 1;
             let answer = json!({
                 "messaging_product": "whatsapp",
-                "contacts": [{"input": to, "wa_id": to}],
+                "contacts": [contact(&to)],
                 "messages": [{"id": format!("wamid.out.{}", state.next_id)}],
             });
             (200, answer)

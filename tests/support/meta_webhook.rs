@@ -211,3 +211,27 @@ pub fn failed_status(
     .to_string()
     .into_bytes()
 }
+
+/// A delivery of `messages` from someone WhatsApp names only by their
+/// business-scoped user id (they chose a username, their number is
+/// withheld): `contacts[]` has `user_id` and no `wa_id`.
+pub fn delivery_from_user_id(
+    phone_number_id: &str,
+    user_id: &str,
+    name: &str,
+    messages: Vec<Value>,
+) -> Vec<u8> {
+    json!({"object": "whatsapp_business_account", "entry": [{"id": "102290129340398", "changes": [{"field": "messages", "value": {
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "15550001111", "phone_number_id": phone_number_id},
+        "contacts": [{"profile": {"name": name, "username": "@someone"}, "user_id": user_id}],
+        "messages": messages,
+    }}]}]})
+    .to_string()
+    .into_bytes()
+}
+
+/// One text message from a business-scoped user id: `from_user_id`, no `from`.
+pub fn text_from_user_id(user_id: &str, wamid: &str, body: &str) -> Value {
+    json!({"from_user_id": user_id, "id": wamid, "timestamp": "1767225600", "type": "text", "text": {"body": body}})
+}

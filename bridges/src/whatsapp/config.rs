@@ -68,9 +68,10 @@ struct Table {
     pub phone_number_id: Option<NumberText>,
     #[serde(default = "default_graph_base")]
     pub graph_base: String,
-    /// The numbers whose messages reach the agent and that get its replies,
-    /// with country code; read back as WhatsApp ids (digits only). Required;
-    /// empty lets nobody in.
+    /// The people whose messages reach the agent and that get its replies:
+    /// numbers with country code (read back as WhatsApp ids, digits only)
+    /// or business-scoped user ids (`US.1349…`, for someone whose number
+    /// WhatsApp withholds). Required; empty lets nobody in.
     pub allow: Vec<NumberText>,
     /// What goes out besides replies.
     #[serde(default = "default_send")]
@@ -138,11 +139,13 @@ pub struct WhatsAppConfig {
     pub phone_number_id: String,
     /// Without a trailing `/`.
     pub graph_base: String,
-    /// WhatsApp ids: the numbers' digits, country code first.
+    /// WhatsApp ids: the numbers' digits, country code first, and
+    /// business-scoped user ids.
     pub allow: Vec<String>,
     pub send: Vec<Outgoing>,
 }
 
+pub use hearth_protocol::whatsapp::whatsapp_id;
 pub use hearth_protocol::whatsapp_number as normalize_number;
 
 impl WhatsAppConfig {
@@ -201,9 +204,9 @@ impl WhatsAppConfig {
             .iter()
             .map(|entry| {
                 let entry = entry.as_text();
-                normalize_number(&entry).ok_or_else(|| {
+                whatsapp_id(&entry).ok_or_else(|| {
                     invalid(format!(
-                        "allow: `{entry}` is not a phone number; write it with its country code, like \"+15551234567\""
+                        "allow: `{entry}` is neither a phone number nor a WhatsApp user id; write a number with its country code, like \"+15551234567\", or a user id as WhatsApp gives it, like \"US.13491208655302741918\""
                     ))
                 })
             })
@@ -231,7 +234,8 @@ impl WhatsAppConfig {
         })
     }
 
-    /// Whether the number `wa_id` may talk to the agent.
+    /// Whether `wa_id` (a number's digits or a business-scoped user id)
+    /// may talk to the agent.
     pub fn allows(&self, wa_id: &str) -> bool {
         self.allow.iter().any(|allowed| allowed == wa_id)
     }
@@ -338,6 +342,15 @@ mod tests {
         assert_eq!(config.phone_number_id, "1098765");
         assert_eq!(config.graph_base, "http://127.0.0.1:1/v1");
         assert_eq!(config.allow, vec!["15551234567", "442079460958"]);
+        let with_user_id = parse(
+            "[whatsapp]\nphone_number_id = \"1\"\nallow = [\"us.13491208655302741918\", \"+1 555 123 4567\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            with_user_id.allow,
+            vec!["US.13491208655302741918", "15551234567"]
+        );
+        assert!(with_user_id.allows("US.13491208655302741918"));
         assert_eq!(config.send, vec![Outgoing::Echo, Outgoing::Note]);
     }
 
@@ -385,7 +398,10 @@ mod tests {
         let said = parse("[whatsapp]\nphone_number_id = \"1\"\nallow = [\"call me\"]\n")
             .unwrap_err()
             .to_string();
-        assert!(said.contains("`call me` is not a phone number"), "{said}");
+        assert!(
+            said.contains("`call me` is neither a phone number nor a WhatsApp user id"),
+            "{said}"
+        );
         let said = parse(&format!("{base}listen = \"8443\"\n"))
             .unwrap_err()
             .to_string();

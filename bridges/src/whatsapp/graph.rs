@@ -6,6 +6,7 @@
 //! URL, and no error here carries a URL or a header.
 
 use crate::bridge::multipart::Form;
+use hearth_protocol::whatsapp::is_whatsapp_number;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -97,6 +98,18 @@ pub struct Media {
     pub bytes: Vec<u8>,
 }
 
+/// Names a message's recipient: a number goes in `to`, a business-scoped
+/// user id in `recipient`. The Cloud API reads `to` first when both are
+/// there, so only one is sent.
+pub(super) fn address(request: &mut Value, to: &str) {
+    let field = if is_whatsapp_number(to) {
+        "to"
+    } else {
+        "recipient"
+    };
+    request[field] = Value::String(to.to_string());
+}
+
 /// What `GET /{media_id}` answers.
 #[derive(Deserialize)]
 struct MediaInfo {
@@ -131,15 +144,16 @@ impl Graph {
     }
 
     /// Sends one text message of at most 4,096 characters to `to` (a
-    /// WhatsApp id); returns the new message's id.
+    /// WhatsApp id: a number or a business-scoped user id); returns the
+    /// new message's id.
     pub async fn send_text(&self, to: &str, body: &str) -> Result<String, GraphError> {
-        let request = json!({
+        let mut request = json!({
             "messaging_product": "whatsapp",
             "recipient_type": "individual",
-            "to": to,
             "type": "text",
             "text": {"preview_url": false, "body": body},
         });
+        address(&mut request, to);
         let answer = self.post_message(&request).await?;
         answer["messages"][0]["id"]
             .as_str()

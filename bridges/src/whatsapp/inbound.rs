@@ -1,5 +1,7 @@
 //! The inbound half: takes the webhook's signed deliveries, submits the
-//! allowed numbers' messages to the daemon and refuses everyone else.
+//! allowed people's messages to the daemon and refuses everyone else. A
+//! person is allowed by number or by business-scoped user id, and their
+//! chat is kept under the form the allowlist names, so replies go there.
 //!
 //! Each message is submitted with the key `whatsapp:<wamid>`, so a delivery
 //! Meta sends again (after a failure, or twice) is acknowledged as a
@@ -16,6 +18,7 @@ use super::webhook::Delivery;
 use crate::bridge::link;
 use crate::bridge::people::{refusal_note, remember_chat, Strangers, REFUSAL};
 use hearth_client::Connection;
+use hearth_protocol::whatsapp::whatsapp_shown;
 use std::collections::BTreeSet;
 use std::convert::Infallible;
 use tokio::sync::{mpsc, watch};
@@ -31,14 +34,16 @@ pub struct LastReceived {
 /// What to do with one received message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Incoming {
-    /// An allowed number's words for the agent.
+    /// An allowed person's words for the agent; `from` is their chat: the
+    /// form of their id (number or user id) that the allowlist names.
     Relay {
         from: String,
         wamid: String,
         key: String,
         text: String,
     },
-    /// A number not on the allowlist; `who` names it for the note.
+    /// Someone not on the allowlist, by number or user id; `from` is
+    /// where the refusal goes, `who` names them for the note.
     Refuse { from: String, who: String },
     /// Nothing to do, and why.
     Ignore(&'static str),
@@ -53,19 +58,23 @@ pub fn classify(received: &Received, config: &WhatsAppConfig) -> Incoming {
     {
         return Incoming::Ignore("sent to another business number");
     }
-    if !config.allows(&received.from) {
+    let allowed = std::iter::once(&received.from)
+        .chain(&received.user_id)
+        .find(|id| config.allows(id));
+    let Some(chat) = allowed else {
+        let shown = whatsapp_shown(&received.from);
         let who = match &received.name {
-            Some(name) => format!("+{} ({name})", received.from),
-            None => format!("+{}", received.from),
+            Some(name) => format!("{shown} ({name})"),
+            None => shown,
         };
         return Incoming::Refuse {
             from: received.from.clone(),
             who,
         };
-    }
+    };
     match &received.text {
         Some(text) => Incoming::Relay {
-            from: received.from.clone(),
+            from: chat.clone(),
             wamid: received.wamid.clone(),
             key: format!("whatsapp:{}", received.wamid),
             text: text.clone(),
@@ -136,7 +145,8 @@ impl<'a> Inbound<'a> {
             for to in strangers {
                 let send = self.graph.send_text(&to, REFUSAL);
                 if let Err(err) = link::beside(&mut self.connection, send, &mut |_| {}).await? {
-                    tracing::warn!("whatsapp: cannot tell +{to} they are refused: {err}");
+                    let to = whatsapp_shown(&to);
+                    tracing::warn!("whatsapp: cannot tell {to} they are refused: {err}");
                 }
             }
         }
@@ -216,6 +226,7 @@ mod tests {
         Received {
             wamid: "wamid.A".into(),
             from: from.into(),
+            user_id: None,
             name: Some("Eve".into()),
             phone_number_id: Some("1098765".into()),
             text: text.map(str::to_string),
@@ -237,6 +248,34 @@ mod tests {
         assert_eq!(
             classify(&received("16505551234", None), &config()),
             Incoming::Ignore("nothing to relay")
+        );
+    }
+
+    #[test]
+    fn a_person_is_allowed_by_number_or_user_id_and_replied_to_as_allowed() {
+        let text = "[whatsapp]\nphone_number_id = \"1098765\"\nallow = [\"US.777\"]\n";
+        let config = WhatsAppConfig::parse(Path::new("c"), text).unwrap();
+        let mut both = received("16505551234", Some("hi"));
+        both.user_id = Some("US.777".into());
+        let Incoming::Relay { from, .. } = classify(&both, &config) else {
+            panic!("not relayed");
+        };
+        assert_eq!(from, "US.777", "the chat is the form the allowlist names");
+
+        let mut only_id = received("US.777", Some("hi"));
+        only_id.user_id = Some("US.777".into());
+        assert!(
+            matches!(classify(&only_id, &config), Incoming::Relay { from, .. } if from == "US.777")
+        );
+
+        let mut stranger = received("US.999", Some("hi"));
+        stranger.user_id = Some("US.999".into());
+        assert_eq!(
+            classify(&stranger, &config),
+            Incoming::Refuse {
+                from: "US.999".into(),
+                who: "US.999 (Eve)".into()
+            }
         );
     }
 

@@ -71,13 +71,13 @@ impl Graph {
         let media_id = uploaded["id"]
             .as_str()
             .ok_or_else(|| GraphError::BadAnswer(uploaded.to_string()))?;
-        let request = json!({
+        let mut request = json!({
             "messaging_product": "whatsapp",
             "recipient_type": "individual",
-            "to": to,
             "type": "image",
             "image": {"id": media_id},
         });
+        super::graph::address(&mut request, to);
         let answer = self.post_message(&request).await?;
         answer["messages"][0]["id"]
             .as_str()

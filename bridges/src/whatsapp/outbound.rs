@@ -16,6 +16,7 @@ use crate::bridge::delivery::{outgoing_text, Courier, Cursor, Feed};
 use crate::bridge::split::{split, MAX_MESSAGE_UNITS};
 use hearth_client::images::Attachment;
 use hearth_protocol::home::Home;
+use hearth_protocol::whatsapp::whatsapp_shown;
 use hearth_protocol::{Event, ImageRef};
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -124,8 +125,9 @@ impl Courier for WhatsAppCourier<'_> {
             let sent = feed.beside(send_retrying(self, &to, send)).await??;
             if let Delivery::Skipped(why) = sent {
                 let note = format!(
-                    "whatsapp: could not send image {} to +{to}: {why}",
-                    image.label()
+                    "whatsapp: could not send image {} to {}: {why}",
+                    image.label(),
+                    whatsapp_shown(&to)
                 );
                 feed.note(note).await?;
             }
@@ -162,7 +164,8 @@ impl Courier for WhatsAppCourier<'_> {
                     let what =
                         id.map_or_else(|| "an error".to_string(), |id| format!("message #{id}"));
                     feed.note(format!(
-                        "whatsapp: could not deliver {what} to +{to}: {why}"
+                        "whatsapp: could not deliver {what} to {}: {why}",
+                        whatsapp_shown(&to)
                     ))
                     .await?;
                     break;
@@ -188,7 +191,8 @@ impl Courier for WhatsAppCourier<'_> {
             let sent = feed.beside(send_part(self, to, &part)).await??;
             if let Delivery::Skipped(why) = sent {
                 feed.note(format!(
-                    "whatsapp: could not deliver message #{id} to +{to}: {why}"
+                    "whatsapp: could not deliver message #{id} to {}: {why}",
+                    whatsapp_shown(to)
                 ))
                 .await?;
                 break;
@@ -260,7 +264,8 @@ async fn send_retrying<F: Future<Output = Result<String, GraphError>>>(
             Failure::Retry => {
                 let wait = backoff.next_wait();
                 tracing::warn!(
-                    "whatsapp: sending to +{to} failed: {error}; trying again in {wait:?}"
+                    "whatsapp: sending to {} failed: {error}; trying again in {wait:?}",
+                    whatsapp_shown(to)
                 );
                 tokio::time::sleep(wait).await;
             }

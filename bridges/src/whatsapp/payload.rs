@@ -6,7 +6,13 @@
 //!
 //! Read leniently: a message this bridge cannot read is skipped, never the
 //! whole delivery, since Meta would only deliver it again.
+//!
+//! A sender is named by number (`from`, `contacts[].wa_id`) and by
+//! business-scoped user id (`from_user_id`, `contacts[].user_id`); someone
+//! who chose a WhatsApp username may come with the user id alone, and is
+//! read like anyone else (see [`hearth_protocol::whatsapp`]).
 
+use hearth_protocol::whatsapp::whatsapp_shown;
 use serde_json::Value;
 
 /// The words of an image sent without a caption; the image itself goes
@@ -18,8 +24,11 @@ pub const PHOTO: &str = "[photo]";
 pub struct Received {
     /// Its id (`wamid.…`): the idempotency key, and what a read mark names.
     pub wamid: String,
-    /// The sender's WhatsApp id: their number's digits.
+    /// The sender's WhatsApp id: their number's digits, or their
+    /// business-scoped user id when WhatsApp withholds the number.
     pub from: String,
+    /// Their business-scoped user id, when the delivery names it.
+    pub user_id: Option<String>,
     /// The sender's profile name, when the delivery names them.
     pub name: Option<String>,
     /// The business phone number's id it was sent to.
@@ -46,7 +55,8 @@ pub struct MediaRef {
 pub struct FailedSend {
     /// The sent message's id (`wamid.…`).
     pub wamid: String,
-    /// The number it was for, when the status names it.
+    /// The number (or, without one, the business-scoped user id) it was
+    /// for, when the status names it.
     pub recipient: Option<String>,
     /// The Graph error code (131047: outside the 24-hour window).
     pub code: Option<i64>,
@@ -60,7 +70,7 @@ impl FailedSend {
         let to = self
             .recipient
             .as_deref()
-            .map(|to| format!(" to +{to}"))
+            .map(|to| format!(" to {}", whatsapp_shown(to)))
             .unwrap_or_default();
         let code = self
             .code
@@ -103,7 +113,8 @@ pub fn failed_sends(body: &[u8]) -> Vec<FailedSend> {
                 .unwrap_or_else(|| "WhatsApp gave no reason".to_string());
             failed.push(FailedSend {
                 wamid,
-                recipient: text(&status["recipient_id"]),
+                recipient: text(&status["recipient_id"])
+                    .or_else(|| text(&status["recipient_user_id"])),
                 code: error.and_then(|error| error["code"].as_i64()),
                 reason,
             });
@@ -139,16 +150,21 @@ pub fn parse(body: &[u8]) -> Result<Vec<Received>, PayloadError> {
             );
         }
         for message in items(&value["messages"]) {
-            let (Some(wamid), Some(from)) = (text(&message["id"]), text(&message["from"])) else {
+            let number = text(&message["from"]);
+            let user_id = text(&message["from_user_id"]);
+            let contact = sender_contact(&value["contacts"], number.as_deref(), user_id.as_deref());
+            let number = number.or_else(|| contact.and_then(|c| text(&c["wa_id"])));
+            let user_id = user_id.or_else(|| contact.and_then(|c| text(&c["user_id"])));
+            let (Some(wamid), Some(from)) = (text(&message["id"]), number.or(user_id.clone()))
+            else {
                 tracing::warn!("whatsapp: skipping a message without id or sender");
                 continue;
             };
-            let name = items(&value["contacts"])
-                .find(|contact| contact["wa_id"].as_str() == Some(from.as_str()))
-                .and_then(|contact| text(&contact["profile"]["name"]));
+            let name = contact.and_then(|contact| text(&contact["profile"]["name"]));
             received.push(Received {
                 wamid,
                 from,
+                user_id,
                 name,
                 phone_number_id: phone_number_id.clone(),
                 text: words(message),
@@ -157,6 +173,24 @@ pub fn parse(body: &[u8]) -> Result<Vec<Received>, PayloadError> {
         }
     }
     Ok(received)
+}
+
+/// The `contacts[]` entry of a message's sender: the one with its number
+/// or its user id, or the only one when the message names neither.
+fn sender_contact<'v>(
+    contacts: &'v Value,
+    number: Option<&str>,
+    user_id: Option<&str>,
+) -> Option<&'v Value> {
+    let named = |contact: &&Value| {
+        (number.is_some() && contact["wa_id"].as_str() == number)
+            || (user_id.is_some() && contact["user_id"].as_str() == user_id)
+    };
+    if number.is_none() && user_id.is_none() {
+        let mut all = items(contacts);
+        return all.next().filter(|_| all.next().is_none());
+    }
+    items(contacts).find(named)
 }
 
 /// The elements of a JSON list; none when it is anything else.
@@ -271,6 +305,7 @@ mod tests {
             vec![Received {
                 wamid: "wamid.A".into(),
                 from: "16505551234".into(),
+                user_id: None,
                 name: Some("Ada".into()),
                 phone_number_id: Some("1098765".into()),
                 text: Some("Hi".into()),
@@ -385,6 +420,48 @@ mod tests {
         let read = parse(&skipped).unwrap();
         assert_eq!(read.len(), 1);
         assert_eq!(read[0].wamid, "wamid.B");
+    }
+
+    #[test]
+    fn a_sender_without_a_number_is_read_by_their_user_id() {
+        let body = json!({"object": "whatsapp_business_account", "entry": [{"id": "W", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"phone_number_id": "1098765"},
+            "contacts": [{"profile": {"name": "Bo", "username": "@bo"}, "user_id": "US.13491208655302741918"}],
+            "messages": [{"from_user_id": "US.13491208655302741918", "id": "wamid.U", "timestamp": "1", "type": "text", "text": {"body": "hi"}}],
+        }}]}]});
+        let read = parse(body.to_string().as_bytes()).unwrap();
+        assert_eq!(read[0].from, "US.13491208655302741918");
+        assert_eq!(read[0].user_id.as_deref(), Some("US.13491208655302741918"));
+        assert_eq!(read[0].name.as_deref(), Some("Bo"));
+
+        // Both names: the number is the sender, the user id goes along.
+        let both = json!({"object": "whatsapp_business_account", "entry": [{"id": "W", "changes": [{"field": "messages", "value": {
+            "contacts": [{"profile": {"name": "Ada"}, "wa_id": "16505551234", "user_id": "US.77"}],
+            "messages": [{"from": "16505551234", "from_user_id": "US.77", "id": "wamid.B", "timestamp": "1", "type": "text", "text": {"body": "hi"}}],
+        }}]}]});
+        let read = parse(both.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            (
+                read[0].from.as_str(),
+                read[0].user_id.as_deref(),
+                read[0].name.as_deref()
+            ),
+            ("16505551234", Some("US.77"), Some("Ada"))
+        );
+
+        // A failed send to a user id names it.
+        let failed = json!({"entry": [{"changes": [{"value": {"statuses": [
+            {"id": "wamid.F", "status": "failed", "recipient_user_id": "US.77", "errors": [{"code": 131026, "title": "Message undeliverable"}]}
+        ]}}]}]});
+        let failed = failed_sends(failed.to_string().as_bytes());
+        assert!(
+            failed[0]
+                .note("whatsapp")
+                .starts_with("whatsapp: message wamid.F to US.77 was not delivered"),
+            "{:?}",
+            failed[0]
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `whatsapp_send(to, text)`: the top agent writes to a person on WhatsApp.
 //!
-//! Only people the config names can be written to: the numbers of
+//! Only people the config names can be written to: the numbers and user ids of
 //! `[whatsapp] allow` and the named numbers of `[whatsapp] contacts`. The
 //! tool does not talk to WhatsApp itself: its tool message carries the
 //! message as an outbox, and the WhatsApp bridge, which follows the log from
@@ -11,7 +11,8 @@
 
 use super::Outcome;
 use crate::model::ToolSpec;
-use hearth_protocol::{whatsapp_number as normalize_number, Outbox};
+use hearth_protocol::whatsapp::{whatsapp_id, whatsapp_shown};
+use hearth_protocol::Outbox;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -49,10 +50,10 @@ impl Contacts {
                 toml::Value::Integer(number) => number.to_string(),
                 other => other.to_string(),
             };
-            normalize_number(&text).ok_or(ContactsError {
+            whatsapp_id(&text).ok_or(ContactsError {
                 key,
                 message: format!(
-                    "`{text}` is not a phone number; write it with its country code, like \"+15551234567\""
+                    "`{text}` is neither a phone number nor a WhatsApp user id; write a number with its country code, like \"+15551234567\""
                 ),
             })
         };
@@ -102,7 +103,7 @@ impl Contacts {
         {
             return Ok(number.clone());
         }
-        match normalize_number(to) {
+        match whatsapp_id(to) {
             Some(number) if self.numbers.contains(&number) => Ok(number),
             _ => Err(format!(
                 "`{to}` is not someone you may write to on WhatsApp; you may write to: {}",
@@ -116,13 +117,13 @@ impl Contacts {
         let mut entries: Vec<String> = self
             .named
             .iter()
-            .map(|(name, number)| format!("{name} (+{number})"))
+            .map(|(name, number)| format!("{name} ({})", whatsapp_shown(number)))
             .collect();
         let unnamed = self
             .numbers
             .iter()
             .filter(|number| !self.named.values().any(|named| named == *number));
-        entries.extend(unnamed.map(|number| format!("+{number}")));
+        entries.extend(unnamed.map(|number| whatsapp_shown(number)));
         entries.join(", ")
     }
 }
@@ -167,7 +168,8 @@ pub fn call(contacts: &Contacts, arguments: &Value) -> Outcome {
                 text: text.to_string(),
             }),
             ..Outcome::ok(format!(
-                "queued for +{number}; the WhatsApp bridge sends it"
+                "queued for {}; the WhatsApp bridge sends it",
+                whatsapp_shown(&number)
             ))
         },
         Err(why) => Outcome::error(why),
@@ -191,6 +193,12 @@ mod tests {
         assert_eq!(c.resolve("anna"), Ok("447700900123".to_string()));
         assert_eq!(c.resolve("+4915112345678"), Ok("4915112345678".to_string()));
         assert_eq!(c.resolve("15551234567"), Ok("15551234567".to_string()));
+        let with_id = contacts("allow = [\"us.13491208655302741918\"]");
+        assert_eq!(
+            with_id.resolve("US.13491208655302741918"),
+            Ok("US.13491208655302741918".to_string())
+        );
+        assert_eq!(with_id.listing(), "US.13491208655302741918");
         let refused = c.resolve("+15550000000").unwrap_err();
         assert!(
             refused.contains("Anna (+447700900123), +4915112345678, +15551234567"),
