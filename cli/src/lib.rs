@@ -8,6 +8,8 @@
 //!   multi-line input, paste, PageUp.
 //! - `display.rs`: what the terminal shows above the prompt: lines for good,
 //!   and the live region (the streaming reply, the status line).
+//! - `status_line.rs`: what the status line says: the daemon's activity,
+//!   an approval that waits here, the seconds, how to interrupt.
 //! - `screen.rs`: the printer thread, and the terminal's saved settings.
 //! - `look.rs`: how each message and event looks, with its time and source.
 //! - `markdown.rs`: the agent's Markdown rendered for a colour terminal.
@@ -45,6 +47,7 @@ pub mod screen;
 pub mod service;
 pub mod session;
 pub mod slash;
+pub mod status_line;
 pub mod stats;
 pub mod terminal;
 pub mod web;

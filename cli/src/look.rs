@@ -111,6 +111,19 @@ pub fn when(at: &str, now: DateTime<Local>) -> String {
     }
 }
 
+/// What the terminal says when hearthd closed the connection, in the
+/// words of its close frame's reason: stopping, restarting (or reloading,
+/// should a daemon say so), or gone without a word (a crash, a kill).
+pub fn connection_lost(reason: Option<&str>) -> String {
+    let said = match reason {
+        Some(hearth_protocol::CLOSE_RESTARTING) => "hearthd restarting…".to_string(),
+        Some(hearth_protocol::CLOSE_STOPPING) => "hearthd stopped".to_string(),
+        Some(other) => format!("{}…", terminal_safe(other.trim())),
+        None => "hearthd went away".to_string(),
+    };
+    format!("{said} (reconnecting; Ctrl-D leaves)")
+}
+
 /// The line over the agent's words: its time and name.
 pub fn header(agent: &str, at: &str, style: Style, now: DateTime<Local>) -> String {
     format!(
@@ -331,6 +344,24 @@ mod tests {
 
     fn now() -> DateTime<Local> {
         Local.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn a_lost_connection_is_said_in_the_close_frames_words() {
+        let restarting = connection_lost(Some(hearth_protocol::CLOSE_RESTARTING));
+        assert!(
+            restarting.starts_with("hearthd restarting… (reconnecting"),
+            "{restarting}"
+        );
+        let stopping = connection_lost(Some(hearth_protocol::CLOSE_STOPPING));
+        assert!(
+            stopping.starts_with("hearthd stopped (reconnecting"),
+            "{stopping}"
+        );
+        let reloading = connection_lost(Some("hearthd reloading\x1b[2J"));
+        assert!(reloading.starts_with("hearthd reloading"), "{reloading}");
+        assert!(!reloading.contains('\x1b'), "{reloading:?}");
+        assert!(connection_lost(None).starts_with("hearthd went away"));
     }
 
     fn at(days_ago: i64, hour: u32) -> String {

@@ -25,6 +25,7 @@ use crate::screen::{SavedTerminal, Screen};
 pub use crate::session::{Session, Show, SOURCE};
 use crate::slash::{self, Typed};
 use crate::stats;
+use crate::status_line::{self, Here, Status};
 use crate::welcome;
 use hearth_client::images::{self, ImageFileError};
 use hearth_client::{ConnectError, Connection};
@@ -162,12 +163,6 @@ pub async fn run(
     outcome
 }
 
-/// What the agent is doing, for the status line.
-struct Activity {
-    what: String,
-    since: Instant,
-}
-
 /// What the user asked the daemon for, in the order the answers come.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Asked {
@@ -195,7 +190,8 @@ struct Terminal {
     outbox: Vec<ClientFrame>,
     keys_sent: u64,
     key_prefix: String,
-    activity: Option<Activity>,
+    /// What the agent is doing, for the status line; none between turns.
+    activity: Option<Status>,
     /// Answers the user waits for, oldest first.
     asked: Vec<Asked>,
     /// The line reader erases what it echoed (see `keyboard.rs`): a line
@@ -291,7 +287,7 @@ impl Terminal {
                     look::header(&agent, &now.to_rfc3339(), style, now)
                 });
                 self.screen.paint(paint);
-                if self.activity.as_ref().is_some_and(|a| a.what != "writing") {
+                if self.activity.as_ref().is_some_and(|a| a.what == "thinking") {
                     self.set_activity("writing");
                 }
             }
@@ -309,11 +305,23 @@ impl Terminal {
             Some(activity) => activity.since,
             None => Instant::now(),
         };
-        self.activity = Some(Activity {
+        self.activity = Some(Status {
             what: what.to_string(),
             since,
         });
         self.repaint_status();
+    }
+
+    /// The daemon said what its turn does now: the status line says it,
+    /// while a turn runs (an idle agent's activity leaves it to `idle`).
+    fn on_activity(&mut self, activity: &hearth_protocol::Activity) {
+        match Status::of_activity(activity, chrono::Local::now()) {
+            Some(status) if self.session.busy => {
+                self.activity = Some(status);
+                self.repaint_status();
+            }
+            _ => {}
+        }
     }
 
     fn clear_activity(&mut self) {
@@ -323,15 +331,15 @@ impl Terminal {
 
     fn repaint_status(&mut self) {
         self.display.resize(Size::of_terminal());
-        let status = self.activity.as_ref().map(|activity| {
-            let secs = activity.since.elapsed().as_secs();
-            let hint = if self.connection.is_some() {
-                " · Ctrl-C interrupts"
-            } else {
-                ""
-            };
-            format!("… {} · {secs} s{hint}", activity.what)
-        });
+        let here = Here {
+            approval_waits: self.session.approvals.any(),
+            connected: self.connection.is_some(),
+        };
+        let columns = Size::of_terminal().columns.saturating_sub(1);
+        let status = self
+            .activity
+            .as_ref()
+            .map(|activity| status_line::line(activity, here, columns));
         let paint = self.display.set_status(status);
         self.screen.paint(paint);
     }
@@ -351,8 +359,15 @@ impl Terminal {
                     let paint = self.display.abandon();
                     self.screen.paint(paint);
                 }
+                if let Some(activity) = &event.activity {
+                    self.on_activity(activity);
+                }
                 let show = self.session.on_event(&event);
                 self.show(show);
+                if event.kind == EventKind::Approval {
+                    // The line says what waits here, or no longer does.
+                    self.repaint_status();
+                }
                 if self.draining && self.session.settled() {
                     return Ok(Next::Quit);
                 }
@@ -494,6 +509,7 @@ impl Terminal {
             } else {
                 self.print_not_connected();
             }
+            self.repaint_status();
             return Next::Go;
         }
         if let crate::approvals::Typed::Usage(how) = typed {
@@ -620,8 +636,13 @@ impl Terminal {
         Ok(Next::Go)
     }
 
-    /// The connection dropped: say so once, and try again soon.
+    /// The connection dropped: say so once, in the words of the daemon's
+    /// close frame (stopping, restarting), and try again soon.
     fn on_lost(&mut self) {
+        let reason = self
+            .connection
+            .as_ref()
+            .and_then(|connection| connection.close_reason().map(str::to_string));
         if self.connection.take().is_none() && self.retry.is_some() {
             return;
         }
@@ -629,9 +650,7 @@ impl Terminal {
         let paint = self.display.abandon();
         self.screen.paint(paint);
         self.activity = None;
-        let line = self
-            .style
-            .error("hearthd restarting… (reconnecting; Ctrl-D leaves)");
+        let line = self.style.error(&look::connection_lost(reason.as_deref()));
         self.print(&line);
         self.set_activity("reconnecting");
         self.retry = Some((Instant::now() + RECONNECT_FIRST, RECONNECT_FIRST));

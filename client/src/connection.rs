@@ -36,6 +36,9 @@ pub struct Welcome {
 /// An open, greeted connection.
 pub struct Connection {
     socket: WebSocketStream<UnixStream>,
+    /// The reason of the daemon's close frame, once one came
+    /// ([`hearth_protocol::CLOSE_STOPPING`], [`hearth_protocol::CLOSE_RESTARTING`]).
+    close_reason: Option<String>,
 }
 
 impl Connection {
@@ -65,7 +68,10 @@ impl Connection {
                     source,
                 })?;
         let (socket, _) = tokio_tungstenite::client_async("ws://hearthd/", stream).await?;
-        let mut connection = Connection { socket };
+        let mut connection = Connection {
+            socket,
+            close_reason: None,
+        };
         connection
             .send(&ClientFrame::Hello {
                 client: client.to_string(),
@@ -116,7 +122,12 @@ impl Connection {
                         .map(Some)
                         .map_err(|err| ConnectError::BadFrame(err.to_string()));
                 }
-                Some(Ok(WsMessage::Close(_))) => return Ok(None),
+                Some(Ok(WsMessage::Close(frame))) => {
+                    self.close_reason = frame
+                        .map(|frame| frame.reason.to_string())
+                        .filter(|reason| !reason.is_empty());
+                    return Ok(None);
+                }
                 Some(Ok(_)) => continue,
             }
         }
@@ -137,6 +148,13 @@ impl Connection {
                 Some(answer) => return Ok(answer),
             }
         }
+    }
+
+    /// Why the daemon closed the connection, as its close frame said
+    /// (`hearthd stopping`, `hearthd restarting`); none before it closed,
+    /// or when it went away without a close frame.
+    pub fn close_reason(&self) -> Option<&str> {
+        self.close_reason.as_deref()
     }
 
     pub async fn close(mut self) {

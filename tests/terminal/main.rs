@@ -141,7 +141,8 @@ async fn a_daemon_restart_under_the_client_loses_nothing_and_shows_nothing_twice
     pty.wait_for("Answered.");
     pty.wait_until("the turn to end", idle);
     assert!(daemon.stop(), "a clean stop");
-    pty.wait_for("hearthd restarting…");
+    // The daemon's close frame says why it went.
+    pty.wait_for("hearthd stopped (reconnecting");
     // Typed while hearthd is away: sent once it is back.
     pty.line("while it was away");
     pty.wait_for("sent when it is back");
@@ -172,7 +173,7 @@ async fn a_daemon_restart_under_the_client_loses_nothing_and_shows_nothing_twice
         "› before the restart",
         "› while it was away",
         "[telegram] from the phone",
-        "hearthd restarting…",
+        "hearthd stopped",
     ] {
         assert_eq!(count(&screen, said), 1, "{said} once:\n{screen}");
     }
@@ -323,4 +324,48 @@ async fn a_tool_line_says_what_the_call_did_and_an_approval_is_asked_once() {
         screen.contains("· shell: rm -f nothing-here → no output"),
         "{screen}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_line_says_what_the_turn_does_and_is_gone_at_its_end() {
+    let model = FakeModel::start().await;
+    let (home, _daemon) = attached(&model).await;
+    // A shell call that prints a line, then waits on a pipe the test opens.
+    let fifo = home.path().join("release");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let command = format!("echo step one; cat {}", fifo.display());
+    let arguments = serde_json::json!({ "command": command }).to_string();
+    model.push(Reply::tool_call("shell", arguments));
+    model.push(Reply::text("The steps are done."));
+    let mut pty = Pty::attach(&home, &key_env());
+    pty.wait_for("/help");
+
+    pty.line("run the steps");
+    let screen = pty.wait_until("the tool on the status line", |screen| {
+        screen
+            .lines()
+            .any(|line| line.starts_with("… shell: echo step one") && line.contains("| step one"))
+    });
+    let status = screen
+        .lines()
+        .find(|line| line.starts_with("… shell:"))
+        .unwrap_or_default();
+    assert!(status.ends_with("· Ctrl-C interrupts"), "{screen}");
+    // Typing goes on below it, untouched.
+    pty.send("half a li");
+    pty.wait_for("> half a li");
+
+    std::fs::write(&fifo, "go\n").expect("the pipe opens");
+    let screen = pty.wait_for("The steps are done.");
+    let screen = if idle(&screen) {
+        screen
+    } else {
+        pty.wait_until("the turn to end", idle)
+    };
+    assert!(!screen.contains("… shell:"), "the line is gone:\n{screen}");
+    assert!(screen.contains("> half a li"), "{screen}");
 }
