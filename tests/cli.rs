@@ -103,9 +103,10 @@ async fn home_may_come_before_the_subcommand() {
     let again = home.hearth_async(&["send", "--key", "k1", "hi"]).await;
     assert_eq!(
         stdout(&again).trim(),
-        "0",
+        "duplicate 0",
         "the same key names the same message"
     );
+    assert!(again.status.success());
     let status = home.hearth_async(&["status", "--json"]).await;
     let status: serde_json::Value = serde_json::from_str(stdout(&status).trim()).unwrap();
     assert_eq!(status["agent"], "hearth");

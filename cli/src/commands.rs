@@ -1,5 +1,5 @@
-//! The scripted subcommands: `hearth send`, `hearth log`, `hearth status` and
-//! `hearth interrupt`.
+//! The scripted subcommands: `hearth send`, `hearth status` and `hearth
+//! interrupt` (`hearth log` is in `log.rs`).
 //!
 //! They never start a daemon: when none answers on the home's socket they fail
 //! at once with [`CommandError::NoDaemon`], so a script learns that hearthd is
@@ -11,14 +11,9 @@ use hearth_client::images;
 use hearth_client::log_walk::{walk_log, LogWalk};
 use hearth_client::running::{ask, connect_running, CommandError};
 use hearth_protocol::home::Home;
-use hearth_protocol::{ClientFrame, Event, EventKind, Kind, Message, ServerFrame, Status};
-use serde::Serialize;
+use hearth_protocol::{ClientFrame, Event, EventKind, Kind, ServerFrame, Status, MAX_FRAME_BYTES};
 use std::io::{self, Write};
 use std::process::ExitCode;
-
-/// How many messages `hearth log` prints when neither `--limit` nor `--since`
-/// is given.
-pub const DEFAULT_LOG_LIMIT: u32 = 50;
 
 /// What `hearth send` submits.
 #[derive(Debug, Clone)]
@@ -29,6 +24,8 @@ pub struct SendRequest {
     pub key: Option<String>,
     /// Wait for the turn that takes the message and print its reply.
     pub wait: bool,
+    /// With `wait`, print the id on stdout before the reply (else stderr).
+    pub print_id: bool,
     /// Image files the message carries.
     pub images: Vec<std::path::PathBuf>,
 }
@@ -44,15 +41,66 @@ pub fn join_words(words: &[String]) -> Option<String> {
     }
 }
 
-/// Submits a message and prints its id once it is durable. With `wait`, then
-/// prints the reply whose turn answered it (exit success), or writes the
-/// failed turn's error to stderr (exit failure).
+/// The text of `hearth send`: the words joined, or stdin read to its end
+/// for `-` alone, or when no words and no images are given and stdin is not
+/// a terminal (a pipe). One final newline of stdin is not part of it.
+pub fn message_text(
+    words: &[String],
+    has_images: bool,
+    stdin: &mut dyn io::Read,
+    stdin_is_terminal: bool,
+) -> Result<String, CommandError> {
+    let piped = match words {
+        [dash] if dash == "-" => true,
+        [] => !has_images && !stdin_is_terminal,
+        _ => false,
+    };
+    let text = if piped {
+        let mut text = String::new();
+        stdin
+            .read_to_string(&mut text)
+            .map_err(CommandError::Stdin)?;
+        if text.ends_with('\n') {
+            text.pop();
+            if text.ends_with('\r') {
+                text.pop();
+            }
+        }
+        text
+    } else {
+        words.join(" ")
+    };
+    if text.trim().is_empty() && !has_images {
+        return Err(CommandError::NothingToSend);
+    }
+    Ok(text)
+}
+
+/// Submits a message and prints its id once it is durable (`duplicate ID`
+/// when its key was used before). With `wait`, the id goes to stderr (or
+/// stdout with `print_id`) and the reply whose turn answered it to stdout
+/// (exit success), or the failed turn's error to stderr (exit failure).
 pub async fn send(
     home: &Home,
     agent: Option<&str>,
     request: SendRequest,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
+    // Refused here rather than by the daemon closing the connection.
+    let bytes = ClientFrame::Submit {
+        text: request.text.clone(),
+        source: request.source.clone(),
+        key: request.key.clone(),
+        images: Vec::new(),
+    }
+    .encode()
+    .len();
+    if bytes > MAX_FRAME_BYTES {
+        return Err(CommandError::TooLarge {
+            bytes,
+            limit: MAX_FRAME_BYTES,
+        });
+    }
     // Subscribed from hello on, so no event about the message can be missed.
     let (mut connection, _) = connect_running(home, agent, "hearth-send", None).await?;
     let mut early = Vec::new();
@@ -78,8 +126,18 @@ pub async fn send(
         ServerFrame::Error { message, .. } => return Err(CommandError::Refused(message)),
         other => return Err(CommandError::Unexpected(other.encode())),
     };
-    writeln!(out, "{id}")?;
-    out.flush()?;
+    let said = if duplicate {
+        format!("duplicate {id}")
+    } else {
+        id.to_string()
+    };
+    if request.wait && !request.print_id {
+        // stdout is the reply's alone.
+        let _ = writeln!(io::stderr(), "{said}");
+    } else {
+        writeln!(out, "{said}")?;
+        out.flush()?;
+    }
     if !request.wait {
         connection.close().await;
         return Ok(ExitCode::SUCCESS);
@@ -170,67 +228,6 @@ fn report(verdict: Verdict, out: &mut dyn Write) -> Result<ExitCode, CommandErro
     }
 }
 
-/// What `hearth log` prints.
-#[derive(Debug, Clone, Copy)]
-pub struct LogRequest {
-    /// At most this many messages: the newest ones, or with `since` the
-    /// oldest ones after it. Without either, [`DEFAULT_LOG_LIMIT`].
-    pub limit: Option<u32>,
-    /// Only messages with a greater id.
-    pub since: Option<u64>,
-    /// One JSON object per line instead of the human form.
-    pub json: bool,
-}
-
-/// Prints messages of the log, oldest first.
-pub async fn log(
-    home: &Home,
-    agent: Option<&str>,
-    request: LogRequest,
-    out: &mut dyn Write,
-) -> Result<ExitCode, CommandError> {
-    let (mut connection, _) = connect_running(home, agent, "hearth-log", None).await?;
-    let limit = match (request.limit, request.since) {
-        (None, None) => Some(DEFAULT_LOG_LIMIT),
-        (limit, _) => limit,
-    };
-    let walk = LogWalk::new(request.since, limit);
-    let messages = walk_log(&mut connection, walk).await?;
-    connection.close().await;
-    for message in &messages {
-        let line = if request.json {
-            json_line(message)
-        } else {
-            log_line(message)
-        };
-        writeln!(out, "{line}")?;
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A message as `hearth log` prints it for people:
-/// `#id date time kind[/status] [source] text`, later lines of the text
-/// indented, control sequences taken out (see `sanitize.rs`).
-pub fn log_line(message: &Message) -> String {
-    let kind = match &message.status {
-        Some(status) => format!("{}/{status}", message.kind),
-        None => message.kind.to_string(),
-    };
-    let text = match message.kind {
-        Kind::Reply => hearth_protocol::ending::shown(&message.text, message.status.as_deref()),
-        _ => message.text.clone(),
-    };
-    let text = text.replace('\n', "\n    ");
-    let line = format!(
-        "#{} {} {kind} [{}] {text}",
-        message.id,
-        local_time(&message.at),
-        message.source
-    );
-    terminal_safe(&line).into_owned()
-}
-
 /// A message's time as `YYYY-MM-DD HH:MM:SS` in the offset it was logged
 /// with; the raw text when it is not RFC 3339.
 pub fn local_time(at: &str) -> String {
@@ -238,31 +235,6 @@ pub fn local_time(at: &str) -> String {
         Ok(time) => time.format("%Y-%m-%d %H:%M:%S").to_string(),
         Err(_) => at.to_string(),
     }
-}
-
-/// The line of `hearth log --json`: exactly `id`, `kind`, `source`, `text`,
-/// `status` (null when absent) and `at`, in that order.
-#[derive(Serialize)]
-struct JsonLine<'a> {
-    id: u64,
-    kind: Kind,
-    source: &'a str,
-    text: &'a str,
-    status: Option<&'a str>,
-    at: &'a str,
-}
-
-pub fn json_line(message: &Message) -> String {
-    let line = JsonLine {
-        id: message.id,
-        kind: message.kind,
-        source: &message.source,
-        text: &message.text,
-        status: message.status.as_deref(),
-        at: &message.at,
-    };
-    // Plain strings and numbers: serializing cannot fail.
-    serde_json::to_string(&line).unwrap_or_default()
 }
 
 /// Prints the agent's status: human lines, or with `json` the frame as the
@@ -401,6 +373,7 @@ pub async fn interrupt(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hearth_protocol::Message;
 
     fn message(id: u64, kind: Kind, text: &str) -> Message {
         Message {
@@ -427,34 +400,6 @@ mod tests {
         assert_eq!(join_words(&words).as_deref(), Some("hello there, friend"));
         assert_eq!(join_words(&[]), None);
         assert_eq!(join_words(&["  ".to_string()]), None);
-    }
-
-    #[test]
-    fn log_line_shows_id_time_kind_source_and_text() {
-        let mut tool = message(12, Kind::Tool, "shell ls\nfile-a\nfile-b");
-        tool.source = "hearth".into();
-        tool.status = Some("ok".into());
-        assert_eq!(
-            log_line(&tool),
-            "#12 2026-11-30 10:00:05 tool/ok [hearth] shell ls\n    file-a\n    file-b"
-        );
-        let mut odd = message(3, Kind::User, "hi");
-        odd.at = "yesterday".into();
-        assert_eq!(log_line(&odd), "#3 yesterday user [terminal] hi");
-    }
-
-    #[test]
-    fn json_line_has_exactly_the_documented_keys() {
-        let line = json_line(&message(7, Kind::User, "hi \"there\""));
-        assert_eq!(
-            line,
-            r#"{"id":7,"kind":"user","source":"terminal","text":"hi \"there\"","status":null,"at":"2026-11-30T10:00:05+01:00"}"#
-        );
-        let mut tool = message(8, Kind::Tool, "t");
-        tool.status = Some("error".into());
-        let value: serde_json::Value = serde_json::from_str(&json_line(&tool)).unwrap();
-        assert_eq!(value["status"], "error");
-        assert_eq!(value.as_object().unwrap().len(), 6);
     }
 
     #[test]

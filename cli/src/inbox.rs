@@ -2,6 +2,7 @@
 //! event from another program, with an idempotency key) and
 //! `hearth schedule list|add|rm`.
 
+use crate::sanitize::terminal_safe;
 use hearth_client::running::{self, connect_running, CommandError};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, ReceiptStatus, ScheduleInfo, ServerFrame};
@@ -77,26 +78,62 @@ pub async fn schedule(
         },
     )
     .await?;
-    if schedules.is_empty() && verb.is_none() {
-        writeln!(out, "no schedules")?;
-    }
-    for schedule in &schedules {
-        writeln!(
-            out,
-            "{}{}",
-            verb.map(|v| format!("{v} ")).unwrap_or_default(),
-            line(schedule)
-        )?;
+    match verb {
+        None if schedules.is_empty() => writeln!(out, "no schedules")?,
+        None => {
+            for line in table(&schedules) {
+                writeln!(out, "{line}")?;
+            }
+        }
+        Some(verb) => {
+            for schedule in &schedules {
+                let [id, next, repeats, text] = cells(schedule);
+                writeln!(out, "{verb} {id}  {next}  {repeats}  {text}")?;
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `#3  0 9 * * 1-5  next 2026-12-01T09:00:00+01:00  stand-up notes`
-pub fn line(schedule: &ScheduleInfo) -> String {
-    format!(
-        "#{}  {}  next {}  {}",
-        schedule.id, schedule.when, schedule.next, schedule.text
-    )
+/// A schedule's cells: `#3`, its next firing (`2026-12-01 09:00`), how it
+/// repeats (its cron expression, or `once`), its text.
+fn cells(schedule: &ScheduleInfo) -> [String; 4] {
+    let minute = |at: &str| match chrono::DateTime::parse_from_rfc3339(at) {
+        Ok(at) => at.format("%Y-%m-%d %H:%M").to_string(),
+        Err(_) => at.to_string(),
+    };
+    // A one-off is stored as its time: shown once, under NEXT.
+    let repeats = if chrono::DateTime::parse_from_rfc3339(&schedule.when).is_ok() {
+        "once".to_string()
+    } else {
+        schedule.when.clone()
+    };
+    [
+        format!("#{}", schedule.id),
+        minute(&schedule.next),
+        repeats,
+        terminal_safe(&schedule.text.replace('\n', " ")).into_owned(),
+    ]
+}
+
+/// `hearth schedule list`: a header, then one line a schedule, in columns.
+pub fn table(schedules: &[ScheduleInfo]) -> Vec<String> {
+    let mut rows = vec![["ID", "NEXT", "REPEATS", "TEXT"].map(String::from)];
+    rows.extend(schedules.iter().map(cells));
+    let mut widths = [0usize; 3];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    rows.iter()
+        .map(|[id, next, repeats, text]| {
+            let [a, b, c] = widths;
+            format!("{id:<a$}  {next:<b$}  {repeats:<c$}  {text}")
+                .trim_end()
+                .to_string()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -104,16 +141,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_schedule_line_shows_id_when_next_and_text() {
-        let schedule = ScheduleInfo {
+    fn the_list_has_a_header_and_shows_each_time_once() {
+        let cron = ScheduleInfo {
             id: 3,
             when: "0 9 * * 1-5".into(),
             text: "stand-up".into(),
             next: "2026-12-01T09:00:00+01:00".into(),
         };
+        let once = ScheduleInfo {
+            id: 12,
+            when: "2026-12-24T18:00:00+01:00".into(),
+            text: "call\nmum".into(),
+            next: "2026-12-24T18:00:00+01:00".into(),
+        };
         assert_eq!(
-            line(&schedule),
-            "#3  0 9 * * 1-5  next 2026-12-01T09:00:00+01:00  stand-up"
+            table(&[cron, once]),
+            [
+                "ID   NEXT              REPEATS      TEXT",
+                "#3   2026-12-01 09:00  0 9 * * 1-5  stand-up",
+                "#12  2026-12-24 18:00  once         call mum",
+            ]
         );
     }
 }

@@ -19,7 +19,8 @@
 //! - `session.rs`: what the terminal remembers, and so what each event
 //!   comes to on screen (each once).
 //! - `launch.rs`: attaching, with `hearthd` started in the background.
-//! - `commands.rs`: the scripted subcommands (`send`, `log`, `status`, `interrupt`).
+//! - `commands.rs`: the scripted subcommands (`send`, `status`, `interrupt`).
+//! - `log.rs`: `hearth log` and its filters.
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
 //! - `mcp.rs`: `hearth mcp`, the MCP servers and their tools.
 //! - `service.rs`: `hearth backup` and `hearth service install|uninstall|status`.
@@ -38,6 +39,7 @@ pub mod inbox;
 pub mod keyboard;
 pub mod launch;
 pub mod life;
+pub mod log;
 pub mod look;
 pub mod markdown;
 pub mod mcp;

@@ -7,13 +7,15 @@
 use clap::{Parser, Subcommand};
 use hearth_bridges::bridge::EXIT_CONFIG;
 use hearth_bridges::{telegram, whatsapp};
-use hearth_cli::commands::{self, LogRequest, SendRequest};
+use hearth_cli::commands::{self, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
+use hearth_cli::log::{self as log_command, Bound, Filter, LogRequest};
 use hearth_cli::memory::{self, MemoryCommand, SearchRequest};
 use hearth_cli::web::WebCommand;
 use hearth_cli::{life, service, stats, terminal};
 use hearth_client::CommandError;
 use hearth_protocol::home::Home;
+use hearth_protocol::Kind;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
@@ -38,10 +40,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Subcommands {
-    /// Send a message; prints its id once it is durable
+    /// Send a message; prints its id once it is durable (`duplicate ID` for a key used before)
     Send {
-        /// The message, as words joined by spaces (use `--` before words that start with `-`)
-        #[arg(required_unless_present = "image", value_name = "TEXT")]
+        /// The message, as words joined by spaces (use `--` before words that start with `-`); `-`, or none with stdin a pipe: read from stdin
+        #[arg(value_name = "TEXT")]
         words: Vec<String>,
         /// Attach an image file (PNG, JPEG, GIF or WebP, at most 10 MB); may be repeated
         #[arg(long, value_name = "FILE")]
@@ -52,9 +54,12 @@ enum Subcommands {
         /// An idempotency key: a message sent again with the same key is logged once
         #[arg(long)]
         key: Option<String>,
-        /// Wait for the turn that takes the message; print its reply (exit 0) or its error (exit 1)
+        /// Wait for the turn that takes the message; print only its reply on stdout (exit 0), or its error on stderr (exit 1); the id goes to stderr
         #[arg(long)]
         wait: bool,
+        /// With --wait, print the id on stdout too, on the line before the reply
+        #[arg(long, requires = "wait")]
+        id: bool,
     },
     /// Print messages of the log, oldest first
     Log {
@@ -64,6 +69,21 @@ enum Subcommands {
         /// Only messages with an id greater than ID
         #[arg(long, value_name = "ID")]
         since: Option<u64>,
+        /// Only messages whose text holds these words (case ignored)
+        #[arg(long, value_name = "WORDS")]
+        grep: Option<String>,
+        /// Only messages of this kind: user, reply, echo, tool, note or work (may be repeated)
+        #[arg(long, value_parser = log_command::kind)]
+        kind: Vec<Kind>,
+        /// Only messages from this source (terminal, telegram, script, schedule, …)
+        #[arg(long)]
+        source: Option<String>,
+        /// Only messages written at or after this local date or time (2026-11-30, "2026-11-30 18:00")
+        #[arg(long, value_name = "DATE", value_parser = |text: &str| log_command::bound(text, false))]
+        since_date: Option<Bound>,
+        /// Only messages written before this local time, or on or before this date (a date takes its whole day in)
+        #[arg(long, value_name = "DATE", value_parser = |text: &str| log_command::bound(text, true))]
+        until_date: Option<Bound>,
         /// One JSON object per line: id, kind, source, text, status, at
         #[arg(long)]
         json: bool,
@@ -179,9 +199,9 @@ enum WhatsappAction {
 
 #[derive(Subcommand)]
 enum ScheduleAction {
-    /// The active schedules, soonest first
+    /// The active schedules, soonest first: id, next firing, how it repeats, text
     List,
-    /// Deliver TEXT at WHEN: a local time (`2026-12-24 18:00`) or a 5-field cron expression (`0 9 * * 1-5`)
+    /// Deliver TEXT at WHEN, in quotes when it has spaces: `07:30`, `9am`, `"tomorrow 9am"`, `"monday 8:00"`, `"in 20 minutes"`, `"2026-12-24 18:00"`, or 5 cron fields (`"0 9 * * 1-5"`)
     Add {
         when: String,
         #[arg(required = true, value_name = "TEXT")]
@@ -241,6 +261,11 @@ enum ServiceAction {
     Status,
 }
 
+/// The exit code of a command line that cannot work, as clap's own errors
+/// use it. The others: 0 done, 1 refused or failed, 78 ([`EXIT_CONFIG`]) a
+/// configuration that cannot work.
+const EXIT_USAGE: u8 = 2;
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     // Whatever this process creates in the home (the data folder and
@@ -275,7 +300,11 @@ async fn main() -> ExitCode {
                 }
             }
             eprintln!("hearth: {err:#}");
-            ExitCode::FAILURE
+            // Nothing to send is a usage error, as clap's own are (exit 2).
+            match err.downcast_ref::<CommandError>() {
+                Some(CommandError::NothingToSend) => ExitCode::from(EXIT_USAGE),
+                _ => ExitCode::FAILURE,
+            }
         }
     }
 }
@@ -296,25 +325,46 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             source,
             key,
             wait,
+            id,
         }) => {
-            // With an image the words may be left out.
-            let text = match commands::join_words(&words) {
-                Some(text) => text,
-                None if !image.is_empty() => String::new(),
-                None => return Err(CommandError::NothingToSend.into()),
-            };
+            let stdin = std::io::stdin();
+            let piped = !std::io::IsTerminal::is_terminal(&stdin);
+            let text =
+                commands::message_text(&words, !image.is_empty(), &mut stdin.lock(), !piped)?;
             let request = SendRequest {
                 text,
                 source,
                 key,
                 wait,
+                print_id: id,
                 images: image,
             };
             commands::send(&home, agent, request, &mut stdout).await?
         }
-        Some(Subcommands::Log { limit, since, json }) => {
-            let request = LogRequest { limit, since, json };
-            commands::log(&home, agent, request, &mut stdout).await?
+        Some(Subcommands::Log {
+            limit,
+            since,
+            grep,
+            kind,
+            source,
+            since_date,
+            until_date,
+            json,
+        }) => {
+            let filter = Filter {
+                grep: grep.filter(|words| !words.is_empty()),
+                kinds: kind,
+                source,
+                since: since_date,
+                until: until_date,
+            };
+            let request = LogRequest {
+                limit,
+                since,
+                filter,
+                json,
+            };
+            log_command::log(&home, agent, request, &mut stdout).await?
         }
         Some(Subcommands::Status { json }) => {
             commands::status(&home, agent, json, &mut stdout).await?

@@ -1,7 +1,7 @@
 //! `hearth stats`: what the model requests of the last days used and cost,
 //! per day and agent — requests, input tokens, the share of them read from
 //! the prompt cache, output tokens and cost — as a table, or one JSON object
-//! per row for scripts.
+//! per row for scripts; with `--agent NAME`, that agent's rows alone.
 
 use hearth_client::running::{ask, connect_running, CommandError};
 use hearth_protocol::home::Home;
@@ -23,11 +23,15 @@ pub async fn stats(
 ) -> Result<ExitCode, CommandError> {
     let (mut connection, _) = connect_running(home, agent, "hearth-stats", None).await?;
     let frame = ClientFrame::Stats { days: Some(days) };
-    let (days, rows) = ask(&mut connection, &frame, |answer| match answer {
+    let (days, mut rows) = ask(&mut connection, &frame, |answer| match answer {
         ServerFrame::Stats { days, rows, .. } => Some((days, rows)),
         _ => None,
     })
     .await?;
+    // The daemon counts every agent; `--agent NAME` asks for one.
+    if let Some(agent) = agent {
+        rows.retain(|row| row.agent == agent);
+    }
     connection.close().await;
     if json {
         for row in &rows {

@@ -18,8 +18,12 @@ pub enum CommandError {
     Refused(String),
     #[error("hearthd answered with an unexpected frame: {0}")]
     Unexpected(String),
-    #[error("nothing to send: give the message's words, e.g. `hearth send hello there`")]
+    #[error("nothing to send: give the message's words, e.g. `hearth send hello there`, or pipe it in with `hearth send -`")]
     NothingToSend,
+    #[error("the message is {bytes} bytes; hearthd takes at most {limit} bytes in one frame (send a file's path instead, or split it)")]
+    TooLarge { bytes: usize, limit: usize },
+    #[error("cannot read the message from stdin: {0}")]
+    Stdin(io::Error),
     #[error(transparent)]
     Image(#[from] ImageFileError),
     #[error("hearthd closed the connection before message #{id} was answered")]

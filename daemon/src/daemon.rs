@@ -126,7 +126,7 @@ pub async fn run(
         images,
         mcp,
         web: web.as_ref().map(|(_, web)| web.clone()),
-        budget: config.budget,
+        meter: meter.clone(),
         control,
         closing,
         database: home.database(),

@@ -1,8 +1,9 @@
 //! Schedules and the notify queue: what enters an agent's log from outside
 //! a conversation, between chains.
 //!
-//! A schedule is a one-off local time or a 5-field cron expression with the
-//! text to deliver, stored in SQLite. When due it is logged as a `user`
+//! A schedule is a one-off time or a 5-field cron expression with the text
+//! to deliver, stored in SQLite; `when.rs` reads the forms a person types
+//! (`07:30`, `tomorrow 9am`, `in 20 minutes`, …). When due it is logged as a `user`
 //! message with source `schedule`; one missed while the daemon was down fires
 //! once at the next start, with a `note` saying when it was due.
 //!
@@ -13,107 +14,16 @@
 //! the log as `user` messages between chains.
 
 use crate::log::{append as append_in, Log, LogError, NewMessage};
-use chrono::{DateTime, Local, NaiveDateTime, TimeZone, Utc};
-use croner::Cron;
+use chrono::{DateTime, Local, TimeZone, Utc};
 use hearth_protocol::{Kind, Message};
 use rusqlite::params;
-use std::str::FromStr;
+
+mod when;
+
+pub use when::{parse_in, ScheduleError, When};
 
 /// A due time this far in the past means the daemon was down: say so.
 const MISSED_AFTER_SECS: i64 = 60;
-
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ScheduleError {
-    #[error("`{spec}` is neither a time (like 2026-12-24 18:00) nor a 5-field cron expression (like `0 9 * * 1-5`): {why}")]
-    Unreadable { spec: String, why: String },
-    #[error("{0} is in the past")]
-    Past(String),
-    #[error("the cron expression `{0}` never fires")]
-    Never(String),
-}
-
-/// When a schedule fires.
-#[derive(Debug, Clone, PartialEq)]
-pub enum When {
-    Once(DateTime<Utc>),
-    Cron(String),
-}
-
-impl When {
-    /// Reads a one-off local time (`2026-12-24 18:00`, `2026-12-24T18:00:00`,
-    /// or RFC 3339 with an offset) or a 5-field cron expression in local time.
-    pub fn parse(spec: &str, now: DateTime<Utc>) -> Result<When, ScheduleError> {
-        let spec = spec.trim();
-        let unreadable = |why: String| ScheduleError::Unreadable {
-            spec: spec.to_string(),
-            why,
-        };
-        if spec.split_whitespace().count() == 5 {
-            let cron = Cron::from_str(spec).map_err(|err| unreadable(err.to_string()))?;
-            let when = When::Cron(spec.to_string());
-            if when.next_after(now).is_none() {
-                return Err(ScheduleError::Never(spec.to_string()));
-            }
-            drop(cron);
-            return Ok(when);
-        }
-        let at = if let Ok(at) = DateTime::parse_from_rfc3339(spec) {
-            at.with_timezone(&Utc)
-        } else {
-            let naive = [
-                "%Y-%m-%d %H:%M",
-                "%Y-%m-%d %H:%M:%S",
-                "%Y-%m-%dT%H:%M",
-                "%Y-%m-%dT%H:%M:%S",
-            ]
-            .iter()
-            .find_map(|format| NaiveDateTime::parse_from_str(spec, format).ok())
-            .ok_or_else(|| unreadable("expected YYYY-MM-DD HH:MM or 5 cron fields".into()))?;
-            Local
-                .from_local_datetime(&naive)
-                .earliest()
-                .ok_or_else(|| {
-                    unreadable("that local time does not exist (a clock change?)".into())
-                })?
-                .with_timezone(&Utc)
-        };
-        if at <= now {
-            return Err(ScheduleError::Past(spec.to_string()));
-        }
-        Ok(When::Once(at))
-    }
-
-    /// The first firing strictly after `after`; none when it never fires again.
-    pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        match self {
-            When::Once(at) => (*at > after).then_some(*at),
-            When::Cron(spec) => {
-                let cron = Cron::from_str(spec).ok()?;
-                let local = after.with_timezone(&Local);
-                cron.find_next_occurrence(&local, false)
-                    .ok()
-                    .map(|next| next.with_timezone(&Utc))
-            }
-        }
-    }
-
-    fn spec(&self) -> String {
-        match self {
-            When::Once(at) => at.with_timezone(&Local).to_rfc3339(),
-            When::Cron(spec) => spec.clone(),
-        }
-    }
-
-    fn from_stored(spec: &str) -> Option<When> {
-        if spec.split_whitespace().count() == 5 {
-            Some(When::Cron(spec.to_string()))
-        } else {
-            DateTime::parse_from_rfc3339(spec)
-                .ok()
-                .map(|at| When::Once(at.with_timezone(&Utc)))
-        }
-    }
-}
 
 /// A stored schedule, as listed.
 #[derive(Debug, Clone, PartialEq)]
@@ -329,33 +239,6 @@ mod tests {
         DateTime::parse_from_rfc3339(text)
             .unwrap()
             .with_timezone(&Utc)
-    }
-
-    #[test]
-    fn times_and_cron_expressions_read() {
-        let now = at("2026-11-30T10:00:00Z");
-        assert_eq!(
-            When::parse("2026-12-01T09:00:00+00:00", now),
-            Ok(When::Once(at("2026-12-01T09:00:00Z")))
-        );
-        assert!(matches!(
-            When::parse("2026-12-01 09:00", now),
-            Ok(When::Once(_))
-        ));
-        assert_eq!(
-            When::parse("0 9 * * 1-5", now),
-            Ok(When::Cron("0 9 * * 1-5".into()))
-        );
-        assert!(matches!(
-            When::parse("2020-01-01 09:00", now),
-            Err(ScheduleError::Past(_))
-        ));
-        let err = When::parse("61 9 * * *", now).unwrap_err().to_string();
-        assert!(err.contains("cron"), "{err}");
-        assert!(matches!(
-            When::parse("tomorrow-ish", now),
-            Err(ScheduleError::Unreadable { .. })
-        ));
     }
 
     #[test]

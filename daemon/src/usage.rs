@@ -119,6 +119,11 @@ impl Meter {
         (terms.prices.clone(), terms.budget)
     }
 
+    /// The spending limits now (a reload replaces them).
+    pub fn budget(&self) -> Budget {
+        self.terms().1
+    }
+
     /// The same prices and budget, for another agent's requests.
     pub fn for_agent(&self, agent: &str) -> Meter {
         Meter {

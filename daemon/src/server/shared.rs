@@ -32,8 +32,9 @@ pub struct Shared {
     pub mcp: crate::mcp::Mcp,
     /// The browser client's logins, when `[web]` is on.
     pub web: Option<crate::web::Web>,
-    /// The spending limits, for `stats`.
-    pub budget: crate::usage::Budget,
+    /// The meter every agent shares: its spending limits, live across a
+    /// reload, for `stats`.
+    pub meter: crate::usage::Meter,
     /// Where `stop` and `reload` frames go: the daemon's own loop.
     pub control: mpsc::Sender<Control>,
     /// Set to the close frame's reason when the daemon stops: every

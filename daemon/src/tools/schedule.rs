@@ -10,8 +10,9 @@ pub fn specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: "schedule_add".to_string(),
-            description: "Deliver `text` to yourself as a message at `when`: a local time \
-(`2026-12-24 18:00`) once, or every time a 5-field cron expression (`0 9 * * 1-5`) matches."
+            description: "Deliver `text` to yourself as a message at `when`: once at a local time \
+(`07:30`, `tomorrow 9am`, `monday 8:00`, `in 20 minutes`, `2026-12-24 18:00`), or every time \
+a 5-field cron expression (`0 9 * * 1-5`) matches."
                 .to_string(),
             parameters: json!({
                 "type": "object",

@@ -22,11 +22,13 @@ pub async fn stats(context: &Context<'_>, days: Option<u32>) -> Answer {
     let since = crate::usage::window_start(today, days);
     let rows = context.shared.log.usage_stats(since).await?;
     let spent = context.shared.log.spending(today).await?;
+    // The limits now, as a reload left them.
+    let limits = context.shared.meter.budget();
     let budget = Some(hearth_protocol::BudgetUse {
         today_usd: spent.today,
         month_usd: spent.month,
-        daily_usd: context.shared.budget.daily_usd,
-        monthly_usd: context.shared.budget.monthly_usd,
+        daily_usd: limits.daily_usd,
+        monthly_usd: limits.monthly_usd,
     });
     Ok(ServerFrame::Stats { days, rows, budget })
 }

@@ -57,30 +57,54 @@ pub async fn image_get(context: &Context<'_>, sha256: String) -> ServerFrame {
 fn backup_target_allowed(
     target: &std::path::Path,
     database: &std::path::Path,
-) -> Result<(), &'static str> {
+) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     if target.as_os_str().as_bytes().contains(&0) {
-        return Err("the path holds a NUL byte");
+        return Err("the path holds a NUL byte".into());
     }
     if !target.is_absolute() {
-        return Err("give an absolute path");
+        return Err("give an absolute path".into());
     }
-    if std::fs::symlink_metadata(target).is_ok() {
-        return Err("the path must not exist yet (a backup never replaces a file)");
+    match std::fs::symlink_metadata(target) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(format!(
+                "it is a folder; give a file name in it, like {}",
+                target.join("hearth-backup.db").display()
+            ))
+        }
+        Ok(_) => {
+            return Err(
+                "something is already there, and the path must not exist yet (a backup never replaces a file); choose a new name"
+                    .into(),
+            )
+        }
+        Err(_) => {}
     }
     let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
-        return Err("give a file name");
+        return Err("give a file name".into());
     };
     let Ok(parent) = parent.canonicalize() else {
-        return Err("its folder does not exist");
+        return Err(format!(
+            "its folder {} does not exist (create it first)",
+            parent.display()
+        ));
     };
+    if !parent.is_dir() {
+        return Err(format!("{} is not a folder", parent.display()));
+    }
+    if !writable(&parent) {
+        return Err(format!(
+            "hearthd cannot write in {} (it runs as its own user; choose a folder it may write to)",
+            parent.display()
+        ));
+    }
     let home = database
         .parent()
         .and_then(|dir| dir.canonicalize().ok())
         .unwrap_or_default();
     let name = name.to_string_lossy();
     if name == "secrets.env" || name == "config.toml" {
-        return Err("the name is one of the home's own files");
+        return Err("the name is one of the home's own files; choose another".into());
     }
     if parent == home {
         let database_name = database
@@ -101,7 +125,9 @@ fn backup_target_allowed(
             ]
             .contains(&name.as_ref());
         if taken {
-            return Err("the name is one the home uses for its own files; choose another");
+            return Err(format!(
+                "`{name}` is a name the home uses for its own files; choose another"
+            ));
         }
     } else if parent.starts_with(&home)
         && parent
@@ -113,9 +139,19 @@ fn backup_target_allowed(
                     .contains(&first.as_os_str().to_string_lossy().as_ref())
             })
     {
-        return Err("it is inside the home's media store");
+        return Err("it is inside the home's media store; choose another folder".into());
     }
     Ok(())
+}
+
+/// Whether this process may create files in `folder`.
+fn writable(folder: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(folder.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `access` reads the NUL-terminated path and nothing else.
+    unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
 }
 
 #[cfg(test)]
@@ -150,6 +186,15 @@ mod tests {
         let nul = std::path::PathBuf::from("/tmp/a\0b");
         assert!(backup_target_allowed(&nul, &database).is_err());
         assert!(backup_target_allowed(&elsewhere.path().join("ok.db"), &database).is_ok());
+        let folder = backup_target_allowed(elsewhere.path(), &database).unwrap_err();
+        assert!(folder.contains("it is a folder"), "{folder}");
+        let missing =
+            backup_target_allowed(std::path::Path::new("/no/such/folder/x.db"), &database)
+                .unwrap_err();
+        assert!(
+            missing.contains("/no/such/folder does not exist"),
+            "{missing}"
+        );
         assert!(backup_target_allowed(&home.path().join("backup.db"), &database).is_ok());
     }
 }
