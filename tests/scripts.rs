@@ -5,6 +5,9 @@
 //! types and lists each time once, `backup` says what is wrong, `stats
 //! --agent` narrows, `status` does not count itself, and the exit codes.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::{ClientFrame, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
