@@ -753,6 +753,9 @@ pub enum ServerFrame {
 mod codec;
 pub use codec::FrameError;
 
+mod names;
+pub use names::client_frame_types;
+
 #[cfg(test)]
 mod tests;
 

@@ -19,36 +19,6 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-const CLIENT_TYPES: [&str; 27] = [
-    "hello",
-    "notify",
-    "schedule_add",
-    "schedule_list",
-    "schedule_cancel",
-    "backup",
-    "submit",
-    "note",
-    "interrupt",
-    "history",
-    "status",
-    "mcp",
-    "state_get",
-    "state_set",
-    "stats",
-    "image_put",
-    "image_get",
-    "approve",
-    "search",
-    "memory",
-    "memory_show",
-    "facts",
-    "web_login",
-    "web_sessions",
-    "web_revoke",
-    "stop",
-    "reload",
-];
-
 impl ClientFrame {
     /// Reads one text frame, telling apart the ways it can be wrong.
     pub fn decode(text: &str) -> Result<ClientFrame, FrameError> {
@@ -78,12 +48,12 @@ impl ClientFrame {
         if text.len() > MAX_FRAME_BYTES && kind != "image_put" {
             return Err(too_large(MAX_FRAME_BYTES));
         }
-        if !CLIENT_TYPES.contains(&kind.as_str()) {
+        if !client_frame_types().contains(&kind.as_str()) {
             return Err(FrameError {
                 code: ErrorCode::UnknownType,
                 message: format!(
                     "unknown frame type `{kind}`; expected one of {}",
-                    CLIENT_TYPES.join(", ")
+                    client_frame_types().join(", ")
                 ),
             });
         }
