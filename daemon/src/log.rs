@@ -20,7 +20,7 @@
 //! only after that transaction is durable, and the events of the messages it
 //! appended are broadcast in id order right after.
 
-use hearth_protocol::{Event, Kind, Message};
+use hearth_protocol::{Event, Kind, Message, MessageStatus};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::path::Path;
@@ -53,7 +53,8 @@ pub struct NewMessage {
     pub kind: Kind,
     pub source: String,
     pub text: String,
-    pub status: Option<String>,
+    /// How the call or run a `tool` or `work` message reports ended.
+    pub status: Option<MessageStatus>,
     /// Machine details kept beside the text: a reply's answered ids, a tool
     /// call's name, arguments and output, the chain step of an echo.
     pub data: Option<Value>,
@@ -73,8 +74,8 @@ impl NewMessage {
         }
     }
 
-    pub fn with_status(mut self, status: &str) -> NewMessage {
-        self.status = Some(status.to_string());
+    pub fn with_status(mut self, status: MessageStatus) -> NewMessage {
+        self.status = Some(status);
         self
     }
 
@@ -107,8 +108,8 @@ pub struct TurnRecord {
     pub seq: i64,
     /// The log's length when the turn started: its chain is logged from here.
     pub start_id: u64,
-    /// It took the waiting messages after this id (−1: from the start) …
-    pub taken_after: i64,
+    /// It took the waiting messages after this id (none: from the start) …
+    pub taken_after: Option<u64>,
     /// … up to and including this one.
     pub taken_through: u64,
 }
@@ -357,8 +358,9 @@ impl Log {
         .await
     }
 
-    /// Ids of the user messages and reports after `after` that wait for a turn.
-    pub async fn waiting(&self, agent: &str, after: i64) -> Result<Vec<u64>, LogError> {
+    /// Ids of the user messages and reports after `after` (from the start
+    /// when none) that wait for a turn.
+    pub async fn waiting(&self, agent: &str, after: Option<u64>) -> Result<Vec<u64>, LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| waiting(tx, &agent, after)).await
     }
@@ -524,17 +526,6 @@ pub(crate) fn next_id(tx: &Connection, agent: &str) -> Result<u64, rusqlite::Err
         .map(|id| id as u64)
 }
 
-fn waiting(tx: &Connection, agent: &str, after: i64) -> Result<Vec<u64>, rusqlite::Error> {
-    let mut statement = tx.prepare_cached(
-        "SELECT id FROM messages WHERE agent = ?1 AND id > ?2
-         AND (kind = 'user' OR (kind = 'work' AND COALESCE(status, '') != 'stopped')) ORDER BY id",
-    )?;
-    let rows = statement.query_map(params![agent, after], |row| {
-        row.get::<_, i64>(0).map(|id| id as u64)
-    })?;
-    rows.collect()
-}
-
 /// Appends one message inside a job's transaction; its event is broadcast
 /// once the transaction is durable.
 pub(crate) fn append(
@@ -567,7 +558,7 @@ pub(crate) fn append(
         message.kind.as_str(),
         message.source,
         message.text,
-        message.status,
+        message.status.map(MessageStatus::as_str),
         at,
         data,
         message.key
@@ -592,7 +583,7 @@ pub(crate) fn append(
         kind: message.kind,
         source: message.source,
         text: message.text,
-        status: message.status,
+        status: message.status.map(|status| status.as_str().to_string()),
         at,
         answers: answers(message.data.as_ref()),
         images: crate::images::refs(message.data.as_ref()),
@@ -648,6 +639,10 @@ pub mod chain;
 mod schema;
 use schema::create;
 mod turns;
+mod waiting;
+
+use waiting::waiting;
+pub use waiting::waits_for_turn;
 
 #[cfg(test)]
 mod tests;

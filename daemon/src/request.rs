@@ -19,7 +19,7 @@
 //! a tool result, so every provider gets them the same way.
 
 use crate::images::{self, ImageStore};
-use crate::log::{Entry, TurnRecord};
+use crate::log::{waits_for_turn, Entry, TurnRecord};
 use crate::memory;
 use crate::model::{Carry, Image, Item, Request, ToolCall, ToolSpec};
 use hearth_protocol::{ImageRef, Kind};
@@ -104,14 +104,10 @@ pub struct TurnContext<'a> {
 impl TurnContext<'_> {
     /// Whether the turn took this message (a user message or report it answers).
     pub fn took(&self, entry: &Entry) -> bool {
-        let id = entry.message.id as i64;
-        let waits = match entry.message.kind {
-            Kind::User => true,
-            // A stopped run's report joins no turn (see `subagents.rs`).
-            Kind::Work => entry.message.status.as_deref() != Some("stopped"),
-            _ => false,
-        };
-        waits && id > self.turn.taken_after && id <= self.turn.taken_through as i64
+        let id = entry.message.id;
+        waits_for_turn(entry.message.kind, entry.message.status.as_deref())
+            && self.turn.taken_after.is_none_or(|after| id > after)
+            && id <= self.turn.taken_through
     }
 
     /// The ids the turn took, in order.
@@ -406,7 +402,7 @@ mod tests {
         let turn = TurnRecord {
             seq: 1,
             start_id: 4,
-            taken_after: 1,
+            taken_after: Some(1),
             taken_through: 3,
         };
         let view: Vec<String> = log
@@ -449,7 +445,7 @@ mod tests {
         let turn = TurnRecord {
             seq: 1,
             start_id: 3,
-            taken_after: 0,
+            taken_after: Some(0),
             taken_through: 2,
         };
         let request = build(&context(&view, &log, turn));
@@ -490,7 +486,7 @@ mod tests {
         let turn = TurnRecord {
             seq: 0,
             start_id: 1,
-            taken_after: -1,
+            taken_after: None,
             taken_through: 2,
         };
         let context = context(&[], &log, turn);
@@ -562,7 +558,7 @@ mod tests {
         let turn = TurnRecord {
             seq: 0,
             start_id: 1,
-            taken_after: -1,
+            taken_after: None,
             taken_through: 2,
         };
         let mut context = context(&[], &log, turn);

@@ -13,7 +13,7 @@
 
 use crate::log::{append as append_in, Log, LogError, NewMessage};
 use crate::turn::AgentHandle;
-use hearth_protocol::{Event, EventKind, Kind, Message};
+use hearth_protocol::{Event, EventKind, Kind, Message, MessageStatus};
 use rusqlite::{params, OptionalExtension};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -156,7 +156,7 @@ impl Subagents {
         let text = format!("stopped by {} before it finished", self.parent);
         let report = self
             .log
-            .finish_run(&self.parent, &run, &text, "stopped")
+            .finish_run(&self.parent, &run, &text, MessageStatus::Stopped)
             .await?
             .ok_or_else(|| SubagentError::Idle(name.to_string()))?;
         if let Some(handle) = handle {
@@ -207,16 +207,19 @@ impl Subagents {
             return Ok(());
         }
         let (text, status) = match outcome {
-            TurnOutcome::Replied(text) => (text, "finished"),
-            TurnOutcome::Failed(why) => (format!("failed: {why}"), "failed"),
-            TurnOutcome::Interrupted => ("interrupted before it finished".to_string(), "stopped"),
+            TurnOutcome::Replied(text) => (text, MessageStatus::Finished),
+            TurnOutcome::Failed(why) => (format!("failed: {why}"), MessageStatus::Failed),
+            TurnOutcome::Interrupted => (
+                "interrupted before it finished".to_string(),
+                MessageStatus::Stopped,
+            ),
         };
         if self
             .log
             .finish_run(&self.parent, &run, &text, status)
             .await?
             .is_some()
-            && status != "stopped"
+            && status != MessageStatus::Stopped
         {
             if let Some(parent) = self.parent_handle.get() {
                 parent.wake();
@@ -243,8 +246,8 @@ impl Subagents {
                 continue;
             }
             if let Some((turn, true)) = self.log.last_turn(&run.child).await? {
-                let took =
-                    turn.taken_after < run.task_id as i64 && run.task_id <= turn.taken_through;
+                let took = turn.taken_after.is_none_or(|after| after < run.task_id)
+                    && run.task_id <= turn.taken_through;
                 if took {
                     let outcome = TurnOutcome::Failed("the run ended without a report".into());
                     self.turn_ended(&run.child, &[run.task_id], outcome).await?;
@@ -286,20 +289,20 @@ impl Log {
         parent: &str,
         run: &Run,
         text: &str,
-        status: &str,
+        status: MessageStatus,
     ) -> Result<Option<Message>, LogError> {
-        let (parent, run, status) = (parent.to_string(), run.clone(), status.to_string());
+        let (parent, run) = (parent.to_string(), run.clone());
         let text = format!("{}: {text}", run.child);
         self.run(move |tx, appended| {
             let changed = tx.execute(
                 "UPDATE runs SET status = ?2 WHERE id = ?1 AND status = 'running'",
-                params![run.id, status],
+                params![run.id, status.as_str()],
             )?;
             if changed == 0 {
                 return Ok(None);
             }
             let report = NewMessage::new(Kind::Work, &run.child, text)
-                .with_status(&status)
+                .with_status(status)
                 .with_data(json!({ "run": run.id }));
             append_in(tx, &parent, report, appended).map(Some)
         })
@@ -405,7 +408,7 @@ mod tests {
         subagents.start("scout", "find it").await.unwrap();
         let report = subagents.stop("scout").await.unwrap();
         assert_eq!(report.status.as_deref(), Some("stopped"));
-        assert!(log.waiting("top", -1).await.unwrap().is_empty());
+        assert!(log.waiting("top", None).await.unwrap().is_empty());
         assert!(matches!(
             subagents.stop("scout").await,
             Err(SubagentError::Idle(_))

@@ -22,7 +22,7 @@ use crate::subagents::{Subagents, TurnOutcome};
 use crate::tools::{self, Tools};
 use crate::usage::{Meter, Purpose};
 use futures_util::StreamExt;
-use hearth_protocol::{Event, EventKind, Kind, NOTE_FAILED};
+use hearth_protocol::{Event, EventKind, Kind, MessageStatus, NOTE_FAILED};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -206,9 +206,9 @@ impl AgentLoop {
     async fn serve(&mut self, shutdown: &mut watch::Receiver<bool>) -> Result<(), LogError> {
         let name = self.agent.name.clone();
         self.agent.emit(EventKind::Ready, None, Vec::new());
-        let mut taken_through: i64 = -1;
+        let mut taken_through: Option<u64> = None;
         if let Some((turn, finished)) = self.agent.log.last_turn(&name).await? {
-            taken_through = turn.taken_through as i64;
+            taken_through = Some(turn.taken_through);
             if !finished {
                 self.recover(turn).await?;
                 if self.drive(turn, shutdown).await? {
@@ -218,7 +218,7 @@ impl AgentLoop {
                 // next turn starts after what it took, or it would take (and
                 // answer) those messages again.
                 if let Some((turn, _)) = self.agent.log.last_turn(&name).await? {
-                    taken_through = turn.taken_through as i64;
+                    taken_through = Some(turn.taken_through);
                 }
             }
         }
@@ -235,7 +235,7 @@ impl AgentLoop {
                 }
                 // The turn may have taken more while it ran.
                 if let Some((turn, _)) = self.agent.log.last_turn(&name).await? {
-                    taken_through = turn.taken_through as i64;
+                    taken_through = Some(turn.taken_through);
                 }
                 continue;
             }
@@ -256,7 +256,7 @@ impl AgentLoop {
         for call in calls {
             let output =
                 "interrupted: the daemon stopped while this call ran; its outcome is unknown";
-            let message = tool_message(name, &call, output, "interrupted");
+            let message = tool_message(name, &call, output, MessageStatus::Interrupted);
             self.agent
                 .log
                 .finish_call(name, &call.call_id, message)
@@ -326,7 +326,7 @@ impl AgentLoop {
                         &name,
                         &call,
                         "interrupted by the user before it finished",
-                        "interrupted",
+                        MessageStatus::Interrupted,
                     );
                     log.finish_call(&name, &call.call_id, message).await?;
                 }
@@ -553,7 +553,12 @@ async fn until(at: Option<chrono::DateTime<chrono::Utc>>) {
 }
 
 /// A `tool` message: the call and its result, readable as one line.
-fn tool_message(agent: &str, call: &RunningCall, output: &str, status: &str) -> NewMessage {
+fn tool_message(
+    agent: &str,
+    call: &RunningCall,
+    output: &str,
+    status: MessageStatus,
+) -> NewMessage {
     NewMessage::new(
         Kind::Tool,
         agent,
@@ -613,7 +618,7 @@ mod recovery_tests {
             .await
             .unwrap();
         // The state a crash leaves: a turn that started a call and never finished it.
-        let turn = log.begin_turn("a", -1).await.unwrap().unwrap();
+        let turn = log.begin_turn("a", None).await.unwrap().unwrap();
         let call = RunningCall {
             call_id: "call_7".into(),
             step: 0,

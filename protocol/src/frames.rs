@@ -75,7 +75,9 @@ pub struct Message {
     /// user messages; the agent's name for what the agent says; `hearthd` for notes.
     pub source: String,
     pub text: String,
-    /// For tool results (`ok`, `error`, `interrupted`) and reports.
+    /// For tool results (`ok`, `error`, `interrupted`) and reports
+    /// (`finished`, `stopped`, `failed`): a [`crate::MessageStatus`]'s name,
+    /// kept as text so a client reads a newer daemon's statuses too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// When it was logged, RFC 3339 with the local offset.

@@ -27,6 +27,8 @@
 //! `search`, `memory`, `memory_show` and `facts` let a person look at what
 //! the agent remembers ([`memory`]).
 //!
+//! A `tool` or `work` message's `status` is one of [`MessageStatus`]'s names.
+//!
 //! [`home`] says where a home keeps its files, so daemon and clients agree.
 //! [`ending`] names the statuses of a cut or refused reply and the line
 //! every client shows with one. [`whatsapp`] reads a WhatsApp person's two
@@ -38,9 +40,11 @@ mod frames;
 pub mod home;
 pub mod image;
 pub mod memory;
+mod status;
 pub mod whatsapp;
 
 pub use activity::*;
 pub use frames::*;
 pub use image::ImageRef;
 pub use memory::{Facts, MemoryLine, MemoryNode, MemoryView, SearchHit};
+pub use status::MessageStatus;

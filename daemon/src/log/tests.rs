@@ -98,14 +98,14 @@ async fn appended_messages_are_broadcast_in_order() {
 #[tokio::test]
 async fn a_turn_takes_what_waits_and_more_later() {
     let (_dir, log, _events) = open();
-    assert_eq!(log.begin_turn("a", -1).await.unwrap(), None);
+    assert_eq!(log.begin_turn("a", None).await.unwrap(), None);
     log.append("a", NewMessage::new(Kind::Note, "hearthd", "n"))
         .await
         .unwrap();
     log.append("a", NewMessage::new(Kind::User, "t", "one"))
         .await
         .unwrap();
-    let turn = log.begin_turn("a", -1).await.unwrap().unwrap();
+    let turn = log.begin_turn("a", None).await.unwrap().unwrap();
     assert_eq!((turn.start_id, turn.taken_through), (2, 1));
     log.append("a", NewMessage::new(Kind::User, "t", "two"))
         .await

@@ -20,7 +20,8 @@ impl Log {
                         TurnRecord {
                             seq: row.get(0)?,
                             start_id: row.get::<_, i64>(1)? as u64,
-                            taken_after: row.get(2)?,
+                            // Stored as -1 for none.
+                            taken_after: u64::try_from(row.get::<_, i64>(2)?).ok(),
                             taken_through: row.get::<_, i64>(3)? as u64,
                         },
                         row.get::<_, bool>(4)?,
@@ -37,7 +38,7 @@ impl Log {
     pub async fn begin_turn(
         &self,
         agent: &str,
-        taken_after: i64,
+        taken_after: Option<u64>,
     ) -> Result<Option<TurnRecord>, LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
@@ -58,7 +59,7 @@ impl Log {
                     agent,
                     seq,
                     start_id as i64,
-                    taken_after,
+                    taken_after.map_or(-1, |id| id as i64),
                     taken_through as i64
                 ],
             )?;
@@ -77,7 +78,7 @@ impl Log {
     pub async fn take_more(&self, agent: &str, turn: TurnRecord) -> Result<TurnRecord, LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
-            let waiting = waiting(tx, &agent, turn.taken_through as i64)?;
+            let waiting = waiting(tx, &agent, Some(turn.taken_through))?;
             let Some(&through) = waiting.last() else {
                 return Ok(turn);
             };

@@ -29,6 +29,7 @@ use crate::model::{ToolCall, ToolSpec};
 use crate::subagents::Subagents;
 use futures_util::stream::{self, Stream, StreamExt};
 use hearth_protocol::ImageRef;
+use hearth_protocol::MessageStatus;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,7 +44,7 @@ pub const MAX_INVALID_IN_A_ROW: usize = 5;
 pub struct Outcome {
     pub output: String,
     /// `ok` or `error`.
-    pub status: &'static str,
+    pub status: MessageStatus,
     /// Images the call shows to people (`show_image`): its tool message
     /// carries them, and clients fetch them.
     pub images: Vec<ImageRef>,
@@ -96,7 +97,7 @@ impl Outcome {
     pub fn ok(output: impl Into<String>) -> Outcome {
         Outcome {
             output: output.into(),
-            status: "ok",
+            status: MessageStatus::Ok,
             images: Vec::new(),
             recalled: Vec::new(),
             outbox: None,
@@ -106,7 +107,7 @@ impl Outcome {
 
     pub fn error(output: impl Into<String>) -> Outcome {
         Outcome {
-            status: "error",
+            status: MessageStatus::Error,
             ..Outcome::ok(output)
         }
     }
@@ -628,7 +629,7 @@ mod tests {
             .contains("5 invalid tool calls in a row: stop calling tools"));
         assert_eq!(s.tools.invalid_in_a_row(), 5);
         let outcome = s.tools.call(&call("date", "{}")).await;
-        assert_eq!(outcome.status, "ok");
+        assert_eq!(outcome.status, MessageStatus::Ok);
         assert_eq!(s.tools.invalid_in_a_row(), 0);
         s.tools.call(&call("date", "nope")).await;
         s.tools.begin_turn();

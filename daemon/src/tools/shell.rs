@@ -337,7 +337,7 @@ mod tests {
         let outcome = shell
             .call(&json!({"command": "pwd; echo oops >&2; exit 2"}), None)
             .await;
-        assert_eq!(outcome.status, "error");
+        assert_eq!(outcome.status, hearth_protocol::MessageStatus::Error);
         let canonical = dir.path().canonicalize().unwrap();
         assert!(
             outcome.output.starts_with("exit code 2\n--- stdout ---\n"),
@@ -374,7 +374,7 @@ mod tests {
                 None,
             )
             .await;
-        assert_eq!(outcome.status, "error");
+        assert_eq!(outcome.status, hearth_protocol::MessageStatus::Error);
         assert!(
             outcome.output.starts_with("timed out after 1 s"),
             "{}",
@@ -401,7 +401,7 @@ mod tests {
                 None,
             )
             .await;
-        assert_eq!(outcome.status, "ok");
+        assert_eq!(outcome.status, hearth_protocol::MessageStatus::Ok);
         assert!(
             outcome.output.contains("[4999800 bytes clipped]"),
             "{}",

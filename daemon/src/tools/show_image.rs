@@ -117,17 +117,22 @@ mod tests {
         let store = ImageStore::new(dir.path());
 
         let outcome = call(folder.clone(), &store, &json!({"path": "cat.png"})).await;
-        assert_eq!(outcome.status, "ok", "{}", outcome.output);
+        assert_eq!(
+            outcome.status,
+            hearth_protocol::MessageStatus::Ok,
+            "{}",
+            outcome.output
+        );
         assert_eq!(outcome.output, "shown cat.png (image/png, 4x3, 24 bytes)");
         assert_eq!(outcome.images.len(), 1);
         assert_eq!(outcome.images[0].name.as_deref(), Some("cat.png"));
         assert_eq!(store.read(&outcome.images[0]).unwrap(), png());
 
         let text = call(folder.clone(), &store, &json!({"path": "notes.txt"})).await;
-        assert_eq!(text.status, "error");
+        assert_eq!(text.status, hearth_protocol::MessageStatus::Error);
         assert!(text.output.contains("is not an image"), "{}", text.output);
         let outside = call(folder, &store, &json!({"path": "../outside.png"})).await;
-        assert_eq!(outside.status, "error");
+        assert_eq!(outside.status, hearth_protocol::MessageStatus::Error);
         assert!(
             outside.output.contains("outside the working folder"),
             "{}",

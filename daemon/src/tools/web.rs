@@ -466,7 +466,7 @@ mod tests {
     async fn a_name_that_resolves_to_loopback_is_refused() {
         let fetcher = Fetcher::new(&ToolsConfig::default());
         let outcome = fetcher.call(&json!({"url": "http://localhost:9/"})).await;
-        assert_eq!(outcome.status, "error");
+        assert_eq!(outcome.status, hearth_protocol::MessageStatus::Error);
         assert!(
             outcome.output.starts_with("refused: localhost ("),
             "{}",

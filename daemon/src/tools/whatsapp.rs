@@ -213,7 +213,7 @@ mod tests {
             &c,
             &json!({"to": "+49 151 12345678", "text": " see you at 8 "}),
         );
-        assert_eq!(sent.status, "ok");
+        assert_eq!(sent.status, hearth_protocol::MessageStatus::Ok);
         assert_eq!(
             sent.outbox,
             Some(Outbox {
@@ -228,7 +228,11 @@ mod tests {
             json!({"to": "+4915112345678", "text": "x".repeat(MAX_TEXT_CHARS + 1)}),
         ] {
             let refused = call(&c, &arguments);
-            assert_eq!(refused.status, "error", "{arguments}");
+            assert_eq!(
+                refused.status,
+                hearth_protocol::MessageStatus::Error,
+                "{arguments}"
+            );
             assert_eq!(refused.outbox, None);
         }
     }

@@ -75,7 +75,7 @@ impl Replay {
                 let record = TurnRecord {
                     seq: self.seq,
                     start_id: self.next_id,
-                    taken_after: first as i64 - 1,
+                    taken_after: first.checked_sub(1),
                     taken_through: self.next_id - 1,
                 };
                 self.seq += 1;

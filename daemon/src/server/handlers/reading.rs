@@ -42,7 +42,7 @@ pub async fn status(context: &Context<'_>) -> Answer {
         .log
         .last_turn(agent)
         .await?
-        .map_or(-1, |(turn, _)| turn.taken_through as i64);
+        .map(|(turn, _)| turn.taken_through);
     let waiting = shared.log.waiting(agent, taken_after).await?.len() as u64;
     let status = Status {
         agent: agent.to_string(),

@@ -1,0 +1,77 @@
+//! A message's status: how the tool call or the subagent's run it reports
+//! ended. Stored in the log's `status` column and sent in events under the
+//! same names; a message of another kind has none.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How the call or run a `tool` or `work` message reports ended.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageStatus {
+    /// A tool call that succeeded.
+    Ok,
+    /// A tool call that failed; its output says why.
+    Error,
+    /// A tool call cut off by an interrupt, a stop or a crash.
+    Interrupted,
+    /// A subagent's run that ended with its answer.
+    Finished,
+    /// A subagent's run that its parent stopped (or a stop cut off): its
+    /// report joins no turn.
+    Stopped,
+    /// A subagent's run whose turn failed.
+    Failed,
+}
+
+impl MessageStatus {
+    pub const ALL: [MessageStatus; 6] = [
+        MessageStatus::Ok,
+        MessageStatus::Error,
+        MessageStatus::Interrupted,
+        MessageStatus::Finished,
+        MessageStatus::Stopped,
+        MessageStatus::Failed,
+    ];
+
+    /// The stored and wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Ok => "ok",
+            MessageStatus::Error => "error",
+            MessageStatus::Interrupted => "interrupted",
+            MessageStatus::Finished => "finished",
+            MessageStatus::Stopped => "stopped",
+            MessageStatus::Failed => "failed",
+        }
+    }
+
+    /// The status a stored or received name means; none for a name this
+    /// version does not know.
+    pub fn parse(text: &str) -> Option<MessageStatus> {
+        MessageStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == text)
+    }
+}
+
+impl fmt::Display for MessageStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MessageStatus;
+
+    #[test]
+    fn names_are_the_serialized_names_and_read_back() {
+        for status in MessageStatus::ALL {
+            let serialized = serde_json::to_value(status).unwrap();
+            assert_eq!(serialized, serde_json::json!(status.as_str()));
+            assert_eq!(MessageStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(MessageStatus::parse("later"), None);
+    }
+}
