@@ -289,7 +289,7 @@ impl Approvals {
         };
         let id = self.new_id();
         let asked = format!("approval {id}: {text} waits for a yes or no (denied in {secs} s)");
-        let asked = note(asked).with_status(hearth_protocol::NOTE_APPROVAL);
+        let asked = note(asked).with_status(hearth_protocol::MessageStatus::Approval);
         if let Err(err) = self.inner.log.append(agent, asked).await {
             return Verdict::Denied(format!("the approval request could not be logged: {err}"));
         }

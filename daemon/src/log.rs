@@ -571,7 +571,7 @@ pub(crate) fn append(
             kind: message.kind.as_str(),
             source: &message.source,
             text: &message.text,
-            status: message.status.as_deref(),
+            status: message.status.map(MessageStatus::as_str),
             at: &at,
             data: data.as_deref(),
             key: message.key.as_deref(),

@@ -22,7 +22,7 @@ use crate::subagents::{Subagents, TurnOutcome};
 use crate::tools::{self, Tools};
 use crate::usage::{Meter, Purpose};
 use futures_util::StreamExt;
-use hearth_protocol::{Event, EventKind, Kind, MessageStatus, NOTE_FAILED};
+use hearth_protocol::{Event, EventKind, Kind, MessageStatus};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -315,7 +315,8 @@ impl AgentLoop {
                 log.finish_turn(
                     &name,
                     turn,
-                    vec![Agent::note(format!("turn failed: {why}")).with_status(NOTE_FAILED)],
+                    vec![Agent::note(format!("turn failed: {why}"))
+                        .with_status(MessageStatus::Failed)],
                 )
                 .await?;
                 self.agent.emit(EventKind::Error, Some(why), taken.clone());
@@ -336,7 +337,7 @@ impl AgentLoop {
             Ending::OutOfRounds(rounds) => {
                 let why =
                     format!("the turn stopped after {rounds} model requests (limits.max_rounds)");
-                let note = Agent::note(why.clone()).with_status(NOTE_FAILED);
+                let note = Agent::note(why.clone()).with_status(MessageStatus::Failed);
                 log.finish_turn(&name, turn, vec![note]).await?;
                 self.agent.emit(EventKind::Error, Some(why), taken.clone());
             }

@@ -105,11 +105,11 @@ pub struct Message {
 /// The status of the note that records a failed turn; the turn's `error`
 /// event says the same live, so a client that shows the note need not show
 /// the event as well.
-pub const NOTE_FAILED: &str = "failed";
+pub const NOTE_FAILED: &str = crate::MessageStatus::Failed.as_str();
 
 /// The status of the note that records an approval request; the
 /// `approval` event asks the same live.
-pub const NOTE_APPROVAL: &str = "approval";
+pub const NOTE_APPROVAL: &str = crate::MessageStatus::Approval.as_str();
 
 /// A message a tool left for a bridge to send to one person.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]

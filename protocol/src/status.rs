@@ -1,11 +1,12 @@
 //! A message's status: how the tool call or the subagent's run it reports
-//! ended. Stored in the log's `status` column and sent in events under the
+//! ended, or what a daemon's note records. Stored in the log's `status` column and sent in events under the
 //! same names; a message of another kind has none.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// How the call or run a `tool` or `work` message reports ended.
+/// How the call or run a `tool` or `work` message reports ended, or what a
+/// `note` records.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
@@ -20,22 +21,25 @@ pub enum MessageStatus {
     /// A subagent's run that its parent stopped (or a stop cut off): its
     /// report joins no turn.
     Stopped,
-    /// A subagent's run whose turn failed.
+    /// A subagent's run whose turn failed; on a note, a failed turn.
     Failed,
+    /// A note that records a tool call's approval request.
+    Approval,
 }
 
 impl MessageStatus {
-    pub const ALL: [MessageStatus; 6] = [
+    pub const ALL: [MessageStatus; 7] = [
         MessageStatus::Ok,
         MessageStatus::Error,
         MessageStatus::Interrupted,
         MessageStatus::Finished,
         MessageStatus::Stopped,
         MessageStatus::Failed,
+        MessageStatus::Approval,
     ];
 
     /// The stored and wire name.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             MessageStatus::Ok => "ok",
             MessageStatus::Error => "error",
@@ -43,6 +47,7 @@ impl MessageStatus {
             MessageStatus::Finished => "finished",
             MessageStatus::Stopped => "stopped",
             MessageStatus::Failed => "failed",
+            MessageStatus::Approval => "approval",
         }
     }
 
