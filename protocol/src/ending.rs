@@ -3,13 +3,13 @@
 //! refused answer never passes for a complete one.
 
 /// The answer reached its output limit before the model finished.
-pub const CUT_MAX_TOKENS: &str = "cut_max_tokens";
+pub const CUT_MAX_TOKENS: &str = crate::MessageStatus::CutMaxTokens.as_str();
 /// The provider's content filter stopped the answer.
-pub const CUT_CONTENT_FILTER: &str = "cut_content_filter";
+pub const CUT_CONTENT_FILTER: &str = crate::MessageStatus::CutContentFilter.as_str();
 /// The model's context window filled up before it finished.
-pub const CUT_CONTEXT_WINDOW: &str = "cut_context_window";
+pub const CUT_CONTEXT_WINDOW: &str = crate::MessageStatus::CutContextWindow.as_str();
 /// The model declined to answer; the text is its refusal.
-pub const REFUSED: &str = "refused";
+pub const REFUSED: &str = crate::MessageStatus::Refused.as_str();
 
 /// The line a client shows after a reply with `status`, saying what
 /// happened and what to change; none for a whole answer.

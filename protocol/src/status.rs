@@ -25,10 +25,18 @@ pub enum MessageStatus {
     Failed,
     /// A note that records a tool call's approval request.
     Approval,
+    /// A reply cut off at its output limit.
+    CutMaxTokens,
+    /// A reply the provider's content filter stopped.
+    CutContentFilter,
+    /// A reply cut off by a full context window.
+    CutContextWindow,
+    /// A reply that is the model's refusal.
+    Refused,
 }
 
 impl MessageStatus {
-    pub const ALL: [MessageStatus; 7] = [
+    pub const ALL: [MessageStatus; 11] = [
         MessageStatus::Ok,
         MessageStatus::Error,
         MessageStatus::Interrupted,
@@ -36,6 +44,10 @@ impl MessageStatus {
         MessageStatus::Stopped,
         MessageStatus::Failed,
         MessageStatus::Approval,
+        MessageStatus::CutMaxTokens,
+        MessageStatus::CutContentFilter,
+        MessageStatus::CutContextWindow,
+        MessageStatus::Refused,
     ];
 
     /// The stored and wire name.
@@ -48,6 +60,10 @@ impl MessageStatus {
             MessageStatus::Stopped => "stopped",
             MessageStatus::Failed => "failed",
             MessageStatus::Approval => "approval",
+            MessageStatus::CutMaxTokens => "cut_max_tokens",
+            MessageStatus::CutContentFilter => "cut_content_filter",
+            MessageStatus::CutContextWindow => "cut_context_window",
+            MessageStatus::Refused => "refused",
         }
     }
 

@@ -126,7 +126,7 @@ mod tests {
             {"type": "hologram"}
         ]});
         let outcome = outcome("ev", "mix", &result, Some(&store)).await;
-        assert_eq!(outcome.status, "ok");
+        assert_eq!(outcome.status, hearth_protocol::MessageStatus::Ok);
         assert_eq!(outcome.recalled.len(), 1);
         assert_eq!(
             outcome.provenance,
@@ -153,7 +153,7 @@ mod tests {
         ]});
         let dir = tempfile::tempdir().unwrap();
         let outcome = outcome("fs", "read", &result, Some(&ImageStore::new(dir.path()))).await;
-        assert_eq!(outcome.status, "error");
+        assert_eq!(outcome.status, hearth_protocol::MessageStatus::Error);
         assert!(outcome
             .output
             .starts_with("[MCP server `fs`, tool `read` failed]\nno such file\n"));

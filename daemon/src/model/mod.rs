@@ -224,14 +224,14 @@ pub enum Cut {
 impl Ending {
     /// The status a reply with this ending is logged with (see
     /// `hearth_protocol::ending`); none for a whole answer.
-    pub fn status(self) -> Option<&'static str> {
-        use hearth_protocol::ending;
+    pub fn status(self) -> Option<hearth_protocol::MessageStatus> {
+        use hearth_protocol::MessageStatus;
         match self {
             Ending::Whole => None,
-            Ending::Cut(Cut::MaxTokens) => Some(ending::CUT_MAX_TOKENS),
-            Ending::Cut(Cut::ContentFilter) => Some(ending::CUT_CONTENT_FILTER),
-            Ending::Cut(Cut::ContextWindow) => Some(ending::CUT_CONTEXT_WINDOW),
-            Ending::Refused => Some(ending::REFUSED),
+            Ending::Cut(Cut::MaxTokens) => Some(MessageStatus::CutMaxTokens),
+            Ending::Cut(Cut::ContentFilter) => Some(MessageStatus::CutContentFilter),
+            Ending::Cut(Cut::ContextWindow) => Some(MessageStatus::CutContextWindow),
+            Ending::Refused => Some(MessageStatus::Refused),
         }
     }
 }
