@@ -416,7 +416,7 @@ impl Tools {
         let (name, arguments) = (call.name, call.arguments.clone());
         let outcome = self.run(call).await;
         // Only what was read taints: a refused fetch brought nothing in.
-        if outcome.status == "ok" {
+        if outcome.status == MessageStatus::Ok {
             self.taint
                 .after_call(name, &arguments, mcp_server.as_deref());
         }
