@@ -16,7 +16,7 @@ use crate::log::NewMessage;
 use crate::model::Image;
 use hearth_protocol::image::{self, ImageError};
 use hearth_protocol::{ErrorCode, ImageRef, ServerFrame};
-use serde_json::{json, Value};
+
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::{self, Write};
@@ -275,29 +275,6 @@ impl ImageStore {
     }
 }
 
-/// The images a message's `data` names under `key` (`images`, or
-/// `recalled` on a tool message); malformed entries are skipped.
-pub fn refs_in(data: Option<&Value>, key: &str) -> Vec<ImageRef> {
-    data.and_then(|data| data.get(key))
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(|item| serde_json::from_value(item.clone()).ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The images a message carries (its `data.images`).
-pub fn refs(data: Option<&Value>) -> Vec<ImageRef> {
-    refs_in(data, "images")
-}
-
-/// `data` naming `images`: `{"images": [...]}`.
-pub fn data(images: &[ImageRef]) -> Value {
-    json!({ "images": images })
-}
-
 /// A tool message naming the images its call showed (`images`) and those
 /// it brought back to the model (`recalled`) beside its other details.
 pub fn name_in_tool_message(
@@ -305,15 +282,8 @@ pub fn name_in_tool_message(
     shown: &[ImageRef],
     recalled: &[ImageRef],
 ) -> NewMessage {
-    for (key, list) in [("images", shown), ("recalled", recalled)] {
-        if list.is_empty() {
-            continue;
-        }
-        let data = message.data.get_or_insert_with(|| json!({}));
-        if let Some(object) = data.as_object_mut() {
-            object.insert(key.to_string(), json!(list));
-        }
-    }
+    message.data.images = shown.to_vec();
+    message.data.recalled = recalled.to_vec();
     message
 }
 
@@ -384,7 +354,7 @@ mod tests {
     }
 
     #[test]
-    fn data_round_trips_and_labels_count_images() {
+    fn a_message_names_its_images_and_labels_count_them() {
         let image = ImageRef {
             sha256: "f".repeat(64),
             media_type: "image/gif".into(),
@@ -392,10 +362,13 @@ mod tests {
             height: None,
             name: None,
         };
-        let data = data(std::slice::from_ref(&image));
-        assert_eq!(refs(Some(&data)), vec![image]);
-        assert!(refs(Some(&json!({"images": "nope"}))).is_empty());
-        assert!(refs(None).is_empty());
+        let message = name_in_tool_message(
+            NewMessage::new(hearth_protocol::Kind::Tool, "a", "t"),
+            std::slice::from_ref(&image),
+            &[],
+        );
+        assert_eq!(message.data.images, vec![image]);
+        assert!(message.data.recalled.is_empty());
         assert_eq!(labelled("look", 0), "look");
         assert_eq!(labelled("look", 1), "[1 image] look");
         assert_eq!(labelled("look", 2), "[2 images] look");

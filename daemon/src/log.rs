@@ -22,7 +22,6 @@
 
 use hearth_protocol::{Event, Kind, Message, MessageStatus};
 use rusqlite::{params, Connection, OptionalExtension};
-use serde_json::Value;
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -57,7 +56,7 @@ pub struct NewMessage {
     pub status: Option<MessageStatus>,
     /// Machine details kept beside the text: a reply's answered ids, a tool
     /// call's name, arguments and output, the chain step of an echo.
-    pub data: Option<Value>,
+    pub data: MessageData,
     /// An idempotency key; the same key again is not appended twice.
     pub key: Option<String>,
 }
@@ -69,7 +68,7 @@ impl NewMessage {
             source: source.to_string(),
             text: text.into(),
             status: None,
-            data: None,
+            data: MessageData::default(),
             key: None,
         }
     }
@@ -82,15 +81,12 @@ impl NewMessage {
     /// Keeps a message a tool left for a bridge to send (`whatsapp_send`)
     /// in the data, where clients read it as the message's `outbox`.
     pub fn with_outbox(mut self, outbox: Option<&hearth_protocol::Outbox>) -> NewMessage {
-        if let Some(outbox) = outbox {
-            let data = self.data.get_or_insert_with(|| serde_json::json!({}));
-            data["outbox"] = serde_json::json!(outbox);
-        }
+        self.data.outbox = outbox.cloned();
         self
     }
 
-    pub fn with_data(mut self, data: Value) -> NewMessage {
-        self.data = Some(data);
+    pub fn with_data(mut self, data: MessageData) -> NewMessage {
+        self.data = data;
         self
     }
 }
@@ -99,7 +95,7 @@ impl NewMessage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     pub message: Message,
-    pub data: Option<Value>,
+    pub data: MessageData,
 }
 
 /// One turn's record: what it took and where its chain starts.
@@ -540,11 +536,11 @@ pub(crate) fn append(
     if let std::borrow::Cow::Owned(masked) = crate::redact::mask(&message.text) {
         message.text = masked;
     }
-    let mut data = message.data.as_ref().map(Value::to_string);
+    let mut data = message.data.stored();
     if let Some(text) = &data {
         if let std::borrow::Cow::Owned(masked) = crate::redact::mask(text) {
             // What the clients get is what is stored.
-            message.data = serde_json::from_str(&masked).ok();
+            message.data = MessageData::read(Some(&masked));
             data = Some(masked);
         }
     }
@@ -585,37 +581,19 @@ pub(crate) fn append(
         text: message.text,
         status: message.status.map(|status| status.as_str().to_string()),
         at,
-        answers: answers(message.data.as_ref()),
-        images: crate::images::refs(message.data.as_ref()),
-        outbox: outbox(message.data.as_ref()),
-        client: client(message.data.as_ref()),
+        answers: message.data.answers,
+        images: message.data.images,
+        outbox: message.data.outbox,
+        client: message.data.client,
     };
     appended.push(logged.clone());
     Ok(logged)
 }
 
-/// A tool message's outbox (`whatsapp_send`), from its data.
-fn outbox(data: Option<&Value>) -> Option<hearth_protocol::Outbox> {
-    let outbox = data?.get("outbox")?;
-    serde_json::from_value(outbox.clone()).ok()
-}
-
-/// A user message's client, as it named itself in `hello`, from its data.
-fn client(data: Option<&Value>) -> Option<String> {
-    Some(data?.get("client")?.as_str()?.to_string())
-}
-
-fn answers(data: Option<&Value>) -> Vec<u64> {
-    data.and_then(|data| data.get("answers"))
-        .and_then(Value::as_array)
-        .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
-        .unwrap_or_default()
-}
-
 fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
     let kind: String = row.get(2)?;
     let data: Option<String> = row.get(7)?;
-    let data = data.and_then(|text| serde_json::from_str::<Value>(&text).ok());
+    let data = MessageData::read(data.as_deref());
     Ok(Entry {
         message: Message {
             agent: row.get(0)?,
@@ -626,17 +604,19 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
             text: row.get(4)?,
             status: row.get(5)?,
             at: row.get(6)?,
-            answers: answers(data.as_ref()),
-            images: crate::images::refs(data.as_ref()),
-            outbox: outbox(data.as_ref()),
-            client: client(data.as_ref()),
+            answers: data.answers.clone(),
+            images: data.images.clone(),
+            outbox: data.outbox.clone(),
+            client: data.client.clone(),
         },
         data,
     })
 }
 
 pub mod chain;
+mod data;
 mod schema;
+pub use data::{MessageData, Provenance};
 use schema::create;
 mod turns;
 mod waiting;

@@ -23,7 +23,7 @@ use crate::log::{waits_for_turn, Entry, TurnRecord};
 use crate::memory;
 use crate::model::{Carry, Image, Item, Request, ToolCall, ToolSpec};
 use hearth_protocol::{ImageRef, Kind};
-use serde_json::Value;
+
 use std::collections::BTreeMap;
 
 /// What the model is told about the shape of its context, before the agent's prompt.
@@ -289,7 +289,7 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
                         call_id: call.id.clone(),
                         output: sent_output(context, entry, &call, output),
                     });
-                    let recalled = images::refs_in(entry.data.as_ref(), "recalled");
+                    let recalled = entry.data.recalled.clone();
                     if !recalled.is_empty() {
                         results.push(Item::User {
                             text: format!(
@@ -321,35 +321,23 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
 }
 
 fn step_of(entry: &Entry) -> Option<u32> {
-    entry
-        .data
-        .as_ref()
-        .and_then(|data| data.get("step"))
-        .and_then(Value::as_u64)
-        .map(|step| step as u32)
+    entry.data.step
 }
 
 /// A logged tool message's call and output.
 fn tool_call(entry: &Entry) -> Option<(ToolCall, String)> {
-    let data = entry.data.as_ref()?;
-    let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_string);
-    Some((
-        ToolCall {
-            id: text("call_id")?,
-            name: text("name")?,
-            arguments: text("arguments").unwrap_or_else(|| "{}".to_string()),
-        },
-        text("output").unwrap_or_default(),
-    ))
+    entry.data.logged_call()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::MessageData;
     use hearth_protocol::Message;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn entry(id: u64, kind: Kind, text: &str, data: Option<Value>) -> Entry {
+        let data = MessageData::read(data.map(|data| data.to_string()).as_deref());
         Entry {
             message: Message {
                 agent: "a".into(),
@@ -360,7 +348,7 @@ mod tests {
                 status: None,
                 at: "2026-11-30T10:00:00+00:00".into(),
                 answers: vec![],
-                images: images::refs(data.as_ref()),
+                images: data.images.clone(),
                 outbox: None,
                 client: None,
             },

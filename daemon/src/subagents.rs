@@ -11,11 +11,10 @@
 //! the parent gets exactly one report: reporting and marking the run done
 //! are one transaction.
 
-use crate::log::{append as append_in, Log, LogError, NewMessage};
+use crate::log::{append as append_in, Log, LogError, MessageData, NewMessage};
 use crate::turn::AgentHandle;
 use hearth_protocol::{Event, EventKind, Kind, Message, MessageStatus};
 use rusqlite::{params, OptionalExtension};
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
 use tokio::sync::broadcast;
@@ -303,7 +302,10 @@ impl Log {
             }
             let report = NewMessage::new(Kind::Work, &run.child, text)
                 .with_status(status)
-                .with_data(json!({ "run": run.id }));
+                .with_data(MessageData {
+                    run: Some(run.id),
+                    ..MessageData::default()
+                });
             append_in(tx, &parent, report, appended).map(Some)
         })
         .await

@@ -14,16 +14,15 @@
 
 use crate::activity::ActivityBoard;
 use crate::config::Limits;
-use crate::log::{Log, LogError, NewMessage, RunningCall, TurnRecord};
+use crate::log::{Log, LogError, MessageData, NewMessage, RunningCall, TurnRecord};
 use crate::memory::Memory;
-use crate::model::{CallNews, Carry, Model, Response};
+use crate::model::{CallNews, Carry, Model, Response, ToolCall};
 use crate::request::{self, TurnContext};
 use crate::subagents::{Subagents, TurnOutcome};
 use crate::tools::{self, Tools};
 use crate::usage::{Meter, Purpose};
 use futures_util::StreamExt;
 use hearth_protocol::{Event, EventKind, Kind, MessageStatus};
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -490,7 +489,7 @@ impl Agent {
             rounds += 1;
             if response.tool_calls.is_empty() {
                 let mut reply = NewMessage::new(Kind::Reply, name, response.text.clone())
-                    .with_data(json!({ "answers": taken }));
+                    .with_data(MessageData::answering(taken.clone()));
                 // A cut or refused answer says so in its status.
                 if let Some(status) = response.ending.status() {
                     reply = reply.with_status(status);
@@ -503,7 +502,7 @@ impl Agent {
             }
             let echo = (!response.text.trim().is_empty()).then(|| {
                 NewMessage::new(Kind::Echo, name, response.text.clone())
-                    .with_data(json!({ "step": step }))
+                    .with_data(MessageData::at_step(step))
             });
             let running: Vec<RunningCall> = response
                 .tool_calls
@@ -566,13 +565,15 @@ fn tool_message(
         format!("{}({}) → {}", call.name, call.arguments, output),
     )
     .with_status(status)
-    .with_data(json!({
-        "call_id": call.call_id,
-        "name": call.name,
-        "arguments": call.arguments,
-        "output": output,
-        "step": call.step,
-    }))
+    .with_data(MessageData::call(
+        &ToolCall {
+            id: call.call_id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        },
+        call.step,
+        output,
+    ))
 }
 
 /// Keeps the head and tail of a long tool output, at most `limit` characters.

@@ -112,8 +112,8 @@ async fn a_turn_takes_what_waits_and_more_later() {
         .unwrap();
     let turn = log.take_more("a", turn).await.unwrap();
     assert_eq!(turn.taken_through, 2);
-    let reply =
-        NewMessage::new(Kind::Reply, "a", "done").with_data(serde_json::json!({"answers": [1, 2]}));
+    let reply = NewMessage::new(Kind::Reply, "a", "done")
+        .with_data(crate::log::MessageData::answering(vec![1, 2]));
     let logged = log.finish_turn("a", turn, vec![reply]).await.unwrap();
     assert_eq!(logged[0].answers, vec![1, 2]);
     assert_eq!(log.last_turn("a").await.unwrap(), Some((turn, true)));

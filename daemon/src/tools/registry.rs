@@ -81,13 +81,10 @@ impl Provenance {
     /// MCP server; hearth's own tools add nothing.
     pub fn mark(&self, mut message: crate::log::NewMessage) -> crate::log::NewMessage {
         if let Provenance::Mcp { server } = self {
-            let data = message.data.get_or_insert_with(|| serde_json::json!({}));
-            if let Some(object) = data.as_object_mut() {
-                object.insert(
-                    "provenance".to_string(),
-                    serde_json::json!({ "mcp": server, "untrusted": true }),
-                );
-            }
+            message.data.provenance = Some(crate::log::Provenance {
+                mcp: Some(server.clone()),
+                untrusted: true,
+            });
         }
         message
     }

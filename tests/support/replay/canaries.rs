@@ -241,7 +241,10 @@ async fn search_all(entries: &[Entry], hearth: &Hearth) -> Vec<Vec<(u64, u64)>> 
             .map(|entry| {
                 let message = &entry.message;
                 let mut new = NewMessage::new(message.kind, &message.source, message.text.clone());
-                new.status = message.status.clone();
+                new.status = message
+                    .status
+                    .as_deref()
+                    .and_then(hearth_protocol::MessageStatus::parse);
                 new.data = entry.data.clone();
                 new
             })

@@ -16,12 +16,11 @@ use super::hearth::Hearth;
 use super::history::{clock_text, Episode, Generator, Message};
 use super::report::Meter;
 use hearth_daemon::layout::Layout;
-use hearth_daemon::log::{Entry, TurnRecord};
+use hearth_daemon::log::{Entry, MessageData, TurnRecord};
 use hearth_daemon::memory::{cut, one_line};
-use hearth_daemon::model::ToolSpec;
+use hearth_daemon::model::{ToolCall, ToolSpec};
 use hearth_daemon::request::whole;
 use hearth_protocol::Kind;
-use serde_json::{json, Value};
 use std::collections::VecDeque;
 
 /// The agent in the replay.
@@ -119,15 +118,17 @@ impl Replay {
 /// writes for echoes and tool calls.
 pub fn entry(id: u64, message: &Message) -> Entry {
     let data = match (&message.call, message.step) {
-        (Some(call), Some(step)) => Some(json!({
-            "call_id": call.id,
-            "name": call.name,
-            "arguments": call.arguments,
-            "output": call.output,
-            "step": step,
-        })),
-        (None, Some(step)) => Some(json!({ "step": step })),
-        _ => None,
+        (Some(call), Some(step)) => MessageData::call(
+            &ToolCall {
+                id: call.id.clone(),
+                name: call.name.to_string(),
+                arguments: call.arguments.clone(),
+            },
+            step,
+            &call.output,
+        ),
+        (None, Some(step)) => MessageData::at_step(step),
+        _ => MessageData::default(),
     };
     Entry {
         message: hearth_protocol::Message {
@@ -151,19 +152,13 @@ pub fn entry(id: u64, message: &Message) -> Entry {
 fn transcript(entry: &Entry) -> Vec<u8> {
     let mut out = Vec::new();
     let message = &entry.message;
-    let field = |key: &str| {
-        entry
-            .data
-            .as_ref()
-            .and_then(|data| data.get(key))
-            .and_then(Value::as_str)
-    };
+    let data = &entry.data;
     match message.kind {
         Kind::Reply | Kind::Echo => cache::assistant(&mut out, Some(&message.text), &[]),
-        Kind::Tool => match (field("call_id"), field("name"), field("arguments")) {
+        Kind::Tool => match (&data.call_id, &data.name, &data.arguments) {
             (Some(id), Some(name), Some(arguments)) => {
                 cache::assistant(&mut out, None, &[(id, name, arguments)]);
-                cache::tool_result(&mut out, id, field("output").unwrap_or(""));
+                cache::tool_result(&mut out, id, data.output.as_deref().unwrap_or(""));
             }
             _ => cache::user(&mut out, &whole(entry)),
         },

@@ -1,7 +1,6 @@
 //! Frames that log a message or an event: `submit`, `note`, `notify`.
 
 use super::{Answer, Context, Refusal};
-use crate::images;
 use crate::log::NewMessage;
 use hearth_protocol::{Kind, ReceiptStatus, ServerFrame};
 
@@ -27,14 +26,9 @@ pub async fn submit(
         .map_err(|err| Refusal::new(err.code(), err.client_message()))?;
     let mut message = NewMessage::new(Kind::User, &source, text);
     message.key = key;
-    let mut data = if attached.is_empty() {
-        serde_json::json!({})
-    } else {
-        images::data(&attached)
-    };
+    message.data.images = attached;
     // Who submitted it, so clients tell another terminal's words from their own.
-    data["client"] = serde_json::json!(context.client);
-    message.data = Some(data);
+    message.data.client = Some(context.client.to_string());
     match context.shared.log.submit(context.agent(), message).await {
         Ok((id, duplicate)) => {
             if !duplicate {

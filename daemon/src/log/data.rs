@@ -1,0 +1,175 @@
+//! A message's machine details: what the log keeps beside its text in the
+//! `data` column, as one typed struct. serde's names are the stored names
+//! (the column holds this struct as JSON), and every field is optional, so
+//! a message that has none stores nothing and an older row reads as it was
+//! written. A field a newer daemon added is ignored here, never rewritten:
+//! the log is append-only.
+
+use hearth_protocol::{ImageRef, Outbox};
+use serde::{Deserialize, Serialize};
+
+use crate::model::ToolCall;
+
+/// The details of one message; each kind uses the fields that concern it.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct MessageData {
+    /// A reply: the ids of the messages its turn answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<u64>,
+    /// A user message: the client that submitted it, as it named itself in
+    /// `hello` (`terminal@laptop`), so clients tell another's words apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// An echo or a tool message: the step of its turn's chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+    /// A tool message: the provider's id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// A tool message: the tool called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A tool message: the arguments exactly as the model wrote them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
+    /// A tool message: the output the model was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The images the message carries (a user's attachments, an image a
+    /// tool showed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRef>,
+    /// A tool message: the images its call brought back to the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recalled: Vec<ImageRef>,
+    /// A tool message: what the tool left for a bridge to send
+    /// (`whatsapp_send`), delivered once by the bridge it names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<Outbox>,
+    /// A subagent's report: the run it reports on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<i64>,
+    /// Where the text came from when that is not the owner or hearth
+    /// itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// Where a message's text came from, when it came from outside.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Provenance {
+    /// The MCP server whose tool answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<String>,
+    /// Whether the text is untrusted input (see `tools/taint.rs`).
+    #[serde(default)]
+    pub untrusted: bool,
+}
+
+impl MessageData {
+    /// A reply's details: the messages its turn answered.
+    pub fn answering(answers: Vec<u64>) -> MessageData {
+        MessageData {
+            answers,
+            ..MessageData::default()
+        }
+    }
+
+    /// An echo's details: its step.
+    pub fn at_step(step: u32) -> MessageData {
+        MessageData {
+            step: Some(step),
+            ..MessageData::default()
+        }
+    }
+
+    /// A tool message's details: the call, its step and the output given.
+    pub fn call(call: &ToolCall, step: u32, output: &str) -> MessageData {
+        MessageData {
+            step: Some(step),
+            call_id: Some(call.id.clone()),
+            name: Some(call.name.clone()),
+            arguments: Some(call.arguments.clone()),
+            output: Some(output.to_string()),
+            ..MessageData::default()
+        }
+    }
+
+    /// The logged call and its output, for a tool message that has them.
+    pub fn logged_call(&self) -> Option<(ToolCall, String)> {
+        Some((
+            ToolCall {
+                id: self.call_id.clone()?,
+                name: self.name.clone()?,
+                arguments: self.arguments.clone().unwrap_or_else(|| "{}".to_string()),
+            },
+            self.output.clone().unwrap_or_default(),
+        ))
+    }
+
+    /// Whether the message has no details at all (nothing is stored).
+    pub fn is_empty(&self) -> bool {
+        self == &MessageData::default()
+    }
+
+    /// The stored form: `None` when there is nothing to keep.
+    pub fn stored(&self) -> Option<String> {
+        // Plain data with string keys: serializing cannot fail.
+        (!self.is_empty()).then(|| serde_json::to_string(self).unwrap_or_default())
+    }
+
+    /// Reads the stored form; a row that does not parse (written by hand,
+    /// or damaged) reads as having no details rather than failing the read.
+    pub fn read(stored: Option<&str>) -> MessageData {
+        stored
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stored_names_are_those_older_rows_have() {
+        let old = r#"{"call_id":"call_1","name":"shell","arguments":"{\"command\":\"ls\"}","output":"a.txt","step":2,"recalled":[]}"#;
+        let data = MessageData::read(Some(old));
+        let (call, output) = data.logged_call().unwrap();
+        assert_eq!((call.id.as_str(), call.name.as_str()), ("call_1", "shell"));
+        assert_eq!(output, "a.txt");
+        assert_eq!(data.step, Some(2));
+        let reply = MessageData::read(Some(r#"{"answers":[3,4],"client":"terminal@h"}"#));
+        assert_eq!(reply.answers, vec![3, 4]);
+        assert_eq!(reply.client.as_deref(), Some("terminal@h"));
+        let report = MessageData::read(Some(r#"{"run":7}"#));
+        assert_eq!(report.run, Some(7));
+        let marked = MessageData::read(Some(r#"{"provenance":{"mcp":"fs","untrusted":true}}"#));
+        assert_eq!(marked.provenance.unwrap().mcp.as_deref(), Some("fs"));
+    }
+
+    #[test]
+    fn a_round_trip_keeps_every_field_and_nothing_is_stored_for_none() {
+        let data = MessageData {
+            answers: vec![1],
+            client: Some("c".into()),
+            step: Some(0),
+            run: Some(2),
+            ..MessageData::default()
+        };
+        let stored = data.stored().unwrap();
+        assert_eq!(MessageData::read(Some(&stored)), data);
+        assert_eq!(MessageData::default().stored(), None);
+    }
+
+    #[test]
+    fn damaged_or_unknown_details_read_as_what_is_known() {
+        assert!(MessageData::read(Some("not json")).is_empty());
+        assert!(MessageData::read(None).is_empty());
+        let newer = MessageData::read(Some(r#"{"answers":[1],"from_the_future":{"x":1}}"#));
+        assert_eq!(newer.answers, vec![1]);
+        // A field of the wrong shape makes the whole row unreadable as
+        // details, as before: nothing is guessed.
+        assert!(MessageData::read(Some(r#"{"answers":"nope"}"#)).is_empty());
+    }
+}
