@@ -4,6 +4,9 @@
 //! real `hearthd` runs `hearth whatsapp`; the test plays Meta and a fake
 //! Graph API takes the sends.
 
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_bridges::bridge::people::REFUSAL;
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
