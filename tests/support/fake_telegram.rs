@@ -128,6 +128,11 @@ pub struct Calls {
     pub webhook_conflicts: usize,
     /// The bodies of `deleteWebhook` requests.
     pub webhook_deletions: Vec<Value>,
+    /// Every Bot API call, in order: the method and its parameters as
+    /// sent (a JSON body; for `sendPhoto`'s multipart form, each field's
+    /// text, and for the file its part's `content_type` and `bytes`), for
+    /// the conformance tests.
+    pub requests: Vec<(String, Value)>,
 }
 
 impl Calls {
@@ -390,6 +395,10 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
         return http::write_json(stream, 401, &refusal(401, "Unauthorized")).await;
     };
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    if method != "sendPhoto" {
+        let call = (method.to_string(), body.clone());
+        shared.lock().calls.requests.push(call);
+    }
     match method {
         "getUpdates" => get_updates(stream, shared, &body).await,
         "sendMessage" => send_message(stream, shared, &body).await,

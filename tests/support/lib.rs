@@ -9,6 +9,8 @@
 //! - [`fake_graph`]: a fake WhatsApp Cloud API on `127.0.0.1:0` (sending,
 //!   read marks, media, scripted failures), and [`meta_webhook`], which
 //!   plays Meta towards the WhatsApp bridge's webhook.
+//! - [`schema`]: written-down descriptions of the providers' request
+//!   bodies and the check of a captured body against one.
 
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -17,6 +19,7 @@ pub mod fake_graph;
 pub mod fake_model;
 pub mod fake_telegram;
 pub mod meta_webhook;
+pub mod schema;
 
 /// A small DevTools Protocol client driving a real headless Chromium, for
 /// the browser client's tests.

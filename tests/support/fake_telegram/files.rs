@@ -79,6 +79,22 @@ pub(super) async fn send_photo(
             .iter()
             .find(|(head, _)| head.contains(&format!("name=\"{name}\"")))
     };
+    let mut form = serde_json::Map::new();
+    for (head, value) in &parts {
+        let Some(name) = http::part_header(head, "content-disposition")
+            .and_then(|disposition| disposition.split("name=\"").nth(1))
+            .and_then(|rest| rest.split('"').next())
+        else {
+            continue;
+        };
+        let value = match http::part_header(head, "content-type") {
+            Some(content_type) => json!({"content_type": content_type, "bytes": value.len()}),
+            None => Value::String(String::from_utf8_lossy(value).into_owned()),
+        };
+        form.insert(name.to_string(), value);
+    }
+    let call = ("sendPhoto".to_string(), Value::Object(form));
+    shared.lock().calls.requests.push(call);
     let chat_id = field("chat_id")
         .and_then(|(_, value)| std::str::from_utf8(value).ok()?.trim().parse::<i64>().ok());
     let (Some(chat_id), Some((head, bytes))) = (chat_id, field("photo")) else {
