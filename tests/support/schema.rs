@@ -248,6 +248,28 @@ fn check_object(
     }
 }
 
+/// Fails naming every problem of every body.
+pub fn assert_conform(what: &str, schema: &Schema, bodies: &[&Value]) {
+    assert!(!bodies.is_empty(), "{what}: no bodies were captured");
+    let problems: Vec<String> = bodies
+        .iter()
+        .enumerate()
+        .flat_map(|(n, body)| {
+            check(schema, body)
+                .into_iter()
+                .map(move |problem| format!("{what} request {n}: {problem}"))
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The description bites: a field no documentation names is refused.
+    let mut extra = bodies[0].clone();
+    extra["not_a_documented_field"] = Value::Bool(true);
+    assert!(
+        !check(schema, &extra).is_empty(),
+        "{what}: an unknown field passed"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
