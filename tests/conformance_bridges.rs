@@ -81,6 +81,25 @@ fn telegram_method(method: &str) -> Option<Schema> {
             fields.extend(common());
             object(fields)
         }
+        "sendDocument" => {
+            let mut fields = vec![
+                req("chat_id", nonempty()),
+                req(
+                    "document",
+                    any_of(vec![
+                        nonempty(),
+                        object(vec![req("content_type", nonempty()), req("bytes", int(1))]),
+                    ]),
+                ),
+                opt("thumbnail", Schema::Any),
+                opt("caption", Schema::Str { min: 0, max: 1024 }),
+                opt("parse_mode", parse_mode()),
+                opt("caption_entities", string()),
+                opt("disable_content_type_detection", string()),
+            ];
+            fields.extend(common());
+            object(fields)
+        }
         "sendChatAction" => object(vec![
             req("chat_id", chat_id()),
             req(

@@ -11,9 +11,16 @@
 //! clients see them on the message and its event. A `tool` message may also
 //! name, as `recalled`, images it brings back to the model (`zoom(id, 1)` of
 //! a message with images) without showing them to anyone again.
+//!
+//! A model request carries each image fitted to what every model provider
+//! takes ([`fit::MODELS`]): one that fits goes as stored; a larger one is
+//! scaled down and re-encoded once, and the copy kept beside the original
+//! in `images/fitted/<sha256>.models.<ext>`, so later turns send the same
+//! bytes without decoding it again.
 
 use crate::log::NewMessage;
 use crate::model::Image;
+use hearth_protocol::image::fit::{self, FitError, Fitted};
 use hearth_protocol::image::{self, ImageError};
 use hearth_protocol::{ErrorCode, ImageRef, ServerFrame};
 
@@ -259,17 +266,54 @@ impl ImageStore {
         })
     }
 
-    /// An image as a model request carries it; `None` (with a warning) when
-    /// its file is gone, so one lost file never fails every turn.
+    /// An image as a model request carries it, fitted to what the model
+    /// providers take; `None` (with a warning naming why) when its file is
+    /// gone or it cannot be made to fit, so one such image never fails
+    /// every turn.
     pub fn load(&self, image: &ImageRef) -> Option<Image> {
-        match self.read(image) {
-            Ok(bytes) => Some(Image {
-                media_type: image.media_type.clone(),
+        let loaded = self
+            .read(image)
+            .map_err(|err| err.to_string())
+            .and_then(|bytes| self.fitted(image, bytes).map_err(|err| err.to_string()));
+        match loaded {
+            Ok((media_type, bytes)) => Some(Image {
+                media_type,
                 data_base64: image::encode(&bytes),
             }),
             Err(err) => {
-                tracing::warn!("an image of the log cannot be read: {err}");
+                tracing::warn!(
+                    "image {} of the log goes to the model without its pixels: {err}",
+                    image.label()
+                );
                 None
+            }
+        }
+    }
+
+    /// The bytes a model request carries for `image`: as stored when they
+    /// fit, else the copy made to fit (kept in `fitted/` once made).
+    fn fitted(&self, image: &ImageRef, bytes: Vec<u8>) -> Result<(String, Vec<u8>), FitError> {
+        let fitted_dir = self.dir.join("fitted");
+        for (media_type, extension) in [("image/jpeg", "jpg"), ("image/png", "png")] {
+            let path = fitted_dir.join(format!("{}.models.{extension}", image.sha256));
+            if let Ok(copy) = fs::read(&path) {
+                return Ok((media_type.to_string(), copy));
+            }
+        }
+        match fit::fit(&image.media_type, &bytes, &fit::MODELS)? {
+            Fitted::AsIs => Ok((image.media_type.clone(), bytes)),
+            Fitted::Changed {
+                media_type, bytes, ..
+            } => {
+                let extension = image::extension(media_type).unwrap_or("bin");
+                let name = format!("{}.models.{extension}", image.sha256);
+                if let Err(err) = write_durably(&fitted_dir, &name, &bytes) {
+                    tracing::warn!(
+                        "the fitted copy of image {} was not kept: {err}",
+                        image.label()
+                    );
+                }
+                Ok((media_type.to_string(), bytes))
             }
         }
     }
@@ -295,6 +339,34 @@ pub fn labelled(text: &str, images: usize) -> String {
         1 => format!("[1 image] {text}"),
         n => format!("[{n} images] {text}"),
     }
+}
+
+/// Writes `bytes` to `dir/name` (0600, the folder 0700) through a
+/// temporary file renamed into place, so a reader never sees half of it.
+fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let temporary = dir.join(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&temporary, dir.join(name))
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&temporary);
+    }
+    written
 }
 
 fn hex(bytes: &[u8]) -> String {

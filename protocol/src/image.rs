@@ -8,6 +8,11 @@
 //! bytes, and `image_get {sha256}` returns the bytes. Only PNG, JPEG, GIF
 //! and WebP are accepted, up to [`MAX_IMAGE_BYTES`], and the bytes must be
 //! what the media type says (checked by their signature).
+//!
+//! [`fit`] fits an image to where it goes: each model provider's and
+//! messaging platform's documented size, pixel and format limits.
+
+pub mod fit;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;

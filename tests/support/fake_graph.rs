@@ -107,6 +107,8 @@ pub struct Calls {
     pub uploads: Vec<(String, Vec<u8>)>,
     /// Image messages sent: the recipient and the media id.
     pub images: Vec<(String, String)>,
+    /// Document messages sent: the recipient and the media id.
+    pub documents: Vec<(String, String)>,
     /// The JSON body of every `POST /{PHONE_NUMBER_ID}/messages`, in
     /// order, as sent: what the conformance tests check.
     pub message_bodies: Vec<Value>,
@@ -339,7 +341,7 @@ async fn post_message(
             .unwrap_or_default()
             .to_string(),
     };
-    if body["type"] == "image" {
+    if body["type"] == "image" || body["type"] == "document" {
         return send_image(stream, shared, &body).await;
     }
     if body["type"] != "text" {
@@ -436,14 +438,28 @@ async fn upload(stream: &mut TcpStream, shared: &Shared, request: &Request) -> i
     http::write_json(stream, 200, &json!({ "id": id })).await
 }
 
-/// An image message naming uploaded media.
+/// An image or document message naming uploaded media. The Cloud API
+/// takes only JPEG and PNG as images, up to 5 MB.
 async fn send_image(stream: &mut TcpStream, shared: &Shared, body: &Value) -> io::Result<()> {
     let to = recipient(body).unwrap_or_default();
-    let media_id = body["image"]["id"].as_str().unwrap_or_default().to_string();
+    let kind = body["type"].as_str().unwrap_or_default().to_string();
+    let media_id = body[&kind]["id"].as_str().unwrap_or_default().to_string();
     let (status, answer) = {
         let mut state = shared.lock();
-        if state.media.contains_key(&media_id) {
-            state.calls.images.push((to.clone(), media_id));
+        let image_taken = |(mime, bytes): &(String, Vec<u8>)| {
+            matches!(mime.as_str(), "image/jpeg" | "image/png") && bytes.len() <= 5_000_000
+        };
+        let taken = state
+            .media
+            .get(&media_id)
+            .is_some_and(|media| kind == "document" || image_taken(media));
+        if taken {
+            let sent = (to.clone(), media_id);
+            if kind == "document" {
+                state.calls.documents.push(sent);
+            } else {
+                state.calls.images.push(sent);
+            }
             state.next_id += 1;
             let answer = json!({
                 "messaging_product": "whatsapp",

@@ -124,6 +124,8 @@ pub struct Calls {
     pub downloads: Vec<String>,
     /// `sendPhoto` requests: chat, the photo's media type and bytes.
     pub photos: Vec<(i64, String, Vec<u8>)>,
+    /// `sendDocument` requests: chat, the file's media type and bytes.
+    pub documents: Vec<(i64, String, Vec<u8>)>,
     /// `getUpdates` requests refused because a webhook was set.
     pub webhook_conflicts: usize,
     /// The bodies of `deleteWebhook` requests.
@@ -395,7 +397,7 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
         return http::write_json(stream, 401, &refusal(401, "Unauthorized")).await;
     };
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-    if method != "sendPhoto" {
+    if method != "sendPhoto" && method != "sendDocument" {
         let call = (method.to_string(), body.clone());
         shared.lock().calls.requests.push(call);
     }
@@ -403,7 +405,8 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
         "getUpdates" => get_updates(stream, shared, &body).await,
         "sendMessage" => send_message(stream, shared, &body).await,
         "getFile" => files::get_file(stream, shared, &body).await,
-        "sendPhoto" => files::send_photo(stream, shared, &request).await,
+        "sendPhoto" => files::send_photo(stream, shared, &request, "photo").await,
+        "sendDocument" => files::send_photo(stream, shared, &request, "document").await,
         "answerCallbackQuery" => {
             let id = body["callback_query_id"].as_str().unwrap_or_default();
             let text = body["text"].as_str().unwrap_or_default();

@@ -12,12 +12,15 @@
 //!   that get the agent's messages.
 //! - `lock.rs`: one bridge of a kind per home.
 //! - `multipart.rs`: an upload's `multipart/form-data` body (pure).
+//! - `fitting.rs`: an image fitted to the platform before it goes out: a
+//!   photo, a document when it cannot be one, or a refusal in words.
 //! - `backoff.rs` and `split.rs`: waits between retries, and long text in
 //!   parts a platform takes (pure).
 
 pub mod backoff;
 pub mod config;
 pub mod delivery;
+pub mod fitting;
 pub mod link;
 pub mod lock;
 pub mod multipart;

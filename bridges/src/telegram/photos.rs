@@ -1,17 +1,22 @@
 //! Photos both ways. In: an owner's photo (its largest size) is fetched with
 //! `getFile` and downloaded from `{api_base}/file/bot<token>/<file_path>`,
 //! stored in the daemon and submitted with its caption. Out: an image a
-//! tool showed is sent with `sendPhoto`, uploaded as multipart form data.
+//! tool showed is fitted to `sendPhoto`'s limits (10 MB, width plus height
+//! at most 10,000, sides at most 20 times apart) and sent with it, uploaded
+//! as multipart form data; one no copy can make a photo of goes with
+//! `sendDocument` as the file it is.
 
 use super::api::{read_envelope, Api, ApiError, Failure, Message};
 use super::bridge::{BridgeError, SOURCE};
 use super::config::TelegramConfig;
 use crate::bridge::backoff::Backoff;
 use crate::bridge::delivery::Feed;
+use crate::bridge::fitting::{prepare, Outgoing};
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::multipart;
 use hearth_client::images::{self, Attachment, ImageFileError};
 use hearth_client::Connection;
+use hearth_protocol::image::fit::TELEGRAM_PHOTO;
 use hearth_protocol::image::MAX_IMAGE_BYTES;
 use hearth_protocol::ImageRef;
 use serde_json::{json, Value};
@@ -105,18 +110,34 @@ impl Api {
 
     /// Sends an image to a chat with `sendPhoto`, uploaded as a file.
     pub async fn send_photo(&self, chat_id: i64, image: &Attachment) -> Result<(), ApiError> {
+        self.upload("sendPhoto", "photo", chat_id, image).await
+    }
+
+    /// Sends an image to a chat as a file, with `sendDocument`.
+    pub async fn send_document(&self, chat_id: i64, image: &Attachment) -> Result<(), ApiError> {
+        self.upload("sendDocument", "document", chat_id, image)
+            .await
+    }
+
+    async fn upload(
+        &self,
+        method: &str,
+        field: &str,
+        chat_id: i64,
+        image: &Attachment,
+    ) -> Result<(), ApiError> {
         let extension = hearth_protocol::image::extension(image.media_type).unwrap_or("jpg");
         let chat = chat_id.to_string();
         let form = multipart::form(
             &[("chat_id", &chat)],
-            "photo",
+            field,
             &format!("image.{extension}"),
             image.media_type,
             &image.bytes,
         );
         let response = self
             .http
-            .post(format!("{}/sendPhoto", self.bot_url))
+            .post(format!("{}/{method}", self.bot_url))
             .header(reqwest::header::CONTENT_TYPE, form.content_type)
             .body(form.body)
             .timeout(TRANSFER_TIMEOUT)
@@ -136,9 +157,10 @@ fn network(err: reqwest::Error) -> PhotoError {
     PhotoError::Api(ApiError::Network(err.without_url().to_string()))
 }
 
-/// Sends a shown image to every chat in `chats`, waiting out flood control
-/// and retrying other trouble; a chat that can never take it is skipped
-/// with a note.
+/// Sends a shown image to every chat in `chats`, fitted to a photo's
+/// limits or as a document, waiting out flood control and retrying other
+/// trouble; a chat that can never take it is skipped with a note, and an
+/// image that cannot be sent at all is said in a note.
 pub async fn deliver(
     api: &Api,
     config: &TelegramConfig,
@@ -147,10 +169,30 @@ pub async fn deliver(
     image: &ImageRef,
     attachment: &Attachment,
 ) -> Result<(), BridgeError> {
+    if chats.is_empty() {
+        return Ok(());
+    }
+    let (attachment, as_photo) = match prepare(attachment, &TELEGRAM_PHOTO).await {
+        Outgoing::Photo(photo) => (photo, true),
+        Outgoing::Document(file, why) => {
+            tracing::info!("telegram: image {} goes as a file: {why}", image.label());
+            (file, false)
+        }
+        Outgoing::Refused(why) => {
+            let note = format!("telegram: could not send image {}: {why}", image.label());
+            feed.note(note).await?;
+            return Ok(());
+        }
+    };
     for &chat in chats {
         let mut backoff = Backoff::default();
         loop {
-            let Err(error) = feed.beside(api.send_photo(chat, attachment)).await? else {
+            let sent = if as_photo {
+                feed.beside(api.send_photo(chat, &attachment)).await?
+            } else {
+                feed.beside(api.send_document(chat, &attachment)).await?
+            };
+            let Err(error) = sent else {
                 break;
             };
             let wait = match error.failure() {

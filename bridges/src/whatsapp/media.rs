@@ -54,8 +54,23 @@ pub async fn attach(
 
 impl Graph {
     /// Uploads an image and sends it to `to` as an image message; returns
-    /// the new message's id.
+    /// the new message's id. It must fit a WhatsApp image already (JPEG or
+    /// PNG, 5 MB; see `bridge/fitting.rs`).
     pub async fn send_image(&self, to: &str, image: &Attachment) -> Result<String, GraphError> {
+        self.send_media(to, image, "image").await
+    }
+
+    /// Uploads an image and sends it to `to` as a document (a file).
+    pub async fn send_document(&self, to: &str, image: &Attachment) -> Result<String, GraphError> {
+        self.send_media(to, image, "document").await
+    }
+
+    async fn send_media(
+        &self,
+        to: &str,
+        image: &Attachment,
+        kind: &str,
+    ) -> Result<String, GraphError> {
         let extension = hearth_protocol::image::extension(image.media_type).unwrap_or("jpg");
         let form = multipart::form(
             &[
@@ -71,12 +86,16 @@ impl Graph {
         let media_id = uploaded["id"]
             .as_str()
             .ok_or_else(|| GraphError::BadAnswer(uploaded.to_string()))?;
+        let mut object = json!({"id": media_id});
+        if kind == "document" {
+            object["filename"] = json!(format!("image.{extension}"));
+        }
         let mut request = json!({
             "messaging_product": "whatsapp",
             "recipient_type": "individual",
-            "type": "image",
-            "image": {"id": media_id},
+            "type": kind,
         });
+        request[kind] = object;
         super::graph::address(&mut request, to);
         let answer = self.post_message(&request).await?;
         answer["messages"][0]["id"]

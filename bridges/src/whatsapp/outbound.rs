@@ -13,9 +13,11 @@ use super::graph::{Failure, Graph, GraphError};
 use super::inbound::LastReceived;
 use crate::bridge::backoff::Backoff;
 use crate::bridge::delivery::{outgoing_text, Courier, Cursor, Feed};
+use crate::bridge::fitting::{prepare, Outgoing};
 use crate::bridge::split::{split, MAX_MESSAGE_UNITS};
 use hearth_client::images::Attachment;
 use hearth_protocol::home::Home;
+use hearth_protocol::image::fit::WHATSAPP_IMAGE;
 use hearth_protocol::whatsapp::whatsapp_shown;
 use hearth_protocol::{Event, ImageRef};
 use std::collections::BTreeSet;
@@ -120,8 +122,33 @@ impl Courier for WhatsAppCourier<'_> {
         image: &ImageRef,
         attachment: &Attachment,
     ) -> Result<(), BridgeError> {
-        for to in self.targets() {
-            let send = || self.graph.send_image(&to, attachment);
+        let targets = self.targets();
+        if targets.is_empty() {
+            return Ok(());
+        }
+        let (attachment, as_image) = match prepare(attachment, &WHATSAPP_IMAGE).await {
+            Outgoing::Photo(photo) => (photo, true),
+            Outgoing::Document(file, why) => {
+                tracing::info!("whatsapp: image {} goes as a file: {why}", image.label());
+                (file, false)
+            }
+            Outgoing::Refused(why) => {
+                let note = format!("whatsapp: could not send image {}: {why}", image.label());
+                feed.note(note).await?;
+                return Ok(());
+            }
+        };
+        let attachment = &attachment;
+        let graph = self.graph;
+        for to in targets {
+            let address = to.as_str();
+            let send = move || async move {
+                if as_image {
+                    graph.send_image(address, attachment).await
+                } else {
+                    graph.send_document(address, attachment).await
+                }
+            };
             let sent = feed.beside(send_retrying(self, &to, send)).await??;
             if let Delivery::Skipped(why) = sent {
                 let note = format!(

@@ -70,7 +70,13 @@ pub(super) async fn send_photo(
     stream: &mut TcpStream,
     shared: &Shared,
     request: &Request,
+    field_name: &str,
 ) -> io::Result<()> {
+    let method = if field_name == "photo" {
+        "sendPhoto"
+    } else {
+        "sendDocument"
+    };
     let Some(parts) = http::form_parts(request) else {
         return http::write_json(stream, 400, &refusal(400, "Bad Request: not multipart")).await;
     };
@@ -93,11 +99,11 @@ pub(super) async fn send_photo(
         };
         form.insert(name.to_string(), value);
     }
-    let call = ("sendPhoto".to_string(), Value::Object(form));
+    let call = (method.to_string(), Value::Object(form));
     shared.lock().calls.requests.push(call);
     let chat_id = field("chat_id")
         .and_then(|(_, value)| std::str::from_utf8(value).ok()?.trim().parse::<i64>().ok());
-    let (Some(chat_id), Some((head, bytes))) = (chat_id, field("photo")) else {
+    let (Some(chat_id), Some((head, bytes))) = (chat_id, field(field_name)) else {
         return http::write_json(
             stream,
             400,
@@ -108,11 +114,12 @@ pub(super) async fn send_photo(
     let media_type = http::part_header(head, "content-type")
         .unwrap_or_default()
         .to_string();
-    shared
-        .lock()
-        .calls
-        .photos
-        .push((chat_id, media_type, bytes.clone()));
+    let sent = (chat_id, media_type, bytes.clone());
+    if field_name == "photo" {
+        shared.lock().calls.photos.push(sent);
+    } else {
+        shared.lock().calls.documents.push(sent);
+    }
     shared.bump();
     let message = json!({
         "message_id": 1,
