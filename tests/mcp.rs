@@ -325,6 +325,23 @@ async fn a_hung_call_times_out_and_a_line_that_is_not_json_is_a_fault() {
     let text = tools[0].text.clone().unwrap();
     assert_eq!(tools[0].status.as_deref(), Some("error"));
     assert!(text.contains("did not answer within 2 s"), "{text}");
+    // The server was told the call is cancelled before it was restarted:
+    // its stderr goes to hearthd.log.
+    eventually("the server hears the cancellation", || async {
+        t.daemon
+            .log_text()
+            .contains("cancelled request")
+            .then_some(())
+    })
+    .await;
+    eventually("the server is started again after it heard it", || async {
+        let log = t.daemon.log_text();
+        let cancelled = log.find("cancelled request")?;
+        log[cancelled..]
+            .contains("misbehaving server ready")
+            .then_some(())
+    })
+    .await;
     eventually("the server is ready", || async {
         mcp_status(&t.home)
             .await
@@ -496,6 +513,16 @@ async fn status_names_a_running_call_and_a_crash_of_hearthd_logs_it_as_interrupt
     let mut t = start(&config).await;
     t.model.push(Reply::tool_call("mcp__bad__hang", "{}"));
     t.client.submit("wait forever", "terminal", None).await;
+    // Attached clients see the running MCP call as the agent's activity.
+    t.client
+        .wait_for(|e| {
+            e.kind == EventKind::Activity
+                && e.activity.as_ref().is_some_and(|a| {
+                    matches!(&a.doing, hearth_protocol::Doing::Tool { name, .. } if name == "mcp__bad__hang")
+                        && a.describe().starts_with("mcp__bad__hang")
+                })
+        })
+        .await;
     let status = eventually("the call shows in hearth status", || async {
         let output = t.home.hearth_async(&["status"]).await;
         let text = String::from_utf8_lossy(&output.stdout).into_owned();

@@ -60,6 +60,8 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
     } else {
       send({ jsonrpc: "2.0", id, error: { code: -32602, message: `no tool ${name}` } });
     }
+  } else if (method === "notifications/cancelled") {
+    process.stderr.write(`cancelled request ${params.requestId}: ${params.reason}\n`);
   } else if (id !== undefined) {
     send({ jsonrpc: "2.0", id, error: { code: -32601, message: `no method ${method}` } });
   }

@@ -18,8 +18,13 @@ use super::config::{McpServerConfig, Transport};
 use super::names::{self, ListedTool, Offer};
 use super::stdio;
 use crate::tools::Processes;
-use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation};
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, Implementation,
+    ServerResult,
+};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError,
+};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -248,8 +253,18 @@ impl Server {
         };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let secs = self.config.timeout().as_secs();
-        match tokio::time::timeout(self.config.timeout(), peer.call_tool(params)).await {
-            Err(_) => {
+        // A call that times out is cancelled (`notifications/cancelled`)
+        // before the answer comes back here, so the server hears it before
+        // the restart.
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(self.config.timeout());
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let answer = match peer.send_cancellable_request(request, options).await {
+            Ok(handle) => handle.await_response().await,
+            Err(err) => Err(err),
+        };
+        match answer {
+            Err(ServiceError::Timeout { .. }) => {
                 let why = format!("it did not answer a call of `{tool}` within {secs} s");
                 let _ = self.wake.send(Wake::Hung(epoch, why));
                 Err(format!(
@@ -257,20 +272,25 @@ impl Server {
                      The call may or may not have taken effect: check before repeating it."
                 ))
             }
-            Ok(Err(ServiceError::McpError(error))) => Err(format!(
+            Err(ServiceError::McpError(error)) => Err(format!(
                 "the MCP server `{name}` refused the call: {}",
                 error.message
             )),
-            Ok(Err(other)) => {
+            Err(other) => {
                 let why = self.ended(epoch).await.unwrap_or_else(|| other.to_string());
                 Err(format!(
                     "the MCP server `{name}` stopped during the call ({why}); hearth restarts it. \
                      The call may or may not have taken effect: check before repeating it."
                 ))
             }
-            Ok(Ok(result)) => serde_json::to_value(&result).map_err(|err| {
-                format!("the MCP server `{name}` sent a result hearth cannot read: {err}")
-            }),
+            Ok(ServerResult::CallToolResult(result)) => {
+                serde_json::to_value(&result).map_err(|err| {
+                    format!("the MCP server `{name}` sent a result hearth cannot read: {err}")
+                })
+            }
+            Ok(_) => Err(format!(
+                "the MCP server `{name}` answered the call with something other than a tool result"
+            )),
         }
     }
 
