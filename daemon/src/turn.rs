@@ -330,8 +330,9 @@ impl AgentLoop {
                     );
                     log.finish_call(&name, &call.call_id, message).await?;
                 }
-                log.finish_turn(&name, turn, vec![Agent::note("interrupted by the user")])
-                    .await?;
+                let note =
+                    Agent::note("interrupted by the user").with_status(MessageStatus::Interrupted);
+                log.finish_turn(&name, turn, vec![note]).await?;
             }
             Ending::OutOfRounds(rounds) => {
                 let why =

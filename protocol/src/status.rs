@@ -14,14 +14,16 @@ pub enum MessageStatus {
     Ok,
     /// A tool call that failed; its output says why.
     Error,
-    /// A tool call cut off by an interrupt, a stop or a crash.
+    /// A tool call cut off by an interrupt, a stop or a crash; on a note,
+    /// a turn the user interrupted.
     Interrupted,
     /// A subagent's run that ended with its answer.
     Finished,
     /// A subagent's run that its parent stopped (or a stop cut off): its
     /// report joins no turn.
     Stopped,
-    /// A subagent's run whose turn failed; on a note, a failed turn.
+    /// A subagent's run whose turn failed; on a note, a failed turn (an
+    /// error of the model, the budget, or `limits.max_rounds` reached).
     Failed,
     /// A note that records a tool call's approval request.
     Approval,
