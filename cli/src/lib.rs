@@ -24,6 +24,7 @@
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
 //! - `mcp.rs`: `hearth mcp`, the MCP servers and their tools.
 //! - `service.rs`: `hearth backup` and `hearth service install|uninstall|status`.
+//! - `setup/`: `hearth setup`, the wizard that writes a working configuration.
 //! - `life.rs`: `hearth stop`, `hearth restart`, `hearth reload`.
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
 //! - `memory.rs`: `hearth search` and `hearth memory`: what the agent remembers.
@@ -48,6 +49,7 @@ pub mod sanitize;
 pub mod screen;
 pub mod service;
 pub mod session;
+pub mod setup;
 pub mod slash;
 pub mod stats;
 pub mod status_line;

@@ -171,6 +171,8 @@ enum Subcommands {
         #[command(subcommand)]
         action: Option<WebAction>,
     },
+    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram (paired by code) and the service; every question has a flag
+    Setup(SetupArgs),
     /// Run hearthd as a service
     Service {
         #[command(subcommand)]
@@ -189,6 +191,77 @@ enum Subcommands {
         #[command(subcommand)]
         action: Option<WhatsappAction>,
     },
+}
+
+/// The answers `hearth setup` would ask for.
+#[derive(clap::Args)]
+struct SetupArgs {
+    /// The model provider: ollama, openai, anthropic, or openai-chat (another OpenAI-compatible server)
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// The model's name (`gpt-5-mini`, `qwen3:8b`, …)
+    #[arg(long)]
+    model: Option<String>,
+    /// The provider's address up to /v1 (for ollama: the server's, e.g. http://127.0.0.1:11434)
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// The variable holding the API key, named in [model] api_key_env (its value is read from the environment or secrets.env)
+    #[arg(long, value_name = "NAME")]
+    key_env: Option<String>,
+    /// Read the API key from stdin and store it in secrets.env
+    #[arg(long)]
+    key_stdin: bool,
+    /// Leave Telegram as it is
+    #[arg(long, conflicts_with_all = ["telegram_token_env", "telegram_pair", "telegram_allow"])]
+    no_telegram: bool,
+    /// Set up Telegram with the bot token in this variable (or secrets.env entry)
+    #[arg(long, value_name = "NAME")]
+    telegram_token_env: Option<String>,
+    /// Pair your Telegram account: send the code setup shows to the bot
+    #[arg(long)]
+    telegram_pair: bool,
+    /// Allow this Telegram user id (may be repeated), without pairing
+    #[arg(long, value_name = "ID")]
+    telegram_allow: Vec<i64>,
+    /// Another Bot API address than Telegram's own
+    #[arg(long, value_name = "URL")]
+    telegram_api_base: Option<String>,
+    /// How long pairing waits for the code, in seconds [default: 300]
+    #[arg(long, value_name = "SECS")]
+    pair_timeout: Option<u64>,
+    /// Install the systemd user service at the end
+    #[arg(long, conflicts_with = "no_service")]
+    service: bool,
+    /// Do not install the service (nor ask)
+    #[arg(long)]
+    no_service: bool,
+    /// Ask nothing: every answer from its flag or its default
+    #[arg(long, short = 'y')]
+    yes: bool,
+}
+
+impl SetupArgs {
+    fn options(self) -> hearth_cli::setup::SetupOptions {
+        hearth_cli::setup::SetupOptions {
+            provider: self.provider,
+            model: self.model,
+            base_url: self.base_url,
+            key_env: self.key_env,
+            key_stdin: self.key_stdin,
+            no_telegram: self.no_telegram,
+            telegram_token_env: self.telegram_token_env,
+            telegram_pair: self.telegram_pair,
+            telegram_allow: self.telegram_allow,
+            telegram_api_base: self.telegram_api_base,
+            pair_timeout: self.pair_timeout.map(std::time::Duration::from_secs),
+            service: match (self.service, self.no_service) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
+            yes: self.yes,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -443,6 +516,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(WebAction::Revoke { id }) => WebCommand::Revoke(id),
             };
             hearth_cli::web::web(&home, command, &mut stdout).await?
+        }
+        Some(Subcommands::Setup(args)) => {
+            let options = args.options();
+            hearth_cli::setup::run(&home, explicit_home.as_deref(), options, &mut stdout).await?
         }
         Some(Subcommands::Service { action }) => match action {
             ServiceAction::Install => {

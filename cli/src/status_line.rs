@@ -3,7 +3,7 @@
 //!
 //! The daemon says what its turn does in `activity` events (thinking, a
 //! tool and its last line of output, a retry and its wait, summaries it
-//! waits for, compaction beside it); [`Doing::describe`] words them and this
+//! waits for, compaction beside it); [`Activity::describe`] words them and this
 //! module keeps the latest, with the time it started, and says it in one
 //! line of the screen's width. A request for approval that waits here is
 //! said instead of what the daemon reports, since the turn waits for the

@@ -4,6 +4,8 @@
 //!
 //! The server probed is `http://127.0.0.1:11434`, or the address in
 //! `HEARTH_OLLAMA_URL`; `HEARTH_OLLAMA_URL=off` (or empty) skips the probe.
+//! `hearth setup` lists its models and reads a model's context length
+//! (`POST /api/show`) through [`list`] and [`context_length`].
 //! A server that does not answer within [`PROBE_TIMEOUT`] counts as absent,
 //! so a start without one is not held up.
 
@@ -19,6 +21,10 @@ pub const DEFAULT_OLLAMA_URL: &str = "http://127.0.0.1:11434";
 
 /// How long the probe waits for an answer.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long `hearth setup` waits for the server's model list and details
+/// (a server that is loading a model answers slowly).
+const SHOW_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A model found on a local server.
 #[derive(Debug, Clone)]
@@ -113,11 +119,80 @@ pub async fn probe(url: &str) -> Result<Option<String>, ProbeError> {
 }
 
 fn first_chat_model(tags: &Tags) -> Option<String> {
+    chat_models(tags).into_iter().next()
+}
+
+/// The models of a `GET /api/tags` answer that can chat (embedding models
+/// are passed over), in the server's order.
+fn chat_models(tags: &Tags) -> Vec<String> {
     tags.models
         .iter()
         .map(|tag| tag.name.trim())
-        .find(|name| !name.is_empty() && !name.contains("embed"))
+        .filter(|name| !name.is_empty() && !name.contains("embed"))
         .map(str::to_string)
+        .collect()
+}
+
+/// Every model the Ollama server at `url` has that can chat, for a person
+/// to choose from (`hearth setup`).
+pub async fn list(url: &str) -> Result<Vec<String>, ProbeError> {
+    let body = get_json(url, reqwest::Method::GET, "/api/tags", None).await?;
+    let tags: Tags = serde_json::from_value(body).map_err(|err| ProbeError::NotOllama {
+        url: url.to_string(),
+        message: err.to_string(),
+    })?;
+    Ok(chat_models(&tags))
+}
+
+/// The context length model `name` was made for, as the Ollama server at
+/// `url` says in `POST /api/show` (`model_info`, the key that ends in
+/// `.context_length`); none when it does not say. The server may run it
+/// with a smaller window (its `OLLAMA_CONTEXT_LENGTH`).
+pub async fn context_length(url: &str, name: &str) -> Result<Option<u32>, ProbeError> {
+    let request = serde_json::json!({ "model": name });
+    let body = get_json(url, reqwest::Method::POST, "/api/show", Some(request)).await?;
+    Ok(context_length_in(&body))
+}
+
+/// The `model_info.*.context_length` of an `/api/show` answer.
+fn context_length_in(show: &serde_json::Value) -> Option<u32> {
+    show.get("model_info")?
+        .as_object()?
+        .iter()
+        .find(|(key, _)| key.ends_with(".context_length"))
+        .and_then(|(_, value)| value.as_u64())
+        .and_then(|length| u32::try_from(length).ok())
+}
+
+/// One call to the server's own API, its answer as JSON.
+async fn get_json(
+    url: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> Result<serde_json::Value, ProbeError> {
+    let unreachable = |err: reqwest::Error| ProbeError::Unreachable {
+        url: url.to_string(),
+        message: err.without_url().to_string(),
+    };
+    let client = reqwest::Client::builder()
+        .timeout(SHOW_TIMEOUT)
+        .build()
+        .map_err(unreachable)?;
+    let mut request = client.request(method, format!("{url}{path}"));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.map_err(unreachable)?;
+    let not_ollama = |message: String| ProbeError::NotOllama {
+        url: url.to_string(),
+        message,
+    };
+    if !response.status().is_success() {
+        return Err(not_ollama(format!("{path}: HTTP {}", response.status())));
+    }
+    let bytes = response.bytes().await.map_err(unreachable)?;
+    serde_json::from_slice(&bytes).map_err(|err| not_ollama(format!("{path}: {err}")))
 }
 
 /// `[model]` for `name` on the Ollama server at `url`: Chat Completions at
@@ -148,6 +223,19 @@ mod tests {
         assert_eq!(first_chat_model(&tags).as_deref(), Some("qwen3:8b"));
         let empty: Tags = serde_json::from_str(r#"{"models":[]}"#).unwrap();
         assert_eq!(first_chat_model(&empty), None);
+    }
+
+    #[test]
+    fn the_context_length_is_read_from_model_info() {
+        let show = serde_json::json!({
+            "model_info": {"general.architecture": "qwen3", "qwen3.context_length": 40960}
+        });
+        assert_eq!(context_length_in(&show), Some(40_960));
+        assert_eq!(
+            context_length_in(&serde_json::json!({"model_info": {}})),
+            None
+        );
+        assert_eq!(context_length_in(&serde_json::json!({})), None);
     }
 
     #[test]

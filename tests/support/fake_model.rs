@@ -9,7 +9,8 @@
 //! reads what the client sent with [`FakeModel::requests`]. A reply can
 //! report scripted token counts ([`Reply::with_usage`]), and the server can
 //! pose as a local Ollama server listing models at `GET /api/tags`
-//! ([`FakeModel::serve_local_models`]).
+//! ([`FakeModel::serve_local_models`]) and giving a model's context length
+//! at `POST /api/show` ([`FakeModel::serve_context_length`]).
 //!
 //! Where each part lives:
 //! - `server.rs`: [`FakeModel`], the accept loop, and [`Recorded`] requests.

@@ -1,8 +1,9 @@
 //! A fake Telegram Bot API for end-to-end tests of the bridge.
 //!
 //! [`FakeTelegram::start`] binds `127.0.0.1:0` and answers
-//! `POST /bot<TOKEN>/getUpdates`, `/sendMessage`, `/sendChatAction` and
-//! `/answerCallbackQuery` with the Bot API's JSON envelopes. A test plays
+//! `POST /bot<TOKEN>/getMe` (the bot [`BOT_USERNAME`]), `/getUpdates`,
+//! `/sendMessage`, `/sendChatAction` and `/answerCallbackQuery` with the
+//! Bot API's JSON envelopes. A test plays
 //! the people who write to the bot ([`FakeTelegram::write`]) and press its
 //! buttons ([`FakeTelegram::press`]), scripts failures of `sendMessage`
 //! ([`FakeTelegram::fail_next_send`]), can hold every `sendMessage` until
@@ -36,6 +37,9 @@ use tokio::task::{JoinHandle, JoinSet};
 
 /// The bot token the fake accepts.
 pub const TOKEN: &str = "123456:TEST-token";
+
+/// The bot's username, as `getMe` gives it.
+pub const BOT_USERNAME: &str = "hearth_test_bot";
 
 /// Someone who writes to the bot; their private chat has their id.
 #[derive(Clone, Copy, Debug)]
@@ -402,6 +406,10 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
         shared.lock().calls.requests.push(call);
     }
     match method {
+        "getMe" => {
+            let bot = json!({"id": 123456, "is_bot": true, "first_name": "hearth", "username": BOT_USERNAME, "can_join_groups": true});
+            http::write_json(stream, 200, &json!({"ok": true, "result": bot})).await
+        }
         "getUpdates" => get_updates(stream, shared, &body).await,
         "sendMessage" => send_message(stream, shared, &body).await,
         "getFile" => files::get_file(stream, shared, &body).await,

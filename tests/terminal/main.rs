@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod pty;
+mod setup;
 
 use hearth_protocol::Kind;
 use hearth_tests::bins;

@@ -38,15 +38,25 @@ impl Pty {
     /// Starts `hearth --home HOME` in a pty of [`ROWS`] × [`COLUMNS`], with
     /// `TERM=xterm-256color` and these variables as well.
     pub fn attach(home: &TestHome, env: &[(&str, &str)]) -> Pty {
+        Pty::run(home, &[], env)
+    }
+
+    /// Starts `hearth ARGS --home HOME` in a pty, as [`Pty::attach`] does
+    /// (`hearth setup`, say), without the providers' key variables.
+    pub fn run(home: &TestHome, args: &[&str], env: &[(&str, &str)]) -> Pty {
         // The size is set by `stty` on the pty itself, then hearth runs.
-        let script = format!("stty rows {ROWS} cols {COLUMNS} && exec \"$0\" --home \"$1\"");
+        let script = format!("stty rows {ROWS} cols {COLUMNS} && exec \"$0\" \"$@\"");
         let mut command = Command::new("sh");
         command
             .arg("-c")
             .arg(script)
             .arg(&home.bins.hearth)
+            .args(args)
+            .arg("--home")
             .arg(home.path())
             .env_remove("HEARTH_HOME")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
             .env_remove("NO_COLOR")
             .env("TERM", "xterm-256color")
             .env(OLLAMA_URL_ENV, "off")

@@ -1,4 +1,4 @@
-//! A small Telegram Bot API client over reqwest: `getUpdates`,
+//! A small Telegram Bot API client over reqwest: `getMe`, `getUpdates`,
 //! `sendMessage` (with buttons or without), `sendChatAction` and
 //! `answerCallbackQuery`, and the types of what comes back.
 //!
@@ -220,6 +220,12 @@ impl Api {
             http,
             bot_url: format!("{}/bot{token}", api_base.trim_end_matches('/')),
         })
+    }
+
+    /// The bot itself (`getMe`): the call that proves a token works.
+    pub async fn get_me(&self) -> Result<User, ApiError> {
+        let result = self.call("getMe", &json!({}), CALL_TIMEOUT).await?;
+        serde_json::from_value(result).map_err(|err| ApiError::BadAnswer(err.to_string()))
     }
 
     /// Long-polls for messages after `offset` (all unconfirmed ones when

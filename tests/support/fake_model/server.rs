@@ -65,6 +65,8 @@ struct Script {
     requests: Vec<Recorded>,
     /// What `GET /api/tags` lists, as a local Ollama server would.
     local_models: Vec<String>,
+    /// The context length `POST /api/show` gives for each local model.
+    context_lengths: std::collections::BTreeMap<String, u64>,
     /// The answer to every request that finds no reply queued; none: HTTP 500.
     default: Option<Reply>,
 }
@@ -147,6 +149,16 @@ impl FakeModel {
     /// find it as a local model server.
     pub fn serve_local_models(&self, names: &[&str]) {
         self.shared.lock().local_models = names.iter().map(|name| name.to_string()).collect();
+    }
+
+    /// Makes `POST /api/show` for `name` answer as Ollama does, with
+    /// `model_info` giving this context length (a model not named here is
+    /// answered 404, "model not found").
+    pub fn serve_context_length(&self, name: &str, context_length: u64) {
+        self.shared
+            .lock()
+            .context_lengths
+            .insert(name.to_string(), context_length);
     }
 
     /// How many replies pushed for `model` no request has taken yet.
@@ -319,6 +331,31 @@ async fn serve_request(stream: &mut TcpStream, shared: &Shared) -> io::Result<()
             .map(|name| json!({"name": name, "model": name, "size": 1}))
             .collect();
         return http::write_json(stream, 200, &json!({ "models": models })).await;
+    }
+    if what == "POST /api/show" {
+        let name = body["model"]
+            .as_str()
+            .or(body["name"].as_str())
+            .unwrap_or_default();
+        let length = shared.lock().context_lengths.get(name).copied();
+        return match length {
+            Some(length) => {
+                let show = json!({
+                    "modelfile": "",
+                    "details": {"family": "qwen3", "format": "gguf"},
+                    "model_info": {
+                        "general.architecture": "qwen3",
+                        "qwen3.context_length": length,
+                        "qwen3.embedding_length": 4096,
+                    },
+                });
+                http::write_json(stream, 200, &show).await
+            }
+            None => {
+                let missing = json!({"error": format!("model '{name}' not found")});
+                http::write_json(stream, 404, &missing).await
+            }
+        };
     }
     let Some(endpoint) = endpoint else {
         let message = format!(

@@ -1,0 +1,180 @@
+//! How `hearth setup` asks: on a terminal, one question at a time (a key
+//! typed without echo); without one, or with `--yes`, never — each answer
+//! then comes from its flag or its default, and a question that has neither
+//! is an error naming the flag that answers it.
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::process::{Command, Stdio};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error("{question}: no terminal to ask on (or --yes); give {flag}")]
+    NeedsFlag {
+        question: String,
+        flag: &'static str,
+    },
+    #[error("the input ended before setup was done; nothing more was written")]
+    Ended,
+    #[error("cannot read the terminal: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Asks on the terminal, or answers from flags and defaults.
+pub struct Asker<'a> {
+    /// Questions go to a person (stdin is a terminal, no `--yes`).
+    pub interactive: bool,
+    out: &'a mut dyn Write,
+}
+
+impl<'a> Asker<'a> {
+    pub fn new(yes: bool, out: &'a mut dyn Write) -> Asker<'a> {
+        Asker {
+            interactive: !yes && io::stdin().is_terminal(),
+            out,
+        }
+    }
+
+    /// Where setup says what it does.
+    pub fn out(&mut self) -> &mut dyn Write {
+        &mut *self.out
+    }
+
+    /// Says a line.
+    pub fn say(&mut self, text: &str) {
+        let _ = writeln!(self.out, "{text}");
+        let _ = self.out.flush();
+    }
+
+    /// One of `options` by number (from 1); Enter takes `default`.
+    /// Without a person: `default`, or an error naming `flag`.
+    pub fn choose(
+        &mut self,
+        question: &str,
+        options: &[String],
+        default: Option<usize>,
+        flag: &'static str,
+    ) -> Result<usize, AskError> {
+        if !self.interactive {
+            return default.ok_or_else(|| needs(question, flag));
+        }
+        self.say(question);
+        for (number, option) in options.iter().enumerate() {
+            self.say(&format!("  {}) {option}", number + 1));
+        }
+        loop {
+            let hint = default.map_or(String::new(), |at| format!(" [{}]", at + 1));
+            let answer = self.line(&format!("Choose 1-{}{hint}: ", options.len()))?;
+            match (answer.trim(), default) {
+                ("", Some(at)) => return Ok(at),
+                (typed, _) => match typed.parse::<usize>() {
+                    Ok(number) if (1..=options.len()).contains(&number) => return Ok(number - 1),
+                    _ => self.say(&format!("Type a number from 1 to {}.", options.len())),
+                },
+            }
+        }
+    }
+
+    /// A line of text; Enter takes `default`. Without a person: `default`,
+    /// or an error naming `flag`.
+    pub fn text(
+        &mut self,
+        question: &str,
+        default: Option<&str>,
+        flag: &'static str,
+    ) -> Result<String, AskError> {
+        if !self.interactive {
+            return default
+                .map(str::to_string)
+                .ok_or_else(|| needs(question, flag));
+        }
+        loop {
+            let hint = default.map_or(String::new(), |value| format!(" [{value}]"));
+            let answer = self.line(&format!("{question}{hint}: "))?;
+            match (answer.trim(), default) {
+                ("", Some(value)) => return Ok(value.to_string()),
+                ("", None) => self.say("An answer is needed here."),
+                (typed, _) => return Ok(typed.to_string()),
+            }
+        }
+    }
+
+    /// Yes or no; Enter (and no person) takes `default`.
+    pub fn confirm(&mut self, question: &str, default: bool) -> Result<bool, AskError> {
+        if !self.interactive {
+            return Ok(default);
+        }
+        let hint = if default { "[Y/n]" } else { "[y/N]" };
+        loop {
+            let answer = self.line(&format!("{question} {hint} "))?;
+            match answer.trim().to_ascii_lowercase().as_str() {
+                "" => return Ok(default),
+                "y" | "yes" => return Ok(true),
+                "n" | "no" => return Ok(false),
+                _ => self.say("Answer y or n."),
+            }
+        }
+    }
+
+    /// A secret typed or pasted without echo; empty when Enter alone.
+    /// Without a person: an error naming `flag`.
+    pub fn secret(&mut self, question: &str, flag: &'static str) -> Result<String, AskError> {
+        if !self.interactive {
+            return Err(needs(question, flag));
+        }
+        let _ = write!(self.out, "{question} (hidden): ");
+        let _ = self.out.flush();
+        let echo_off = stty(&["-echo"]);
+        let read = read_line();
+        if echo_off {
+            stty(&["echo"]);
+        }
+        self.say("");
+        Ok(read?.trim().to_string())
+    }
+
+    fn line(&mut self, prompt: &str) -> Result<String, AskError> {
+        let _ = write!(self.out, "{prompt}");
+        let _ = self.out.flush();
+        read_line()
+    }
+}
+
+fn needs(question: &str, flag: &'static str) -> AskError {
+    AskError::NeedsFlag {
+        question: question.trim_end_matches(['?', ':']).to_string(),
+        flag,
+    }
+}
+
+fn read_line() -> Result<String, AskError> {
+    let mut line = String::new();
+    if io::stdin().lock().read_line(&mut line)? == 0 {
+        return Err(AskError::Ended);
+    }
+    Ok(line)
+}
+
+/// Changes the terminal's settings with `stty` (as the terminal client
+/// does); whether it worked.
+fn stty(settings: &[&str]) -> bool {
+    Command::new("stty")
+        .args(settings)
+        .stdin(Stdio::inherit())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// The whole of stdin, trimmed: a key given with `--key-stdin`.
+pub fn read_stdin_secret(what: &str) -> Result<String, AskError> {
+    let mut text = String::new();
+    io::Read::read_to_string(&mut io::stdin().lock(), &mut text)?;
+    let text = text.trim().to_string();
+    if text.is_empty() {
+        return Err(AskError::NeedsFlag {
+            question: format!("{what} on stdin was empty"),
+            flag: "the key on stdin",
+        });
+    }
+    Ok(text)
+}

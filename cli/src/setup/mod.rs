@@ -1,0 +1,52 @@
+//! `hearth setup`: an interactive wizard that writes a working
+//! `config.toml` and `secrets.env`, and a flag for every question so that
+//! scripts can run it too.
+//!
+//! - `wizard.rs`: the steps in order, and what is written when.
+//! - `model.rs`: provider, model, key and layout; the test request.
+//! - `telegram.rs`: the bot token (`getMe`) and pairing by code.
+//! - `ask.rs`: questions on a terminal, or answers from flags.
+//! - `edit.rs`: `config.toml` edited in place, the rest of it kept (pure).
+//! - `files.rs`: private, atomic writes; `secrets.env` entries.
+
+mod ask;
+mod edit;
+mod files;
+mod model;
+mod telegram;
+mod wizard;
+
+pub use wizard::{run, SetupError};
+
+use std::time::Duration;
+
+/// The answers given on the command line; a question whose answer is here
+/// is not asked.
+#[derive(Debug, Clone, Default)]
+pub struct SetupOptions {
+    /// `ollama`, `openai`, `anthropic` or `openai-chat`.
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    /// The provider's address (up to `/v1`), or the Ollama server's.
+    pub base_url: Option<String>,
+    /// The variable that holds the key, named in `[model] api_key_env`.
+    pub key_env: Option<String>,
+    /// The key is read from stdin and stored in `secrets.env`.
+    pub key_stdin: bool,
+    /// Leave Telegram as it is.
+    pub no_telegram: bool,
+    /// The variable (or `secrets.env` entry) holding the bot token.
+    pub telegram_token_env: Option<String>,
+    /// Pair a Telegram account by code.
+    pub telegram_pair: bool,
+    /// Telegram user ids to allow, without pairing.
+    pub telegram_allow: Vec<i64>,
+    /// Another Bot API address than Telegram's (a local Bot API server).
+    pub telegram_api_base: Option<String>,
+    /// How long pairing waits for the code.
+    pub pair_timeout: Option<Duration>,
+    /// Install the systemd user service (`Some(true)`), or not (`Some(false)`).
+    pub service: Option<bool>,
+    /// Ask nothing: every answer from its flag or its default.
+    pub yes: bool,
+}

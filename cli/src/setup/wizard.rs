@@ -1,0 +1,174 @@
+//! The steps of `hearth setup`, in order: the model (and one real request
+//! to it, before anything is saved), Telegram, pointers for WhatsApp, the
+//! running daemon, the service. Each step that changes the configuration
+//! writes it only once the step succeeded and the new file reads as the
+//! daemon and the bridge read it; a failed step writes nothing of its own.
+
+use super::ask::{AskError, Asker};
+use super::edit::{self, EditError};
+use super::files::{self, FileError};
+use super::model::{self, ModelStepError};
+use super::telegram::{self, TelegramStepError};
+use super::SetupOptions;
+use hearth_bridges::telegram::TelegramConfig;
+use hearth_daemon::config::Config;
+use hearth_protocol::home::Home;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Ask(#[from] AskError),
+    #[error(transparent)]
+    Model(#[from] ModelStepError),
+    #[error("the model is set up and saved, but Telegram is not: {0}")]
+    Telegram(#[from] TelegramStepError),
+    #[error("{path}: {source}; fix the file (or move it away) and run setup again")]
+    Edit { path: String, source: EditError },
+    #[error("the new configuration would not load, so nothing was written: {0}")]
+    Invalid(String),
+    #[error(transparent)]
+    File(#[from] FileError),
+}
+
+/// Runs the wizard on `home`; `explicit_home` is the `--home` given (for
+/// the service's unit).
+pub async fn run(
+    home: &Home,
+    explicit_home: Option<&Path>,
+    options: SetupOptions,
+    out: &mut dyn Write,
+) -> Result<ExitCode, SetupError> {
+    let mut asker = Asker::new(options.yes, out);
+    let config_file = home.config_file();
+    asker.say(&format!("hearth setup: {}", config_file.display()));
+    let text = files::read_or_empty(&config_file)?;
+    let current: toml::Table = {
+        let checked = edit::apply(&text, &[]).map_err(|source| SetupError::Edit {
+            path: config_file.display().to_string(),
+            source,
+        })?;
+        toml::from_str(&checked).unwrap_or_default()
+    };
+    let table = |name: &str| current.get(name).and_then(toml::Value::as_table);
+
+    // The model, proved by one request before anything is saved.
+    let chosen = model::choose(&mut asker, &options, home).await?;
+    asker.say(&format!("Sending one test request to {}…", chosen.label()));
+    let answer = model::test(&chosen).await?;
+    asker.say(&format!("✓ {} answered: {}", chosen.label(), clip(&answer)));
+    let current_layout = table("agent")
+        .and_then(|agent| agent.get("layout"))
+        .and_then(toml::Value::as_str);
+    let edits = chosen.edits(table("model"), current_layout);
+    let text = edited(&config_file, &text, &edits)?;
+    if chosen.store_key {
+        if let Some(key) = &chosen.key {
+            store_secret(home, chosen.config.key_env(), key)?;
+        }
+    }
+    files::write_private(&config_file, &text)?;
+    if chosen.layout == Some("small") {
+        asker.say("The model's window is small: the agent uses the `small` layout.");
+    }
+    asker.say(&format!("✓ saved [model] in {}", config_file.display()));
+
+    // Telegram, when wanted.
+    if !options.no_telegram && telegram::wanted(&mut asker, &options)? {
+        let paired = telegram::run(&mut asker, &options, home, table("telegram")).await?;
+        let text = edited(&config_file, &text, &paired.edits())?;
+        TelegramConfig::parse(&config_file, &text)
+            .map_err(|err| SetupError::Invalid(err.to_string()))?;
+        if let Some(token) = &paired.new_token {
+            store_secret(home, &paired.token_env, token)?;
+        }
+        files::write_private(&config_file, &text)?;
+        asker.say("✓ saved [telegram]: hearthd starts the bridge");
+    }
+
+    asker.say(WHATSAPP);
+    daemon_step(&mut asker, home).await;
+    service_step(&mut asker, &options, home, explicit_home)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What setup says about WhatsApp, which it does not configure itself.
+const WHATSAPP: &str = "WhatsApp: add a [whatsapp] table to config.toml — the Cloud API \
+(a business number: access token, app secret, verify token in secrets.env) or a linked \
+personal account (backend = \"web\", then `hearth whatsapp link`). The README's \
+WhatsApp section says what to set.";
+
+/// `text` with `edits`, checked as the daemon reads it.
+fn edited(path: &Path, text: &str, edits: &[edit::Edit]) -> Result<String, SetupError> {
+    let new = edit::apply(text, edits).map_err(|source| SetupError::Edit {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Config::parse(path, &new).map_err(|err| SetupError::Invalid(err.to_string()))?;
+    Ok(new)
+}
+
+fn store_secret(home: &Home, name: &str, value: &str) -> Result<(), SetupError> {
+    let path = home.secrets_file();
+    let text = files::read_or_empty(&path)?;
+    let text = files::set_secret(&text, name, value)?;
+    files::write_private(&path, &text)?;
+    Ok(())
+}
+
+/// A running daemon is told to read the new file (asked first on a
+/// terminal); otherwise setup says how to start one.
+async fn daemon_step(asker: &mut Asker<'_>, home: &Home) {
+    let Some(pid) = crate::life::lock_holder(home) else {
+        asker.say("Start talking: `hearth` (it starts hearthd in the background).");
+        return;
+    };
+    let question =
+        format!("hearthd (pid {pid}) is running: reload it now, so it uses this configuration?");
+    match asker.confirm(&question, true) {
+        Ok(true) => {
+            if let Err(err) = crate::life::reload(home, asker.out()).await {
+                asker.say(&format!(
+                    "the reload failed ({err}); run `hearth reload` once it is fixed"
+                ));
+            }
+        }
+        _ => asker.say("Run `hearth reload` to apply it."),
+    }
+}
+
+/// The systemd user service, when asked for.
+fn service_step(
+    asker: &mut Asker<'_>,
+    options: &SetupOptions,
+    home: &Home,
+    explicit_home: Option<&Path>,
+) -> Result<(), SetupError> {
+    let install = match options.service {
+        Some(install) => install,
+        None => asker.confirm(
+            "Run hearthd as a systemd user service (`hearth service install`)?",
+            false,
+        )?,
+    };
+    if install {
+        if let Err(err) = crate::service::install(home, explicit_home, asker.out()) {
+            asker.say(&format!("the service was not installed: {err}"));
+        }
+    }
+    Ok(())
+}
+
+/// The model's answer on one short line.
+fn clip(text: &str) -> String {
+    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let safe = crate::look::sanitized(&line);
+    if safe.chars().count() > 60 {
+        let cut: String = safe.chars().take(59).collect();
+        format!("“{cut}…”")
+    } else {
+        format!("“{safe}”")
+    }
+}

@@ -1,0 +1,395 @@
+//! End-to-end: `hearth setup` writes a configuration that works, proves the
+//! model with one real request before it writes anything, finds a local
+//! Ollama and the window of its model, pairs a Telegram account by code,
+//! and edits an existing file without losing what it does not own.
+
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Reply};
+use hearth_tests::fake_telegram::{FakeTelegram, Person, BOT_USERNAME, TOKEN};
+use hearth_tests::harness::{TestHome, DEADLINE, OLLAMA_URL_ENV};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Output, Stdio};
+
+/// `hearth setup ARGS --home HOME`, with `stdin` as its input and these
+/// variables; run off the async runtime so the fakes keep answering.
+async fn setup(home: &TestHome, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+    let mut command = setup_command(home, args, env);
+    let stdin = stdin.to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut child = command.spawn().expect("hearth setup runs");
+        let mut input = child.stdin.take().expect("stdin piped");
+        input.write_all(stdin.as_bytes()).expect("stdin written");
+        drop(input);
+        child.wait_with_output().expect("hearth setup ends")
+    })
+    .await
+    .expect("the setup thread")
+}
+
+fn setup_command(home: &TestHome, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(&home.bins.hearth);
+    command
+        .arg("setup")
+        .args(args)
+        .arg("--home")
+        .arg(home.path())
+        .env_remove("HEARTH_HOME")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("TELEGRAM_BOT_TOKEN")
+        .env(OLLAMA_URL_ENV, "off")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn said(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path)
+        .expect("the file")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+fn config(home: &TestHome) -> String {
+    std::fs::read_to_string(home.path().join("config.toml")).expect("config.toml")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_without_questions_writes_a_config_whose_daemon_answers() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    let home = TestHome::new(bins!());
+    let args = [
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        &model.base_url(),
+        "--model",
+        "fake-model",
+        "--key-stdin",
+        "--yes",
+    ];
+    let output = setup(&home, &args, "sk-from-setup\n", &[]).await;
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("answered: “ready”"), "{text}");
+    assert!(
+        !text.contains("sk-from-setup"),
+        "the key is never shown: {text}"
+    );
+
+    let written = config(&home);
+    assert!(written.contains("provider = \"openai-chat\""), "{written}");
+    assert!(
+        written.contains("api_key_env = \"OPENAI_API_KEY\""),
+        "{written}"
+    );
+    assert!(!written.contains("sk-from-setup"), "{written}");
+    let secrets = home.path().join("secrets.env");
+    let stored = std::fs::read_to_string(&secrets).unwrap();
+    assert_eq!(stored, "OPENAI_API_KEY=sk-from-setup\n");
+    assert_eq!(mode(&secrets), 0o600);
+    assert_eq!(mode(&home.path().join("config.toml")), 0o600);
+    assert_eq!(mode(home.path()), 0o700);
+
+    // The daemon it configures answers, with the key from secrets.env.
+    model.push(Reply::text("Hello from the agent."));
+    let _daemon = home.start();
+    let mut client = home.connect("test", None).await;
+    let (id, _) = client.submit("hi", "terminal", None).await;
+    let reply = client.reply_to(id).await;
+    assert_eq!(reply.text.as_deref(), Some("Hello from the agent."));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "the test request, then the turn");
+    for request in &requests {
+        assert_eq!(
+            request.headers.get("authorization").map(String::as_str),
+            Some("Bearer sk-from-setup")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_test_request_writes_nothing_and_says_why() {
+    let model = FakeModel::start().await;
+    model.push(Reply::error(
+        401,
+        "invalid_api_key",
+        "Incorrect API key provided",
+    ));
+    let home = TestHome::new(bins!());
+    let args = [
+        "--provider",
+        "openai",
+        "--base-url",
+        &model.base_url(),
+        "--key-stdin",
+        "--yes",
+    ];
+    let output = setup(&home, &args, "sk-wrong\n", &[]).await;
+    let text = said(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("test request to openai/gpt-5-mini failed"),
+        "{text}"
+    );
+    assert!(text.contains("Incorrect API key provided"), "{text}");
+    assert!(text.contains("nothing was written"), "{text}");
+    assert!(!home.path().join("config.toml").exists());
+    assert!(!home.path().join("secrets.env").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_ollama_is_found_and_its_models_window_picks_the_layout() {
+    let model = FakeModel::start().await;
+    model.serve_local_models(&["nomic-embed-text:latest", "qwen3:8b"]);
+    model.serve_context_length("qwen3:8b", 32_768);
+    model.push(Reply::text("ready"));
+    let home = TestHome::new(bins!());
+    let ollama = format!("http://{}", model.addr());
+    let output = setup(&home, &["--yes"], "", &[(OLLAMA_URL_ENV, &ollama)]).await;
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("32768-token context"), "{text}");
+
+    let written = config(&home);
+    for line in [
+        "provider = \"openai-chat\"".to_string(),
+        "model = \"qwen3:8b\"".to_string(),
+        format!("base_url = \"{ollama}/v1\""),
+        "context_window = 32768".to_string(),
+        "layout = \"small\"".to_string(),
+    ] {
+        assert!(written.contains(&line), "{line} in:\n{written}");
+    }
+    let shown = model
+        .requests()
+        .into_iter()
+        .find(|request| request.path == "/api/show")
+        .expect("the model's details were asked for");
+    assert_eq!(shown.body["model"], "qwen3:8b");
+    // The daemon takes the window and the layout as they are.
+    let _daemon = home.start();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_setup_again_keeps_other_tables_and_comments() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    let home = TestHome::new(bins!());
+    home.write_config(
+        "# my agent's settings\n\n[agent]\nname = \"ada\"  # her name\n\n[model]\n\
+         provider = \"openai\"\nmodel = \"gpt-5\"\neffort = \"low\"\n\n\
+         [budget]\n# keep it cheap\ndaily_usd = 1.5\n",
+    );
+    let args = [
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        &model.base_url(),
+        "--model",
+        "fake-model",
+        "--key-env",
+        "HEARTH_TEST_KEY",
+        "--yes",
+    ];
+    let output = setup(&home, &args, "", &[("HEARTH_TEST_KEY", "sk-in-env")]).await;
+    assert!(output.status.success(), "{}", said(&output));
+    let written = config(&home);
+    for kept in [
+        "# my agent's settings\n",
+        "name = \"ada\"  # her name\n",
+        "[budget]\n# keep it cheap\ndaily_usd = 1.5\n",
+    ] {
+        assert!(written.contains(kept), "{kept:?} kept in:\n{written}");
+    }
+    assert!(written.contains("model = \"fake-model\""), "{written}");
+    assert!(
+        written.contains("api_key_env = \"HEARTH_TEST_KEY\""),
+        "{written}"
+    );
+    assert!(
+        !written.contains("effort"),
+        "the old model's effort went:\n{written}"
+    );
+    // A key found in the environment stays there.
+    assert!(!home.path().join("secrets.env").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telegram_is_paired_by_a_code_sent_to_the_bot() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    let telegram = FakeTelegram::start().await;
+    let owner = Person {
+        id: 4242,
+        first_name: "Ada",
+        username: Some("ada"),
+    };
+    let stranger = Person {
+        id: 666,
+        first_name: "Eve",
+        username: None,
+    };
+    // Waiting before setup runs: passed over.
+    telegram.write(&stranger, "hello bot");
+    let home = TestHome::new(bins!());
+    let base_url = model.base_url();
+    let api_base = telegram.api_base();
+    let args = [
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        &base_url,
+        "--model",
+        "fake-model",
+        "--key-env",
+        "HEARTH_TEST_KEY",
+        "--telegram-token-env",
+        "HEARTH_TEST_BOT",
+        "--telegram-api-base",
+        &api_base,
+        "--telegram-pair",
+        "--yes",
+    ];
+    let env = [("HEARTH_TEST_KEY", "sk-in-env"), ("HEARTH_TEST_BOT", TOKEN)];
+    let mut child = setup_command(&home, &args, &env)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("setup runs");
+    let stdout = child.stdout.take().expect("stdout piped");
+    // Reads what setup says until it shows the code.
+    let (code_tx, code_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        let mut code_sent = false;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let code = line.trim();
+            if !code_sent && code.len() == 6 && code.chars().all(|c| c.is_ascii_digit()) {
+                let _ = code_tx.send(code.to_string());
+                code_sent = true;
+            }
+            lines.push(line);
+        }
+        lines.join("\n")
+    });
+    let code = tokio::task::spawn_blocking(move || code_rx.recv_timeout(DEADLINE))
+        .await
+        .unwrap()
+        .expect("setup shows a code");
+    telegram.write(&stranger, "123");
+    telegram.write(&owner, &code);
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .expect("setup ends");
+    let text = reader.join().expect("the output");
+    assert!(status.success(), "{text}");
+    assert!(text.contains(&format!("@{BOT_USERNAME}")), "{text}");
+    assert!(text.contains("paired with @ada (user id 4242)"), "{text}");
+
+    let written = config(&home);
+    assert!(
+        written.contains("[telegram]\nallow = [4242]\n"),
+        "{written}"
+    );
+    assert!(
+        written.contains("token_env = \"HEARTH_TEST_BOT\""),
+        "{written}"
+    );
+    assert!(
+        written.contains(&format!("api_base = \"{api_base}\"")),
+        "{written}"
+    );
+    let calls = telegram.calls();
+    assert_eq!(calls.sent_to(4242).len(), 1, "a word to the paired owner");
+    assert!(calls.sent_to(666).is_empty(), "nothing to the stranger");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_that_gets_no_code_ends_with_a_clear_timeout_and_keeps_the_model() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    let telegram = FakeTelegram::start().await;
+    let home = TestHome::new(bins!());
+    let base_url = model.base_url();
+    let api_base = telegram.api_base();
+    let args = [
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        &base_url,
+        "--model",
+        "fake-model",
+        "--key-env",
+        "HEARTH_TEST_KEY",
+        "--telegram-token-env",
+        "HEARTH_TEST_BOT",
+        "--telegram-api-base",
+        &api_base,
+        "--telegram-pair",
+        "--pair-timeout",
+        "1",
+        "--yes",
+    ];
+    let env = [("HEARTH_TEST_KEY", "sk-in-env"), ("HEARTH_TEST_BOT", TOKEN)];
+    let output = setup(&home, &args, "", &env).await;
+    let text = said(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("no private message with the code"), "{text}");
+    let written = config(&home);
+    assert!(written.contains("model = \"fake-model\""), "{written}");
+    assert!(!written.contains("[telegram]"), "{written}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_bot_token_is_refused_by_get_me() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    let telegram = FakeTelegram::start().await;
+    let home = TestHome::new(bins!());
+    let base_url = model.base_url();
+    let api_base = telegram.api_base();
+    let args = [
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        &base_url,
+        "--model",
+        "fake-model",
+        "--key-env",
+        "HEARTH_TEST_KEY",
+        "--telegram-token-env",
+        "HEARTH_TEST_BOT",
+        "--telegram-api-base",
+        &api_base,
+        "--telegram-allow",
+        "7",
+        "--yes",
+    ];
+    let env = [
+        ("HEARTH_TEST_KEY", "sk-in-env"),
+        ("HEARTH_TEST_BOT", "999:wrong"),
+    ];
+    let output = setup(&home, &args, "", &env).await;
+    let text = said(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("Telegram refused the bot token"), "{text}");
+    assert!(!config(&home).contains("[telegram]"));
+}

@@ -1,0 +1,52 @@
+//! `hearth setup` in a pseudo-terminal, answered as a person would: a
+//! number for the provider, Enter for a default, a key pasted unseen.
+
+use crate::pty::Pty;
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Reply};
+use hearth_tests::harness::TestHome;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_asks_on_a_terminal_and_never_shows_the_key() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    let home = TestHome::new(bins!());
+    let base_url = model.base_url();
+    let mut pty = Pty::run(&home, &["setup", "--base-url", &base_url], &[]);
+    pty.wait_for("Which model provider?");
+    pty.wait_for("Choose 1-4:");
+    pty.line("2");
+    pty.wait_for("Which model? [gpt-5-mini]:");
+    pty.line("");
+    pty.wait_for("Paste the API key for $OPENAI_API_KEY (hidden):");
+    pty.line("sk-typed-secret");
+    pty.wait_for("answered: “ready”");
+    pty.wait_for("Telegram too");
+    pty.line("");
+    pty.wait_for("systemd user service");
+    pty.line("");
+    assert!(pty.wait_exit(), "setup exits 0");
+
+    let raw = String::from_utf8_lossy(&pty.raw()).into_owned();
+    assert!(
+        !raw.contains("sk-typed-secret"),
+        "the key is never shown:\n{raw}"
+    );
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(
+        config.contains("provider = \"openai\"\nmodel = \"gpt-5-mini\""),
+        "{config}"
+    );
+    assert!(
+        config.contains(&format!("base_url = \"{base_url}\"")),
+        "{config}"
+    );
+    let secrets = std::fs::read_to_string(home.path().join("secrets.env")).unwrap();
+    assert_eq!(secrets, "OPENAI_API_KEY=sk-typed-secret\n");
+    let request = &model.requests()[0];
+    assert_eq!(request.path, "/v1/responses");
+    assert_eq!(
+        request.headers.get("authorization").map(String::as_str),
+        Some("Bearer sk-typed-secret")
+    );
+}
