@@ -2,7 +2,9 @@
 //! driven over the DevTools protocol (`tests/support/cdp.rs`) against a
 //! real `hearthd` with a fake model. The page is used as a person would:
 //! log in with the link `hearth web` prints, send, watch the reply stream,
-//! stop a turn, allow a tool call, attach an image, follow a restart; and
+//! stop a turn, allow a tool call, attach an image, follow a restart, see
+//! the activity line, search the memory and its pinned facts, add and
+//! cancel schedules, read the agents and a failed bridge's reason; and
 //! the refusals hold in the browser: no cookie, a wrong or used code, a
 //! WebSocket opened by another site's page, a message that carries HTML.
 //!
@@ -14,11 +16,11 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth_protocol::{ClientFrame, Kind};
+use hearth_protocol::{ClientFrame, Kind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::cdp::{Browser, Page};
-use hearth_tests::fake_model::{FakeModel, Reply, Usage};
-use hearth_tests::harness::TestHome;
+use hearth_tests::fake_model::{FakeModel, Gate, Reply, Usage};
+use hearth_tests::harness::{eventually, TestHome};
 use hearth_tests::web::{free_port, login_url, web_home, web_home_with};
 use std::path::PathBuf;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -588,16 +590,30 @@ async fn the_page_refuses_strangers_and_pages_back_to_the_first_message() {
 }
 
 #[tokio::test]
-async fn the_pages_add_and_cancel_schedules_and_show_agents_and_bridges() {
+async fn the_pages_show_memory_activity_schedules_agents_and_bridges() {
     let Some(mut browser) = browser().await else {
         return;
     };
     let model = FakeModel::start().await;
     let home = TestHome::new(bins!());
     let port = free_port();
-    let scout = "[[agents]]\nname = \"scout\"\nresponsibility = \"looks things up\"\n";
-    web_home_with(&home, &model, port, scout);
+    // A subagent, and a bridge that cannot run (no token).
+    let extra = "[[agents]]\nname = \"scout\"\nresponsibility = \"looks things up\"\n\n\
+                 [telegram]\ntoken_env = \"HEARTH_TEST_NO_SUCH_TOKEN\"\nallow = [1]\n";
+    web_home_with(&home, &model, port, extra);
     let _daemon = home.start();
+    // Something to find in the memory, and a pinned fact.
+    let mut script = home.connect("script", None).await;
+    model.push(Reply::text("Noted."));
+    let (id, _) = script
+        .submit("the plumber comes on tuesday", "script", None)
+        .await;
+    script.reply_to(id).await;
+    let facts = ClientFrame::Facts {
+        add: Some("Prefers tea".into()),
+        remove: None,
+    };
+    script.request(facts).await;
     let page = browser.new_page().await;
     browser.navigate(&page, &login_url(&home).await).await;
     browser
@@ -607,12 +623,51 @@ async fn the_pages_add_and_cancel_schedules_and_show_agents_and_bridges() {
         )
         .await;
 
+    // The activity line says the agent is thinking while the model is
+    // held, and clears when the reply is in.
+    let gate = Gate::new();
+    model.push(Reply::Gate {
+        reply: Box::new(Reply::text("Thought it through.")),
+        gate: gate.clone(),
+    });
+    send(&mut browser, &page, "think about it").await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#activity').textContent.includes('thinking')",
+        )
+        .await;
+    gate.open();
+    browser
+        .wait_for(&page, &shown("reply", "Thought it through."))
+        .await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#activity').textContent === ''",
+        )
+        .await;
+
     browser.click(&page, "nav [data-page=schedules]").await;
     browser
         .wait_for(&page, "document.querySelector('#schedules table')")
         .await;
     browser
-        .eval(&page, "const [w, t] = document.querySelectorAll('#schedules input'); w.value = '0 9 * * 1-5'; t.value = 'stand-up notes'; true")
+        .eval(&page, "{ const [w, t] = document.querySelectorAll('#schedules input'); w.value = 'tomorrow 9am'; t.value = 'call mum' } true")
+        .await;
+    browser.click(&page, "#schedules form button").await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#schedules table').textContent.includes('call mum')",
+        )
+        .await;
+    let row = browser
+        .eval(&page, "[...document.querySelectorAll('#schedules tr')].find(r => r.textContent.includes('call mum')).textContent")
+        .await;
+    assert!(row.as_str().unwrap_or_default().contains("once"), "{row}");
+    browser
+        .eval(&page, "{ const [w, t] = document.querySelectorAll('#schedules input'); w.value = '0 9 * * 1-5'; t.value = 'stand-up notes' } true")
         .await;
     browser.click(&page, "#schedules form button").await;
     browser
@@ -621,13 +676,14 @@ async fn the_pages_add_and_cancel_schedules_and_show_agents_and_bridges() {
             "document.querySelector('#schedules table').textContent.includes('stand-up notes')",
         )
         .await;
-    let mut script = home.connect("script", None).await;
     let listed = script.request(ClientFrame::ScheduleList).await;
     assert!(
         format!("{listed:?}").contains("stand-up notes"),
         "{listed:?}"
     );
-    browser.click(&page, "#schedules table button").await;
+    browser
+        .eval(&page, "[...document.querySelectorAll('#schedules tr')].find(r => r.textContent.includes('stand-up notes')).querySelector('button').click(); true")
+        .await;
     browser
         .wait_for(
             &page,
@@ -655,6 +711,19 @@ async fn the_pages_add_and_cancel_schedules_and_show_agents_and_bridges() {
         )
         .await;
 
+    // The bridge that cannot run says so, with why.
+    let home_ref = &home;
+    eventually("the bridge failed in status", || async move {
+        let mut client = home_ref.connect("hearth-status", None).await;
+        let ServerFrame::Status(status) = client.request(ClientFrame::Status).await else {
+            return None;
+        };
+        status
+            .bridges
+            .into_iter()
+            .find(|b| b.name == "telegram" && b.state == "failed")
+    })
+    .await;
     browser.click(&page, "nav [data-page=bridges]").await;
     browser
         .wait_for(
@@ -662,8 +731,56 @@ async fn the_pages_add_and_cancel_schedules_and_show_agents_and_bridges() {
             "document.querySelector('#bridges').textContent.includes('fake-model')",
         )
         .await;
+    let bridges = browser
+        .eval(
+            &page,
+            "document.querySelector('#bridges table').textContent",
+        )
+        .await;
+    let bridges = bridges.as_str().unwrap_or_default();
+    assert!(
+        bridges.contains("telegram")
+            && bridges.contains("failed")
+            && bridges.contains("no Telegram bot token"),
+        "{bridges}"
+    );
+
+    // The memory: pinned facts shown, and a search finds the message.
     browser.click(&page, "nav [data-page=memory]").await;
     browser
-        .wait_for(&page, "document.querySelector('#memory h2')")
+        .wait_for(
+            &page,
+            "document.querySelector('#memory #facts')?.textContent.includes('Prefers tea')",
+        )
         .await;
+    browser
+        .eval(
+            &page,
+            "document.querySelector('#memory-search input').value = 'plumber'; true",
+        )
+        .await;
+    browser
+        .eval(
+            &page,
+            "document.querySelector('#memory-search form').requestSubmit(); true",
+        )
+        .await;
+    browser
+        .wait_for(
+            &page,
+            "document.querySelector('#memory-search .hits')?.textContent.includes('plumber')",
+        )
+        .await;
+    let hit = browser
+        .eval(
+            &page,
+            "document.querySelector('#memory-search .hits li').textContent",
+        )
+        .await;
+    assert!(
+        hit.as_str()
+            .unwrap_or_default()
+            .starts_with(&format!("{id}+1 user script")),
+        "{hit}"
+    );
 }

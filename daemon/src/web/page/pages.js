@@ -105,18 +105,69 @@ function budget(use) {
 
 export async function memory(connection, root) {
   try {
-    const view = await connection.request({ type: "memory" });
+    const [view, facts] = await Promise.all([
+      connection.request({ type: "memory" }),
+      connection.request({ type: "facts" }),
+    ]);
     const list = el("ol");
     list.className = "memory";
     for (const line of view.lines) list.append(memoryLine(connection, line));
     root.replaceChildren(
       el("h2", "Memory"),
+      searchForm(connection),
+      factsList(facts),
+      el("h3", "The view"),
       el("p", `${view.lines.length} lines cover messages 0 to ${view.applied - 1}; ${view.newer} newer messages join at the next turn. ${view.bytes} bytes.`),
       list,
     );
   } catch (err) {
     root.replaceChildren(el("h2", "Memory"), el("p", `The memory view is not available from this hearthd: ${err.message}`));
   }
+}
+
+// Search the whole memory (every message and summary line) by words.
+function searchForm(connection) {
+  const box = el("section");
+  box.id = "memory-search";
+  const form = el("form");
+  form.className = "inline-form";
+  const input = el("input");
+  input.type = "search";
+  input.placeholder = "words, or \"a phrase\"";
+  input.setAttribute("aria-label", "search the memory");
+  form.append(input, el("button", "Search"));
+  const hits = el("ol");
+  hits.className = "hits";
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const query = input.value.trim();
+    if (!query) return;
+    try {
+      const answer = await connection.request({ type: "search", query, limit: 20 });
+      const found = answer.hits.map((hit) =>
+        el("li", `${hit.id}+${hit.n} ${hit.kind}${hit.source ? ` ${hit.source}` : ""} ${when(hit.at)}: ${hit.snippet}`));
+      hits.replaceChildren(...(found.length ? found : [el("li", "nothing found")]));
+    } catch (err) {
+      hits.replaceChildren(el("li", err.message));
+    }
+  });
+  box.append(el("h3", "Search"), form, hits);
+  return box;
+}
+
+// The facts the agent keeps pinned in view.
+function factsList(facts) {
+  const box = el("section");
+  box.id = "facts";
+  box.append(el("h3", `Pinned facts (${facts.bytes} of ${facts.limit} bytes)`));
+  if (facts.facts.length) {
+    const list = el("ul");
+    for (const fact of facts.facts) list.append(el("li", fact));
+    box.append(list);
+  } else {
+    box.append(el("p", "No pinned facts yet."));
+  }
+  return box;
 }
 
 function memoryLine(connection, line) {
@@ -150,7 +201,7 @@ export async function schedules(connection, root) {
   const form = el("form");
   form.className = "inline-form";
   const whenInput = el("input");
-  whenInput.placeholder = "2026-12-24 18:00 or 0 9 * * 1-5";
+  whenInput.placeholder = "tomorrow 9am, in 20 minutes, 2026-12-24 18:00 or 0 9 * * 1-5";
   whenInput.setAttribute("aria-label", "when");
   const textInput = el("input");
   textInput.placeholder = "what to say";
@@ -173,7 +224,7 @@ export async function schedules(connection, root) {
   });
   async function refresh() {
     const frame = await connection.request({ type: "schedule_list" });
-    list.replaceChildren(table(["#", "when", "next", "text", ""], frame.schedules.map((s) => {
+    list.replaceChildren(table(["#", "next", "repeats", "text", ""], frame.schedules.map((s) => {
       const cancel = el("button", "Cancel");
       cancel.addEventListener("click", async () => {
         try {
@@ -183,7 +234,9 @@ export async function schedules(connection, root) {
           message.textContent = err.message;
         }
       });
-      return [s.id, s.when, when(s.next), s.text, cancel];
+      // A one-off is stored as its time: shown once, under next.
+      const repeats = /^\d{4}-\d{2}-\d{2}T/.test(s.when) ? "once" : s.when;
+      return [s.id, when(s.next), repeats, s.text, cancel];
     })));
   }
   root.replaceChildren(el("h2", "Schedules"), form, message, list);
