@@ -256,7 +256,11 @@ impl Hearth {
                 let compress = matches!(task, Task::Compress { .. });
                 meter.compaction(&mut self.compaction_body.body, compress);
             }
-            let line = clean_answer(&fake_answer(&task, attempt, budget));
+            let answer = fake_answer(&task, attempt, budget);
+            if self.metered {
+                meter.compaction_answer(answer.len());
+            }
+            let line = clean_answer(&answer);
             if line.len() <= budget {
                 best = Some(line);
                 break;

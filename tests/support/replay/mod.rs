@@ -9,6 +9,7 @@
 //!   the baselines: the whole history, compaction at a threshold, a sliding
 //!   window.
 //! - `report.rs`: what is counted, and the tables.
+//! - `spend.rs`: the spend at list prices, per model and time-to-live.
 //! - `canaries.rs`: recall canaries, found by the real `search` and reached by `zoom`.
 
 pub mod cache;
@@ -16,6 +17,7 @@ pub mod canaries;
 pub mod hearth;
 pub mod history;
 pub mod report;
+pub mod spend;
 pub mod strategies;
 
 pub use hearth::Hearth;

@@ -84,9 +84,14 @@ impl Replay {
                         clock_text(at)
                     );
                     let steady = record.start_id >= self.steady_from;
+                    let answer = match turn.steps.get(step) {
+                        Some(logged) => logged.iter().map(written).sum(),
+                        None => turn.reply.text.len(),
+                    };
                     for (strategy, meter) in strategies.iter_mut().zip(meters.iter_mut()) {
                         meter.turn_starts(at, steady);
                         strategy.request(record, &turn_log, &state, meter);
+                        meter.turn_answer(answer);
                     }
                     for message in turn.steps.get(step).into_iter().flatten() {
                         turn_log.push(self.log(message, strategies, meters));
@@ -111,6 +116,15 @@ impl Replay {
             strategy.logged(&entry, meter);
         }
         entry
+    }
+}
+
+/// The bytes the model wrote for a message of a turn's chain: an echo's
+/// text, a tool call's name and arguments (its output is the tool's).
+fn written(message: &Message) -> usize {
+    match &message.call {
+        Some(call) => call.name.len() + call.arguments.len(),
+        None => message.text.len(),
     }
 }
 
@@ -271,6 +285,7 @@ impl Compacting {
             .find(|&at| words.is_char_boundary(at))
             .unwrap_or(words.len());
         self.summary = words[start..].to_string();
+        meter.compaction_answer(self.summary.len());
         self.body.truncate(self.head_end);
         let mut summary = Vec::new();
         cache::user(
