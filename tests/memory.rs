@@ -5,9 +5,9 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth_protocol::EventKind;
+use hearth_protocol::{Doing, EventKind};
 use hearth_tests::bins;
-use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
+use hearth_tests::fake_model::{FakeModel, Gate, Recorded, Reply};
 use hearth_tests::harness::TestHome;
 use serde_json::Value;
 
@@ -22,11 +22,16 @@ fn layout(line_budget: usize, high: usize, low: usize) -> String {
 }
 
 fn home_with(model: &FakeModel, layout_text: &str) -> TestHome {
+    home_with_model(model, layout_text, "")
+}
+
+/// A home whose `[model]` section also has `model_lines`.
+fn home_with_model(model: &FakeModel, layout_text: &str, model_lines: &str) -> TestHome {
     let home = TestHome::new(bins!());
     let layout_file = home.path().join("test-layout.toml");
     std::fs::write(&layout_file, layout_text).unwrap();
     home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake\"\nbase_url = \"{}\"\n\n[agent]\nlayout = \"{}\"\n",
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake\"\nbase_url = \"{}\"\n{model_lines}\n[agent]\nlayout = \"{}\"\n",
         model.base_url(),
         layout_file.display()
     ));
@@ -207,6 +212,70 @@ async fn a_summary_that_keeps_failing_gets_a_mechanical_line_and_an_error() {
     assert_eq!(model.requests().len(), 4);
     let last: Value = model.requests()[3].body.clone();
     assert!(!is_compaction(&model.requests()[3]), "{last}");
+}
+
+#[tokio::test]
+async fn an_outage_during_compaction_leaves_no_mechanical_line_once_the_model_is_back() {
+    let model = FakeModel::start().await;
+    // No retries inside a call: each failure reaches the compactor.
+    let home = home_with_model(&model, &layout(64, 4000, 2000), "max_retries = 0\n");
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    let down = || Reply::Error {
+        status: 503,
+        body: serde_json::json!({"error": {"message": "the fake is down"}}),
+    };
+    // Down, rate-limited, down: more failures in a row than the layout's
+    // `compactor_failures`, the last held until the turn is seen waiting.
+    model.push(down());
+    model.push(Reply::Error {
+        status: 429,
+        body: serde_json::json!({"error": {"message": "slow down"}}),
+    });
+    model.push(down());
+    let gate = Gate::new();
+    model.push(Reply::Gate {
+        reply: Box::new(down()),
+        gate: gate.clone(),
+    });
+    model.push(Reply::Text("kitchen plans, budget open".into()));
+    model.push(Reply::Text("Noted.".into()));
+    let long = "a long note about the plans for the new kitchen and the budget ".repeat(3);
+    let (id, _) = client.submit(&long, "terminal", None).await;
+    // The turn says what its summaries wait for.
+    let waiting = client
+        .wait_for(|e| {
+            e.activity.as_ref().is_some_and(|a| {
+                matches!(&a.doing, Doing::Summaries { waiting_for: Some(why), .. } if why.contains("503"))
+            })
+        })
+        .await;
+    assert_eq!(waiting.kind, EventKind::Activity);
+    gate.open();
+    assert_eq!(client.reply_to(id).await.text.as_deref(), Some("Noted."));
+
+    let errors: Vec<&str> = client
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Error)
+        .filter_map(|e| e.text.as_deref())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let connection =
+        rusqlite::Connection::open(hearth_protocol::home::Home::at(home.path()).database())
+            .unwrap();
+    let (text, mechanical): (String, bool) = connection
+        .query_row(
+            "SELECT text, mechanical FROM nodes WHERE level = 0 AND idx = ?1",
+            [id as i64],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(text, "kitchen plans, budget open");
+    assert!(!mechanical, "the outage cut no line");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6);
+    assert!(requests[..5].iter().all(is_compaction));
 }
 
 #[tokio::test]

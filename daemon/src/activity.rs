@@ -80,7 +80,19 @@ impl ActivityBoard {
 
     /// The turn waits for `pending` memory summaries.
     pub fn summaries(&self, pending: u32) {
-        self.set(Doing::Summaries { pending });
+        self.set(Doing::Summaries {
+            pending,
+            waiting_for: None,
+        });
+    }
+
+    /// The turn waits for `pending` memory summaries, which wait in turn
+    /// for the provider to answer again (`why`: its last failure).
+    pub fn summaries_waiting(&self, pending: u32, why: &str) {
+        self.set(Doing::Summaries {
+            pending,
+            waiting_for: Some(first_line(why)),
+        });
     }
 
     /// A model call failed for a passing reason; try `attempt` of `attempts`

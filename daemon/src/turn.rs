@@ -371,6 +371,11 @@ impl Agent {
             .filter(|id| *id <= turn.taken_through && *id < turn.start_id)
             .collect();
         let first = taken_before.first().copied().unwrap_or(turn.start_id);
+        // A spent budget refuses the turn's requests, and the summaries it
+        // would wait for: it says so now rather than wait.
+        if let Some(spent) = self.meter.refusal().await? {
+            return Ok(Ending::Failed(spent));
+        }
         let pending = self.memory.gauge().pending;
         if pending > 0 {
             self.activity

@@ -57,6 +57,11 @@ pub enum Doing {
     Summaries {
         /// Summaries still to be written.
         pending: u32,
+        /// Why they are not being written now, when they wait for the
+        /// provider (down, rate-limited, out of budget): its last failure,
+        /// in one line. They are written once calls succeed again.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waiting_for: Option<String>,
     },
 }
 
@@ -109,9 +114,15 @@ impl Activity {
                 "retrying the model ({attempt} of {attempts}) in {:.1} s: {reason}",
                 *wait_ms as f64 / 1000.0
             ),
-            Doing::Summaries { pending } => {
-                format!("waiting for {pending} memory summaries")
-            }
+            Doing::Summaries {
+                pending,
+                waiting_for,
+            } => match waiting_for {
+                Some(why) => format!(
+                    "waiting for {pending} memory summaries until the model answers again: {why}"
+                ),
+                None => format!("waiting for {pending} memory summaries"),
+            },
         };
         if self.compacting > 0 {
             if matches!(self.doing, Doing::Idle) {

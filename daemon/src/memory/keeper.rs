@@ -10,6 +10,11 @@
 //! to the turn's start, running batches as the budgets require and waiting
 //! for any parent a batch needs: the view is a function of the log and the
 //! tree, never of timing. It is saved after each change and loaded at start.
+//!
+//! How failed calls wait is in `keeper/failures.rs`: an outage of the
+//! provider never gives a node a mechanical line.
+
+mod failures;
 
 use super::compactor::{self, Task};
 use super::store::{Built, ViewName};
@@ -21,11 +26,11 @@ use crate::log::{Log, LogError};
 use crate::model::{Model, ToolSpec};
 use crate::request;
 use crate::usage::Meter;
-use hearth_protocol::{Event, EventKind};
+use failures::{Failure, Outage};
+use hearth_protocol::Event;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
@@ -89,7 +94,7 @@ enum Input {
     /// A compaction call ended.
     Finished {
         node: Node,
-        result: Result<String, String>,
+        result: Result<String, Failure>,
     },
     /// The configuration was reloaded: the compactor's model from now on.
     Model(Option<Model>),
@@ -131,7 +136,7 @@ impl Memory {
             settles: Vec::new(),
             urgent: None,
             inputs: inputs.clone(),
-            budget_spent: false,
+            outage: None,
         };
         keeper.recover_queues();
         tokio::spawn(keeper.run(receiver, appended));
@@ -203,9 +208,9 @@ struct Keeper {
     /// The node the turn view waits for: built first.
     urgent: Option<Node>,
     inputs: mpsc::UnboundedSender<Input>,
-    /// A budget was found spent and the clients were told; reset once
-    /// calls are allowed again, so each spell is told once.
-    budget_spent: bool,
+    /// While the provider is down, rate-limited or out of budget: why, and
+    /// when to try again. Every queued node waits meanwhile.
+    outage: Option<Outage>,
 }
 
 impl Keeper {
@@ -270,8 +275,11 @@ impl Keeper {
             Input::Finished { node, result } => {
                 self.running.remove(&node);
                 match result {
-                    Ok(text) => self.build(vec![(node, text, false)]).await?,
-                    Err(why) => self.failed(node, why).await?,
+                    Ok(text) => {
+                        self.recovered();
+                        self.build(vec![(node, text, false)]).await?
+                    }
+                    Err(failure) => self.failed(node, failure).await?,
                 }
             }
             Input::Model(model) => self.model = model,
@@ -295,6 +303,11 @@ impl Keeper {
         });
         let running = u32::try_from(self.running.len()).unwrap_or(u32::MAX);
         self.config.activity.compacting(running);
+        // A turn waiting for summaries that wait for the provider says so.
+        if let (Some(outage), false) = (&self.outage, self.settles.is_empty()) {
+            let pending = u32::try_from(gauge.pending).unwrap_or(u32::MAX);
+            self.config.activity.summaries_waiting(pending, &outage.why);
+        }
     }
 
     /// Reads the messages appended since the last look; lines that fit are
@@ -395,37 +408,6 @@ impl Keeper {
         // and skips what is built; the queue of merges above covers the rest.
     }
 
-    async fn failed(&mut self, node: Node, why: String) -> Result<(), LogError> {
-        let layout = &self.config.layout;
-        let count = self.failures.entry(node).or_insert(0);
-        *count += 1;
-        let count = *count;
-        if count == 1 {
-            tracing::warn!(agent = %self.config.agent, "compacting {node} failed: {why}; will try again");
-        }
-        if count < layout.compactor_failures {
-            let wait = layout
-                .compactor_backoff_ms
-                .saturating_mul(1 << (count - 1).min(10));
-            self.not_before
-                .insert(node, Instant::now() + Duration::from_millis(wait));
-            return Ok(());
-        }
-        let Some(task) = self.task(node).await? else {
-            return Ok(());
-        };
-        let line = task.mechanical(layout.line_budget);
-        let _ = self.config.events.send(Event::signal(
-            EventKind::Error,
-            &self.config.agent,
-            Some(format!(
-                "could not summarize {node} after {count} tries ({why}); it keeps its text cut to {} bytes",
-                layout.line_budget
-            )),
-        ));
-        self.build(vec![(node, line, true)]).await
-    }
-
     /// The task that builds `node`, from the log or its children.
     async fn task(&self, node: Node) -> Result<Option<Task>, LogError> {
         if node.level == 0 {
@@ -500,6 +482,13 @@ impl Keeper {
         };
         let layout = &self.config.layout;
         let now = Instant::now();
+        // While the provider is out, nothing is sent until the wait is
+        // over, and then one call at a time until one succeeds.
+        let concurrency = match &self.outage {
+            Some(outage) if outage.until > now => return Ok(()),
+            Some(_) => 1,
+            None => layout.compactor_concurrency,
+        };
         let ready = |node: &Node, running: &HashSet<Node>, not_before: &HashMap<Node, Instant>| {
             !running.contains(node) && not_before.get(node).is_none_or(|at| *at <= now)
         };
@@ -527,7 +516,7 @@ impl Keeper {
         );
         let mut allowed = false;
         for node in candidates {
-            if self.running.len() >= self.config.layout.compactor_concurrency {
+            if self.running.len() >= concurrency {
                 break;
             }
             if !ready(&node, &self.running, &self.not_before) {
@@ -535,9 +524,9 @@ impl Keeper {
             }
             if !allowed {
                 if let Some(why) = self.config.meter.refusal().await? {
-                    return self.cut_while_spent(why).await;
+                    self.spent(why);
+                    return Ok(());
                 }
-                self.budget_spent = false;
                 allowed = true;
             }
             let Some(task) = self.task(node).await? else {
@@ -569,58 +558,11 @@ impl Keeper {
                 );
                 let result = compactor::compact(&model, &config.meter, &request, &config.layout)
                     .await
-                    .map_err(|err| err.to_string());
+                    .map_err(|err| Failure::of(&err));
                 let _ = inputs.send(Input::Finished { node, result });
             });
         }
         Ok(())
-    }
-
-    /// While a budget is spent: every queued node gets a mechanical line
-    /// (its text cut at the line budget) without a model call, so turns never
-    /// wait on summaries that cannot be paid for; the clients are told once.
-    async fn cut_while_spent(&mut self, why: String) -> Result<(), LogError> {
-        if !self.budget_spent {
-            self.budget_spent = true;
-            tracing::warn!(agent = %self.config.agent, "compaction paused: {why}");
-            let _ = self.config.events.send(Event::signal(
-                EventKind::Error,
-                &self.config.agent,
-                Some(format!(
-                    "{why}; meanwhile long messages and merges keep their text cut to {} bytes",
-                    self.config.layout.line_budget
-                )),
-            ));
-        }
-        let mut done: HashSet<Node> = HashSet::new();
-        loop {
-            let queued: Vec<Node> = self
-                .unbuilt
-                .iter()
-                .map(|&id| Node::message(id))
-                .chain(
-                    self.merges
-                        .iter()
-                        .map(|&(first, level)| Node::new(level, first >> level)),
-                )
-                .filter(|node| !self.running.contains(node) && !done.contains(node))
-                .collect();
-            if queued.is_empty() {
-                // The lines were built after this step's advance: advance
-                // again, so a turn waiting for them goes on now.
-                return self.advance().await;
-            }
-            let mut lines = Vec::new();
-            for node in queued {
-                done.insert(node);
-                if let Some(task) = self.task(node).await? {
-                    lines.push((node, task.mechanical(self.config.layout.line_budget), true));
-                }
-            }
-            // Building a merge's line may queue its parent: the loop goes on
-            // until nothing new is queued.
-            self.build(lines).await?;
-        }
     }
 
     fn next_retry(&self) -> Option<Instant> {
@@ -628,6 +570,7 @@ impl Keeper {
             .iter()
             .filter(|(node, _)| !self.running.contains(node))
             .map(|(_, at)| *at)
+            .chain(self.outage.as_ref().map(|outage| outage.until))
             .min()
     }
 }

@@ -400,7 +400,10 @@ export function describe(activity) {
     case "retrying":
       text = `retrying (${doing.attempt} of ${doing.attempts}) in ${(doing.wait_ms / 1000).toFixed(1)} s: ${doing.reason}`;
       break;
-    case "summaries": text = `waiting for ${doing.pending} memory summaries`; break;
+    case "summaries":
+      text = `waiting for ${doing.pending} memory summaries`;
+      if (doing.waiting_for) text += ` until the model answers again: ${doing.waiting_for}`;
+      break;
     default: text = "";
   }
   if (activity.compacting > 0) {

@@ -1,0 +1,195 @@
+//! How the keeper waits out failed compaction calls.
+//!
+//! Two kinds of failure, told apart by the error's variant:
+//!
+//! - **An outage**: the provider is down, slow, rate-limited, refuses the
+//!   key or its billing, or the daemon's own budget is spent. Nothing is
+//!   wrong with the node, so no node is given up on: every queued node
+//!   waits, the calls stop, and after a growing wait (at most
+//!   [`MAX_OUTAGE_WAIT`]) one call tries again; the first that succeeds
+//!   ends the outage and the queue goes on. A turn that waits for these
+//!   summaries says what they wait for in its activity.
+//! - **The node's own**: the model refused the content, the request is too
+//!   long for it, or it answered nothing usable. After the layout's
+//!   `compactor_failures` tries the node gets a mechanical line (its text
+//!   cut at the line budget), and an `error` event says so in words, so one
+//!   bad message never freezes the agent.
+
+use super::Keeper;
+use crate::log::LogError;
+use crate::memory::tree::Node;
+use crate::model::ModelError;
+use hearth_protocol::{Event, EventKind};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The longest wait between two tries while the provider is out.
+pub const MAX_OUTAGE_WAIT: Duration = Duration::from_secs(300);
+/// How often a spent budget is looked at again (a reload or a new period
+/// may allow calls).
+pub const BUDGET_RECHECK: Duration = Duration::from_secs(60);
+
+/// Why a compaction call failed, and whether the failure is the node's.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub why: String,
+    /// The node itself cannot be summarized by this model (refused
+    /// content, too long, nothing usable); otherwise the provider is out.
+    pub own: bool,
+}
+
+impl Failure {
+    pub fn of(err: &ModelError) -> Failure {
+        let own = match err {
+            ModelError::ContextLength { .. } | ModelError::Failed(_) | ModelError::Garbage(_) => {
+                true
+            }
+            // A request the provider will never take, whatever the wait.
+            ModelError::Status { status, .. } => matches!(status, 400 | 413 | 422),
+            ModelError::Auth { .. }
+            | ModelError::Quota { .. }
+            | ModelError::Unavailable { .. }
+            | ModelError::Network { .. }
+            | ModelError::Timeout(_)
+            | ModelError::Cut => false,
+        };
+        Failure {
+            why: err.to_string(),
+            own,
+        }
+    }
+}
+
+/// The provider is out: since when it has failed, and when to try again.
+#[derive(Debug, Clone)]
+pub struct Outage {
+    pub why: String,
+    /// Calls that failed in a row.
+    pub tries: u32,
+    pub until: Instant,
+}
+
+impl Keeper {
+    /// A call for `node` failed.
+    pub(super) async fn failed(&mut self, node: Node, failure: Failure) -> Result<(), LogError> {
+        if !failure.own {
+            self.out(failure.why, None);
+            return Ok(());
+        }
+        let layout = &self.config.layout;
+        let count = self.failures.entry(node).or_insert(0);
+        *count += 1;
+        let count = *count;
+        let why = failure.why;
+        if count == 1 {
+            tracing::warn!(agent = %self.config.agent, "compacting {node} failed: {why}; will try again");
+        }
+        if count < layout.compactor_failures {
+            let wait = layout
+                .compactor_backoff_ms
+                .saturating_mul(1 << (count - 1).min(10));
+            self.not_before
+                .insert(node, Instant::now() + Duration::from_millis(wait));
+            return Ok(());
+        }
+        let Some(task) = self.task(node).await? else {
+            return Ok(());
+        };
+        let budget = layout.line_budget;
+        let line = task.mechanical(budget);
+        let what = if node.level == 0 {
+            format!("message {}", node.first())
+        } else {
+            format!("messages {} to {}", node.first(), node.last())
+        };
+        let _ = self.config.events.send(Event::signal(
+            EventKind::Error,
+            &self.config.agent,
+            Some(format!(
+                "memory: could not summarize {what} after {count} tries ({why}); its line \
+                 keeps the first {budget} bytes of its text instead (`zoom` still opens it whole)"
+            )),
+        ));
+        self.build(vec![(node, line, true)]).await
+    }
+
+    /// The daemon's budget refuses calls: every node waits until it allows
+    /// them again (looked at every [`BUDGET_RECHECK`]).
+    pub(super) fn spent(&mut self, why: String) {
+        self.out(why, Some(BUDGET_RECHECK));
+    }
+
+    /// Calls fail for a reason that is not the nodes': they stop, and one
+    /// tries again after `wait` (by default a wait that doubles with each
+    /// failure in a row, up to [`MAX_OUTAGE_WAIT`]).
+    fn out(&mut self, why: String, wait: Option<Duration>) {
+        let tries = self.outage.as_ref().map_or(0, |outage| outage.tries) + 1;
+        if tries == 1 {
+            tracing::warn!(agent = %self.config.agent, "summaries wait: {why}");
+        }
+        let wait = wait.unwrap_or_else(|| {
+            let first = Duration::from_millis(self.config.layout.compactor_backoff_ms);
+            first
+                .saturating_mul(1 << (tries - 1).min(16))
+                .min(MAX_OUTAGE_WAIT)
+        });
+        self.outage = Some(Outage {
+            why,
+            tries,
+            until: Instant::now() + wait,
+        });
+    }
+
+    /// A call succeeded: an outage is over, and the queue goes on.
+    pub(super) fn recovered(&mut self) {
+        if self.outage.take().is_some() {
+            tracing::info!(agent = %self.config.agent, "summaries go on: the model answers again");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outage_is_never_the_nodes_failure() {
+        let outages = [
+            ModelError::Status {
+                provider: "openai",
+                status: 503,
+                message: "down".into(),
+                retry_after: None,
+            },
+            ModelError::Status {
+                provider: "openai",
+                status: 429,
+                message: "slow down".into(),
+                retry_after: None,
+            },
+            ModelError::Timeout(60),
+            ModelError::Network {
+                url: "http://x".into(),
+                message: "refused".into(),
+            },
+            ModelError::Quota {
+                provider: "openai",
+                message: "no credit".into(),
+            },
+        ];
+        for err in &outages {
+            assert!(!Failure::of(err).own, "{err}");
+        }
+        let own = [
+            ModelError::Failed("the model refused to summarize it".into()),
+            ModelError::ContextLength {
+                model: "m".into(),
+                message: "too long".into(),
+                window: None,
+            },
+        ];
+        for err in &own {
+            assert!(Failure::of(err).own, "{err}");
+        }
+    }
+}
