@@ -243,7 +243,10 @@ pub fn tables(meters: &[Meter]) -> String {
                     .and_then(|m| Priced::of(m, pricing));
                 let all = priced.all();
                 let ratio = threshold.map_or("—".to_string(), |t| {
-                    format!("{:.2}", all.total() / t.all().total().max(f64::MIN_POSITIVE))
+                    format!(
+                        "{:.2}",
+                        all.total() / t.all().total().max(f64::MIN_POSITIVE)
+                    )
                 });
                 let share = if priced.compaction.total() > 0.0 {
                     format!("{:.0}%", 100.0 * priced.compaction_share())
@@ -314,6 +317,10 @@ fn anthropic_lifetime(meters: &[Meter], pricings: &[Pricing]) -> String {
         usd(short),
         usd(long),
         long / short.max(f64::MIN_POSITIVE),
-        if long < short { "one-hour" } else { "five-minute" },
+        if long < short {
+            "one-hour"
+        } else {
+            "five-minute"
+        },
     )
 }
