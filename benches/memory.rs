@@ -42,10 +42,12 @@ fn main() {
          user messages, replies, tool calls with outputs up to 30,000 characters) replayed \
          through hearth's real tree, views and `request::build` with a fake summarizer, and \
          through three baselines, on a simulated OpenAI prefix cache (longest fresh prefix in \
-         128-token steps, nothing under 1,024 tokens). Like the daemon, hearth's row reads the \
-         state (the time, to the second) once per turn; the second hearth row, a diagnostic, \
-         re-times it at every request of a chain, as the daemon did before, so every step \
-         re-sends the turn's own messages and earlier tool results.\n"
+         128-token steps, nothing under 1,024 tokens). hearth's compaction calls take the \
+         batched form: a turn's long messages and the merges ready then asked for at the \
+         turn's end in one request that extends the turn's own chain, the long messages \
+         before a turn (those it takes, notes) in batches before its first request, merges \
+         answered as numbered lines; the second hearth row is the form before, one call per \
+         line after the compaction view and every merge as soon as ready.\n"
     );
     println!("{LEGEND}");
     for ttl in 0..ttls.len() {

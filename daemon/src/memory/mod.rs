@@ -4,12 +4,14 @@
 //! - `view.rs`: the view and its merge rule (pure).
 //! - `store.rs`: nodes and saved views in the log's database.
 //! - `compactor.rs`: one compaction call: its request and its tries.
+//! - `batch.rs`: several lines in one call, at a turn's end or before it.
 //! - `keeper.rs`: the task that owns an agent's tree and views;
 //!   `keeper/failures.rs`: how failed calls wait (an outage cuts no line).
 //! - `search.rs`: the full-text index of messages and lines, and `search`.
 //! - `facts.rs`: the pinned facts, bounded (pure), and their table.
 //! - `huge.rs`: huge messages as head and tail in requests (pure).
 //! - `inspect.rs`: the memory frames: search, the view, a node, the facts.
+pub mod batch;
 mod compactor;
 mod facts;
 mod huge;

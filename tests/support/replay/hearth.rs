@@ -4,12 +4,22 @@
 //! the lines and a compactor that answers at once.
 //!
 //! It mirrors the keeper: a message whose line fits the line budget is its
-//! own node; a longer one is compressed by a call; every parent whose halves
-//! are built is built eagerly, free when the two lines fit together, by a
-//! merge call otherwise. Each call's context is the compaction view before
-//! the node. A turn's view is advanced to the turn's start when the turn
-//! begins, and stays the same for its whole chain, as does its state (the
-//! time when the turn began), so each request extends the one before.
+//! own node; a longer one needs a call; a parent whose halves are built is
+//! free when the two lines fit together, and needs a merge otherwise. A
+//! turn's view is advanced to the turn's start when the turn begins, and
+//! stays the same for its whole chain, as does its state (the time when the
+//! turn began), so each request extends the one before.
+//!
+//! The calls take the batched form (`memory/batch.rs`): the long messages
+//! of a turn's chain (tool outputs, echoes, the reply) and the merges ready
+//! then are asked for at the turn's end, in one request that extends the
+//! turn's last; the long messages that come before a turn (those it takes,
+//! notes) are asked for before its first request, with the ready merges,
+//! after the compaction view; a batch of the view that waits for a parent
+//! asks for it with the other ready merges. Merges wait for one of those
+//! calls. [`Hearth::one_call_per_line`] gives the form before it — one call
+//! per line, each after the compaction view, merges as soon as ready — for
+//! comparison.
 
 use super::cache::RequestBody;
 use super::report::Meter;
@@ -17,10 +27,10 @@ use super::strategies::{Strategy, AGENT};
 use hearth_daemon::layout::Layout;
 use hearth_daemon::log::{Entry, TurnRecord};
 use hearth_daemon::memory::{
-    clean_answer, compaction_request, cut, free_join, message_line, render_line, task_line, Built,
-    Lines, Node, Progress, Task, View,
+    batch, clean_answer, compaction_request, cut, free_join, message_line, render_line, task_line,
+    Built, Lines, Node, Progress, Task, View,
 };
-use hearth_daemon::model::ToolSpec;
+use hearth_daemon::model::{Request, ToolSpec};
 use hearth_daemon::request::{self, TurnContext};
 use hearth_protocol::Kind;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -80,8 +90,19 @@ pub struct Hearth {
     contexts_shown: HashSet<usize>,
     turn_body: RequestBody,
     compaction_body: RequestBody,
+    chain_body: RequestBody,
     /// Compaction calls made, tries included.
     pub calls: u64,
+    /// The batched form; off: one call per line, merges as soon as ready.
+    batched: bool,
+    /// Long messages that wait for a call before the next turn, as their
+    /// tasks' text (batched form).
+    before_turn: Vec<(u64, String)>,
+    /// Long messages of the running turn's chain, for its end (batched).
+    in_chain: Vec<(u64, String)>,
+    /// The running turn's first message of its own (after what it took)
+    /// and its last request, once it sent one.
+    running: Option<(u64, Option<Request>)>,
 }
 
 impl Hearth {
@@ -110,8 +131,20 @@ impl Hearth {
             contexts_shown: HashSet::new(),
             turn_body: RequestBody::default(),
             compaction_body: RequestBody::default(),
+            chain_body: RequestBody::default(),
             calls: 0,
+            batched: true,
+            before_turn: Vec::new(),
+            in_chain: Vec::new(),
+            running: None,
         }
+    }
+
+    /// The form before batches: one call per line, after the compaction
+    /// view, and every merge as soon as its halves are built.
+    pub fn one_call_per_line(mut self) -> Hearth {
+        self.batched = false;
+        self
     }
 
     /// Every built line of the tree, to store in a real log.
@@ -273,6 +306,84 @@ impl Hearth {
         self.build(node, line);
     }
 
+    /// Ready merges, oldest first, to fill a batch of `room` tasks.
+    fn ready_merges(&self, room: usize) -> Vec<Task> {
+        self.merges
+            .iter()
+            .take(room)
+            .filter_map(|&(first, level)| self.merge_task(Node::new(level, first >> level)))
+            .collect()
+    }
+
+    /// Asks for the lines of the long messages waiting before a turn, with
+    /// the ready merges, in batches after the compaction view.
+    fn before_turn_calls(&mut self, meter: &mut Meter) {
+        while !self.before_turn.is_empty() {
+            let take = self.before_turn.len().min(batch::BATCH);
+            let mut tasks: Vec<Task> = self
+                .before_turn
+                .drain(..take)
+                .map(|(id, line)| Task::Compress { id, line })
+                .collect();
+            tasks.extend(self.ready_merges(batch::BATCH - tasks.len()));
+            self.batch(tasks, None, meter);
+        }
+    }
+
+    /// One batched call for `tasks`: at the end of the running turn's chain
+    /// after its `reply`, otherwise after the compaction view. Every line
+    /// the answer misses or gives too long is asked again on its own.
+    fn batch(&mut self, tasks: Vec<Task>, reply: Option<&str>, meter: &mut Meter) {
+        if tasks.is_empty() {
+            return;
+        }
+        let budget = self.layout.line_budget;
+        if self.metered {
+            for task in &tasks {
+                if let Task::Merge { left, right, .. } = task {
+                    meter.floors.merge += (left.len() + right.len()) as u64;
+                }
+            }
+            let compress = tasks.iter().any(|t| matches!(t, Task::Compress { .. }));
+            let turn_request = self.running.as_ref().and_then(|(_, r)| r.as_ref());
+            match (reply, turn_request) {
+                (Some(reply), Some(turn)) => {
+                    let request = batch::chain_request(turn, reply, &tasks, &self.layout);
+                    meter.chained(self.chain_body.set(&request), compress);
+                }
+                _ => {
+                    let first = tasks.iter().map(|t| t.node().first()).min().unwrap_or(0);
+                    let context = self.compaction_context(Node::message(first), meter);
+                    let request = batch::request(
+                        AGENT,
+                        &self.instructions,
+                        &self.tools,
+                        &context,
+                        &self.layout,
+                        &tasks,
+                    );
+                    meter.compaction(self.compaction_body.set(&request), compress);
+                }
+            }
+        }
+        self.calls += 1;
+        let answer: String = tasks
+            .iter()
+            .enumerate()
+            .map(|(at, task)| format!("{}. {}\n", at + 1, fake_answer(task, 0, budget)))
+            .collect();
+        if self.metered {
+            meter.compaction_answer(answer.len());
+        }
+        let lines = batch::lines(&answer, &tasks, &self.layout);
+        for ((node, line), task) in lines.into_iter().zip(tasks) {
+            match line {
+                Some(line) => self.build(node, line),
+                None => self.compact(task, meter),
+            }
+        }
+    }
+
     /// The compaction view's lines before `node`, as the keeper gives a
     /// call for context; the view is advanced first as far as built lines
     /// allow. (Skipping an advance that cannot move, and rendering only the
@@ -339,6 +450,16 @@ impl Hearth {
             {
                 Progress::Settled => break,
                 Progress::Waiting(node) => match self.merge_task(node) {
+                    Some(task) if self.batched => {
+                        let mut tasks = vec![task];
+                        tasks.extend(
+                            self.ready_merges(batch::BATCH)
+                                .into_iter()
+                                .filter(|t| t.node() != node)
+                                .take(batch::BATCH - 1),
+                        );
+                        self.batch(tasks, None, meter);
+                    }
                     Some(task) => self.compact(task, meter),
                     // Every message is built when it is logged, and a pair
                     // in the view has both halves built.
@@ -412,22 +533,38 @@ impl Strategy for Hearth {
         if !matches!(entry.message.kind, Kind::Reply | Kind::Note) {
             meter.floors.whole += text_bytes;
         }
-        if line.len() > self.layout.line_budget {
-            meter.floors.compress += text_bytes;
-        }
         if line.len() <= self.layout.line_budget {
             self.build(Node::message(id), line);
         } else {
             // As the keeper does: a huge message's task is its head and tail.
             let line = task_line(&entry.message, self.layout.huge_limit());
-            self.compact(Task::Compress { id, line }, meter);
+            let in_chain =
+                self.batched && self.running.as_ref().is_some_and(|(start, _)| id >= *start);
+            if !in_chain {
+                // Sent once more whole, by the call that compresses it.
+                meter.floors.compress += text_bytes;
+            }
+            if in_chain {
+                self.in_chain.push((id, line));
+            } else if self.batched {
+                self.before_turn.push((id, line));
+            } else {
+                self.compact(Task::Compress { id, line }, meter);
+            }
         }
-        self.drain(meter);
+        if !self.batched {
+            self.drain(meter);
+        }
     }
 
     fn request(&mut self, turn: TurnRecord, turn_log: &[Entry], state: &str, meter: &mut Meter) {
         if self.settled.as_ref().is_none_or(|s| s.seq != turn.seq) {
+            self.running = None;
+            self.before_turn_calls(meter);
             self.settle(turn, turn_log, state, meter);
+            if self.batched {
+                self.running = Some((turn.start_id, None));
+            }
         }
         if !self.metered {
             return;
@@ -437,6 +574,36 @@ impl Strategy for Hearth {
         };
         let request = request::build(&context);
         meter.turn(self.turn_body.set(&request));
+        if let Some((_, last)) = &mut self.running {
+            *last = Some(request);
+        }
+    }
+
+    fn turn_ended(&mut self, _: TurnRecord, turn_log: &[Entry], meter: &mut Meter) {
+        if !self.batched {
+            return;
+        }
+        let reply = turn_log
+            .last()
+            .map(|entry| entry.message.text.clone())
+            .unwrap_or_default();
+        loop {
+            let take = self.in_chain.len().min(batch::BATCH);
+            let mut tasks: Vec<Task> = self
+                .in_chain
+                .drain(..take)
+                .map(|(id, line)| Task::Compress { id, line })
+                .collect();
+            tasks.extend(self.ready_merges(batch::BATCH - tasks.len()));
+            if tasks.is_empty() {
+                break;
+            }
+            self.batch(tasks, Some(&reply), meter);
+            if self.in_chain.is_empty() {
+                break;
+            }
+        }
+        self.running = None;
     }
 }
 

@@ -267,6 +267,13 @@ impl Meter {
         self.call(body, compress, false);
     }
 
+    /// One of hearth's calls at the end of a turn, extending its chain: it
+    /// shares its prefix with the turn requests, so it is warm when the
+    /// turn request before it was.
+    pub fn chained(&mut self, body: &mut Body, compress: bool) {
+        self.call(body, compress, true);
+    }
+
     /// The threshold baseline's summary call, sent just before the turn
     /// request it makes room for: it shares its prefix with the turn
     /// requests, so it is warm when that turn request is.

@@ -156,6 +156,8 @@ impl Priced {
 #[derive(Debug, Clone, Copy)]
 pub struct SpendGoals {
     pub compaction_share: f64,
+    /// What the compaction calls' output alone adds to the turns' spend.
+    pub output_share: f64,
     pub ratio: f64,
     /// The most hearth's total may be, as a share of the baseline's.
     pub ratio_goal: f64,
@@ -171,6 +173,7 @@ impl SpendGoals {
         let threshold = Priced::of(threshold, pricing)?;
         Some(SpendGoals {
             compaction_share: hearth.compaction_share(),
+            output_share: hearth.compaction.output / hearth.turns.total().max(f64::MIN_POSITIVE),
             ratio: hearth.all().total() / threshold.all().total().max(f64::MIN_POSITIVE),
             ratio_goal: if pricing.ttl >= 86_400 { 0.45 } else { 0.4 },
         })
@@ -277,12 +280,14 @@ pub fn tables(meters: &[Meter]) -> String {
             let _ = writeln!(
                 out,
                 "- {model}, {}: compaction adds {:.0}% to hearth's turns' spend (goal at most \
-                 {:.0}%) — {}; hearth's total is {:.2} of compact-at-threshold's (goal at most \
-                 {:.2}) — {}.",
+                 {:.0}%) — {}; of that, the lines' output alone (every line the model writes, \
+                 whatever the requests' form) {:.0}%; hearth's total is {:.2} of \
+                 compact-at-threshold's (goal at most {:.2}) — {}.",
                 ttl_text(pricing.ttl),
                 100.0 * goals.compaction_share,
                 100.0 * COMPACTION_GOAL,
                 mark(goals.compaction_share <= COMPACTION_GOAL),
+                100.0 * goals.output_share,
                 goals.ratio,
                 goals.ratio_goal,
                 mark(goals.ratio <= goals.ratio_goal),

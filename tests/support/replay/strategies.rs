@@ -33,6 +33,9 @@ pub trait Strategy {
     /// One request of a turn's chain. `turn_log` is the log from the turn's
     /// first taken message on; `state` is the request's state message.
     fn request(&mut self, turn: TurnRecord, turn_log: &[Entry], state: &str, meter: &mut Meter);
+    /// The turn's reply, the last entry of `turn_log`, was logged: the turn
+    /// is over.
+    fn turn_ended(&mut self, _turn: TurnRecord, _turn_log: &[Entry], _meter: &mut Meter) {}
 }
 
 /// Walks a history, logging its messages and sending its turns' requests to
@@ -98,6 +101,9 @@ impl Replay {
                     }
                 }
                 turn_log.push(self.log(&turn.reply, strategies, meters));
+                for (strategy, meter) in strategies.iter_mut().zip(meters.iter_mut()) {
+                    strategy.turn_ended(record, &turn_log, meter);
+                }
                 self.last_turn = Some((record, turn_log));
             }
         }
@@ -382,10 +388,11 @@ impl Strategy for Sliding {
 }
 
 /// The comparison's rows, in order: hearth as the daemon runs it, hearth with
-/// the state re-timed at every request (a diagnostic), and the three baselines.
+/// one compaction call per line (the form before batches), and the three
+/// baselines.
 pub const NAMES: [&str; 5] = [
     "hearth (default layout)",
-    "hearth, state re-timed per request (diagnostic)",
+    "hearth, one compaction call per line (before)",
     "whole history",
     "compact at 80% of 200k",
     "sliding window (128 kB)",
@@ -393,7 +400,7 @@ pub const NAMES: [&str; 5] = [
 
 /// Replays one history of at least `messages` messages through every
 /// strategy in lockstep; one meter per strategy, in [`NAMES`] order (without
-/// the diagnostic row unless `diagnostic`), each with one cache per
+/// the second row, the form before, unless `diagnostic`), each with one cache per
 /// time-to-live in `ttls` (seconds).
 pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<Meter> {
     let layout = match Layout::find("default") {
@@ -403,7 +410,8 @@ pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<
     let instructions = super::history::instructions();
     let tools = super::history::tools();
     let mut hearth = Hearth::new(layout.clone(), &instructions, &tools, true, false);
-    let mut retimed = Hearth::new(layout.clone(), &instructions, &tools, true, true);
+    let mut retimed =
+        Hearth::new(layout.clone(), &instructions, &tools, true, false).one_call_per_line();
     let mut unbounded = Unbounded::new(&instructions, &tools);
     let mut compacting = Compacting::new(&instructions, &tools);
     let mut sliding = Sliding::new(&instructions, &tools, layout.high_budget);
