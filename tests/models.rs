@@ -56,7 +56,9 @@ fn marks(body: &Value) -> Vec<String> {
     fn walk(value: &Value, at: String, found: &mut Vec<String>) {
         match value {
             Value::Object(fields) => {
-                if fields.get("cache_control") == Some(&json!({"type": "ephemeral"})) {
+                if fields.get("cache_control").and_then(|c| c.get("type"))
+                    == Some(&json!("ephemeral"))
+                {
                     found.push(at.clone());
                 }
                 for (key, inner) in fields {
@@ -214,13 +216,20 @@ async fn cache_marks_sit_on_the_tools_the_instructions_the_view_and_the_end() {
     let view = &third["messages"][0]["content"][0];
     assert!(view["text"].as_str().unwrap().starts_with("<chat>\n0+1|"));
     assert_eq!(view["text"].as_str().unwrap().lines().count(), 5);
-    assert_eq!(view["cache_control"], json!({"type": "ephemeral"}));
+    // The settled prefix lives an hour; the request's end five minutes.
+    assert_eq!(
+        view["cache_control"],
+        json!({"type": "ephemeral", "ttl": "1h"})
+    );
     let content = third["messages"][0]["content"].as_array().unwrap();
     assert_eq!(
         content.last().unwrap()["cache_control"],
         json!({"type": "ephemeral"})
     );
-    assert_eq!(third["system"][0]["cache_control"]["type"], "ephemeral");
+    assert_eq!(
+        third["system"][0]["cache_control"],
+        json!({"type": "ephemeral", "ttl": "1h"})
+    );
 }
 
 #[tokio::test]

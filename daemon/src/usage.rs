@@ -310,6 +310,7 @@ mod tests {
                 input: 1000,
                 cached_input: 800,
                 cache_write: 0,
+                cache_write_long: 0,
                 output: 50,
             },
             latency_ms: 120,

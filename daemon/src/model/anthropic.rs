@@ -148,18 +148,29 @@ struct ImageSource<'a> {
     data: &'a str,
 }
 
-/// `{"type":"ephemeral"}`: the default five-minute cache entry.
+/// `{"type":"ephemeral"}`: the default five-minute cache entry; with
+/// `"ttl":"1h"`, one that lives an hour (written at twice the input price).
 #[derive(Debug, Clone, Copy, Serialize)]
 struct CacheControl {
     #[serde(rename = "type")]
     kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl: Option<&'static str>,
 }
 
-const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+const EPHEMERAL: CacheControl = CacheControl {
+    kind: "ephemeral",
+    ttl: None,
+};
+
+const HOUR: CacheControl = CacheControl {
+    kind: "ephemeral",
+    ttl: Some("1h"),
+};
 
 impl Block<'_> {
     /// Puts a cache mark on this block; a carried block takes none.
-    fn mark(&mut self) -> bool {
+    fn mark(&mut self, control: CacheControl) -> bool {
         match self {
             Block::Content(
                 Content::Text { cache_control, .. }
@@ -167,7 +178,7 @@ impl Block<'_> {
                 | Content::Image { cache_control, .. }
                 | Content::ToolResult { cache_control, .. },
             ) => {
-                *cache_control = Some(EPHEMERAL);
+                *cache_control = Some(control);
                 true
             }
             Block::Carried(_) => false,
@@ -235,7 +246,12 @@ pub(super) fn request_body<'a>(
             cache_control: None,
         }));
     }
-    place_marks(&mut body, &ends, &request.cache_marks);
+    let lasting = if config.anthropic_hour() {
+        HOUR
+    } else {
+        EPHEMERAL
+    };
+    place_marks(&mut body, &ends, &request.cache_marks, lasting);
     body
 }
 
@@ -372,14 +388,23 @@ fn tool_input(arguments: &str) -> Value {
 
 /// Marks the last tool, the system block, and the ends of the marked items,
 /// keeping the latest item marks when there are more than [`MAX_MARKS`].
-fn place_marks(body: &mut MessagesBody, ends: &[Option<(usize, usize)>], cache_marks: &[usize]) {
+/// Every mark but the request's last takes `lasting` (their prefixes
+/// outlive five minutes: the tools, the instructions, the view's settled
+/// blocks); the last, the request's end, the default five minutes.
+/// Anthropic wants longer entries before shorter ones, as they are here.
+fn place_marks(
+    body: &mut MessagesBody,
+    ends: &[Option<(usize, usize)>],
+    cache_marks: &[usize],
+    lasting: CacheControl,
+) {
     let mut budget = MAX_MARKS;
     if let Some(tool) = body.tools.last_mut() {
-        tool.cache_control = Some(EPHEMERAL);
+        tool.cache_control = Some(lasting);
         budget -= 1;
     }
     if let Some(system) = body.system.last_mut() {
-        if system.mark() {
+        if system.mark(lasting) {
             budget -= 1;
         }
     }
@@ -390,13 +415,19 @@ fn place_marks(body: &mut MessagesBody, ends: &[Option<(usize, usize)>], cache_m
     marks.sort_unstable();
     marks.dedup();
     let dropped = marks.len().saturating_sub(budget);
-    for &(message, block) in &marks[dropped..] {
+    let kept = &marks[dropped..];
+    for (at, &(message, block)) in kept.iter().enumerate() {
+        let control = if at + 1 == kept.len() {
+            EPHEMERAL
+        } else {
+            lasting
+        };
         if let Some(block) = body
             .messages
             .get_mut(message)
             .and_then(|message| message.content.get_mut(block))
         {
-            block.mark();
+            block.mark(control);
         }
     }
 }
@@ -409,6 +440,8 @@ fn place_marks(body: &mut MessagesBody, ends: &[Option<(usize, usize)>], cache_m
 struct WireUsage {
     input_tokens: Option<u64>,
     cache_creation_input_tokens: Option<u64>,
+    /// The writes by entry lifetime.
+    cache_creation: Option<CacheCreation>,
     cache_read_input_tokens: Option<u64>,
     output_tokens: Option<u64>,
 }
@@ -421,6 +454,7 @@ impl WireUsage {
         self.cache_creation_input_tokens = later
             .cache_creation_input_tokens
             .or(self.cache_creation_input_tokens);
+        self.cache_creation = later.cache_creation.or(self.cache_creation);
         self.cache_read_input_tokens = later
             .cache_read_input_tokens
             .or(self.cache_read_input_tokens);
@@ -435,9 +469,19 @@ impl WireUsage {
             input: self.input_tokens.unwrap_or(0) + read + written,
             cached_input: read,
             cache_write: written,
+            cache_write_long: self
+                .cache_creation
+                .and_then(|c| c.ephemeral_1h_input_tokens)
+                .unwrap_or(0),
             output: self.output_tokens.unwrap_or(0),
         }
     }
+}
+
+/// `usage.cache_creation`: the tokens written to each kind of entry.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+struct CacheCreation {
+    ephemeral_1h_input_tokens: Option<u64>,
 }
 
 /// A finished message; blocks are read one by one, so a thinking block is

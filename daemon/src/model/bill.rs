@@ -107,6 +107,7 @@ impl Metering {
                     input: estimated_input(request),
                     cached_input: 0,
                     cache_write: 0,
+                    cache_write_long: 0,
                     output: streamed,
                 },
                 true,
@@ -149,6 +150,7 @@ mod tests {
             input: 10,
             cached_input: 4,
             cache_write: 0,
+            cache_write_long: 0,
             output: 5,
         };
         let metering = Metering {

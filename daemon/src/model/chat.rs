@@ -64,6 +64,9 @@ struct ChatBody<'a> {
     reasoning_effort: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
+    /// `24h` or `in_memory` (see `config::CacheRetention`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_retention: Option<&'static str>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
@@ -218,6 +221,7 @@ fn request_body<'a>(config: &'a ModelConfig, request: &'a Request, stream: bool)
         max_completion_tokens: config.max_tokens,
         reasoning_effort: config.effort.as_deref(),
         prompt_cache_key: request.cache_key.as_deref(),
+        prompt_cache_retention: config.openai_retention(),
         stream,
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
@@ -247,6 +251,7 @@ impl WireUsage {
             input: self.prompt_tokens.unwrap_or(0),
             cached_input: details.and_then(|d| d.cached_tokens).unwrap_or(0),
             cache_write: details.and_then(|d| d.cache_write_tokens).unwrap_or(0),
+            cache_write_long: 0,
             output: self.completion_tokens.unwrap_or(0),
         }
     }

@@ -177,6 +177,9 @@ pub struct Usage {
     pub cached_input: u64,
     /// Input tokens written to the cache, where reported.
     pub cache_write: u64,
+    /// Of those, the ones written to entries that live an hour (Anthropic's
+    /// `ttl: "1h"`), which cost more to write.
+    pub cache_write_long: u64,
     pub output: u64,
 }
 

@@ -81,6 +81,9 @@ struct ResponsesBody<'a> {
     include: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
+    /// `24h` or `in_memory` (see `config::CacheRetention`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_retention: Option<&'static str>,
     stream: bool,
 }
 
@@ -226,6 +229,7 @@ fn request_body<'a>(
             None => Vec::new(),
         },
         prompt_cache_key: request.cache_key.as_deref(),
+        prompt_cache_retention: config.openai_retention(),
         stream,
     }
 }
@@ -252,6 +256,7 @@ impl WireUsage {
             input: self.input_tokens.unwrap_or(0),
             cached_input: details.and_then(|d| d.cached_tokens).unwrap_or(0),
             cache_write: details.and_then(|d| d.cache_write_tokens).unwrap_or(0),
+            cache_write_long: 0,
             output: self.output_tokens.unwrap_or(0),
         }
     }

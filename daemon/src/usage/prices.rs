@@ -13,10 +13,14 @@ pub struct Price {
     pub input: f64,
     /// Input tokens read from the prompt cache.
     pub cached_input: f64,
-    /// Input tokens written to the prompt cache (Anthropic charges extra).
+    /// Input tokens written to the prompt cache (Anthropic charges extra:
+    /// 1.25 times input for its five-minute entries).
     pub cache_write: f64,
     pub output: f64,
 }
+
+/// Anthropic's one-hour cache entries cost twice the input price to write.
+pub const LONG_WRITE_TIMES_INPUT: f64 = 2.0;
 
 impl Price {
     /// The cost in USD of one request's usage. `Usage::input` counts every
@@ -25,9 +29,12 @@ impl Price {
     pub fn cost(&self, usage: &Usage) -> f64 {
         let special = usage.cached_input.saturating_add(usage.cache_write);
         let plain = usage.input.saturating_sub(special);
+        let long = usage.cache_write_long.min(usage.cache_write);
+        let short = usage.cache_write - long;
         (plain as f64 * self.input
             + usage.cached_input as f64 * self.cached_input
-            + usage.cache_write as f64 * self.cache_write
+            + short as f64 * self.cache_write
+            + long as f64 * self.input * LONG_WRITE_TIMES_INPUT
             + usage.output as f64 * self.output)
             / 1_000_000.0
     }
@@ -61,7 +68,8 @@ impl PriceConfig {
 /// input, cache write, output), matched by the longest prefix of the model
 /// name. Prices change: `[prices."name"]` overrides any of them. OpenAI
 /// charges nothing extra for cache writes; Anthropic's are its 5-minute
-/// writes, 1.25 times the input price.
+/// writes, 1.25 times the input price (its one-hour writes cost twice the
+/// input price, [`LONG_WRITE_TIMES_INPUT`]).
 const BUILT_IN: &[(&str, [f64; 4])] = &[
     // OpenAI.
     ("gpt-5", [1.25, 0.125, 1.25, 10.0]),
@@ -155,6 +163,7 @@ mod tests {
             input,
             cached_input,
             cache_write,
+            cache_write_long: 0,
             output,
         }
     }

@@ -81,7 +81,7 @@ fn body(config: &ModelConfig, request: &Request) -> String {
 
 /// How many `cache_control` marks a body carries.
 fn marks(body: &str) -> usize {
-    body.matches(r#""cache_control":{"type":"ephemeral"}"#)
+    body.matches(r#""cache_control":{"type":"ephemeral""#)
         .count()
 }
 
@@ -90,11 +90,11 @@ fn streaming_request_serializes_exactly() {
     let config = config("");
     let expected = concat!(
         r#"{"model":"claude-test","max_tokens":8192,"#,
-        r#""system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],"#,
+        r#""system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral","ttl":"1h"}}],"#,
         r#""messages":["#,
         r#"{"role":"user","content":["#,
         r#"{"type":"text","text":"<chat>\n0+1|user: hi"},"#,
-        r#"{"type":"text","text":"1+1|reply: hello","cache_control":{"type":"ephemeral"}},"#,
+        r#"{"type":"text","text":"1+1|reply: hello","cache_control":{"type":"ephemeral","ttl":"1h"}},"#,
         r#"{"type":"text","text":"</chat>\nLocal time: noon"},"#,
         r#"{"type":"text","text":"2+0|user from terminal: list files"}]},"#,
         r#"{"role":"assistant","content":["#,
@@ -105,10 +105,35 @@ fn streaming_request_serializes_exactly() {
         r#"{"type":"text","text":"4+0|user from telegram: and the date?","cache_control":{"type":"ephemeral"}}]}],"#,
         r#""tools":["#,
         r#"{"name":"date","description":"The date tool.","input_schema":{"properties":{},"type":"object"}},"#,
-        r#"{"name":"shell","description":"The shell tool.","input_schema":{"properties":{},"type":"object"},"cache_control":{"type":"ephemeral"}}],"#,
+        r#"{"name":"shell","description":"The shell tool.","input_schema":{"properties":{},"type":"object"},"cache_control":{"type":"ephemeral","ttl":"1h"}}],"#,
         r#""stream":true}"#
     );
     assert_eq!(body(&config, &request()), expected);
+    // The lasting prefixes live an hour; the request's end five minutes.
+    // With `cache_retention = "5m"` every mark is a five-minute one.
+    let short = body(&self::config("cache_retention = \"5m\"\n"), &request());
+    assert_eq!(short, expected.replace(r#","ttl":"1h""#, ""));
+}
+
+#[test]
+fn one_hour_writes_are_read_from_the_usage_and_priced_at_twice_the_input() {
+    let wire: WireUsage = serde_json::from_value(serde_json::json!({
+        "input_tokens": 10,
+        "cache_creation_input_tokens": 1000,
+        "cache_read_input_tokens": 500,
+        "cache_creation": {"ephemeral_5m_input_tokens": 200, "ephemeral_1h_input_tokens": 800},
+        "output_tokens": 5
+    }))
+    .unwrap();
+    let usage = wire.usage();
+    assert_eq!(usage.cache_write, 1000);
+    assert_eq!(usage.cache_write_long, 800);
+    let price = crate::usage::Prices::default()
+        .lookup("claude-sonnet-4-5")
+        .unwrap();
+    let cost = price.cost(&usage) * 1e6;
+    let expected = 10.0 * 3.0 + 500.0 * 0.3 + 200.0 * 3.75 + 800.0 * 6.0 + 5.0 * 15.0;
+    assert!((cost - expected).abs() < 1e-6, "{cost} {expected}");
 }
 
 #[test]
@@ -402,6 +427,7 @@ fn streamed_text_thinking_and_tool_input_assemble() {
             input: 2112,
             cached_input: 2000,
             cache_write: 100,
+            cache_write_long: 0,
             output: 87
         }
     );
@@ -483,6 +509,7 @@ fn whole_message_parses() {
             input: 100,
             cached_input: 90,
             cache_write: 0,
+            cache_write_long: 0,
             output: 5
         }
     );

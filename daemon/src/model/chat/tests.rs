@@ -179,6 +179,7 @@ fn streamed_text_and_fragmented_tool_calls_assemble() {
             input: 2006,
             cached_input: 1920,
             cache_write: 64,
+            cache_write_long: 0,
             output: 300
         }
     );
@@ -281,6 +282,7 @@ fn whole_completion_parses() {
             input: 10,
             cached_input: 0,
             cache_write: 0,
+            cache_write_long: 0,
             output: 5
         }
     );
@@ -348,4 +350,44 @@ fn length_and_content_filter_finishes_are_cut_answers() {
                                     "message": {"role": "assistant", "content": "Some"}}]});
     let reply = parse_completion(&source(), &value).unwrap();
     assert_eq!(reply.ending, Ending::Cut(Cut::ContentFilter));
+}
+
+/// The `prompt_cache_retention` a request names, for a `[model]` of `lines`.
+fn retention(lines: &str) -> Option<String> {
+    let text = format!("[model]\nprovider = \"openai-chat\"\n{lines}");
+    let config = Config::parse(Path::new("config.toml"), &text)
+        .ok()
+        .and_then(|config| config.model)
+        .expect("test config parses");
+    let body = serde_json::to_value(request_body(&config, &request(), true)).unwrap();
+    body.get("prompt_cache_retention")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
+}
+
+#[test]
+fn extended_cache_retention_is_asked_where_openai_offers_it() {
+    // OpenAI's own API, a model with extended retention: a day.
+    assert_eq!(retention("model = \"gpt-5.1\"\n").as_deref(), Some("24h"));
+    assert_eq!(retention("model = \"gpt-4.1\"\n").as_deref(), Some("24h"));
+    // A model without it, or another server: nothing is named.
+    assert_eq!(retention("model = \"gpt-5-mini\"\n"), None);
+    assert_eq!(
+        retention("model = \"gpt-5.1\"\nbase_url = \"http://127.0.0.1:11434/v1\"\n"),
+        None
+    );
+    // The config decides when it says.
+    assert_eq!(
+        retention("model = \"gpt-5.1\"\ncache_retention = \"in_memory\"\n").as_deref(),
+        Some("in_memory")
+    );
+    assert_eq!(
+        retention("model = \"gpt-5.1\"\ncache_retention = \"off\"\n"),
+        None
+    );
+    assert_eq!(
+        retention("model = \"llama\"\nbase_url = \"http://127.0.0.1:8080/v1\"\ncache_retention = \"24h\"\n")
+            .as_deref(),
+        Some("24h")
+    );
 }

@@ -213,6 +213,7 @@ fn streamed_text_tool_calls_and_usage_assemble() {
             input: 2006,
             cached_input: 1920,
             cache_write: 64,
+            cache_write_long: 0,
             output: 300
         }
     );
@@ -362,6 +363,7 @@ fn whole_response_parses() {
             input: 100,
             cached_input: 64,
             cache_write: 0,
+            cache_write_long: 0,
             output: 7
         }
     );
