@@ -185,7 +185,7 @@ impl SpendGoals {
 }
 
 fn ttl_text(ttl: u64) -> String {
-    if ttl % 3_600 == 0 {
+    if ttl.is_multiple_of(3_600) {
         format!("{} h", ttl / 3_600)
     } else {
         format!("{} min", ttl / 60)
