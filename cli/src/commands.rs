@@ -338,6 +338,9 @@ pub fn status_text(status: &Status) -> String {
             .unwrap_or_default();
         extra.push_str(&format!("bridge   {} {}{why}\n", bridge.name, bridge.state));
     }
+    if let Some(confinement) = &status.confinement {
+        extra.push_str(&format!("shell    {confinement}\n"));
+    }
     format!(
         "agent    {}\nstate    {state}\nlast     {last}\nwaiting  {}\nmodel    {model}\nclients  {}\nuptime   {}\npid      {}\nversion  {}\n",
         status.agent, status.waiting, status.clients, uptime(status.uptime_secs), status.pid, status.version
@@ -447,6 +450,7 @@ mod tests {
             activity: None,
             memory: None,
             database_bytes: None,
+            confinement: None,
             bridges: vec![],
         };
         let text = status_text(&status);

@@ -587,6 +587,10 @@ pub struct Status {
     /// The bridges the configuration enables and how they are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bridges: Vec<BridgeStatus>,
+    /// Which confinement the shell's commands run under, in words
+    /// (`Landlock (ABI 7): …`, or `none (…)` where the kernel has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
 }
 
 /// An MCP tool call that runs now, in `status`.

@@ -75,6 +75,14 @@ impl Starter<'_> {
     ) -> Result<Agents, StartError> {
         let config = self.config;
         let models = self.models;
+        match crate::tools::confine::support() {
+            crate::tools::confine::Support::Landlock(abi) => {
+                tracing::info!("the shell's commands are confined by Landlock (ABI {abi})")
+            }
+            crate::tools::confine::Support::Unavailable(why) => tracing::warn!(
+                "the shell's commands run unconfined: {why}; they can read the home's secrets.env and hearth.db"
+            ),
+        }
         let subagents = Arc::new(Subagents::new(
             &config.agent.name,
             self.log.clone(),
@@ -207,7 +215,14 @@ impl Starter<'_> {
             self.processes.clone(),
         )
         .map_err(io("cannot open the working folder", &workdir))?;
-        let workspace = workspace.hide_env(secrets::names(self.config));
+        let home = [
+            self.home.config_dir.as_path(),
+            self.home.data_dir.as_path(),
+            self.home.runtime_dir.as_path(),
+        ];
+        let workspace = workspace
+            .hide_env(secrets::names(self.config))
+            .confine(&home);
         tracing::info!(
             agent = spec.name,
             "tools work in {}",

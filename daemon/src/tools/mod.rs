@@ -11,6 +11,7 @@
 //! - `shell.rs`: `shell` — bash in the working folder, bounded in time and output.
 //! - `process.rs`: child processes in their own groups, killed as groups.
 //! - `keeper.rs`: the subreaper between hearthd and a command, so nothing it started outlives it.
+//! - `confine.rs`: the shell's Landlock rules: its folder and /tmp to write, never the home.
 //! - `files.rs`: `read_file`, `write_file`, `edit_file`, `list_dir`.
 //! - `folder.rs`: where a path leads, confined to the working folder.
 //! - `beneath.rs`: opening a plain file beneath the folder in one step (`openat2`).
@@ -25,6 +26,7 @@
 mod args;
 mod beneath;
 mod config;
+pub mod confine;
 mod date;
 mod facts;
 mod files;

@@ -19,8 +19,17 @@
 //!   them when the command ends, when told to, and when hearthd dies (even
 //!   by SIGKILL). Without a keeper (the library's own unit tests), a process
 //!   that leaves the group is out of reach.
+//! - The environment a command gets is computed here once, as a whole, for
+//!   both ways of starting it: the daemon's own (or none, for a speaker)
+//!   with the command's changes. A wrapped command would otherwise lose an
+//!   `env_clear`, so callers never call it; they choose [`Processes::spawn`]
+//!   or [`Processes::spawn_speaker`].
+//! - A command given a [`Confinement`] applies its Landlock rules in the
+//!   child before exec (see [`super::confine`]); hearthd is never confined.
 
+use super::confine::{self, Confinement, Ruleset};
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -170,7 +179,19 @@ impl Processes {
     /// keeper, when hearthd set one), with stdin closed and stdout and
     /// stderr piped.
     pub async fn spawn(&self, command: Command) -> io::Result<Running> {
-        self.spawn_with(command, Stdio::null(), false).await
+        self.spawn_with(command, Stdio::null(), false, None).await
+    }
+
+    /// As [`Processes::spawn`], confined by `confinement` where the kernel
+    /// has Landlock (the shell). A rule set the kernel refuses is an error:
+    /// the command does not run unconfined on a kernel that could confine it.
+    pub async fn spawn_confined(
+        &self,
+        command: Command,
+        confinement: Arc<Confinement>,
+    ) -> io::Result<Running> {
+        self.spawn_with(command, Stdio::null(), false, Some(confinement))
+            .await
     }
 
     /// As [`Processes::spawn`], for a program that speaks over its pipes
@@ -178,7 +199,7 @@ impl Processes {
     /// empty environment but for what `command` sets (`env_clear` alone
     /// would not survive the keeper's wrapping).
     pub async fn spawn_speaker(&self, command: Command) -> io::Result<Running> {
-        self.spawn_with(command, Stdio::piped(), true).await
+        self.spawn_with(command, Stdio::piped(), true, None).await
     }
 
     async fn spawn_with(
@@ -186,19 +207,10 @@ impl Processes {
         command: Command,
         stdin: Stdio,
         clear_env: bool,
+        confinement: Option<Arc<Confinement>>,
     ) -> io::Result<Running> {
         let keeper = KEEPER.get();
-        let mut command = match keeper {
-            Some(keeper) => under_keeper(keeper, &command),
-            None => command,
-        };
-        if clear_env {
-            let set: Vec<_> = command
-                .get_envs()
-                .filter_map(|(name, value)| Some((name.to_owned(), value?.to_owned())))
-                .collect();
-            command.env_clear().envs(set);
-        }
+        let mut command = prepared(keeper, &command, clear_env);
         command
             .stdin(stdin)
             .stdout(Stdio::piped())
@@ -215,6 +227,7 @@ impl Processes {
             .send(Job {
                 command,
                 keeper: keeper.is_some(),
+                confinement,
                 processes: self.clone(),
                 reply,
             })
@@ -250,24 +263,53 @@ fn die_with(parent: libc::pid_t) -> io::Result<()> {
     Ok(())
 }
 
-/// `command` as the keeper's arguments, with the same folder and
-/// environment changes.
-fn under_keeper(keeper: &PathBuf, command: &Command) -> Command {
-    let mut wrapped = Command::new(keeper);
-    wrapped
-        .arg(super::keeper::KEEPER_ARG)
-        .arg(command.get_program())
-        .args(command.get_args());
+/// The command that is started for `command`: under the keeper when there
+/// is one, with the same folder, and the whole environment set explicitly
+/// (see [`environment`]).
+fn prepared(keeper: Option<&PathBuf>, command: &Command, clear_env: bool) -> Command {
+    let mut started = match keeper {
+        Some(keeper) => {
+            let mut wrapped = Command::new(keeper);
+            wrapped
+                .arg(super::keeper::KEEPER_ARG)
+                .arg(command.get_program())
+                .args(command.get_args());
+            wrapped
+        }
+        None => {
+            let mut plain = Command::new(command.get_program());
+            plain.args(command.get_args());
+            plain
+        }
+    };
     if let Some(dir) = command.get_current_dir() {
-        wrapped.current_dir(dir);
+        started.current_dir(dir);
     }
+    started
+        .env_clear()
+        .envs(environment(command, std::env::vars_os(), clear_env));
+    started
+}
+
+/// The environment `command` gives its program: `inherited` (none when
+/// `clear_env`) with the command's own settings and removals applied.
+fn environment(
+    command: &Command,
+    inherited: impl Iterator<Item = (OsString, OsString)>,
+    clear_env: bool,
+) -> Vec<(OsString, OsString)> {
+    let mut env: std::collections::BTreeMap<OsString, OsString> = if clear_env {
+        Default::default()
+    } else {
+        inherited.collect()
+    };
     for (name, value) in command.get_envs() {
         match value {
-            Some(value) => wrapped.env(name, value),
-            None => wrapped.env_remove(name),
+            Some(value) => env.insert(name.to_owned(), value.to_owned()),
+            None => env.remove(name),
         };
     }
-    wrapped
+    env.into_iter().collect()
 }
 
 /// A spawn request for the spawner thread.
@@ -275,6 +317,8 @@ struct Job {
     command: Command,
     /// The command runs under a keeper.
     keeper: bool,
+    /// The Landlock rules it runs under, if any.
+    confinement: Option<Arc<Confinement>>,
     processes: Processes,
     reply: oneshot::Sender<io::Result<Running>>,
 }
@@ -290,7 +334,12 @@ fn spawner() -> Option<&'static mpsc::Sender<Job>> {
                 .name("hearth-spawner".into())
                 .spawn(move || {
                     for job in queue {
-                        let started = start(job.command, job.keeper, &job.processes);
+                        let started = start_confined(
+                            job.command,
+                            job.keeper,
+                            job.confinement.as_deref(),
+                            &job.processes,
+                        );
                         // A caller that is gone gets its process back in
                         // the error, whose drop kills the group.
                         let _ = job.reply.send(started);
@@ -305,6 +354,32 @@ fn spawner() -> Option<&'static mpsc::Sender<Job>> {
             }
         })
         .as_ref()
+}
+
+/// Makes the job's Landlock rule set, if it has a confinement, and starts
+/// it; the rule set's descriptor is closed once the child has exec'd.
+fn start_confined(
+    mut command: Command,
+    keeper: bool,
+    confinement: Option<&Confinement>,
+    processes: &Processes,
+) -> io::Result<Running> {
+    let ruleset = match confinement {
+        Some(confinement) => {
+            let rules = confinement.rules(KEEPER.get().map(PathBuf::as_path));
+            Ruleset::make(&rules).map_err(io::Error::other)?
+        }
+        None => None,
+    };
+    if let Some(ruleset) = &ruleset {
+        let fd = ruleset.fd();
+        // SAFETY: `restrict` makes two system calls and does not allocate;
+        // the descriptor stays open until `start` has returned.
+        unsafe { command.pre_exec(move || confine::restrict(fd)) };
+    }
+    let started = start(command, keeper, processes);
+    drop(ruleset);
+    started
 }
 
 /// Spawns, registers the group and starts its reaper. Runs on the spawner
@@ -419,6 +494,37 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!("process {pid} still runs");
+    }
+
+    #[test]
+    fn a_speaker_gets_only_what_its_command_sets_and_a_command_the_rest() {
+        let mut command = Command::new("x");
+        command.env("SET", "1").env_remove("GONE");
+        let inherited = || {
+            [("GONE", "k"), ("KEPT", "v"), ("SET", "0")]
+                .into_iter()
+                .map(|(name, value)| (OsString::from(name), OsString::from(value)))
+        };
+        let pairs = |env: Vec<(OsString, OsString)>| -> Vec<(String, String)> {
+            env.into_iter()
+                .map(|(n, v)| (n.into_string().unwrap(), v.into_string().unwrap()))
+                .collect()
+        };
+        assert_eq!(
+            pairs(environment(&command, inherited(), true)),
+            [("SET".to_string(), "1".to_string())]
+        );
+        assert_eq!(
+            pairs(environment(&command, inherited(), false)),
+            [
+                ("KEPT".to_string(), "v".to_string()),
+                ("SET".to_string(), "1".to_string())
+            ]
+        );
+        let started = prepared(Some(&PathBuf::from("/keeper")), &command, true);
+        assert_eq!(started.get_program(), "/keeper");
+        let envs: Vec<_> = started.get_envs().collect();
+        assert_eq!(envs.len(), 1, "{envs:?}");
     }
 
     #[tokio::test]

@@ -12,6 +12,7 @@
 //! runs. Its wait holds no place among the calls that run at once.
 
 use super::config::ToolsConfig;
+use super::confine::Confinement;
 use super::folder::Folder;
 use super::process::Processes;
 use super::shell::Shell;
@@ -136,6 +137,7 @@ impl Workspace {
             config: config.clone(),
             processes,
             hidden_env: Vec::new(),
+            confinement: None,
         };
         Ok(Workspace {
             folder: Arc::new(folder),
@@ -150,6 +152,15 @@ impl Workspace {
     /// into the log.
     pub fn hide_env(mut self, names: impl IntoIterator<Item = String>) -> Workspace {
         self.shell.hidden_env.extend(names);
+        self
+    }
+
+    /// Confines the shell's commands with Landlock (where the kernel has
+    /// it): they write only the working folder and /tmp, and never reach
+    /// `home`'s folders.
+    pub fn confine(mut self, home: &[&Path]) -> Workspace {
+        let confinement = Confinement::new(self.folder.root(), home);
+        self.shell.confinement = Some(Arc::new(confinement));
         self
     }
 

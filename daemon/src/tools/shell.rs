@@ -8,6 +8,7 @@
 //! the head and tail of each stream, so any amount of it costs bounded memory.
 
 use super::config::ToolsConfig;
+use super::confine::Confinement;
 use super::process::{Exit, Group, Processes, Running};
 use super::Outcome;
 use crate::activity::ActivityBoard;
@@ -17,6 +18,7 @@ use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
@@ -57,6 +59,8 @@ pub struct Shell {
     /// Environment variables commands do not inherit: the daemon's own
     /// secrets (API keys), which a command could otherwise print into the log.
     pub hidden_env: Vec<String>,
+    /// The Landlock rules commands run under (none in some unit tests).
+    pub confinement: Option<Arc<Confinement>>,
 }
 
 impl Shell {
@@ -78,7 +82,15 @@ impl Shell {
         for name in &self.hidden_env {
             command.env_remove(name);
         }
-        match self.processes.spawn(command).await {
+        let started = match &self.confinement {
+            Some(confinement) => {
+                self.processes
+                    .spawn_confined(command, confinement.clone())
+                    .await
+            }
+            None => self.processes.spawn(command).await,
+        };
+        match started {
             Ok(running) => self.watch(running, timeout, progress).await,
             Err(err) => Outcome::error(format!("cannot start bash: {err}")),
         }
@@ -299,6 +311,7 @@ mod tests {
             config,
             processes: Processes::new(),
             hidden_env: vec!["CARGO_MANIFEST_DIR".into()],
+            confinement: None,
         };
         (dir, shell)
     }
@@ -348,6 +361,43 @@ mod tests {
         assert!(outcome.output.ends_with("--- stderr ---\noops\n"));
         let ok = shell.call(&json!({"command": "true"}), None).await;
         assert_eq!(ok, Outcome::ok("exit code 0\n(no output)"));
+    }
+
+    #[tokio::test]
+    async fn a_confined_command_works_in_its_folder_but_cannot_read_the_home() {
+        if let super::super::confine::Support::Unavailable(why) = super::super::confine::support() {
+            println!("skipped: {why}");
+            return;
+        }
+        let home = tempfile::tempdir().unwrap();
+        let work = home.path().join("agents/a/work");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(home.path().join("secrets.env"), "KEY=sk-secret\n").unwrap();
+        let (_dir, mut shell) = shell(ToolsConfig::default());
+        shell.workdir = work.clone();
+        shell.confinement = Some(Arc::new(Confinement::new(&work, &[home.path()])));
+        let script = "echo hello > made && cat made && ls && mkdir sub && echo x > /dev/null && t=$(mktemp -p \"$PWD\") && rm \"$t\" && echo done";
+        let outcome = shell.call(&json!({ "command": script }), None).await;
+        assert_eq!(outcome.status, "ok", "{}", outcome.output);
+        assert!(
+            outcome.output.contains("hello\nmade\ndone"),
+            "{}",
+            outcome.output
+        );
+        let secrets = home.path().join("secrets.env");
+        let command = format!("cat {}", secrets.display());
+        let outcome = shell.call(&json!({ "command": command }), None).await;
+        assert_eq!(outcome.status, "error", "{}", outcome.output);
+        assert!(
+            outcome.output.contains("Permission denied"),
+            "{}",
+            outcome.output
+        );
+        assert!(!outcome.output.contains("sk-secret"));
+        let command = format!("echo x > {}/planted", home.path().display());
+        let outcome = shell.call(&json!({ "command": command }), None).await;
+        assert_eq!(outcome.status, "error", "{}", outcome.output);
+        assert!(!home.path().join("planted").exists());
     }
 
     #[tokio::test]

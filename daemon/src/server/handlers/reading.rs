@@ -90,6 +90,7 @@ pub async fn status(context: &Context<'_>) -> Answer {
         memory: Some(memory_status(context.handle)),
         database_bytes: Some(database_bytes(&shared.database)),
         bridges: shared.bridges.all(),
+        confinement: Some(crate::tools::confine::describe()),
     };
     Ok(ServerFrame::Status(Box::new(status)))
 }
