@@ -80,6 +80,7 @@ async fn submit(client: &mut Client, text: &str, images: Vec<String>) -> ServerF
             source: "terminal".into(),
             key: None,
             images,
+            person: None,
         })
         .await
 }

@@ -116,6 +116,7 @@ async fn the_tcp_listener_refuses_everything_before_a_good_hello() {
             source: "x".into(),
             key: None,
             images: vec![],
+            person: None,
         })
         .await;
     assert!(refused_and_closed(eager.frame().await));
@@ -132,6 +133,7 @@ async fn the_tcp_listener_refuses_everything_before_a_good_hello() {
             source: "remote".into(),
             key: None,
             images: vec![],
+            person: None,
         })
         .await;
     loop {

@@ -320,6 +320,7 @@ async fn the_websocket_speaks_the_sockets_protocol_but_not_its_logins() {
         source: "web".into(),
         key: None,
         images: vec![],
+        person: None,
     };
     say(&mut socket, &submit).await;
     let mut acked = false;

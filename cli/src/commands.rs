@@ -117,6 +117,7 @@ pub async fn send(
                 source: request.source,
                 key: request.key,
                 images: hashes,
+                person: None,
             },
             &mut |event| early.push(event),
         )

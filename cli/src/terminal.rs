@@ -609,6 +609,7 @@ impl Terminal {
                 self.me, self.key_prefix, self.keys_sent
             )),
             images: hashes,
+            person: None,
         };
         self.outbox.push(submit.clone());
         self.session.on_submit(text);

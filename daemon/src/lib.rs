@@ -24,6 +24,7 @@
 //! - `tools/`: the agent's tools, one file per family.
 //! - `mcp/`: tools from the MCP servers the user configured.
 //! - `redact.rs`: keys masked before anything is logged or stored.
+//! - `provenance.rs`: `data.provenance`, where a message's words came from (untrusted input).
 //! - `approvals.rs`: tool calls that wait for a person's yes or no.
 //! - `web/`: the browser client: its page, login and WebSocket endpoint.
 pub mod activity;
@@ -39,6 +40,7 @@ pub mod mcp;
 pub mod memory;
 pub mod model;
 pub mod private;
+pub mod provenance;
 pub mod redact;
 pub mod reload;
 pub mod request;

@@ -221,7 +221,10 @@ impl Log {
             };
             let mut logged = Vec::new();
             for (seq, text, source) in waiting {
-                logged.push(append_in(tx, &agent, NewMessage::new(Kind::User, &source, text), appended)?);
+                // Another program's words: untrusted, as a page is.
+                let mut message = NewMessage::new(Kind::User, &source, text);
+                message.data.provenance = Some(crate::provenance::notify(&source));
+                logged.push(append_in(tx, &agent, message, appended)?);
                 tx.execute("UPDATE notify SET delivered = 1 WHERE seq = ?1", params![seq])?;
             }
             Ok(logged)

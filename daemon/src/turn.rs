@@ -456,6 +456,12 @@ impl Agent {
             let request = request::build(&context);
             let step = context.next_step();
             let taken = context.taken_ids();
+            // Words from outside the owner taint the turn that takes them.
+            for entry in entries.iter().filter(|e| taken.contains(&e.message.id)) {
+                if let Some(origin) = crate::provenance::untrusted_origin(&entry.data) {
+                    self.tools.taint(format!("after {origin}"));
+                }
+            }
             let events = self.events.clone();
             let agent = name.clone();
             let mut on_text = move |text: &str| {

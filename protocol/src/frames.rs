@@ -344,6 +344,11 @@ pub enum ClientFrame {
         key: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<String>,
+        /// Who wrote it, when a bridge relays someone other than the owner
+        /// (`telegram user 99`, `+15551234567`): the message is then
+        /// untrusted input, and the turn that takes it asks before acting.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        person: Option<String>,
     },
     /// Stores an image (PNG, JPEG, GIF or WebP, at most
     /// [`image::MAX_IMAGE_BYTES`]) for a later `submit`. Answered with

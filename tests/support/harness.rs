@@ -345,6 +345,7 @@ impl Client {
             source: source.to_string(),
             key: key.map(str::to_string),
             images: Vec::new(),
+            person: None,
         };
         match self.request(frame).await {
             ServerFrame::Ack { id, duplicate } => (id, duplicate),

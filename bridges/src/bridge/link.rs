@@ -38,19 +38,23 @@ pub async fn request(
 /// Submits a person's message under the idempotency `key` made of the
 /// platform's message id (logged once, however often it is submitted). A
 /// message the daemon refuses for good is noted and passed over, so it does
-/// not stall the ones after it; other failures are the caller's.
+/// not stall the ones after it; other failures are the caller's. `person`
+/// names the writer when that is not the owner: the daemon then treats the
+/// words as untrusted input.
 pub async fn submit(
     connection: &mut Connection,
     source: &str,
     key: String,
     text: String,
     images: Vec<String>,
+    person: Option<String>,
 ) -> Result<(), LinkError> {
     let frame = ClientFrame::Submit {
         text,
         source: source.to_string(),
         key: Some(key.clone()),
         images,
+        person,
     };
     match request(connection, frame, &mut |_| {}).await {
         Ok(ServerFrame::Ack { id, duplicate }) => {

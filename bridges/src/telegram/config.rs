@@ -43,6 +43,10 @@ pub struct TelegramConfig {
     /// The Telegram user ids whose messages reach the agent, and whose
     /// private chats get its replies. Required; empty lets nobody in.
     pub allow: Vec<i64>,
+    /// The owner's user id, one of `allow`: the others' words are
+    /// untrusted input to the agent. Optional when `allow` has one id.
+    #[serde(default)]
+    pub owner: Option<i64>,
     /// The Bot API address without `/bot<token>`.
     #[serde(default = "default_api_base")]
     pub api_base: String,
@@ -114,6 +118,9 @@ impl TelegramConfig {
         if config.token_env.trim().is_empty() {
             return Err(invalid("token_env must name a variable".to_string()));
         }
+        if let Some(owner) = config.owner.filter(|owner| !config.allow.contains(owner)) {
+            return Err(invalid(format!("owner {owner} is not one of allow")));
+        }
         Ok(config)
     }
 
@@ -125,6 +132,15 @@ impl TelegramConfig {
     /// Whether `user` may talk to the agent.
     pub fn allows(&self, user: i64) -> bool {
         self.allow.contains(&user)
+    }
+
+    /// Whether `user` is the owner: `owner`, or the one id of `allow`.
+    /// With several ids and no `owner`, nobody is.
+    pub fn is_owner(&self, user: i64) -> bool {
+        match self.owner {
+            Some(owner) => owner == user,
+            None => self.allow == [user],
+        }
     }
 
     /// The bot token: from the variable `token_env` names, else from the
@@ -146,6 +162,20 @@ mod tests {
 
     fn parse(text: &str) -> Result<TelegramConfig, ConfigError> {
         TelegramConfig::parse(Path::new("config.toml"), text)
+    }
+
+    #[test]
+    fn the_owner_is_named_or_the_only_allowed_user() {
+        let alone = parse("[telegram]\nallow = [42]\n").unwrap();
+        assert!(alone.is_owner(42) && !alone.is_owner(7));
+        let several = parse("[telegram]\nallow = [42, 7]\n").unwrap();
+        assert!(!several.is_owner(42) && !several.is_owner(7));
+        let named = parse("[telegram]\nallow = [42, 7]\nowner = 7\n").unwrap();
+        assert!(named.is_owner(7) && !named.is_owner(42));
+        let said = parse("[telegram]\nallow = [42]\nowner = 7\n")
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("owner 7 is not one of allow"), "{said}");
     }
 
     #[test]

@@ -283,7 +283,9 @@ impl<'a> Inbound<'a> {
             }
             None => (text, Vec::new()),
         };
-        link::submit(&mut self.connection, SOURCE, key, text, images).await?;
+        // In a private chat the chat's id is its user's.
+        let person = (!self.config.is_owner(chat_id)).then(|| format!("telegram user {chat_id}"));
+        link::submit(&mut self.connection, SOURCE, key, text, images, person).await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, chat_id).await?;
         Ok(())
     }

@@ -73,6 +73,10 @@ struct Table {
     /// or business-scoped user ids (`US.1349…`, for someone whose number
     /// WhatsApp withholds). Required; empty lets nobody in.
     pub allow: Vec<NumberText>,
+    /// The owner's number, one of `allow`: the others' words are untrusted
+    /// input to the agent. Optional when `allow` has one number.
+    #[serde(default)]
+    pub owner: Option<NumberText>,
     /// What goes out besides replies.
     #[serde(default = "default_send")]
     pub send: Vec<Outgoing>,
@@ -142,6 +146,8 @@ pub struct WhatsAppConfig {
     /// WhatsApp ids: the numbers' digits, country code first, and
     /// business-scoped user ids.
     pub allow: Vec<String>,
+    /// The owner's WhatsApp id, when set.
+    pub owner: Option<String>,
     pub send: Vec<Outgoing>,
 }
 
@@ -211,6 +217,16 @@ impl WhatsAppConfig {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let owner = match &table.owner {
+            None => None,
+            Some(owner) => {
+                let owner = owner.as_text();
+                match normalize_number(&owner) {
+                    Some(number) if allow.contains(&number) => Some(number),
+                    _ => return Err(invalid(format!("owner `{owner}` is not one of allow"))),
+                }
+            }
+        };
         for (name, env) in [
             ("verify_token_env", &table.verify_token_env),
             ("app_secret_env", &table.app_secret_env),
@@ -230,6 +246,7 @@ impl WhatsAppConfig {
             phone_number_id,
             graph_base,
             allow,
+            owner,
             send: table.send,
         })
     }
@@ -238,6 +255,20 @@ impl WhatsAppConfig {
     /// may talk to the agent.
     pub fn allows(&self, wa_id: &str) -> bool {
         self.allow.iter().any(|allowed| allowed == wa_id)
+    }
+
+    /// Whether `wa_id` is the owner: `owner`, or the one number of
+    /// `allow`. With several numbers and no `owner`, nobody is.
+    pub fn is_owner(&self, wa_id: &str) -> bool {
+        match &self.owner {
+            Some(owner) => owner == wa_id,
+            None => self.allow.len() == 1 && self.allow[0] == wa_id,
+        }
+    }
+
+    /// Who wrote a message from `wa_id`, when that is not the owner.
+    pub fn person(&self, wa_id: &str) -> Option<String> {
+        (!self.is_owner(wa_id)).then(|| format!("+{wa_id}"))
     }
 
     /// The three secrets, from their variables or `secrets.env`.
@@ -289,6 +320,31 @@ mod tests {
 
     fn parse(text: &str) -> Result<WhatsAppConfig, ConfigError> {
         WhatsAppConfig::parse(Path::new("config.toml"), text)
+    }
+
+    #[test]
+    fn the_owner_is_named_or_the_only_allowed_number() {
+        let base = "[whatsapp]\nbackend = \"web\"\n";
+        let alone = parse(&format!("{base}allow = [\"+15551234567\"]\n")).unwrap();
+        assert_eq!(alone.person("15551234567"), None);
+        let several = parse(&format!(
+            "{base}allow = [\"+15551234567\", \"+447700900123\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            several.person("15551234567").as_deref(),
+            Some("+15551234567")
+        );
+        let named = parse(&format!(
+            "{base}allow = [\"+15551234567\", \"+447700900123\"]\nowner = \"+1 555 123 4567\"\n"
+        ))
+        .unwrap();
+        assert_eq!(named.person("15551234567"), None);
+        assert!(named.person("447700900123").is_some());
+        let said = parse(&format!("{base}allow = []\nowner = \"+15551234567\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("is not one of allow"), "{said}");
     }
 
     #[test]

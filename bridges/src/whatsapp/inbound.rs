@@ -206,7 +206,8 @@ impl<'a> Inbound<'a> {
             wamid,
             from: from.clone(),
         }));
-        link::submit(&mut self.connection, SOURCE, key, text, images).await?;
+        let person = self.config.person(&from);
+        link::submit(&mut self.connection, SOURCE, key, text, images, person).await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, from).await?;
         Ok(())
     }

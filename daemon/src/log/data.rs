@@ -55,12 +55,22 @@ pub struct MessageData {
     pub provenance: Option<Provenance>,
 }
 
-/// Where a message's text came from, when it came from outside.
+/// Where a message's text came from, when it came from outside: one of the
+/// origins is named (see `provenance.rs`).
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, Eq)]
 pub struct Provenance {
     /// The MCP server whose tool answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<String>,
+    /// The source of an event another program sent (`hearth notify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<String>,
+    /// Who wrote a bridge's message, when not the owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
+    /// The document the text was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<String>,
     /// Whether the text is untrusted input (see `tools/taint.rs`).
     #[serde(default)]
     pub untrusted: bool,

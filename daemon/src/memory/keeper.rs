@@ -127,6 +127,7 @@ impl Memory {
             lines: Lines_(lines),
             known: 0,
             unbuilt: BTreeSet::new(),
+            untrusted: HashSet::new(),
             merges: BTreeSet::new(),
             running: HashSet::new(),
             failures: HashMap::new(),
@@ -196,6 +197,9 @@ struct Keeper {
     known: u64,
     /// Messages whose line needs a compress call, not yet built.
     unbuilt: BTreeSet<u64>,
+    /// Messages read but not yet given a line whose words came from
+    /// outside the owner: their line gets the untrusted marker.
+    untrusted: HashSet<u64>,
     /// Parents whose halves are built but do not fit together, by (first message, level).
     merges: BTreeSet<(u64, u8)>,
     running: HashSet<Node>,
@@ -327,6 +331,9 @@ impl Keeper {
                 if self.lines.line(node).is_some() {
                     continue;
                 }
+                if crate::provenance::untrusted_origin(&entry.data).is_some() {
+                    self.untrusted.insert(id);
+                }
                 let line = message_line(entry.message.kind.as_str(), &view_text(&entry.message));
                 if line.len() <= self.config.layout.line_budget || self.model.is_none() {
                     let mechanical = line.len() > self.config.layout.line_budget;
@@ -351,6 +358,19 @@ impl Keeper {
             // A line is written once and sent in every later request: a key
             // a model endpoint echoed into it must never get there.
             let text = crate::redact::mask(&text).into_owned();
+            // Untrusted words keep their marker in every line made of them,
+            // so they never pass for the owner's in the memory.
+            let untrusted = match node.children() {
+                None => self.untrusted.remove(&node.first()),
+                Some((left, right)) => {
+                    [left, right].into_iter().any(|child| {
+                        self.lines
+                            .line(child)
+                            .is_some_and(|line| line.contains(crate::provenance::MARKER))
+                    }) && !text.contains(crate::provenance::MARKER)
+                }
+            };
+            let text = crate::provenance::marked(text, untrusted);
             if node.level == 0 {
                 self.unbuilt.remove(&node.first());
             }

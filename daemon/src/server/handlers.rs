@@ -103,7 +103,8 @@ pub async fn answer(frame: ClientFrame, context: &Context<'_>) -> Answer {
             source,
             key,
             images,
-        } => messages::submit(context, text, source, key, images).await,
+            person,
+        } => messages::submit(context, text, source, key, images, person).await,
         ClientFrame::Note { text, source } => messages::note(context, text, source).await,
         ClientFrame::Notify { key, text, source } => {
             messages::notify(context, key, text, source).await

@@ -85,6 +85,7 @@ impl Provenance {
             message.data.provenance = Some(crate::log::Provenance {
                 mcp: Some(server.clone()),
                 untrusted: true,
+                ..crate::log::Provenance::default()
             });
         }
         message
@@ -311,6 +312,12 @@ impl Tools {
             specs.extend(mcp.specs());
         }
         specs
+    }
+
+    /// Taints the running turn: it took words from outside the owner
+    /// (`reason` names them, "after a notify event from `ci`").
+    pub fn taint(&self, reason: String) {
+        self.taint.taint(reason);
     }
 
     /// Starts a turn's count of invalid calls afresh.

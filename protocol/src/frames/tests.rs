@@ -10,7 +10,8 @@ fn submit_round_trips_with_default_source() {
             text: "hi".into(),
             source: "terminal".into(),
             key: None,
-            images: vec![]
+            images: vec![],
+            person: None,
         }
     );
     assert_eq!(ClientFrame::decode(&frame.encode()).unwrap(), frame);

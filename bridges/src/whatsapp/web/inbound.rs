@@ -272,7 +272,14 @@ impl<'a, D: Device> Inbound<'a, D> {
     ) -> Result<(), WebError> {
         // Shared before the submit, so the turn it starts finds it.
         self.last_chat.send_replace(Some(chat.clone()));
-        link::submit(&mut self.connection, SOURCE, key, text, images).await?;
+        // The linked account's own chat is its owner's, whatever `owner` says.
+        let own_chat = self.device.own().number.as_deref() == Some(chat.as_str());
+        let person = if own_chat {
+            None
+        } else {
+            self.config.person(&chat)
+        };
+        link::submit(&mut self.connection, SOURCE, key, text, images, person).await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, chat).await?;
         Ok(())
     }

@@ -11,6 +11,7 @@ pub async fn submit(
     source: String,
     key: Option<String>,
     hashes: Vec<String>,
+    person: Option<String>,
 ) -> Answer {
     // With images the words may be empty; every other check holds.
     let words = if hashes.is_empty() {
@@ -29,6 +30,11 @@ pub async fn submit(
     message.data.images = attached;
     // Who submitted it, so clients tell another terminal's words from their own.
     message.data.client = Some(context.client.to_string());
+    // Someone other than the owner: untrusted words, which taint the turn.
+    if let Some(person) = person {
+        let person: String = person.chars().take(200).collect();
+        message.data.provenance = Some(crate::provenance::person(&format!("{person} on {source}")));
+    }
     match context.shared.log.submit(context.agent(), message).await {
         Ok((id, duplicate)) => {
             if !duplicate {
