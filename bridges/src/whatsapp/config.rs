@@ -221,8 +221,8 @@ impl WhatsAppConfig {
             None => None,
             Some(owner) => {
                 let owner = owner.as_text();
-                match normalize_number(&owner) {
-                    Some(number) if allow.contains(&number) => Some(number),
+                match whatsapp_id(&owner) {
+                    Some(id) if allow.contains(&id) => Some(id),
                     _ => return Err(invalid(format!("owner `{owner}` is not one of allow"))),
                 }
             }
@@ -257,8 +257,8 @@ impl WhatsAppConfig {
         self.allow.iter().any(|allowed| allowed == wa_id)
     }
 
-    /// Whether `wa_id` is the owner: `owner`, or the one number of
-    /// `allow`. With several numbers and no `owner`, nobody is.
+    /// Whether `wa_id` is the owner: `owner`, or the one entry of `allow`.
+    /// With several entries and no `owner`, nobody is.
     pub fn is_owner(&self, wa_id: &str) -> bool {
         match &self.owner {
             Some(owner) => owner == wa_id,
@@ -268,7 +268,7 @@ impl WhatsAppConfig {
 
     /// Who wrote a message from `wa_id`, when that is not the owner.
     pub fn person(&self, wa_id: &str) -> Option<String> {
-        (!self.is_owner(wa_id)).then(|| format!("+{wa_id}"))
+        (!self.is_owner(wa_id)).then(|| hearth_protocol::whatsapp::whatsapp_shown(wa_id))
     }
 
     /// The three secrets, from their variables or `secrets.env`.
