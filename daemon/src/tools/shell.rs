@@ -378,7 +378,12 @@ mod tests {
         shell.confinement = Some(Arc::new(Confinement::new(&work, &[home.path()])));
         let script = "echo hello > made && cat made && ls && mkdir sub && echo x > /dev/null && t=$(mktemp -p \"$PWD\") && rm \"$t\" && echo done";
         let outcome = shell.call(&json!({ "command": script }), None).await;
-        assert_eq!(outcome.status, "ok", "{}", outcome.output);
+        assert_eq!(
+            outcome.status,
+            hearth_protocol::MessageStatus::Ok,
+            "{}",
+            outcome.output
+        );
         assert!(
             outcome.output.contains("hello\nmade\ndone"),
             "{}",
@@ -387,7 +392,12 @@ mod tests {
         let secrets = home.path().join("secrets.env");
         let command = format!("cat {}", secrets.display());
         let outcome = shell.call(&json!({ "command": command }), None).await;
-        assert_eq!(outcome.status, "error", "{}", outcome.output);
+        assert_eq!(
+            outcome.status,
+            hearth_protocol::MessageStatus::Error,
+            "{}",
+            outcome.output
+        );
         assert!(
             outcome.output.contains("Permission denied"),
             "{}",
@@ -396,7 +406,12 @@ mod tests {
         assert!(!outcome.output.contains("sk-secret"));
         let command = format!("echo x > {}/planted", home.path().display());
         let outcome = shell.call(&json!({ "command": command }), None).await;
-        assert_eq!(outcome.status, "error", "{}", outcome.output);
+        assert_eq!(
+            outcome.status,
+            hearth_protocol::MessageStatus::Error,
+            "{}",
+            outcome.output
+        );
         assert!(!home.path().join("planted").exists());
     }
 
