@@ -92,6 +92,7 @@ pub async fn send(
         source: request.source.clone(),
         key: request.key.clone(),
         images: Vec::new(),
+        person: None,
     }
     .encode()
     .len();

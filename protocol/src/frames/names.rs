@@ -69,6 +69,7 @@ mod tests {
                 source: "s".into(),
                 key: None,
                 images: vec![],
+                person: None,
             },
             ClientFrame::ImagePut {
                 media_type: "image/png".into(),
