@@ -459,6 +459,7 @@ async fn conversation(provider: &str, model_name: &str, extra: &str) -> Vec<Reco
             source: "terminal".into(),
             key: None,
             images: vec![image.sha256.clone()],
+            person: None,
         })
         .await;
     let ServerFrame::Ack { id, .. } = ack else {
