@@ -205,7 +205,7 @@ struct SetupArgs {
     /// The provider's address up to /v1 (for ollama: the server's, e.g. http://127.0.0.1:11434)
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
-    /// The variable holding the API key, named in [model] api_key_env (its value is read from the environment or secrets.env)
+    /// The variable holding the API key, named in config.toml as the model's api_key_env (its value is read from the environment or secrets.env)
     #[arg(long, value_name = "NAME")]
     key_env: Option<String>,
     /// Read the API key from stdin and store it in secrets.env
