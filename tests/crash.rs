@@ -48,9 +48,13 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
     model.set_default(Reply::text("Noted."));
     let home = TestHome::new(bins!());
     // Summaries name their own model, so the scripted replies go to turns.
+    // Notify events are untrusted and taint the turn that takes them; this
+    // workload is about what a kill can lose, not approvals, so its shell
+    // calls run without asking (no client here answers an approval).
     home.write_config(&format!(
         "[model]\nprovider = \"openai-chat\"\nmodel = \"{TURN_MODEL}\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\n\n[memory]\nmodel = \"summarizer\"\n",
+         api_key_env = \"HEARTH_TEST_KEY\"\n\n[memory]\nmodel = \"summarizer\"\n\n\
+         [approvals]\nuntrusted_ok = [\"shell\"]\n",
         model.base_url()
     ));
     let ledger = SharedLedger::default();
