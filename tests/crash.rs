@@ -755,10 +755,12 @@ fn check_probe(
         .expect("messages before the probe");
     // In the view as a line, or, when the probe's turn took it too (it came
     // in after the last turn began), whole after the state, as taken.
+    // A notify event's line carries the untrusted marker before its kind.
     let line = format!("|user: {}", recent.text);
+    let marked = format!("|[untrusted] user: {}", recent.text);
     let taken = format!("|user from {}: {}", recent.source, recent.text);
     assert!(
-        body.contains(&line) || body.contains(&taken),
+        body.contains(&line) || body.contains(&marked) || body.contains(&taken),
         "the request shows the latest message before the probe, `{line}`: {body}"
     );
     tally.add("memory view renders recent messages", 1);
