@@ -331,8 +331,10 @@ async fn a_tool_line_says_what_the_call_did_and_an_approval_is_asked_once() {
 async fn the_status_line_says_what_the_turn_does_and_is_gone_at_its_end() {
     let model = FakeModel::start().await;
     let (home, _daemon) = attached(&model).await;
-    // A shell call that prints a line, then waits on a pipe the test opens.
-    let fifo = home.path().join("release");
+    // A shell call that prints a line, then waits on a pipe the test opens
+    // (outside the home, which the confined shell cannot read).
+    let pipes = tempfile::tempdir().expect("a folder for the pipe");
+    let fifo = pipes.path().join("release");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
