@@ -81,6 +81,7 @@ async fn submit(client: &mut Client, text: &str, images: Vec<String>) -> ServerF
             key: None,
             images,
             person: None,
+            media: Vec::new(),
         })
         .await
 }

@@ -117,6 +117,7 @@ async fn the_tcp_listener_refuses_everything_before_a_good_hello() {
             key: None,
             images: vec![],
             person: None,
+            media: Vec::new(),
         })
         .await;
     assert!(refused_and_closed(eager.frame().await));
@@ -134,6 +135,7 @@ async fn the_tcp_listener_refuses_everything_before_a_good_hello() {
             key: None,
             images: vec![],
             person: None,
+            media: Vec::new(),
         })
         .await;
     loop {

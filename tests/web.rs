@@ -321,6 +321,7 @@ async fn the_websocket_speaks_the_sockets_protocol_but_not_its_logins() {
         key: None,
         images: vec![],
         person: None,
+        media: Vec::new(),
     };
     say(&mut socket, &submit).await;
     let mut acked = false;

@@ -28,6 +28,8 @@ pub struct SendRequest {
     pub print_id: bool,
     /// Image files the message carries.
     pub images: Vec<std::path::PathBuf>,
+    /// Documents and audio files the message carries.
+    pub files: Vec<std::path::PathBuf>,
 }
 
 /// The message text of `hearth send WORDS...`: the words joined by single
@@ -111,6 +113,12 @@ pub async fn send(
         }
     })
     .await?;
+    let media = hearth_client::media::put_files(&mut connection, &request.files, &mut |frame| {
+        if let ServerFrame::Event(event) = frame {
+            early.push(event);
+        }
+    })
+    .await?;
     let answer = connection
         .request(
             &ClientFrame::Submit {
@@ -119,6 +127,7 @@ pub async fn send(
                 key: request.key,
                 images: hashes,
                 person: None,
+                media,
             },
             &mut |event| early.push(event),
         )
@@ -373,6 +382,33 @@ pub async fn interrupt(
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `hearth transcribe ID`: asks for a voice note's transcript again; it
+/// follows in the conversation as a message of its own.
+pub async fn transcribe(
+    home: &Home,
+    agent: Option<&str>,
+    id: u64,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let (mut connection, _) = connect_running(home, agent, "hearth-transcribe", None).await?;
+    let answer = connection
+        .request(&ClientFrame::Transcribe { id }, &mut |_| {})
+        .await?;
+    connection.close().await;
+    match answer {
+        ServerFrame::Ack { .. } => {
+            writeln!(
+                out,
+                "transcribing message {id}; the transcript follows in the conversation"
+            )?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ServerFrame::Error { message, .. } => Err(CommandError::Refused(message)),
+        other => Err(CommandError::Unexpected(other.encode())),
+    }
 }
 
 #[cfg(test)]

@@ -48,6 +48,9 @@ enum Subcommands {
         /// Attach an image file (PNG, JPEG, GIF or WebP, at most 10 MB); may be repeated
         #[arg(long, value_name = "FILE")]
         image: Vec<PathBuf>,
+        /// Attach a document (PDF, .txt, .md, .csv) or audio (.ogg, .mp3, .m4a, .wav, …; transcribed), at most 20 MB; may be repeated
+        #[arg(long, value_name = "FILE")]
+        file: Vec<PathBuf>,
         /// Where the message says it came from
         #[arg(long, default_value = "script")]
         source: String,
@@ -102,6 +105,11 @@ enum Subcommands {
     },
     /// End the running turn, if any
     Interrupt,
+    /// Transcribe the voice note of message ID again (after a failure)
+    Transcribe {
+        #[arg(value_name = "ID")]
+        id: u64,
+    },
     /// Push an event from another program; the same key is processed once
     Notify {
         /// The event's idempotency key (a message id, a build number, …)
@@ -395,6 +403,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Send {
             words,
             image,
+            file,
             source,
             key,
             wait,
@@ -403,7 +412,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let stdin = std::io::stdin();
             let piped = !std::io::IsTerminal::is_terminal(&stdin);
             let text =
-                commands::message_text(&words, !image.is_empty(), &mut stdin.lock(), !piped)?;
+                commands::message_text(&words, !image.is_empty() || !file.is_empty(), &mut stdin.lock(), !piped)?;
             let request = SendRequest {
                 text,
                 source,
@@ -411,6 +420,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 wait,
                 print_id: id,
                 images: image,
+                files: file,
             };
             commands::send(&home, agent, request, &mut stdout).await?
         }
@@ -443,6 +453,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             commands::status(&home, agent, json, &mut stdout).await?
         }
         Some(Subcommands::Interrupt) => commands::interrupt(&home, agent, &mut stdout).await?,
+        Some(Subcommands::Transcribe { id }) => {
+            commands::transcribe(&home, agent, id, &mut stdout).await?
+        }
         Some(Subcommands::Mcp { json }) => hearth_cli::mcp::mcp(&home, json, &mut stdout).await?,
         Some(Subcommands::Notify { key, source, words }) => {
             let text = commands::join_words(&words).ok_or(CommandError::NothingToSend)?;

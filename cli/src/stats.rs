@@ -1,7 +1,8 @@
 //! `hearth stats`: what the model requests of the last days used and cost,
 //! per day and agent — requests, input tokens, the share of them read from
-//! the prompt cache, output tokens and cost — as a table, or one JSON object
-//! per row for scripts; with `--agent NAME`, that agent's rows alone.
+//! the prompt cache, output tokens and cost (voice notes' transcriptions
+//! named in it) — as a table, or one JSON object per row for scripts; with
+//! `--agent NAME`, that agent's rows alone.
 
 use hearth_client::running::{ask, connect_running, CommandError};
 use hearth_protocol::home::Home;
@@ -60,6 +61,8 @@ struct JsonRow<'a> {
     cost_usd: f64,
     unpriced_requests: u64,
     estimated_requests: u64,
+    transcriptions: u64,
+    transcription_usd: f64,
 }
 
 pub fn json_line(row: &StatsRow) -> String {
@@ -75,6 +78,8 @@ pub fn json_line(row: &StatsRow) -> String {
         cost_usd: row.cost_usd,
         unpriced_requests: row.unpriced_requests,
         estimated_requests: row.estimated_requests,
+        transcriptions: row.transcriptions,
+        transcription_usd: row.transcription_usd,
     };
     // Plain fields only: serializing cannot fail.
     serde_json::to_string(&line).unwrap_or_default()
@@ -101,9 +106,18 @@ fn cost(row: &StatsRow) -> String {
         (unpriced, all) if unpriced == all => "unpriced".to_string(),
         (unpriced, _) => format!("{} +{unpriced} unpriced", usd(row.cost_usd)),
     };
-    match row.estimated_requests {
+    let cost = match row.estimated_requests {
         0 => cost,
         estimated => format!("{cost} ({estimated} estimated)"),
+    };
+    // Voice notes are requests too: said apart, with their share.
+    match row.transcriptions {
+        0 => cost,
+        1 => format!("{cost} (1 voice note {})", usd(row.transcription_usd)),
+        notes => format!(
+            "{cost} ({notes} voice notes {})",
+            usd(row.transcription_usd)
+        ),
     }
 }
 
@@ -152,8 +166,12 @@ pub fn table(rows: &[StatsRow], days: u32) -> Vec<String> {
             cost_usd: 0.0,
             unpriced_requests: 0,
             estimated_requests: 0,
+            transcriptions: 0,
+            transcription_usd: 0.0,
         };
         for row in rows {
+            total.transcriptions += row.transcriptions;
+            total.transcription_usd += row.transcription_usd;
             total.requests += row.requests;
             total.input_tokens += row.input_tokens;
             total.cached_input_tokens += row.cached_input_tokens;
@@ -207,6 +225,8 @@ mod tests {
             cost_usd,
             unpriced_requests: unpriced,
             estimated_requests: 0,
+            transcriptions: 0,
+            transcription_usd: 0.0,
         }
     }
 
@@ -242,6 +262,18 @@ mod tests {
         estimated.estimated_requests = 2;
         let lines = table(&[estimated], 1);
         assert!(lines[1].ends_with("$0.5000 (2 estimated)"), "{lines:?}");
+    }
+
+    #[test]
+    fn voice_notes_are_named_in_the_cost() {
+        let mut heard = row("2026-03-01", "hearth", 3, 0, 0.5);
+        heard.transcriptions = 2;
+        heard.transcription_usd = 0.0042;
+        let lines = table(&[heard], 1);
+        assert!(
+            lines[1].ends_with("$0.5000 (2 voice notes $0.0042)"),
+            "{lines:?}"
+        );
     }
 
     #[test]

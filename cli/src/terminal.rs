@@ -610,6 +610,7 @@ impl Terminal {
             )),
             images: hashes,
             person: None,
+            media: Vec::new(),
         };
         self.outbox.push(submit.clone());
         self.session.on_submit(text);

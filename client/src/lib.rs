@@ -9,6 +9,7 @@
 //!   request and its expected answer.
 //! - `log_walk.rs`: reading the log backwards in `history` pages.
 //! - `images.rs`: image files to attach, stored in and fetched from the daemon.
+//! - `media.rs`: audio and documents to attach, stored in the daemon.
 //!
 //! Where a home's files live (the socket among them) is `hearth_protocol::home`,
 //! shared with the daemon.
@@ -16,6 +17,7 @@
 pub mod connection;
 pub mod images;
 pub mod log_walk;
+pub mod media;
 pub mod running;
 
 pub use connection::{ConnectError, Connection, Welcome};

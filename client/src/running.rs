@@ -26,6 +26,8 @@ pub enum CommandError {
     Stdin(io::Error),
     #[error(transparent)]
     Image(#[from] ImageFileError),
+    #[error(transparent)]
+    Media(#[from] crate::media::MediaFileError),
     #[error("hearthd closed the connection before message #{id} was answered")]
     ClosedBeforeAnswer { id: u64 },
     #[error("the turn that took message #{id} ended without a reply")]

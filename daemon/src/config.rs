@@ -78,6 +78,10 @@ pub struct Config {
     /// The browser client (`[web]`); off unless it names `listen`.
     #[serde(default)]
     pub web: crate::web::WebConfig,
+    /// Where voice notes are transcribed (`[transcription]`); without it a
+    /// voice note's message says it could not be.
+    #[serde(default)]
+    pub transcription: Option<crate::transcription::TranscriptionConfig>,
 }
 
 /// `[listen]`: an optional TCP listener for clients on other machines. It

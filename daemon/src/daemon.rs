@@ -72,6 +72,7 @@ pub async fn run(
     let (stop_mcp, mcp_stopped) = watch::channel(false);
     let mcp = mcp::start(&config, &home, &processes, mcp_stopped).await;
     let images = ImageStore::new(&home.data_dir);
+    let media = crate::media::MediaStore::new(&home.data_dir, images.clone());
     // One registry for every agent: any client may answer any request.
     let approvals = Approvals::new(config.approvals.clone(), log.clone(), events.clone());
     // One meter for every agent: the budget is the daemon's.
@@ -82,6 +83,12 @@ pub async fn run(
         config.budget,
         home.config_file(),
     );
+    let transcripts = match &config.transcription {
+        Some(transcription) => {
+            crate::transcription::Pending::new(Duration::from_secs(transcription.wait_secs))
+        }
+        None => crate::transcription::Pending::default(),
+    };
     let starter = Starter {
         home: &home,
         config: &config,
@@ -93,12 +100,15 @@ pub async fn run(
         models: &models,
         mcp: &mcp,
         meter: &meter,
+        transcripts: &transcripts,
     };
     let Agents {
         loops,
         top,
         by_name,
     } = starter.start_all(model, whatsapp).await?;
+    let transcriber =
+        start_transcriber(&config, &home, &log, &media, &meter, &transcripts, &by_name).await?;
 
     let tcp = listen::tcp(&config, &home).await?;
     let socket = home.socket();
@@ -124,6 +134,8 @@ pub async fn run(
         started: std::time::Instant::now(),
         approvals,
         images,
+        media,
+        transcriber,
         mcp,
         web: web.as_ref().map(|(_, web)| web.clone()),
         meter: meter.clone(),
@@ -288,4 +300,42 @@ fn list_or_none(names: &[String]) -> String {
     } else {
         names.join(", ")
     }
+}
+
+/// The transcriber, when `[transcription]` is configured, with the voice
+/// notes a stop left untranscribed queued again.
+async fn start_transcriber(
+    config: &Config,
+    home: &Home,
+    log: &Log,
+    media: &crate::media::MediaStore,
+    meter: &Meter,
+    pending: &crate::transcription::Pending,
+    agents: &std::collections::BTreeMap<String, crate::turn::AgentHandle>,
+) -> Result<Option<crate::transcription::Transcriber>, crate::log::LogError> {
+    let Some(transcription) = &config.transcription else {
+        return Ok(None);
+    };
+    let key = secrets::find(&home.secrets_file(), &transcription.api_key_env);
+    tracing::info!(
+        "voice notes are transcribed by {} at {}",
+        transcription.model,
+        transcription.endpoint()
+    );
+    let transcriber = crate::transcription::Transcriber::start(
+        transcription.clone(),
+        key,
+        log.clone(),
+        media.clone(),
+        meter.clone(),
+        pending.clone(),
+        agents.clone(),
+    );
+    let resumed = transcriber.resume(log).await?;
+    if resumed > 0 {
+        tracing::info!(
+            "{resumed} voice notes left untranscribed by the last stop are queued again"
+        );
+    }
+    Ok(Some(transcriber))
 }

@@ -12,12 +12,16 @@
 //! - `layout.rs`: the built-in layouts that size the view.
 //! - `log.rs`: the append-only SQLite log and its one writer thread (`log/schema.rs` its tables, `log/chain.rs` its hash chain).
 //! - `images.rs`: images stored once by their SHA-256, named from the log.
+//! - `media.rs`: audio and documents stored the same way (`store.rs` the
+//!   durable write both share); `documents.rs` a document's text by page.
 //! - `request.rs`: how a turn's request is laid out from the log (pure).
 //! - `schedule.rs`: schedules and the notify queue, delivered between chains.
 //! - `subagents.rs`: the top agent's children and their runs.
 //! - `turn.rs`: the turn loop of one agent.
 //! - `server/`: the WebSocket protocol over the Unix socket (or TCP): the
 //!   accept loop, one connection's protocol, one handler per client frame.
+//! - `transcription.rs`: `[transcription]`, and the task that transcribes
+//!   voice notes in the background and logs their transcripts.
 //! - `usage.rs`: every request's tokens and cost; prices and budgets.
 //! - `local.rs`: a local Ollama server, used when no model is configured.
 //! - `model/`: the providers, one file per wire protocol.
@@ -32,11 +36,13 @@ pub mod approvals;
 pub mod bridges;
 pub mod config;
 pub mod daemon;
+pub mod documents;
 pub mod images;
 pub mod layout;
 pub mod local;
 pub mod log;
 pub mod mcp;
+pub mod media;
 pub mod memory;
 pub mod model;
 pub mod private;
@@ -48,8 +54,10 @@ pub mod schedule;
 pub mod server;
 pub mod socket;
 pub mod startup;
+pub mod store;
 pub mod subagents;
 pub mod tools;
+pub mod transcription;
 pub mod turn;
 pub mod usage;
 pub mod web;

@@ -112,6 +112,8 @@ pub struct Agent {
     pub family: Family,
     /// Stores what each request cost; refuses requests once a budget is spent.
     pub meter: Meter,
+    /// Voice notes waiting for their transcript: a turn that took one waits.
+    pub transcripts: crate::transcription::Pending,
 }
 
 /// An agent's place among agents.
@@ -427,6 +429,18 @@ impl Agent {
         }
         loop {
             *turn = self.log.take_more(name, *turn).await?;
+            // A voice note taken is heard before it is answered: its
+            // transcript, logged as a message of its own, is taken too.
+            let taken_now: Vec<u64> = self
+                .log
+                .waiting(name, turn.taken_after)
+                .await?
+                .into_iter()
+                .filter(|id| *id <= turn.taken_through)
+                .collect();
+            if self.transcripts.settle(name, &taken_now).await {
+                *turn = self.log.take_more(name, *turn).await?;
+            }
             let AgentSettings { model, limits } = settings.borrow().clone();
             let Some(model) = &model else {
                 return Ok(Ending::Failed(format!(
@@ -681,6 +695,7 @@ mod recovery_tests {
             huge_message: 8_000,
             family: Family::Alone,
             meter,
+            transcripts: Default::default(),
         };
         let mut seen = agent.events.subscribe();
         let (agent_loop, _handle) = agent.start();

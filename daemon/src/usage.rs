@@ -34,6 +34,8 @@ pub enum Purpose {
     Turn,
     /// A compactor's summary.
     Compaction,
+    /// A voice note's transcript, priced per minute of audio.
+    Transcription,
 }
 
 impl Purpose {
@@ -41,6 +43,7 @@ impl Purpose {
         match self {
             Purpose::Turn => "turn",
             Purpose::Compaction => "compaction",
+            Purpose::Transcription => "transcription",
         }
     }
 }
@@ -141,6 +144,34 @@ impl Meter {
         }
         let spending = self.log.spending(Local::now().date_naive()).await?;
         Ok(budget.refusal(spending, self.config_file.as_path()))
+    }
+
+    /// Stores one transcription: `seconds` of audio of `model`, priced per
+    /// minute (`price_per_minute`, else the built-in table; unpriced when
+    /// neither knows the model or the length is unknown).
+    pub async fn record_transcription(
+        &self,
+        model: &str,
+        seconds: Option<f64>,
+        price_per_minute: Option<f64>,
+        latency: std::time::Duration,
+    ) -> Result<(), LogError> {
+        let (_, budget) = self.terms();
+        let per_minute = price_per_minute.or_else(|| prices::per_minute(model));
+        let record = Record {
+            agent: self.agent.clone(),
+            purpose: Purpose::Transcription,
+            model: format!("transcription/{model}"),
+            usage: Usage::default(),
+            latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+            cost_usd: per_minute
+                .zip(seconds)
+                .map(|(price, seconds)| price * seconds / 60.0),
+            estimated: false,
+            at: Local::now(),
+        };
+        self.log.record_usage(record, budget).await?;
+        Ok(())
     }
 
     /// Stores every billed try of one call (see [`Bill`]), each priced by
@@ -253,7 +284,9 @@ impl Log {
         self.run(move |tx, _| {
             let mut statement = tx.prepare_cached(
                 "SELECT day, agent, COUNT(*), SUM(input), SUM(cached_input), SUM(cache_write),
-                        SUM(output), SUM(cost_usd), SUM(priced = 0), SUM(estimated)
+                        SUM(output), SUM(cost_usd), SUM(priced = 0), SUM(estimated),
+                        SUM(purpose = 'transcription'),
+                        SUM(CASE WHEN purpose = 'transcription' THEN cost_usd ELSE 0 END)
                  FROM usage WHERE day >= ?1 GROUP BY day, agent ORDER BY day, agent",
             )?;
             let count = |row: &rusqlite::Row, at| row.get::<_, i64>(at).map(|n| n.max(0) as u64);
@@ -269,6 +302,8 @@ impl Log {
                     cost_usd: row.get(7)?,
                     unpriced_requests: count(row, 8)?,
                     estimated_requests: count(row, 9)?,
+                    transcriptions: count(row, 10)?,
+                    transcription_usd: row.get(11)?,
                 })
             })?;
             rows.collect()

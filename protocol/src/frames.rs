@@ -3,6 +3,7 @@
 
 use crate::activity::{Activity, BridgeStatus, MemoryStatus};
 use crate::image::{self, ImageRef};
+use crate::media::{self, MediaAttachment, MediaRef};
 use crate::memory::{Facts, MemoryNode, MemoryView, SearchHit};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -349,6 +350,24 @@ pub enum ClientFrame {
         /// untrusted input, and the turn that takes it asks before acting.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         person: Option<String>,
+        /// Audio and documents stored before with `media_put`, by `sha256`
+        /// with what the platform said of them; with media the text may be
+        /// empty.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        media: Vec<MediaAttachment>,
+    },
+    /// Stores an audio file or a document (see [`crate::media`]), or an
+    /// image, for a later `submit`. Answered with `media_stored` (an image:
+    /// `image_stored`) once the file is durable. `name` and `duration_secs`
+    /// are what the file's platform said of it. This frame may be up to
+    /// [`crate::media::MAX_MEDIA_FRAME_BYTES`].
+    MediaPut {
+        media_type: String,
+        data_base64: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_secs: Option<u32>,
     },
     /// Stores an image (PNG, JPEG, GIF or WebP, at most
     /// [`image::MAX_IMAGE_BYTES`]) for a later `submit`. Answered with
@@ -358,6 +377,10 @@ pub enum ClientFrame {
         media_type: String,
         data_base64: String,
     },
+    /// Transcribes the voice note of message `id` again (after a failure,
+    /// or with another `[transcription]`). Answered with `ack` once it is
+    /// queued; the transcript follows as a user message of its own.
+    Transcribe { id: u64 },
     /// Asks for a stored image's bytes; answered with `image`.
     ImageGet { sha256: String },
     /// Log a `note` (a bridge's refused sender, say); it starts no turn.
@@ -522,6 +545,12 @@ pub struct StatsRow {
     /// estimate, which errs high.
     #[serde(default)]
     pub estimated_requests: u64,
+    /// Voice notes transcribed (counted in `requests` too), and what they
+    /// cost (in `cost_usd` too).
+    #[serde(default)]
+    pub transcriptions: u64,
+    #[serde(default)]
+    pub transcription_usd: f64,
 }
 
 /// Spending against `[budget]`, as `stats` reports it.
@@ -715,6 +744,9 @@ pub enum ServerFrame {
     },
     /// The answer to `image_put`: the image is durable under this reference.
     ImageStored(ImageRef),
+    /// The answer to `media_put` of audio or a document: the file is
+    /// durable under this reference.
+    MediaStored(Box<MediaRef>),
     /// The answer to `image_get`.
     Image {
         sha256: String,

@@ -22,7 +22,9 @@
 //!
 //! A message may carry images, by content address: a client stores one with
 //! `image_put` and names it in `submit`; events carry references and
-//! `image_get` returns the bytes ([`image`]).
+//! `image_get` returns the bytes ([`image`]). Voice notes, audio files and
+//! documents are stored the same way with `media_put` and named in
+//! `submit`'s `media` ([`media`]).
 //!
 //! `search`, `memory`, `memory_show` and `facts` let a person look at what
 //! the agent remembers ([`memory`]).
@@ -39,6 +41,7 @@ pub mod ending;
 mod frames;
 pub mod home;
 pub mod image;
+pub mod media;
 pub mod memory;
 mod status;
 pub mod whatsapp;
@@ -46,5 +49,6 @@ pub mod whatsapp;
 pub use activity::*;
 pub use frames::*;
 pub use image::ImageRef;
+pub use media::{MediaAttachment, MediaKind, MediaRef};
 pub use memory::{Facts, MemoryLine, MemoryNode, MemoryView, SearchHit};
 pub use status::MessageStatus;

@@ -346,6 +346,7 @@ impl Client {
             key: key.map(str::to_string),
             images: Vec::new(),
             person: None,
+            media: Vec::new(),
         };
         match self.request(frame).await {
             ServerFrame::Ack { id, duplicate } => (id, duplicate),

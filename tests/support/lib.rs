@@ -11,6 +11,8 @@
 //!   plays Meta towards the WhatsApp bridge's webhook.
 //! - [`schema`]: written-down descriptions of the providers' request
 //!   bodies and the check of a captured body against one.
+//! - [`fake_transcription`]: a fake OpenAI `/v1/audio/transcriptions` that
+//!   checks the multipart request's fields and fails or stalls on demand.
 
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -18,6 +20,7 @@
 pub mod fake_graph;
 pub mod fake_model;
 pub mod fake_telegram;
+pub mod fake_transcription;
 pub mod meta_webhook;
 pub mod schema;
 

@@ -55,6 +55,7 @@ pub async fn submit(
         key: Some(key.clone()),
         images,
         person,
+        media: Vec::new(),
     };
     match request(connection, frame, &mut |_| {}).await {
         Ok(ServerFrame::Ack { id, duplicate }) => {

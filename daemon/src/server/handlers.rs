@@ -2,11 +2,12 @@
 //! answers it, a typed [`Refusal`] (sent as an `error` frame; nothing
 //! changed), or a log failure, which ends the connection.
 //!
-//! - `handlers/messages.rs`: `submit`, `note`, `notify`.
+//! - `handlers/messages.rs`: `submit`, `note`, `notify`, `transcribe`.
 //! - `handlers/control.rs`: `approve`, `interrupt`, `stop`, `reload`.
 //! - `handlers/reading.rs`: `history`, `status`, `stats`.
 //! - `handlers/schedules.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
-//! - `handlers/storage.rs`: `backup`, `state_get`, `state_set`, `image_put`, `image_get`.
+//! - `handlers/storage.rs`: `backup`, `state_get`, `state_set`, `image_put`, `image_get`
+//!   (`media_put` is answered by the media store itself).
 //! - `handlers/memory.rs`: `search`, `memory`, `memory_show`, `facts`.
 //! - `handlers/web.rs`: `web_login`, `web_sessions`, `web_revoke` (Unix socket only).
 
@@ -104,7 +105,8 @@ pub async fn answer(frame: ClientFrame, context: &Context<'_>) -> Answer {
             key,
             images,
             person,
-        } => messages::submit(context, text, source, key, images, person).await,
+            media,
+        } => messages::submit(context, text, source, key, images, person, media).await,
         ClientFrame::Note { text, source } => messages::note(context, text, source).await,
         ClientFrame::Notify { key, text, source } => {
             messages::notify(context, key, text, source).await
@@ -125,6 +127,17 @@ pub async fn answer(frame: ClientFrame, context: &Context<'_>) -> Answer {
             media_type,
             data_base64,
         } => Ok(storage::image_put(context, media_type, data_base64).await),
+        ClientFrame::Transcribe { id } => messages::transcribe(context, id).await,
+        ClientFrame::MediaPut {
+            media_type,
+            data_base64,
+            name,
+            duration_secs,
+        } => Ok(context
+            .shared
+            .media
+            .answer_put(&media_type, &data_base64, name, duration_secs)
+            .await),
         ClientFrame::ImageGet { sha256 } => Ok(storage::image_get(context, sha256).await),
         frame @ (ClientFrame::Search { .. }
         | ClientFrame::Memory

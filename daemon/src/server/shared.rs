@@ -28,6 +28,10 @@ pub struct Shared {
     pub approvals: Approvals,
     /// Where `image_put` stores images and `image_get` reads them.
     pub images: ImageStore,
+    /// Where `media_put` stores audio and documents.
+    pub media: crate::media::MediaStore,
+    /// Transcribes voice notes, when `[transcription]` is configured.
+    pub transcriber: Option<crate::transcription::Transcriber>,
     /// The MCP servers, for `mcp` and `status`.
     pub mcp: crate::mcp::Mcp,
     /// The browser client's logins, when `[web]` is on.

@@ -17,7 +17,7 @@ use crate::log::LogError;
 
 /// Frames above this size close the connection at the WebSocket layer; frames
 /// between [`MAX_FRAME_BYTES`] and this get an `error` frame instead.
-const HARD_FRAME_LIMIT: usize = 16 * MAX_FRAME_BYTES;
+const HARD_FRAME_LIMIT: usize = hearth_protocol::media::MAX_MEDIA_FRAME_BYTES + MAX_FRAME_BYTES;
 
 /// A client's byte stream: the Unix socket, TCP with a token, or a
 /// browser's connection that `web::http` upgraded.

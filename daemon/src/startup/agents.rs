@@ -48,6 +48,8 @@ pub struct Starter<'a> {
     /// The daemon's meter; each agent's is this one, for its name, so a
     /// reload changes the budget and prices of all at once.
     pub meter: &'a Meter,
+    /// Voice notes waiting for their transcript, for every agent's turns.
+    pub transcripts: &'a crate::transcription::Pending,
 }
 
 /// What differs between the agents a daemon starts.
@@ -195,6 +197,7 @@ impl Starter<'_> {
             huge_message: layout.huge_limit(),
             family: spec.family,
             meter,
+            transcripts: self.transcripts.clone(),
         };
         Ok(agent.start())
     }

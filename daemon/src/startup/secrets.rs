@@ -50,6 +50,9 @@ pub fn names(config: &Config) -> Vec<String> {
         names.push(model.key_env().to_string());
         names.extend(model.fallback.iter().map(|m| m.key_env().to_string()));
     }
+    if let Some(transcription) = &config.transcription {
+        names.push(transcription.api_key_env.clone());
+    }
     // The bridges name their own variables in their tables (`*_env` keys).
     for table in [&config.telegram, &config.whatsapp].into_iter().flatten() {
         for (key, value) in table {

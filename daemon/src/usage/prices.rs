@@ -64,6 +64,25 @@ impl PriceConfig {
     }
 }
 
+/// List prices of transcription models, USD per minute of audio, matched
+/// by the longest prefix of the model name; `[transcription]
+/// price_per_minute` overrides them.
+const PER_MINUTE: &[(&str, f64)] = &[
+    ("whisper-1", 0.006),
+    ("gpt-4o-transcribe", 0.006),
+    ("gpt-4o-mini-transcribe", 0.003),
+];
+
+/// What a minute of audio costs with the transcription model `model`,
+/// when the table knows it.
+pub fn per_minute(model: &str) -> Option<f64> {
+    PER_MINUTE
+        .iter()
+        .filter(|(prefix, _)| model.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, price)| *price)
+}
+
 /// List prices of common models (USD per million tokens: input, cached
 /// input, cache write, output), matched by the longest prefix of the model
 /// name. Prices change: `[prices."name"]` overrides any of them. OpenAI

@@ -29,8 +29,8 @@ impl ClientFrame {
                 text.len()
             ),
         };
-        if text.len() > image::MAX_IMAGE_FRAME_BYTES {
-            return Err(too_large(image::MAX_IMAGE_FRAME_BYTES));
+        if text.len() > media::MAX_MEDIA_FRAME_BYTES {
+            return Err(too_large(media::MAX_MEDIA_FRAME_BYTES));
         }
         let value: serde_json::Value = serde_json::from_str(text).map_err(|err| FrameError {
             code: ErrorCode::BadFrame,
@@ -44,9 +44,14 @@ impl ClientFrame {
                 code: ErrorCode::BadFrame,
                 message: "frame is not a JSON object with a string `type`".to_string(),
             })?;
-        // Only `image_put` may be larger than the usual limit.
-        if text.len() > MAX_FRAME_BYTES && kind != "image_put" {
-            return Err(too_large(MAX_FRAME_BYTES));
+        // Only `image_put` and `media_put` may be larger than the usual limit.
+        let limit = match kind.as_str() {
+            "image_put" => image::MAX_IMAGE_FRAME_BYTES,
+            "media_put" => media::MAX_MEDIA_FRAME_BYTES,
+            _ => MAX_FRAME_BYTES,
+        };
+        if text.len() > limit {
+            return Err(too_large(limit));
         }
         if !client_frame_types().contains(&kind.as_str()) {
             return Err(FrameError {

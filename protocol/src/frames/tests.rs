@@ -12,6 +12,7 @@ fn submit_round_trips_with_default_source() {
             key: None,
             images: vec![],
             person: None,
+            media: Vec::new(),
         }
     );
     assert_eq!(ClientFrame::decode(&frame.encode()).unwrap(), frame);

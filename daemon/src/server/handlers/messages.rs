@@ -1,10 +1,13 @@
-//! Frames that log a message or an event: `submit`, `note`, `notify`.
+//! Frames that log a message or an event: `submit`, `note`, `notify`, and
+//! `transcribe`, which queues a voice note's transcript again.
 
 use super::{Answer, Context, Refusal};
 use crate::log::NewMessage;
-use hearth_protocol::{Kind, ReceiptStatus, ServerFrame};
+use hearth_protocol::{Kind, MediaAttachment, ReceiptStatus, ServerFrame};
 
 /// `submit`: logs a person's message (once per `key`) and wakes the agent.
+/// Its media are said in its text (`[voice 0:42, transcribing]`,
+/// `[file: lease.pdf, 12 pages]`) and named in its data.
 pub async fn submit(
     context: &Context<'_>,
     text: String,
@@ -12,12 +15,13 @@ pub async fn submit(
     key: Option<String>,
     hashes: Vec<String>,
     person: Option<String>,
+    media: Vec<MediaAttachment>,
 ) -> Answer {
-    // With images the words may be empty; every other check holds.
-    let words = if hashes.is_empty() {
+    // With images or media the words may be empty; every other check holds.
+    let words = if hashes.is_empty() && media.is_empty() {
         text.as_str()
     } else {
-        "(images)"
+        "(attachments)"
     };
     check_submit(words, &source, key.as_deref())?;
     let attached = context
@@ -25,9 +29,17 @@ pub async fn submit(
         .images
         .attach(&hashes)
         .map_err(|err| Refusal::new(err.code(), err.client_message()))?;
+    let media = context
+        .shared
+        .media
+        .attach(&media)
+        .map_err(|err| Refusal::new(err.code(), err.client_message()))?;
+    let transcribing = !media.is_empty() && context.shared.transcriber.is_some();
+    let text = crate::transcription::labelled(&text, &media, transcribing);
     let mut message = NewMessage::new(Kind::User, &source, text);
     message.key = key;
     message.data.images = attached;
+    crate::transcription::name_media(&mut message.data, &media, transcribing);
     // Who submitted it, so clients tell another terminal's words from their own.
     message.data.client = Some(context.client.to_string());
     // Someone other than the owner: untrusted words, which taint the turn.
@@ -38,6 +50,11 @@ pub async fn submit(
     match context.shared.log.submit(context.agent(), message).await {
         Ok((id, duplicate)) => {
             if !duplicate {
+                // A redelivered voice note is transcribed once: only a
+                // message logged now is queued.
+                if let Some(transcriber) = &context.shared.transcriber {
+                    transcriber.queue_message(context.agent(), id, &source, &media);
+                }
                 context.handle.wake();
             }
             Ok(ServerFrame::Ack { id, duplicate })
@@ -47,6 +64,24 @@ pub async fn submit(
             Err(Refusal::storage(format!("the message was not logged: {err}")).into())
         }
     }
+}
+
+/// `transcribe`: queues a voice note's audio to be transcribed again.
+pub async fn transcribe(context: &Context<'_>, id: u64) -> Answer {
+    let Some(transcriber) = &context.shared.transcriber else {
+        return Err(Refusal::refused(
+            "no [transcription] is configured: add one to config.toml (see the README) and restart hearthd",
+        )
+        .into());
+    };
+    transcriber
+        .retry(&context.shared.log, context.agent(), id)
+        .await
+        .map_err(Refusal::refused)?;
+    Ok(ServerFrame::Ack {
+        id,
+        duplicate: false,
+    })
 }
 
 /// `note`: logs a note the agent sees at its next turn, without waking it.
