@@ -1,6 +1,6 @@
 //! The terminal's own commands: a line that starts with `/word` is for the
-//! client and never reaches the model, except `/image`, which attaches an
-//! image to a message. A leading `//` sends the line with one slash.
+//! client and never reaches the model, except `/image` and `/file`, which
+//! attach an image, or a document or audio file, to a message. A leading `//` sends the line with one slash.
 //! Answers to approvals (`y`, `n`, `/approve ID`, `/deny ID`) are read
 //! first, by `approvals.rs`.
 
@@ -44,7 +44,7 @@ pub fn parse(line: &str) -> Typed {
     }
     let argument = argument.trim();
     match word {
-        "image" => Typed::Message(line.to_string()),
+        "image" | "file" => Typed::Message(line.to_string()),
         "help" => Typed::Help,
         "status" => Typed::Status,
         "stats" => Typed::Stats,
@@ -62,6 +62,7 @@ pub fn parse(line: &str) -> Typed {
 pub const HELP: &str = "\
 Type a message and press Enter; Alt-Enter, or a line ending in \\, starts a new line.
   /image PATH words   send an image with your words (or @PATH words)
+  /file PATH words    send a document (PDF, .txt, .md, .csv) or audio with your words
   /approve ID         allow a call that waits for approval (y answers the oldest)
   /deny ID            deny it (n answers the oldest)
   /status             what the agent is doing, its model, the cost today

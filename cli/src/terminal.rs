@@ -567,6 +567,44 @@ impl Terminal {
     /// While hearthd is away a message without images waits and is sent
     /// on reconnecting.
     async fn submit(&mut self, line: String) {
+        let (line, files) = match hearth_client::media::parse_line(&line) {
+            Some((path, words)) => (words, vec![path]),
+            None => (line, Vec::new()),
+        };
+        let mut media = Vec::new();
+        if !files.is_empty() {
+            let Some(connection) = self.connection.as_mut() else {
+                self.print_not_connected();
+                return;
+            };
+            let mut early = Vec::new();
+            let put =
+                hearth_client::media::put_files(connection, &files, &mut |frame| early.push(frame))
+                    .await;
+            for frame in early {
+                match frame {
+                    ServerFrame::Event(event) => {
+                        let show = self.session.on_event(&event);
+                        self.show(show);
+                    }
+                    ServerFrame::Ack { id, .. } => self.on_ack(id),
+                    _ => {}
+                }
+            }
+            match put {
+                Ok(stored) => media = stored,
+                Err(hearth_client::media::MediaFileError::Connection(_)) => {
+                    self.on_lost();
+                    self.print_not_connected();
+                    return;
+                }
+                Err(err) => {
+                    let line = self.style.error(&format!("error: {err}"));
+                    self.print(&line);
+                    return;
+                }
+            }
+        }
         let (text, paths) = images::parse_line(&line, Path::is_file);
         let mut hashes = Vec::new();
         if !paths.is_empty() {
@@ -610,7 +648,7 @@ impl Terminal {
             )),
             images: hashes,
             person: None,
-            media: Vec::new(),
+            media,
         };
         self.outbox.push(submit.clone());
         self.session.on_submit(text);

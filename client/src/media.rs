@@ -109,9 +109,31 @@ pub async fn put_files(
     Ok(attached)
 }
 
+/// A terminal line that attaches a file: `/file PATH words…` gives the
+/// path and the words; any other line gives none.
+pub fn parse_line(line: &str) -> Option<(PathBuf, String)> {
+    let after = line.trim_start().strip_prefix("/file ")?.trim_start();
+    let (path, words) = after.split_once(char::is_whitespace).unwrap_or((after, ""));
+    (!path.is_empty()).then(|| (PathBuf::from(path), words.trim().to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_attaches_a_file_with_slash_file() {
+        assert_eq!(
+            parse_line("/file lease.pdf what do I owe?"),
+            Some((PathBuf::from("lease.pdf"), "what do I owe?".to_string()))
+        );
+        assert_eq!(
+            parse_line("/file notes.md"),
+            Some((PathBuf::from("notes.md"), String::new()))
+        );
+        assert_eq!(parse_line("/file "), None);
+        assert_eq!(parse_line("hello"), None);
+    }
 
     #[test]
     fn a_file_must_be_of_a_known_type() {

@@ -97,6 +97,7 @@ pub async fn run(
         processes: &processes,
         approvals: &approvals,
         images: &images,
+        media: &media,
         models: &models,
         mcp: &mcp,
         meter: &meter,

@@ -5,7 +5,7 @@
 //! written. A field a newer daemon added is ignored here, never rewritten:
 //! the log is append-only.
 
-use hearth_protocol::{ImageRef, Outbox};
+use hearth_protocol::{ImageRef, MediaRef, Outbox};
 use serde::{Deserialize, Serialize};
 
 use crate::model::ToolCall;
@@ -53,6 +53,19 @@ pub struct MessageData {
     /// itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// A user message: the audio and documents it carries (`media.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<MediaRef>,
+    /// A voice note whose transcript is to follow: `pending`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcription: Option<String>,
+    /// A transcript (or a failure to make one): the voice note's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_of: Option<u64>,
+    /// A user message whose attachments are someone else's words
+    /// (`document`): reading them taints the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<String>,
 }
 
 /// Where a message's text came from, when it came from outside: one of the

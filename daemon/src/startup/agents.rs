@@ -43,6 +43,8 @@ pub struct Starter<'a> {
     pub processes: &'a Processes,
     pub approvals: &'a Approvals,
     pub images: &'a ImageStore,
+    /// Where `read_attachment` reads the documents messages carry.
+    pub media: &'a crate::media::MediaStore,
     pub models: &'a Models,
     pub mcp: &'a crate::mcp::Mcp,
     /// The daemon's meter; each agent's is this one, for its name, so a
@@ -233,7 +235,8 @@ impl Starter<'_> {
         );
         let mut tools = Tools::new(spec.name, self.log.clone())
             .with_workspace(workspace)
-            .with_images(self.images.clone());
+            .with_images(self.images.clone())
+            .with_media(self.media.clone());
         if let Family::Parent(subagents) = &spec.family {
             tools = tools.with_subagents(subagents.clone());
         }

@@ -17,6 +17,7 @@
 //! - `beneath.rs`: opening a plain file beneath the folder in one step (`openat2`).
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
 //! - `show_image.rs`: `show_image`, an image of the working folder shown to people.
+//! - `attachment.rs`: `read_attachment`, a page of a document a message carries.
 //! - `taint.rs`: a turn that read from outside makes acting tools ask first.
 //! - `html.rs`: HTML reduced to readable text (pure).
 //! - `schedule.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
@@ -24,6 +25,7 @@
 //! - `whatsapp.rs`: `whatsapp_send`, a message the WhatsApp bridge sends (top agent only).
 
 mod args;
+mod attachment;
 mod beneath;
 mod config;
 pub mod confine;

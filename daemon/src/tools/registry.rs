@@ -19,13 +19,15 @@ use super::shell::Shell;
 use super::taint::Taint;
 use super::web::Fetcher;
 use super::{
-    args, date, facts, files, schedule, search, shell, show_image, subagents, web, whatsapp, zoom,
+    args, attachment, date, facts, files, schedule, search, shell, show_image, subagents, web,
+    whatsapp, zoom,
 };
 use crate::activity::ActivityBoard;
 use crate::approvals::{glob_matches, Approvals, Verdict};
 use crate::images::ImageStore;
 use crate::log::Log;
 use crate::mcp::McpTools;
+use crate::media::MediaStore;
 use crate::model::{ToolCall, ToolSpec};
 use crate::subagents::Subagents;
 use futures_util::stream::{self, Stream, StreamExt};
@@ -69,25 +71,34 @@ pub enum Provenance {
     Hearth,
     /// The MCP server of this name.
     Mcp { server: String },
+    /// A document someone sent (`read_attachment`), by its SHA-256.
+    Document { sha256: String },
 }
 
 impl Provenance {
     /// Whether the output is untrusted input.
     pub fn untrusted(&self) -> bool {
-        matches!(self, Provenance::Mcp { .. })
+        matches!(self, Provenance::Mcp { .. } | Provenance::Document { .. })
     }
 
     /// `message` (a call's tool message) naming where its output came
     /// from: `data.provenance = {"mcp": SERVER, "untrusted": true}` for an
-    /// MCP server; hearth's own tools add nothing.
+    /// MCP server, `{"document": SHA256, "untrusted": true}` for a
+    /// document read; hearth's own tools add nothing.
     pub fn mark(&self, mut message: crate::log::NewMessage) -> crate::log::NewMessage {
-        if let Provenance::Mcp { server } = self {
-            message.data.provenance = Some(crate::log::Provenance {
+        message.data.provenance = match self {
+            Provenance::Hearth => return message,
+            Provenance::Mcp { server } => Some(crate::log::Provenance {
                 mcp: Some(server.clone()),
                 untrusted: true,
-                ..crate::log::Provenance::default()
-            });
-        }
+                ..Default::default()
+            }),
+            Provenance::Document { sha256 } => Some(crate::log::Provenance {
+                document: Some(sha256.clone()),
+                untrusted: true,
+                ..Default::default()
+            }),
+        };
         message
     }
 }
@@ -187,6 +198,8 @@ pub struct Tools {
     /// Where `show_image` stores what it shows and requests read images
     /// from; none: no `show_image`, and requests carry no images.
     images: Option<ImageStore>,
+    /// Where `read_attachment` reads documents; none: no `read_attachment`.
+    media: Option<MediaStore>,
     /// Who `whatsapp_send` may write to; none: no `whatsapp_send`.
     whatsapp: Option<Arc<whatsapp::Contacts>>,
     /// The MCP servers this agent gets; none: no MCP tools.
@@ -214,6 +227,7 @@ impl Tools {
             invalid_in_a_row: Arc::default(),
             approvals: None,
             images: None,
+            media: None,
             whatsapp: None,
             mcp: None,
             taint: Taint::default(),
@@ -244,6 +258,12 @@ impl Tools {
     /// images of the log.
     pub fn with_images(mut self, images: ImageStore) -> Tools {
         self.images = Some(images);
+        self
+    }
+
+    /// Adds `read_attachment`, which reads the documents messages carry.
+    pub fn with_media(mut self, media: MediaStore) -> Tools {
+        self.media = Some(media);
         self
     }
 
@@ -292,6 +312,9 @@ impl Tools {
     /// The tools as the model sees them, always in the same order.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let mut specs = vec![date::spec(), zoom::spec(), search::spec()];
+        if self.media.is_some() {
+            specs.push(attachment::spec());
+        }
         specs.extend(facts::specs());
         specs.extend(schedule::specs());
         if let Some(workspace) = &self.workspace {
@@ -486,6 +509,10 @@ impl Tools {
             ("date", _) => date::call(&self.log, &self.agent, &arguments).await,
             ("zoom", _) => zoom::call(&self.log, &self.agent, &arguments).await,
             ("search", _) => search::call(&self.log, &self.agent, &arguments).await,
+            (attachment::NAME, _) => match &self.media {
+                Some(store) => attachment::call(&self.log, &self.agent, store, &arguments).await,
+                None => Outcome::error(format!("there is no tool `{}`", attachment::NAME)),
+            },
             (name, _) if facts::handles(name) => {
                 facts::call(&self.log, &self.agent, name, &arguments).await
             }

@@ -3,7 +3,8 @@
 //! yes, and the request names what tainted the turn.
 //!
 //! What taints: a page `web_fetch` read, a result of an MCP server (its
-//! tools' output comes from outside, whatever the server is). What acts on
+//! tools' output comes from outside, whatever the server is), a page of a
+//! document someone sent (`read_attachment`). What acts on
 //! the world: `shell`, `write_file`, `edit_file`, `whatsapp_send`,
 //! `web_fetch` to a host the turn has not fetched from yet (a page could
 //! tell the model to send what it knows to another address), and MCP tools
@@ -65,6 +66,12 @@ impl Taint {
                 self.lock().hosts.insert(host);
             }
             self.taint(format!("after reading {url}"));
+        } else if tool == "read_attachment" {
+            let id = arguments
+                .get("id")
+                .and_then(Value::as_u64)
+                .unwrap_or_default();
+            self.taint(format!("after reading a document message {id} carries"));
         } else if let Some(server) = mcp_server {
             self.taint(format!(
                 "after a result of the MCP server `{server}` ({tool})"
