@@ -6,6 +6,8 @@
 //! the reason and nothing is logged; `hearth send --file` attaches a text
 //! file.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_daemon::documents::tiny_pdf;
 use hearth_protocol::image::encode;
 use hearth_protocol::{ClientFrame, ErrorCode, EventKind, Kind, MediaKind, ServerFrame};

@@ -7,6 +7,8 @@
 //! nor does a daemon killed mid-transcription; the cost shows in
 //! `hearth stats`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use hearth_protocol::image::encode;
 use hearth_protocol::{ClientFrame, Kind, MediaAttachment, MediaKind, Message, ServerFrame};
 use hearth_tests::bins;

@@ -167,6 +167,7 @@ fn from(number: &str, name: &str, id: &str, words: &str) -> Received {
         name: name.into(),
         text: Some(words.into()),
         image: None,
+        file: None,
     }
 }
 
@@ -181,6 +182,7 @@ fn by_owner(chat: Chat, id: &str, words: &str) -> Received {
         name: "Ada".into(),
         text: Some(words.into()),
         image: None,
+        file: None,
     }
 }
 

@@ -239,6 +239,29 @@ impl FakeTelegram {
         self.queue_message(from, fields)
     }
 
+    /// `from` sends a file under `field` (`voice`, `audio`, `video_note`,
+    /// `document`) described by `described` (which names its `file_id`),
+    /// with these bytes for `getFile` and the download.
+    pub fn send_file(
+        &self,
+        from: &Person,
+        field: &str,
+        described: Value,
+        bytes: &[u8],
+        caption: Option<&str>,
+    ) -> i64 {
+        let file_id = described["file_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        self.shared.lock().files.insert(file_id, bytes.to_vec());
+        let mut fields = json!({ field: described });
+        if let Some(caption) = caption {
+            fields["caption"] = json!(caption);
+        }
+        self.queue_message(from, fields)
+    }
+
     fn queue_message(&self, from: &Person, fields: Value) -> i64 {
         let message_id = {
             let mut state = self.shared.lock();

@@ -48,6 +48,7 @@ pub async fn submit(
     text: String,
     images: Vec<String>,
     person: Option<String>,
+    media: Vec<hearth_protocol::MediaAttachment>,
 ) -> Result<(), LinkError> {
     let frame = ClientFrame::Submit {
         text,
@@ -55,7 +56,7 @@ pub async fn submit(
         key: Some(key.clone()),
         images,
         person,
-        media: Vec::new(),
+        media,
     };
     match request(connection, frame, &mut |_| {}).await {
         Ok(ServerFrame::Ack { id, duplicate }) => {

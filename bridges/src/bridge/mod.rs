@@ -6,6 +6,7 @@
 //! - `config.rs`: a bridge's table of `config.toml`, its secrets from the
 //!   environment or `secrets.env`, what goes out besides replies.
 //! - `link.rs`: requests, state and notes over the daemon connections.
+//! - `files.rs`: a voice note or document a person sent, stored in the daemon.
 //! - `delivery.rs`: the agent's messages out in log order from a cursor
 //!   stored in the daemon; the platform sends through a [`delivery::Courier`].
 //! - `people.rs`: the refusal strangers get (once per run) and the chats
@@ -20,6 +21,7 @@
 pub mod backoff;
 pub mod config;
 pub mod delivery;
+pub mod files;
 pub mod fitting;
 pub mod link;
 pub mod lock;

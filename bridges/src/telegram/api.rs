@@ -172,7 +172,11 @@ pub struct Chat {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Document {
     #[serde(default)]
+    pub file_id: Option<String>,
+    #[serde(default)]
     pub file_name: Option<String>,
+    #[serde(default)]
+    pub mime_type: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -16,6 +16,7 @@ use super::api::{Api, Failure, Message, Update};
 use super::approval;
 use super::bridge::{BridgeError, CHATS_STATE, OFFSET_STATE, SOURCE};
 use super::config::TelegramConfig;
+use super::files;
 use super::photos::{self, Photo};
 use crate::bridge::backoff::Backoff;
 use crate::bridge::link;
@@ -78,7 +79,9 @@ pub fn classify(message: &Message, config: &TelegramConfig) -> Incoming {
 
 /// The words a message gives the agent: its text, else its caption, else a
 /// placeholder naming what was sent. A photo itself goes along as an image
-/// (see `photos.rs`); voice and other files are not read yet.
+/// (see `photos.rs`), a voice note, audio, video note or document as a file
+/// the daemon transcribes or reads (see `files.rs`); the placeholder stays
+/// only when it could not be stored.
 pub fn message_text(message: &Message) -> Option<String> {
     let words = message
         .text
@@ -256,7 +259,14 @@ impl<'a> Inbound<'a> {
         match classify(&message, self.config) {
             Incoming::Relay { chat_id, key, text } => {
                 let photo = photos::largest(&message);
-                self.relay(chat_id, key, text, photo).await
+                let file = files::sent(&message);
+                let caption = message
+                    .caption
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|caption| !caption.is_empty())
+                    .map(str::to_string);
+                self.relay(chat_id, key, text, photo, file, caption).await
             }
             Incoming::Refuse {
                 chat_id,
@@ -276,16 +286,26 @@ impl<'a> Inbound<'a> {
         key: String,
         text: String,
         photo: Option<Photo>,
+        file: Option<files::Sent>,
+        caption: Option<String>,
     ) -> Result<(), BridgeError> {
-        let (text, images) = match photo {
-            Some(photo) => {
-                photos::attach(self.api, &mut self.connection, &key, photo, text).await?
+        let (text, images, media) = match (photo, file) {
+            (Some(photo), _) => {
+                let (text, images) =
+                    photos::attach(self.api, &mut self.connection, &key, photo, text).await?;
+                (text, images, Vec::new())
             }
-            None => (text, Vec::new()),
+            (None, Some(file)) => {
+                let (text, media) =
+                    files::attach(self.api, &mut self.connection, &key, file, caption, text)
+                        .await?;
+                (text, Vec::new(), media)
+            }
+            (None, None) => (text, Vec::new(), Vec::new()),
         };
         // In a private chat the chat's id is its user's.
         let person = (!self.config.is_owner(chat_id)).then(|| format!("telegram user {chat_id}"));
-        link::submit(&mut self.connection, SOURCE, key, text, images, person).await?;
+        link::submit(&mut self.connection, SOURCE, key, text, images, person, media).await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, chat_id).await?;
         Ok(())
     }

@@ -21,10 +21,11 @@ pub mod api;
 pub mod approval;
 pub mod bridge;
 pub mod config;
+pub mod files;
 pub mod format;
 pub mod inbound;
 pub mod outbound;
-pub mod photos;
+mod photos;
 
 pub use bridge::{run, BridgeError, EXIT_CONFIG};
 pub use config::TelegramConfig;

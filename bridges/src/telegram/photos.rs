@@ -19,7 +19,7 @@ use hearth_client::Connection;
 use hearth_protocol::image::fit::TELEGRAM_PHOTO;
 use hearth_protocol::image::MAX_IMAGE_BYTES;
 use hearth_protocol::ImageRef;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
 
 /// How long a download or an upload may take.
@@ -59,53 +59,18 @@ pub fn largest(message: &Message) -> Option<Photo> {
 #[derive(Debug, thiserror::Error)]
 pub enum PhotoError {
     #[error(transparent)]
+    File(#[from] super::files::FileError),
+    #[error(transparent)]
     Api(#[from] ApiError),
-    #[error("the file is {0} bytes, over the limit of {MAX_IMAGE_BYTES}")]
-    TooLarge(u64),
-    #[error("Telegram gave no path for the file")]
-    NoPath,
     #[error("the file is not a PNG, JPEG, GIF or WebP image")]
     NotAnImage,
 }
 
 impl Api {
-    /// Downloads a file by its id: `getFile`, then the file itself.
+    /// Downloads a photo by its file id (see `files.rs`).
     pub async fn download(&self, file_id: &str) -> Result<Attachment, PhotoError> {
-        let body = json!({"file_id": file_id});
-        let file = self.call("getFile", &body, TRANSFER_TIMEOUT).await?;
-        if let Some(size) = file.get("file_size").and_then(Value::as_u64) {
-            if size > MAX_IMAGE_BYTES as u64 {
-                return Err(PhotoError::TooLarge(size));
-            }
-        }
-        let path = file
-            .get("file_path")
-            .and_then(Value::as_str)
-            .ok_or(PhotoError::NoPath)?;
-        // `bot_url` is `{api_base}/bot{token}`; a token has no `/`.
-        let (base, token) = self.bot_url.rsplit_once("/bot").ok_or(PhotoError::NoPath)?;
-        let response = self
-            .http
-            .get(format!("{base}/file/bot{token}/{path}"))
-            .timeout(TRANSFER_TIMEOUT)
-            .send()
-            .await
-            .map_err(network)?;
-        let status = response.status();
-        if !status.is_success() {
-            let text = response.text().await.map_err(network)?;
-            return Err(read_envelope(status.as_u16(), &text)
-                .err()
-                .unwrap_or_else(|| ApiError::BadAnswer("a download that failed".into()))
-                .into());
-        }
-        if let Some(length) = response.content_length() {
-            if length > MAX_IMAGE_BYTES as u64 {
-                return Err(PhotoError::TooLarge(length));
-            }
-        }
-        let bytes = response.bytes().await.map_err(network)?;
-        Attachment::from_bytes(bytes.to_vec()).map_err(|_| PhotoError::NotAnImage)
+        let bytes = self.fetch_file(file_id, MAX_IMAGE_BYTES).await?;
+        Attachment::from_bytes(bytes).map_err(|_| PhotoError::NotAnImage)
     }
 
     /// Sends an image to a chat with `sendPhoto`, uploaded as a file.
@@ -256,6 +221,7 @@ pub async fn attach(
 mod tests {
     use super::*;
     use crate::telegram::api::parse_updates;
+    use serde_json::json;
 
     #[test]
     fn the_largest_size_is_taken_with_the_caption() {

@@ -166,7 +166,7 @@ impl<'a> Inbound<'a> {
                 key,
                 text,
             } => {
-                let (text, images) = media::attach(
+                let (text, images, files) = media::attach(
                     self.graph,
                     &mut self.connection,
                     &key,
@@ -174,7 +174,7 @@ impl<'a> Inbound<'a> {
                     text,
                 )
                 .await?;
-                self.relay(from, wamid, key, text, images).await
+                self.relay(from, wamid, key, text, images, files).await
             }
             Incoming::Refuse { from, who } => {
                 if !self.refused.first_time(from.clone()) {
@@ -200,6 +200,7 @@ impl<'a> Inbound<'a> {
         key: String,
         text: String,
         images: Vec<String>,
+        files: Vec<hearth_protocol::MediaAttachment>,
     ) -> Result<(), BridgeError> {
         // Shared before the submit, so the turn it starts finds it.
         self.last_received.send_replace(Some(LastReceived {
@@ -207,7 +208,7 @@ impl<'a> Inbound<'a> {
             from: from.clone(),
         }));
         let person = self.config.person(&from);
-        link::submit(&mut self.connection, SOURCE, key, text, images, person).await?;
+        link::submit(&mut self.connection, SOURCE, key, text, images, person, files).await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, from).await?;
         Ok(())
     }

@@ -1,32 +1,92 @@
-//! Images both ways. In: an allowed person's image is downloaded from the
-//! Graph API, stored in the daemon and submitted with its caption. Out: an
+//! Images both ways, and files in. In: an allowed person's image, voice
+//! note, audio or document is downloaded from the Graph API (the media URL
+//! its id names), stored in the daemon and submitted with its caption. Out: an
 //! image a tool showed is uploaded (`POST /{phone_number_id}/media`) and
 //! sent as an image message.
 
 use super::bridge::{BridgeError, SOURCE};
 use super::graph::{Graph, GraphError};
 use super::payload::{MediaRef, PHOTO};
+use crate::bridge::files;
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::multipart;
 use hearth_client::images::{self, Attachment, ImageFileError};
 use hearth_client::Connection;
+use hearth_protocol::MediaAttachment;
 use serde_json::json;
 
-/// Downloads a received image and stores it in the daemon: the words to
-/// submit (the caption, or nothing for the `[photo]` placeholder) and the
-/// image's hash. Media other than images, or an image that cannot be
-/// fetched or is refused, leave the words as they were (with a note when
-/// an image was lost).
+/// The words, images and files of a received message: an image or a
+/// file stored in the daemon goes along by reference with its caption;
+/// media that cannot be fetched or are refused leave the placeholder (with
+/// a note), and other media (video, stickers) are said by it alone.
 pub async fn attach(
     graph: &Graph,
     connection: &mut Connection,
     key: &str,
     media: Option<&MediaRef>,
     words: String,
-) -> Result<(String, Vec<String>), BridgeError> {
-    let Some(media) = media.filter(|media| media.kind == "image") else {
-        return Ok((words, Vec::new()));
+) -> Result<(String, Vec<String>, Vec<MediaAttachment>), BridgeError> {
+    match media {
+        Some(media) if media.kind == "image" => {
+            let (words, images) = attach_image(graph, connection, key, media, words).await?;
+            Ok((words, images, Vec::new()))
+        }
+        Some(media) if matches!(media.kind.as_str(), "audio" | "document") => {
+            let (words, files) = attach_file(graph, connection, key, media, words).await?;
+            Ok((words, Vec::new(), files))
+        }
+        _ => Ok((words, Vec::new(), Vec::new())),
+    }
+}
+
+/// Downloads a voice note, audio or document and stores it in the daemon.
+async fn attach_file(
+    graph: &Graph,
+    connection: &mut Connection,
+    key: &str,
+    media: &MediaRef,
+    words: String,
+) -> Result<(String, Vec<MediaAttachment>), BridgeError> {
+    let fetched = link::beside(connection, graph.media(&media.id), &mut |_| {}).await?;
+    let stored = match fetched {
+        Ok(fetched) => {
+            let platform = media.mime_type.as_deref().unwrap_or(&fetched.mime_type);
+            match files::media_type(Some(platform), media.filename.as_deref()) {
+                Some(media_type) => {
+                    files::store(
+                        connection,
+                        media_type,
+                        &fetched.bytes,
+                        media.filename.clone(),
+                        None,
+                    )
+                    .await?
+                }
+                None => Err(format!("hearth does not read {platform} files")),
+            }
+        }
+        Err(err) => Err(err.to_string()),
     };
+    match stored {
+        Ok(stored) => Ok((media.caption.clone().unwrap_or_default(), vec![stored])),
+        Err(why) => {
+            files::not_attached(connection, SOURCE, key, &why).await?;
+            Ok((words, Vec::new()))
+        }
+    }
+}
+
+/// Downloads a received image and stores it in the daemon: the words to
+/// submit (the caption, or nothing for the `[photo]` placeholder) and the
+/// image's hash; an image that cannot be fetched or is refused leaves the
+/// words as they were, with a note.
+async fn attach_image(
+    graph: &Graph,
+    connection: &mut Connection,
+    key: &str,
+    media: &MediaRef,
+    words: String,
+) -> Result<(String, Vec<String>), BridgeError> {
     let fetched = link::beside(connection, graph.media(&media.id), &mut |_| {}).await?;
     let stored = match fetched
         .map_err(|err| err.to_string())

@@ -48,6 +48,10 @@ pub struct MediaRef {
     pub kind: String,
     pub id: String,
     pub mime_type: Option<String>,
+    /// A document's file name.
+    pub filename: Option<String>,
+    /// Its caption: the words that go with it once it is stored.
+    pub caption: Option<String>,
 }
 
 /// A message the business number sent that WhatsApp could not deliver.
@@ -205,8 +209,9 @@ fn text(value: &Value) -> Option<String> {
 }
 
 /// What a message says to the agent: a caption stands for media, else a
-/// placeholder. An image itself goes along when it can be fetched (see
-/// `media.rs`); other media are not read yet.
+/// placeholder. An image, a voice note, audio or a document itself goes
+/// along when it can be fetched (see `media.rs`); the placeholder stays only
+/// when it could not be.
 fn words(message: &Value) -> Option<String> {
     let kind = message["type"].as_str().unwrap_or_default();
     let body = &message[kind];
@@ -260,6 +265,8 @@ fn media(message: &Value) -> Option<MediaRef> {
         kind: kind.to_string(),
         id: text(&message[kind]["id"])?,
         mime_type: text(&message[kind]["mime_type"]),
+        filename: text(&message[kind]["filename"]),
+        caption: text(&message[kind]["caption"]),
     })
 }
 
@@ -326,7 +333,9 @@ mod tests {
             Some(MediaRef {
                 kind: "image".into(),
                 id: "MEDIA1".into(),
-                mime_type: Some("image/jpeg".into())
+                mime_type: Some("image/jpeg".into()),
+                filename: None,
+                caption: Some("my cat".into()),
             })
         );
         assert_eq!(

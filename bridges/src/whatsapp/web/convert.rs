@@ -2,7 +2,7 @@
 //! its sender, the events that matter to the bridge. Tested on the
 //! library's own structs, so a change in their meaning shows here.
 
-use super::device::{Chat, Received, Stop, WebEvent, WebImage};
+use super::device::{Chat, Received, Stop, WebEvent, WebFile, WebImage};
 use whatsapp_rust::wacore::proto_helpers::MessageExt;
 use whatsapp_rust::wacore::types::events::Event;
 use whatsapp_rust::wacore::types::message::{MessageInfo, MessageSource};
@@ -52,6 +52,14 @@ pub fn received(message: &wa::Message, info: &MessageInfo) -> Received {
         .image_message
         .as_option()
         .map(|image| WebImage(Box::new(image.clone())));
+    let file = match (
+        base.audio_message.as_option(),
+        base.document_message.as_option(),
+    ) {
+        (Some(audio), _) => Some(WebFile::Audio(Box::new(audio.clone()))),
+        (None, Some(document)) => Some(WebFile::Document(Box::new(document.clone()))),
+        (None, None) => None,
+    };
     let text = message
         .text_content()
         .or_else(|| message.get_caption())
@@ -66,6 +74,7 @@ pub fn received(message: &wa::Message, info: &MessageInfo) -> Received {
         name: info.push_name.clone(),
         text,
         image,
+        file,
     }
 }
 

@@ -70,6 +70,8 @@ pub struct Received {
     pub text: Option<String>,
     /// An image to download.
     pub image: Option<WebImage>,
+    /// A voice note, audio file or document to download.
+    pub file: Option<WebFile>,
 }
 
 /// Where a message was written.
@@ -89,6 +91,40 @@ pub enum Chat {
 /// A received image, as the library needs it to download it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebImage(pub Box<wa::message::ImageMessage>);
+
+/// A received voice note, audio file or document, as the library needs it
+/// to download it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WebFile {
+    Audio(Box<wa::message::AudioMessage>),
+    Document(Box<wa::message::DocumentMessage>),
+}
+
+impl WebFile {
+    /// The media type WhatsApp gives it.
+    pub fn mime_type(&self) -> Option<&str> {
+        match self {
+            WebFile::Audio(audio) => audio.mimetype.as_deref(),
+            WebFile::Document(document) => document.mimetype.as_deref(),
+        }
+    }
+
+    /// A document's file name.
+    pub fn name(&self) -> Option<String> {
+        match self {
+            WebFile::Audio(_) => None,
+            WebFile::Document(document) => document.file_name.clone(),
+        }
+    }
+
+    /// A voice note's length, as WhatsApp says it.
+    pub fn duration_secs(&self) -> Option<u32> {
+        match self {
+            WebFile::Audio(audio) => audio.seconds,
+            WebFile::Document(_) => None,
+        }
+    }
+}
 
 /// The linked account's own ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -138,4 +174,13 @@ pub trait Device {
 
     /// Downloads a received image.
     async fn download(&self, image: &WebImage) -> Result<Vec<u8>, DeviceError>;
+
+    /// Downloads a received voice note, audio file or document.
+    async fn download_file(&self, file: &WebFile) -> Result<Vec<u8>, DeviceError> {
+        let _ = file;
+        Err(DeviceError {
+            retry: false,
+            message: "this device downloads no files".into(),
+        })
+    }
 }

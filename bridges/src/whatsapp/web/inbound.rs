@@ -8,13 +8,15 @@
 //! duplicate. Strangers are told they are refused after that.
 
 use super::bridge::WebError;
-use super::device::{Chat, Device, Own, Received, Stop, WebEvent, WebImage};
+use super::device::{Chat, Device, Own, Received, Stop, WebEvent, WebFile, WebImage};
+use crate::bridge::files;
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::people::{refusal_note, remember_chat, Strangers, REFUSAL};
 use crate::whatsapp::bridge::{CHATS_STATE, SOURCE};
 use crate::whatsapp::config::WhatsAppConfig;
 use hearth_client::images::{self, Attachment, ImageFileError};
 use hearth_client::Connection;
+use hearth_protocol::MediaAttachment;
 use std::cell::RefCell;
 use std::collections::{BTreeSet, VecDeque};
 use tokio::sync::{mpsc, watch};
@@ -83,7 +85,7 @@ pub fn classify(
         return Incoming::Ignore("the bridge sent it");
     }
     let words = received.text.clone().unwrap_or_default();
-    if received.text.is_none() && received.image.is_none() {
+    if received.text.is_none() && received.image.is_none() && received.file.is_none() {
         return Incoming::Ignore("nothing to relay");
     }
     if received.from_me {
@@ -216,7 +218,11 @@ impl<'a, D: Device> Inbound<'a, D> {
                     Some(image) => self.attach(&key, image).await?,
                     None => Vec::new(),
                 };
-                self.relay(chat, key, text, images).await
+                let (text, files) = match &received.file {
+                    Some(file) => self.attach_file(&key, file, text).await?,
+                    None => (text, Vec::new()),
+                };
+                self.relay(chat, key, text, images, files).await
             }
             Incoming::Refuse { address, who } => {
                 if !self.refused.first_time(address.clone()) {
@@ -263,12 +269,65 @@ impl<'a, D: Device> Inbound<'a, D> {
         }
     }
 
+    /// Downloads a received voice note, audio file or document and stores
+    /// it in the daemon: the words (the caption, or nothing) and the file,
+    /// or the words as they were (with a note) when it cannot be had.
+    async fn attach_file(
+        &mut self,
+        key: &str,
+        file: &WebFile,
+        words: String,
+    ) -> Result<(String, Vec<MediaAttachment>), WebError> {
+        let download = self.device.download_file(file);
+        let fetched = link::beside(&mut self.connection, download, &mut |_| {}).await?;
+        let name = file.name();
+        let stored = match fetched {
+            Ok(bytes) => match files::media_type(file.mime_type(), name.as_deref()) {
+                Some(media_type) => {
+                    files::store(
+                        &mut self.connection,
+                        media_type,
+                        &bytes,
+                        name,
+                        file.duration_secs(),
+                    )
+                    .await?
+                }
+                None => Err(format!(
+                    "hearth does not read {} files",
+                    file.mime_type().unwrap_or("these")
+                )),
+            },
+            Err(err) => Err(err.to_string()),
+        };
+        match stored {
+            Ok(stored) => {
+                // A caption stays the words; a placeholder is the daemon's to say.
+                let caption = match file {
+                    WebFile::Document(document) => document.caption.clone(),
+                    WebFile::Audio(_) => None,
+                };
+                Ok((caption.unwrap_or_default(), vec![stored]))
+            }
+            Err(why) => {
+                files::not_attached(&mut self.connection, SOURCE, key, &why).await?;
+                let words = if words.is_empty() {
+                    "[file]".to_string()
+                } else {
+                    words
+                };
+                Ok((words, Vec::new()))
+            }
+        }
+    }
+
     async fn relay(
         &mut self,
         chat: String,
         key: String,
         text: String,
         images: Vec<String>,
+        media: Vec<MediaAttachment>,
     ) -> Result<(), WebError> {
         // Shared before the submit, so the turn it starts finds it.
         self.last_chat.send_replace(Some(chat.clone()));
@@ -279,7 +338,7 @@ impl<'a, D: Device> Inbound<'a, D> {
         } else {
             self.config.person(&chat)
         };
-        link::submit(&mut self.connection, SOURCE, key, text, images, person).await?;
+        link::submit(&mut self.connection, SOURCE, key, text, images, person, media).await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, chat).await?;
         Ok(())
     }

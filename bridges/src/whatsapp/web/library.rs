@@ -11,7 +11,7 @@
 //! placeholders, are never from an allowed person's direct chat.)
 
 use super::convert;
-use super::device::{Device, DeviceError, Own, Stop, WebEvent, WebImage};
+use super::device::{Device, DeviceError, Own, Stop, WebEvent, WebFile, WebImage};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -206,6 +206,14 @@ impl Device for Library {
 
     async fn download(&self, image: &WebImage) -> Result<Vec<u8>, DeviceError> {
         let downloaded = self.client.download(image.0.as_ref()).await;
+        downloaded.map_err(|err| self.failed(err))
+    }
+
+    async fn download_file(&self, file: &WebFile) -> Result<Vec<u8>, DeviceError> {
+        let downloaded = match file {
+            WebFile::Audio(audio) => self.client.download(audio.as_ref()).await,
+            WebFile::Document(document) => self.client.download(document.as_ref()).await,
+        };
         downloaded.map_err(|err| self.failed(err))
     }
 }

@@ -88,6 +88,7 @@ fn a_direct_text_message_converts_with_its_sender_number() {
             name: "Eve".into(),
             text: Some("hello".into()),
             image: None,
+            file: None,
         }
     );
 }

@@ -1,0 +1,171 @@
+//! End-to-end: voice notes and documents from the phone, through the real
+//! bridges. A Telegram voice note (with its `duration`) and document come
+//! by `getFile` and the download; a WhatsApp Cloud API voice note and
+//! document come by their media URL. Each is stored in the daemon, the
+//! voice note transcribed by the fake transcription endpoint and answered,
+//! the document said with its pages.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use hearth_daemon::documents::tiny_pdf;
+use hearth_protocol::Kind;
+use hearth_tests::bins;
+use hearth_tests::fake_graph::{FakeGraph, ACCESS_TOKEN, PHONE_NUMBER_ID};
+use hearth_tests::fake_model::{FakeModel, Reply};
+use hearth_tests::fake_telegram::{FakeTelegram, Person, TOKEN};
+use hearth_tests::fake_transcription::{Answer, FakeTranscription};
+use hearth_tests::harness::{eventually, TestHome};
+use hearth_tests::meta_webhook::{delivery, Sender, Webhook, APP_SECRET, VERIFY_TOKEN};
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
+
+const VOICE: &[u8] = b"OggS\0\x02\0\0\0\0\0\0\0\0 a voice note from the phone";
+
+const OWNER: Person = Person {
+    id: 4242,
+    first_name: "Ada",
+    username: Some("ada"),
+};
+
+const WA_OWNER: Sender = Sender {
+    wa_id: "15551234567",
+    name: "Ada",
+};
+
+/// A home for the fake model and transcription endpoint, with `bridge`'s
+/// table and secrets.
+fn home(
+    model: &FakeModel,
+    transcription: &FakeTranscription,
+    bridge: &str,
+    secrets: &str,
+) -> TestHome {
+    let home = TestHome::new(bins!());
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n\
+         [transcription]\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\n\
+         retry_delay_ms = 1\n\n{bridge}",
+        model.base_url(),
+        transcription.base_url(),
+    ));
+    let file = home.path().join("secrets.env");
+    std::fs::write(&file, secrets).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    home
+}
+
+/// The user message whose text starts with `start`, once it is logged.
+async fn logged(home: &TestHome, start: &str) -> hearth_protocol::Message {
+    eventually(&format!("a message starting {start:?}"), || async {
+        home.history()
+            .await
+            .into_iter()
+            .find(|message| message.kind == Kind::User && message.text.starts_with(start))
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_telegram_voice_note_is_answered_as_if_typed_and_a_document_is_read() {
+    let model = FakeModel::start().await;
+    model.set_default(Reply::text("on it"));
+    let transcription = FakeTranscription::start().await;
+    transcription.push(Answer::Text {
+        text: "remind me to water the plants".into(),
+        seconds: 42.0,
+    });
+    let telegram = FakeTelegram::start().await;
+    let table = format!(
+        "[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
+        OWNER.id,
+        telegram.api_base()
+    );
+    let secrets = format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n");
+    let home = home(&model, &transcription, &table, &secrets);
+    let _daemon = home.start();
+
+    telegram.send_file(
+        &OWNER,
+        "voice",
+        json!({"file_id": "voice-1", "file_unique_id": "u1", "duration": 42,
+               "mime_type": "audio/ogg", "file_size": VOICE.len()}),
+        VOICE,
+        None,
+    );
+    let voice = logged(&home, "[voice 0:42, transcribing]").await;
+    assert_eq!(voice.source, "telegram");
+    let heard = logged(&home, "[voice 0:42] ").await;
+    assert_eq!(heard.text, "[voice 0:42] remind me to water the plants");
+    let received = transcription.wait_for(1).await;
+    assert_eq!(received[0].file, VOICE);
+    telegram
+        .wait_until("the reply", |calls| {
+            calls.sent.iter().any(|sent| sent.text == "on it")
+        })
+        .await;
+
+    let pdf = tiny_pdf(&["Deposit: two months' rent."]);
+    telegram.send_file(
+        &OWNER,
+        "document",
+        json!({"file_id": "doc-1", "file_unique_id": "u2", "file_name": "lease.pdf",
+               "mime_type": "application/pdf", "file_size": pdf.len()}),
+        &pdf,
+        Some("what is the deposit?"),
+    );
+    let document = logged(&home, "[file: lease.pdf").await;
+    assert_eq!(
+        document.text,
+        "[file: lease.pdf, 1 page] what is the deposit?"
+    );
+    assert_eq!(telegram.calls().downloads.len(), 2);
+}
+
+#[tokio::test]
+async fn a_whatsapp_voice_note_and_document_come_by_their_media_url() {
+    let model = FakeModel::start().await;
+    model.set_default(Reply::text("noted"));
+    let transcription = FakeTranscription::start().await;
+    transcription.push(Answer::Text {
+        text: "the meeting moved to friday".into(),
+        seconds: 9.0,
+    });
+    let graph = FakeGraph::start().await;
+    let table = format!(
+        "[whatsapp]\nlisten = \"127.0.0.1:0\"\nverify_token_env = \"HEARTH_TEST_WA_VERIFY\"\n\
+         app_secret_env = \"HEARTH_TEST_WA_SECRET\"\naccess_token_env = \"HEARTH_TEST_WA_TOKEN\"\n\
+         phone_number_id = \"{PHONE_NUMBER_ID}\"\ngraph_base = \"{}\"\nallow = [\"+{}\"]\n",
+        graph.graph_base(),
+        WA_OWNER.wa_id
+    );
+    let secrets = format!(
+        "HEARTH_TEST_WA_VERIFY={VERIFY_TOKEN}\nHEARTH_TEST_WA_SECRET={APP_SECRET}\n\
+         HEARTH_TEST_WA_TOKEN={ACCESS_TOKEN}\n"
+    );
+    let home = home(&model, &transcription, &table, &secrets);
+    let daemon = home.start();
+    let webhook = Webhook::of(&daemon, 1).await;
+
+    graph.add_media("AUDIO1", "audio/ogg; codecs=opus", VOICE);
+    let voice = json!({"from": WA_OWNER.wa_id, "id": "wamid.V1", "timestamp": "1767225600",
+        "type": "audio", "audio": {"id": "AUDIO1", "mime_type": "audio/ogg; codecs=opus",
+        "sha256": "x", "voice": true}});
+    let sent = delivery(PHONE_NUMBER_ID, &WA_OWNER, vec![voice]);
+    assert_eq!(webhook.deliver(&sent).await.status, 200);
+    // WhatsApp says no length: the voice note is said without one.
+    logged(&home, "[voice, transcribing]").await;
+    let heard = logged(&home, "[voice] ").await;
+    assert_eq!(heard.text, "[voice] the meeting moved to friday");
+    assert_eq!(heard.source, "whatsapp");
+    assert_eq!(transcription.wait_for(1).await[0].file, VOICE);
+
+    graph.add_media("DOC1", "text/plain", b"Milk\nEggs\n");
+    let document = json!({"from": WA_OWNER.wa_id, "id": "wamid.D1", "timestamp": "1767225601",
+        "type": "document", "document": {"id": "DOC1", "mime_type": "text/plain",
+        "sha256": "y", "filename": "list.txt", "caption": "buy these"}});
+    let sent = delivery(PHONE_NUMBER_ID, &WA_OWNER, vec![document]);
+    assert_eq!(webhook.deliver(&sent).await.status, 200);
+    let said = logged(&home, "[file: list.txt").await;
+    assert_eq!(said.text, "[file: list.txt, 1 page] buy these");
+}
