@@ -411,8 +411,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }) => {
             let stdin = std::io::stdin();
             let piped = !std::io::IsTerminal::is_terminal(&stdin);
-            let text =
-                commands::message_text(&words, !image.is_empty() || !file.is_empty(), &mut stdin.lock(), !piped)?;
+            let text = commands::message_text(
+                &words,
+                !image.is_empty() || !file.is_empty(),
+                &mut stdin.lock(),
+                !piped,
+            )?;
             let request = SendRequest {
                 text,
                 source,

@@ -18,7 +18,6 @@ use crate::images::ImageStore;
 use crate::store;
 use hearth_protocol::media::{self, MediaError, MAX_MEDIA_PER_MESSAGE};
 use hearth_protocol::{ErrorCode, MediaAttachment, MediaKind, MediaRef, ServerFrame};
-use serde_json::Value;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -285,17 +284,9 @@ fn clean_name(name: &str) -> String {
     last.chars().filter(|c| !c.is_control()).take(120).collect()
 }
 
-/// The media a message's `data` names (`data.media`); malformed entries
-/// are skipped.
-pub fn refs(data: Option<&Value>) -> Vec<MediaRef> {
-    data.and_then(|data| data.get("media"))
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(|item| serde_json::from_value(item.clone()).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+/// The media a message's data names (`data.media`).
+pub fn refs(data: &crate::log::MessageData) -> Vec<MediaRef> {
+    data.media.clone()
 }
 
 /// How a file is said in a message's text: `[voice 0:42]`,

@@ -22,13 +22,12 @@
 
 mod client;
 
-use crate::log::{Log, LogError, NewMessage};
+use crate::log::{Log, LogError, MessageData, NewMessage};
 use crate::media::{self, MediaStore};
 use crate::turn::AgentHandle;
 use crate::usage::Meter;
 use hearth_protocol::{Kind, MediaKind, MediaRef};
 use serde::Deserialize;
-use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -243,7 +242,7 @@ impl Transcriber {
     pub async fn resume(&self, log: &Log) -> Result<usize, LogError> {
         let left = log.untranscribed().await?;
         for (agent, id, source, data) in &left {
-            self.queue_message(agent, *id, source, &media::refs(data.as_ref()));
+            self.queue_message(agent, *id, source, &media::refs(data));
         }
         Ok(left.len())
     }
@@ -253,14 +252,9 @@ impl Transcriber {
     /// when it is not a voice note, in words for the person.
     pub async fn retry(&self, log: &Log, agent: &str, id: u64) -> Result<(), String> {
         let named = Self::voice_note(log, agent, id).await?;
-        let id = named
-            .data
-            .as_ref()
-            .and_then(|data| data.get("transcript_of"))
-            .and_then(Value::as_u64)
-            .unwrap_or(id);
+        let id = named.data.transcript_of.unwrap_or(id);
         let entry = Self::voice_note(log, agent, id).await?;
-        let media = media::refs(entry.data.as_ref());
+        let media = media::refs(&entry.data);
         self.queue_message(agent, id, &entry.message.source, &media);
         Ok(())
     }
@@ -274,7 +268,7 @@ impl Transcriber {
         let Some(entry) = entries.into_iter().next() else {
             return Err(format!("there is no message {id}"));
         };
-        let media = media::refs(entry.data.as_ref());
+        let media = media::refs(&entry.data);
         let has_audio = media.iter().any(|media| media.kind == MediaKind::Audio);
         if entry.message.kind != Kind::User || !has_audio {
             return Err(format!("message {id} is not a voice note"));
@@ -315,8 +309,12 @@ impl Worker {
                 }
             });
         }
-        let message = NewMessage::new(Kind::User, &job.source, parts.join("\n"))
-            .with_data(json!({ "transcript_of": job.id, "media": job.audio }));
+        let message =
+            NewMessage::new(Kind::User, &job.source, parts.join("\n")).with_data(MessageData {
+                transcript_of: Some(job.id),
+                media: job.audio,
+                ..MessageData::default()
+            });
         self.log.append(&job.agent, message).await?;
         Ok(())
     }
@@ -406,25 +404,23 @@ pub fn labelled(text: &str, media: &[MediaRef], transcribing: bool) -> String {
 /// Names a submitted message's media in its data, and marks it pending
 /// when a transcript is to follow; a document's text is untrusted content
 /// (`untrusted: "document"`), so reading it taints the turn.
-pub fn name_media(data: &mut Value, media: &[MediaRef], transcribing: bool) {
+pub fn name_media(data: &mut MessageData, media: &[MediaRef], transcribing: bool) {
     if media.is_empty() {
         return;
     }
-    data["media"] = json!(media);
+    data.media = media.to_vec();
     if transcribing && media.iter().any(|media| media.kind == MediaKind::Audio) {
-        data["transcription"] = json!("pending");
+        data.transcription = Some("pending".to_string());
     }
     if media.iter().any(|media| media.kind == MediaKind::Document) {
-        data["untrusted"] = json!("document");
+        data.untrusted = Some("document".to_string());
     }
 }
 
 impl Log {
     /// Voice notes of every agent marked pending with no transcript logged
     /// yet: `(agent, id, source, data)`.
-    pub async fn untranscribed(
-        &self,
-    ) -> Result<Vec<(String, u64, String, Option<Value>)>, LogError> {
+    pub async fn untranscribed(&self) -> Result<Vec<(String, u64, String, MessageData)>, LogError> {
         self.run(|tx, _| {
             let mut statement = tx.prepare(
                 "SELECT agent, id, source, data FROM messages AS voice
@@ -440,7 +436,7 @@ impl Log {
                     row.get::<_, String>(0)?,
                     row.get::<_, i64>(1)? as u64,
                     row.get::<_, String>(2)?,
-                    data.and_then(|text| serde_json::from_str(&text).ok()),
+                    MessageData::read(data.as_deref()),
                 ))
             })?;
             rows.collect()
@@ -479,10 +475,10 @@ mod tests {
             labelled("", &[voice(Some(42))], false),
             "[voice 0:42: could not transcribe: no [transcription] is configured]"
         );
-        let mut data = json!({});
+        let mut data = MessageData::default();
         name_media(&mut data, &[voice(Some(1))], true);
-        assert_eq!(data["transcription"], "pending");
-        assert_eq!(media::refs(Some(&data)), vec![voice(Some(1))]);
+        assert_eq!(data.transcription.as_deref(), Some("pending"));
+        assert_eq!(media::refs(&data), vec![voice(Some(1))]);
     }
 
     #[tokio::test]

@@ -54,7 +54,7 @@ pub async fn call(log: &Log, agent: &str, store: &MediaStore, arguments: &Value)
     let Some(entry) = entries.into_iter().next() else {
         return Outcome::error(format!("there is no message {id}"));
     };
-    let documents: Vec<_> = media::refs(entry.data.as_ref())
+    let documents: Vec<_> = media::refs(&entry.data)
         .into_iter()
         .filter(|media| media.kind == MediaKind::Document)
         .collect();
