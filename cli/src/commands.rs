@@ -95,6 +95,7 @@ pub async fn send(
         key: request.key.clone(),
         images: Vec::new(),
         person: None,
+        media: Vec::new(),
     }
     .encode()
     .len();

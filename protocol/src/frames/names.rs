@@ -70,11 +70,19 @@ mod tests {
                 key: None,
                 images: vec![],
                 person: None,
+                media: vec![],
             },
             ClientFrame::ImagePut {
                 media_type: "image/png".into(),
                 data_base64: String::new(),
             },
+            ClientFrame::MediaPut {
+                media_type: "audio/ogg".into(),
+                data_base64: String::new(),
+                name: None,
+                duration_secs: None,
+            },
+            ClientFrame::Transcribe { id: 0 },
             ClientFrame::ImageGet { sha256: "x".into() },
             ClientFrame::Note {
                 text: "t".into(),
@@ -128,6 +136,8 @@ mod tests {
                 ClientFrame::Hello { .. }
                 | ClientFrame::Submit { .. }
                 | ClientFrame::ImagePut { .. }
+                | ClientFrame::MediaPut { .. }
+                | ClientFrame::Transcribe { .. }
                 | ClientFrame::ImageGet { .. }
                 | ClientFrame::Note { .. }
                 | ClientFrame::Interrupt
