@@ -460,6 +460,7 @@ async fn conversation(provider: &str, model_name: &str, extra: &str) -> Vec<Reco
             key: None,
             images: vec![image.sha256.clone()],
             person: None,
+            media: Vec::new(),
         })
         .await;
     let ServerFrame::Ack { id, .. } = ack else {

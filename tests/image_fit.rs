@@ -72,6 +72,7 @@ async fn an_image_too_large_for_the_model_goes_scaled_and_the_original_is_kept()
             key: None,
             images: vec![stored.sha256.clone()],
             person: None,
+            media: Vec::new(),
         })
         .await;
     let ServerFrame::Ack { id, .. } = ack else {

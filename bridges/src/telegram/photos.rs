@@ -118,10 +118,6 @@ impl Api {
     }
 }
 
-fn network(err: reqwest::Error) -> PhotoError {
-    PhotoError::Api(ApiError::Network(err.without_url().to_string()))
-}
-
 /// Sends a shown image to every chat in `chats`, fitted to a photo's
 /// limits or as a document, waiting out flood control and retrying other
 /// trouble; a chat that can never take it is skipped with a note, and an
