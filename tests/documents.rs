@@ -67,6 +67,7 @@ async fn a_pdf_from_the_phone_is_read_page_by_page_and_taints_the_turn() {
             source: "whatsapp".into(),
             key: Some("wa:1".into()),
             images: Vec::new(),
+            person: None,
             media: vec![stored.attachment()],
         })
         .await;

@@ -150,6 +150,7 @@ async fn submit_from(client: &mut hearth_tests::harness::Client, text: &str, per
             key: None,
             images: vec![],
             person: Some(person.into()),
+            media: vec![],
         })
         .await;
     match answer {

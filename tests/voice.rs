@@ -58,6 +58,7 @@ async fn send_voice(client: &mut Client, key: &str, duration_secs: u32) -> (u64,
             source: "telegram".into(),
             key: Some(key.into()),
             images: Vec::new(),
+            person: None,
             media,
         })
         .await
