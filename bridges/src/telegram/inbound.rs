@@ -305,7 +305,16 @@ impl<'a> Inbound<'a> {
         };
         // In a private chat the chat's id is its user's.
         let person = (!self.config.is_owner(chat_id)).then(|| format!("telegram user {chat_id}"));
-        link::submit(&mut self.connection, SOURCE, key, text, images, person, media).await?;
+        link::submit(
+            &mut self.connection,
+            SOURCE,
+            key,
+            text,
+            images,
+            person,
+            media,
+        )
+        .await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, chat_id).await?;
         Ok(())
     }

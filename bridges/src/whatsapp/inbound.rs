@@ -208,7 +208,16 @@ impl<'a> Inbound<'a> {
             from: from.clone(),
         }));
         let person = self.config.person(&from);
-        link::submit(&mut self.connection, SOURCE, key, text, images, person, files).await?;
+        link::submit(
+            &mut self.connection,
+            SOURCE,
+            key,
+            text,
+            images,
+            person,
+            files,
+        )
+        .await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, from).await?;
         Ok(())
     }

@@ -338,7 +338,16 @@ impl<'a, D: Device> Inbound<'a, D> {
         } else {
             self.config.person(&chat)
         };
-        link::submit(&mut self.connection, SOURCE, key, text, images, person, media).await?;
+        link::submit(
+            &mut self.connection,
+            SOURCE,
+            key,
+            text,
+            images,
+            person,
+            media,
+        )
+        .await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, chat).await?;
         Ok(())
     }
