@@ -339,7 +339,9 @@ impl Log {
     ) -> Result<Vec<Message>, LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
-            let before = before.map(|b| b as i64).unwrap_or(i64::MAX);
+            // Ids are below i64::MAX: a larger `before` (u64::MAX, say) is
+            // past every id, not a negative number that matches none.
+            let before = before.map_or(i64::MAX, |b| i64::try_from(b).unwrap_or(i64::MAX));
             let mut statement = tx.prepare_cached(
                 "SELECT agent, id, kind, source, text, status, at, data FROM messages
                  WHERE agent = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",

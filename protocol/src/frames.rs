@@ -624,6 +624,7 @@ pub enum ServerFrame {
 }
 
 mod codec;
+mod unique;
 pub use codec::FrameError;
 
 mod names;

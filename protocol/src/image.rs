@@ -92,6 +92,9 @@ pub enum ImageError {
         width: u32,
         height: u32,
     },
+    /// The signature is right but no header says the image's size (cut
+    /// short, or a zero width or height): not a whole image.
+    NoHeader(&'static str),
 }
 
 impl std::fmt::Display for ImageError {
@@ -121,6 +124,11 @@ impl std::fmt::Display for ImageError {
             ImageError::TooManyPixels { width, height } => write!(
                 f,
                 "the image is {width}x{height} pixels, over the limit of {MAX_PIXELS} pixels"
+            ),
+            ImageError::NoHeader(media_type) => write!(
+                f,
+                "the bytes begin like {media_type} but no header gives a width and height; \
+                 the image is cut short or not an image"
             ),
         }
     }
@@ -171,11 +179,13 @@ pub fn check(media_type: &str, bytes: &[u8]) -> Result<(), ImageError> {
             })
         }
     }
+    // Past the signature: the header must give a size, and the size must fit.
     match dimensions(bytes) {
         Some((width, height)) if u64::from(width) * u64::from(height) > MAX_PIXELS => {
             Err(ImageError::TooManyPixels { width, height })
         }
-        _ => Ok(()),
+        Some((width, height)) if width > 0 && height > 0 => Ok(()),
+        _ => Err(ImageError::NoHeader(sniff(bytes).unwrap_or("an image"))),
     }
 }
 
@@ -225,8 +235,10 @@ pub fn dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
     };
     let be32 = |at: usize| Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
     match sniff(bytes)? {
-        // IHDR is always the first chunk.
-        "image/png" => Some((be32(16)?, be32(20)?)),
+        // IHDR is always the first chunk, 13 bytes long.
+        "image/png" => (bytes.get(8..16)? == b"\0\0\0\x0dIHDR")
+            .then_some(())
+            .and_then(|()| Some((be32(16)?, be32(20)?))),
         "image/gif" => Some((le16(6)?, le16(8)?)),
         "image/webp" => match bytes.get(12..16)? {
             b"VP8X" => Some((le24(24)? + 1, le24(27)? + 1)),
@@ -285,6 +297,26 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(said.contains("30000x30000"), "{said}");
+    }
+
+    /// Issue 18: the signature alone is not an image; the header must give
+    /// a size.
+    #[test]
+    fn an_image_without_a_readable_header_is_refused() {
+        let signature_only = b"\x89PNG\r\n\x1a\n".to_vec();
+        assert_eq!(
+            check("image/png", &signature_only),
+            Err(ImageError::NoHeader("image/png"))
+        );
+        let mut wrong_chunk = png(2, 3);
+        wrong_chunk[12..16].copy_from_slice(b"tEXt");
+        assert!(check("image/png", &wrong_chunk).is_err());
+        assert!(check("image/png", &png(0, 3)).is_err());
+        let jpeg_without_frame = b"\xFF\xD8\xFF\xE0\0\x10JFIF\0\x01\x01\0\0\x01\0\x01\0\0";
+        assert!(check("image/jpeg", jpeg_without_frame).is_err());
+        assert!(check("image/gif", b"GIF89a\x01\0").is_err());
+        let said = check("image/png", &signature_only).unwrap_err().to_string();
+        assert!(said.contains("cut short"), "{said}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! reasons it can be refused (not JSON, an unknown type, too large), and
 //! encoding the daemon's.
 
+use super::unique;
 use super::*;
 
 /// Why a text frame could not be read as a [`ClientFrame`].
@@ -32,9 +33,10 @@ impl ClientFrame {
         if text.len() > media::MAX_MEDIA_FRAME_BYTES {
             return Err(too_large(media::MAX_MEDIA_FRAME_BYTES));
         }
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|err| FrameError {
+        // Each key once: two `text` keys would otherwise pass as the last.
+        let value = unique::parse(text).map_err(|err| FrameError {
             code: ErrorCode::BadFrame,
-            message: format!("frame is not JSON: {err}"),
+            message: format!("frame is not JSON with each key once: {err}"),
         })?;
         let kind = value
             .get("type")

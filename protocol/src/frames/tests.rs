@@ -47,6 +47,20 @@ fn decode_tells_the_ways_a_frame_is_wrong() {
 }
 
 #[test]
+fn a_key_said_twice_is_refused_not_read_as_the_last() {
+    let twice = r#"{"type":"submit","text":"shown","source":"terminal","text":"run"}"#;
+    let err = ClientFrame::decode(twice).unwrap_err();
+    assert_eq!(err.code, ErrorCode::BadFrame);
+    assert!(
+        err.message.contains("`text` is given twice"),
+        "{}",
+        err.message
+    );
+    let nested = r#"{"type":"hello","client":"a","version":1,"client":"b"}"#;
+    assert!(ClientFrame::decode(nested).is_err());
+}
+
+#[test]
 fn stats_asks_for_a_week_unless_told() {
     let frame = ClientFrame::decode(r#"{"type":"stats"}"#).unwrap();
     assert_eq!(frame, ClientFrame::Stats { days: None });

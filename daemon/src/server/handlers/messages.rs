@@ -91,7 +91,11 @@ pub async fn note(context: &Context<'_>, text: String, source: String) -> Answer
         .shared
         .log
         .append(context.agent(), NewMessage::new(Kind::Note, &source, text))
-        .await?;
+        .await
+        .map_err(|err| {
+            tracing::error!("cannot log a note: {err}");
+            Refusal::storage(format!("the note was not logged: {err}"))
+        })?;
     Ok(ServerFrame::Ack {
         id: logged.id,
         duplicate: false,

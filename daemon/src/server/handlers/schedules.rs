@@ -11,11 +11,16 @@ pub async fn add(context: &Context<'_>, when: String, text: String) -> Answer {
     }
     let when =
         When::parse(&when, chrono::Utc::now()).map_err(|err| Refusal::refused(err.to_string()))?;
+    // A disk that cannot take it is a `storage` error; the connection stays.
     let schedule = context
         .shared
         .log
         .add_schedule(context.agent(), when, &text)
-        .await?;
+        .await
+        .map_err(|err| {
+            tracing::error!("cannot store a schedule: {err}");
+            Refusal::storage(format!("the schedule was not stored: {err}"))
+        })?;
     context.handle.wake();
     Ok(schedules(vec![schedule]))
 }
@@ -30,7 +35,14 @@ pub async fn list(context: &Context<'_>) -> Answer {
 pub async fn cancel(context: &Context<'_>, id: i64) -> Answer {
     let log = &context.shared.log;
     let before = log.schedules(context.agent()).await?;
-    if log.cancel_schedule(context.agent(), id).await? {
+    let cancelled = log
+        .cancel_schedule(context.agent(), id)
+        .await
+        .map_err(|err| {
+            tracing::error!("cannot cancel a schedule: {err}");
+            Refusal::storage(format!("schedule #{id} was not cancelled: {err}"))
+        })?;
+    if cancelled {
         let cancelled = before.into_iter().filter(|s| s.id == id).collect();
         Ok(schedules(cancelled))
     } else {

@@ -1,6 +1,7 @@
 //! Frames about what the daemon stores beside the conversation: `backup`,
 //! `state_get`, `state_set`, `image_put`, `image_get`.
 
+use super::super::listener::Door;
 use super::{Answer, Context, Refusal};
 use hearth_protocol::ServerFrame;
 
@@ -22,13 +23,47 @@ pub async fn state_get(context: &Context<'_>, name: String) -> Answer {
     Ok(ServerFrame::State { name, value })
 }
 
-/// `state_set`: stores a client's value; answers with it.
+/// `state_set`: stores a client's value once durable; answers with it. A
+/// disk that cannot take it is a `storage` error, not a dropped connection.
 pub async fn state_set(context: &Context<'_>, name: String, value: String) -> Answer {
-    context.shared.log.set_state(&name, &value).await?;
+    may_write_state(context.client, &name, context.door)?;
+    if let Err(err) = context.shared.log.set_state(&name, &value).await {
+        tracing::error!("cannot store the state `{name}`: {err}");
+        return Err(Refusal::storage(format!("the state `{name}` was not stored: {err}")).into());
+    }
     Ok(ServerFrame::State {
         name,
         value: Some(value),
     })
+}
+
+/// The clients that the bridges connect as: their states (cursors, offsets,
+/// the chats seen) are written only over the Unix socket, which is the
+/// owner's alone, never by a TCP client or a browser.
+const BRIDGE_STATES: [&str; 2] = ["telegram", "whatsapp"];
+
+/// A state belongs to the client it is named after: `telegram.cursor` is
+/// written only by a client named `telegram` or `telegram-<part>` (the
+/// outbound half is `telegram-out`), so one client cannot move another's
+/// cursor. Reading stays open: a cursor is no secret.
+fn may_write_state(client: &str, name: &str, door: Door<'_>) -> Result<(), Refusal> {
+    let owner = name.split('.').next().unwrap_or(name);
+    let owns = client == owner
+        || client
+            .strip_prefix(owner)
+            .is_some_and(|rest| rest.starts_with('-'));
+    if owner.is_empty() || !owns {
+        return Err(Refusal::refused(format!(
+            "the state `{name}` belongs to the client `{owner}`; a client writes only states \
+             named after itself (`{client}.<name>`)"
+        )));
+    }
+    if BRIDGE_STATES.contains(&owner) && !matches!(door, Door::Unix) {
+        return Err(Refusal::refused(format!(
+            "the state `{name}` is a bridge's; it is written only over the Unix socket"
+        )));
+    }
+    Ok(())
 }
 
 /// `image_put`: checks and stores an image; a refusal is an `error` frame.
@@ -156,7 +191,28 @@ fn writable(folder: &std::path::Path) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::backup_target_allowed;
+    use super::{backup_target_allowed, may_write_state, Door};
+
+    #[test]
+    fn a_state_is_written_only_by_the_client_it_is_named_after() {
+        assert!(may_write_state("telegram", "telegram.cursor", Door::Unix).is_ok());
+        assert!(may_write_state("telegram-out", "telegram.cursor", Door::Unix).is_ok());
+        assert!(may_write_state("mine", "mine", Door::Tcp("t")).is_ok());
+        assert!(may_write_state("mine", "mine.x", Door::Tcp("t")).is_ok());
+        for (client, name) in [
+            ("terminal", "telegram.cursor"),
+            ("telegramx", "telegram.cursor"),
+            ("tele", "telegram.cursor"),
+            ("mine", ".hidden"),
+            ("whatsapp", "telegram.offset"),
+        ] {
+            let refused = may_write_state(client, name, Door::Unix).unwrap_err();
+            assert!(refused.message.contains("belongs to"), "{client} {name}");
+        }
+        // A bridge's states only over the owner's own socket.
+        assert!(may_write_state("telegram", "telegram.cursor", Door::Tcp("t")).is_err());
+        assert!(may_write_state("whatsapp", "whatsapp.chats", Door::Browser).is_err());
+    }
 
     #[test]
     fn backups_never_land_on_the_homes_files() {
