@@ -3,6 +3,8 @@
 //! connection, a silent misreading or memory the input chose. One test per
 //! finding of issue 18 that is not tested elsewhere; loopback only.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame, PROTOCOL_VERSION};
 use hearth_tests::bins;
