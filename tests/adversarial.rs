@@ -6,8 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use futures_util::{SinkExt, StreamExt};
-use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame, PROTOCOL_VERSION};
+use hearth_protocol::{ClientFrame, ErrorCode, EventKind, ServerFrame, PROTOCOL_VERSION};
 use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::{Daemon, TestHome, DEADLINE};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -255,4 +256,196 @@ async fn a_full_disk_is_an_error_answer_not_a_dropped_connection() {
         raw.request(&ClientFrame::Status).await,
         ServerFrame::Status(_)
     ));
+}
+
+/// What a hostile model server answers every request with.
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// A 200 JSON body of 17 MiB, chunked (no length to refuse it by).
+    HugeJson,
+    /// An event stream whose first line never ends before 17 MiB.
+    HugeLine,
+    /// An event stream of nothing but keep-alive comments, forever.
+    KeepAlives,
+}
+
+/// A model server on 127.0.0.1 that reads each request's head and body and
+/// answers as `hostile` says, in HTTP/1.1 as a provider would.
+async fn hostile_model(hostile: Hostile) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                // The request: its head, then as many body bytes as it says.
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 65536];
+                let body_start = loop {
+                    let Ok(read) = stream.read(&mut buffer).await else {
+                        return;
+                    };
+                    if read == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buffer[..read]);
+                    if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break end + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&request[..body_start]).to_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .and_then(|n| n.trim().parse().ok())
+                    .unwrap_or(0);
+                while request.len() < body_start + length {
+                    let Ok(read) = stream.read(&mut buffer).await else {
+                        return;
+                    };
+                    if read == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buffer[..read]);
+                }
+                let chunk = |bytes: &[u8]| {
+                    let mut out = format!("{:x}\r\n", bytes.len()).into_bytes();
+                    out.extend_from_slice(bytes);
+                    out.extend_from_slice(b"\r\n");
+                    out
+                };
+                let kind = match hostile {
+                    Hostile::HugeJson => "application/json",
+                    Hostile::HugeLine | Hostile::KeepAlives => "text/event-stream",
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ntransfer-encoding: chunked\r\n\r\n"
+                );
+                if stream.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                match hostile {
+                    Hostile::HugeJson | Hostile::HugeLine => {
+                        let start: &[u8] = match hostile {
+                            Hostile::HugeJson => {
+                                br#"{"choices":[{"message":{"role":"assistant","content":""#
+                            }
+                            _ => b"data: ",
+                        };
+                        if stream.write_all(&chunk(start)).await.is_err() {
+                            return;
+                        }
+                        let filler = chunk(&[b'x'; 1 << 20]);
+                        for _ in 0..17 {
+                            if stream.write_all(&filler).await.is_err() {
+                                return;
+                            }
+                        }
+                        let end: &[u8] = match hostile {
+                            Hostile::HugeJson => br#""},"finish_reason":"stop"}]}"#,
+                            _ => b"\n\n",
+                        };
+                        let _ = stream.write_all(&chunk(end)).await;
+                        let _ = stream.write_all(b"0\r\n\r\n").await;
+                    }
+                    Hostile::KeepAlives => loop {
+                        if stream.write_all(&chunk(b": keep-alive\n\n")).await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    },
+                }
+            });
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+/// Starts hearthd with `[model]` at a hostile server; the turn's error.
+async fn turn_against(hostile: Hostile, stream: bool) -> String {
+    let base_url = hostile_model(hostile).await;
+    let home = TestHome::new(bins!());
+    // One second without progress is the no-progress timer's test setting.
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"m\"\nbase_url = \"{base_url}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\nmax_retries = 0\ntimeout_secs = 1\nstream = {stream}\n"
+    ));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    let (id, _) = client.submit("hello", "terminal", None).await;
+    let ending = client
+        .wait_for(|e| {
+            (e.kind == EventKind::Reply || e.kind == EventKind::Error) && e.answers.contains(&id)
+        })
+        .await;
+    assert_eq!(ending.kind, EventKind::Error, "{ending:?}");
+    ending.text.unwrap_or_default()
+}
+
+/// Issue 18 item 5: a 17 MiB JSON answer is refused at 16 MiB, not read
+/// whole and logged as a reply.
+#[tokio::test]
+async fn a_huge_json_answer_is_refused_at_its_cap() {
+    let said = turn_against(Hostile::HugeJson, false).await;
+    assert!(said.contains("larger than 16 MiB"), "{said}");
+}
+
+/// Issue 18 item 5: an event-stream line that never ends is refused at
+/// 16 MiB rather than buffered whole.
+#[tokio::test]
+async fn a_huge_event_stream_line_is_refused_at_its_cap() {
+    let said = turn_against(Hostile::HugeLine, true).await;
+    assert!(said.contains("longer than 16777216 bytes"), "{said}");
+}
+
+/// Issue 18 item 5: keep-alive comments are no progress: a server that
+/// sends only those times out like a silent one (here after one second).
+#[tokio::test]
+async fn keep_alives_alone_do_not_hold_off_the_no_progress_timer() {
+    let said = turn_against(Hostile::KeepAlives, true).await;
+    assert!(
+        said.contains("no progress from the model for 1 seconds"),
+        "{said}"
+    );
+}
+
+/// A home whose `[model]` is the fake model, with no summaries to write.
+fn home_with(model: &FakeModel) -> TestHome {
+    let home = TestHome::new(bins!());
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\nmax_retries = 0\n",
+        model.base_url()
+    ));
+    home
+}
+
+/// Issue 18 item 5: a call's arguments are clipped in the log like its
+/// output (a 200,000-character path), and what is logged is still JSON.
+#[tokio::test]
+async fn a_tool_calls_huge_arguments_are_logged_clipped() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model);
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    let arguments = format!(r#"{{"path": "{}"}}"#, "p".repeat(200_000));
+    model.push(Reply::tool_call("read_file", arguments));
+    model.push(Reply::text("done"));
+    let (id, _) = client.submit("read it", "terminal", None).await;
+    client.reply_to(id).await;
+    let log = home.history().await;
+    let tool = log
+        .iter()
+        .find(|m| m.kind == hearth_protocol::Kind::Tool)
+        .expect("a tool message");
+    assert!(
+        tool.text.len() < 100_000,
+        "{} bytes logged",
+        tool.text.len()
+    );
+    assert!(
+        tool.text.contains("characters clipped"),
+        "{:.300}",
+        tool.text
+    );
 }

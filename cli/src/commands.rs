@@ -491,6 +491,7 @@ mod tests {
             database_bytes: None,
             confinement: None,
             bridges: vec![],
+            queued_bytes: None,
         };
         let text = status_text(&status);
         assert!(text.contains("state    busy\n"), "{text}");

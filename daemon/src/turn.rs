@@ -537,7 +537,7 @@ impl Agent {
                     call_id: call.id.clone(),
                     step,
                     name: call.name.clone(),
-                    arguments: call.arguments.clone(),
+                    arguments: logged_arguments(&call.arguments, limits.tool_output_chars),
                 })
                 .collect();
             self.log
@@ -602,6 +602,17 @@ fn tool_message(
     ))
 }
 
+/// A call's arguments as the log keeps them: whole when they fit the clip
+/// of tool outputs; past it (a 5 MB command), an object holding their head
+/// and tail, still JSON, so the request rebuilt from the log stays valid
+/// and the model sees its call was cut.
+fn logged_arguments(arguments: &str, limit: usize) -> String {
+    if arguments.chars().count() <= limit {
+        return arguments.to_string();
+    }
+    json!({ "clipped": clip(arguments, limit) }).to_string()
+}
+
 /// Keeps the head and tail of a long tool output, at most `limit` characters.
 pub fn clip(text: &str, limit: usize) -> String {
     let count = text.chars().count();
@@ -629,6 +640,20 @@ mod tests {
         assert!(clipped.ends_with("\nbbbbb"));
         assert!(clipped.contains("[10 characters clipped]"));
         assert_eq!(clip("short", 10), "short");
+    }
+
+    /// Issue 18: a call's arguments are clipped like its output, and stay JSON.
+    #[test]
+    fn long_arguments_are_logged_clipped_and_still_json() {
+        assert_eq!(logged_arguments(r#"{"a":1}"#, 100), r#"{"a":1}"#);
+        let long = format!(r#"{{"command":"{}"}}"#, "x".repeat(5000));
+        let logged = logged_arguments(&long, 100);
+        assert!(logged.len() < 300, "{logged}");
+        let value: serde_json::Value = serde_json::from_str(&logged).unwrap();
+        assert!(value["clipped"]
+            .as_str()
+            .unwrap()
+            .contains("characters clipped"));
     }
 }
 

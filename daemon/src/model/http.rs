@@ -18,10 +18,15 @@ use serde::Serialize;
 use serde_json::Value;
 use std::error::Error as _;
 use std::fmt;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// How much of an unreadable error body an error message keeps.
 const ERROR_BODY_CHARS: usize = 500;
+/// How much of an error body is read: enough for any provider's error.
+const ERROR_BODY_BYTES: usize = 64 * 1024;
+/// The largest JSON answer read: far above any real answer, far below what
+/// a hostile server could make hearthd hold.
+pub(super) const MAX_JSON_BYTES: usize = 16 * 1024 * 1024;
 /// How much of an unreadable success body a `Garbage` error shows.
 const GARBAGE_CHARS: usize = 200;
 /// The Messages API version this daemon speaks.
@@ -79,8 +84,11 @@ pub(super) async fn post_json(
     }
     let retry_after = retry::server_delay(response.headers(), SystemTime::now());
     // The body only explains the status; when it cannot be read, the status
-    // alone still says what happened.
-    let body = response.text().await.unwrap_or_default();
+    // alone still says what happened. Its start is enough.
+    let body = match read_prefix(response, ERROR_BODY_BYTES).await {
+        Ok((bytes, _)) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(_) => String::new(),
+    };
     let mut error = error_in_body(&body).unwrap_or_else(|| WireError {
         message: clip(body.trim(), ERROR_BODY_CHARS),
         ..WireError::default()
@@ -109,27 +117,68 @@ pub(super) fn is_json(response: &reqwest::Response) -> bool {
         .is_some_and(|value| value.contains("json"))
 }
 
-/// Reads a whole body as JSON; a body that is not JSON is
-/// [`ModelError::Garbage`].
+/// Reads a whole body as JSON; a body that is not JSON, or larger than
+/// [`MAX_JSON_BYTES`], is [`ModelError::Garbage`].
 pub(super) async fn read_json(
     provider: &Provider,
     response: reqwest::Response,
     what: &str,
 ) -> Result<Value, ModelError> {
     let url = response.url().to_string();
-    let bytes = response
-        .bytes()
+    let (bytes, cut) = read_prefix(response, MAX_JSON_BYTES)
         .await
         .map_err(|err| transport_error(provider, &url, err))?;
+    if cut {
+        return Err(too_large(what, MAX_JSON_BYTES));
+    }
     serde_json::from_slice(&bytes)
         .map_err(|err| garbage(what, err, &String::from_utf8_lossy(&bytes)))
+}
+
+/// At most `limit` bytes of a body, and whether there was more (which is
+/// then not read). A declared length over the limit reads nothing.
+async fn read_prefix(
+    response: reqwest::Response,
+    limit: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > limit as u64)
+    {
+        return Ok((Vec::new(), true));
+    }
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        if body.len() + chunk.len() > limit {
+            let room = limit - body.len();
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}
+
+/// The error for an answer past a size limit.
+fn too_large(what: &str, limit: usize) -> ModelError {
+    ModelError::Garbage(format!(
+        "{what} is larger than {} MiB; hearth reads no more of it",
+        limit / (1024 * 1024)
+    ))
 }
 
 /// Reads an SSE body, passing each event to `handle` as it arrives, until
 /// `handle` says [`Flow::Stop`], returns an error, or the stream ends. Whether
 /// an ended stream was whole is for the caller to judge; a body that does
 /// not even begin like an event stream (a proxy's HTML page) is
-/// [`ModelError::Garbage`].
+/// [`ModelError::Garbage`], and so is a line or an event longer than
+/// [`super::sse::MAX_EVENT_BYTES`].
+///
+/// The model has `timeout_secs` from one event to the next: comments
+/// (keep-alives) and `ping` events are no progress, so a server that sends
+/// only those still times out.
 pub(super) async fn read_events(
     provider: &Provider,
     response: reqwest::Response,
@@ -139,14 +188,29 @@ pub(super) async fn read_events(
     let mut parser = SseParser::new();
     let mut chunks = response.bytes_stream();
     let mut any_event = false;
+    let patience = Duration::from_secs(provider.config.timeout_secs);
+    let mut deadline = tokio::time::Instant::now() + patience;
     // The start of the body, for the error when no event ever comes.
     let mut head = Vec::new();
-    while let Some(chunk) = chunks.next().await {
+    loop {
+        let Ok(next) = tokio::time::timeout_at(deadline, chunks.next()).await else {
+            return Err(ModelError::Timeout(provider.config.timeout_secs));
+        };
+        let Some(chunk) = next else { break };
         let chunk = chunk.map_err(|err| transport_error(provider, &url, err))?;
         if !any_event && head.len() < GARBAGE_CHARS * 4 {
             head.extend_from_slice(&chunk[..chunk.len().min(GARBAGE_CHARS * 4)]);
         }
-        for event in parser.feed(&chunk) {
+        let events = parser
+            .feed(&chunk)
+            .map_err(|err| ModelError::Garbage(format!("{err}; hearth reads no more of it")))?;
+        if events
+            .iter()
+            .any(|event| event.event.as_deref() != Some("ping"))
+        {
+            deadline = tokio::time::Instant::now() + patience;
+        }
+        for event in events {
             any_event = true;
             if handle(event)? == Flow::Stop {
                 return Ok(());

@@ -6,6 +6,21 @@
 //! `:` are comments; one space after the colon is dropped. Bytes are kept
 //! until a line is whole, so a chunk may end anywhere — inside a line, between
 //! `\r` and `\n`, or inside a UTF-8 character.
+//!
+//! What is kept is bounded: a line, or an event's data, longer than
+//! [`MAX_EVENT_BYTES`] is [`TooLong`] rather than memory a server chose.
+
+/// The most bytes one line, or one event's joined data, may hold: far above
+/// any provider's event (a whole answer repeated in a final event is a few
+/// hundred kilobytes), far below what a hostile server could make hearthd hold.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// A line or an event past the parser's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an event-stream line or event is longer than {limit} bytes")]
+pub struct TooLong {
+    pub limit: usize,
+}
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,8 +32,10 @@ pub struct SseEvent {
 }
 
 /// Splits a byte stream into events; feed it chunks as they arrive.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
+    /// The most bytes a line or an event's data may hold.
+    limit: usize,
     /// The bytes of the line not yet ended; decoded only once whole, so a
     /// UTF-8 character split across chunks survives.
     line: Vec<u8>,
@@ -34,15 +51,35 @@ pub struct SseParser {
     has_data: bool,
 }
 
+impl Default for SseParser {
+    fn default() -> SseParser {
+        SseParser::with_limit(MAX_EVENT_BYTES)
+    }
+}
+
 impl SseParser {
     pub fn new() -> SseParser {
         SseParser::default()
     }
 
+    /// A parser that refuses lines and events longer than `limit` bytes.
+    pub fn with_limit(limit: usize) -> SseParser {
+        SseParser {
+            limit,
+            line: Vec::new(),
+            after_cr: false,
+            event: None,
+            data: String::new(),
+            has_data: false,
+        }
+    }
+
     /// Takes the next chunk and returns the events it completed, in order.
     /// An event whose blank line has not arrived yet stays buffered; one cut
-    /// off by the end of the stream is never returned.
-    pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+    /// off by the end of the stream is never returned. A line or an event
+    /// past the limit is [`TooLong`]; the stream is not worth reading on.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, TooLong> {
+        let too_long = TooLong { limit: self.limit };
         let mut events = Vec::new();
         let mut rest = chunk;
         if self.after_cr && !rest.is_empty() {
@@ -52,10 +89,16 @@ impl SseParser {
             }
         }
         while let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            if self.line.len() + end > self.limit {
+                return Err(too_long);
+            }
             self.line.extend_from_slice(&rest[..end]);
             let line = std::mem::take(&mut self.line);
             if let Some(event) = self.take_line(&line) {
                 events.push(event);
+            }
+            if self.data.len() > self.limit {
+                return Err(too_long);
             }
             let ended_by_cr = rest[end] == b'\r';
             rest = &rest[end + 1..];
@@ -68,8 +111,11 @@ impl SseParser {
                 }
             }
         }
+        if self.line.len() + rest.len() > self.limit {
+            return Err(too_long);
+        }
         self.line.extend_from_slice(rest);
-        events
+        Ok(events)
     }
 
     /// Handles one whole line; returns an event when the line is blank.
@@ -118,7 +164,10 @@ mod tests {
 
     fn feed_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
         let mut parser = SseParser::new();
-        chunks.iter().flat_map(|chunk| parser.feed(chunk)).collect()
+        chunks
+            .iter()
+            .flat_map(|chunk| parser.feed(chunk).unwrap())
+            .collect()
     }
 
     #[test]
@@ -208,9 +257,34 @@ mod tests {
     #[test]
     fn an_event_cut_off_is_held_back() {
         let mut parser = SseParser::new();
-        assert_eq!(parser.feed(b"data: {\"a\":"), vec![]);
-        assert_eq!(parser.feed(b"1}\n"), vec![]);
-        assert_eq!(parser.feed(b"\n"), vec![event(None, "{\"a\":1}")]);
+        assert_eq!(parser.feed(b"data: {\"a\":"), Ok(vec![]));
+        assert_eq!(parser.feed(b"1}\n"), Ok(vec![]));
+        assert_eq!(parser.feed(b"\n"), Ok(vec![event(None, "{\"a\":1}")]));
+    }
+
+    /// Issue 18: a line that never ends, or an event of endless data lines,
+    /// is refused at the limit rather than buffered whole.
+    #[test]
+    fn a_line_or_event_past_the_limit_is_too_long() {
+        let mut parser = SseParser::with_limit(16);
+        assert_eq!(parser.feed(b"data: 0123456789"), Ok(vec![]));
+        assert_eq!(parser.feed(b"abcdef"), Err(TooLong { limit: 16 }));
+        let mut parser = SseParser::with_limit(16);
+        assert_eq!(
+            parser.feed(b"data: 0123456789ABCDEFG\n"),
+            Err(TooLong { limit: 16 })
+        );
+        let mut parser = SseParser::with_limit(16);
+        assert_eq!(
+            parser.feed(b"data: 01234\ndata: 56789\ndata: abcde\n"),
+            Err(TooLong { limit: 16 })
+        );
+        // Comments count against nothing once their line ends.
+        let mut parser = SseParser::with_limit(16);
+        for _ in 0..100 {
+            assert_eq!(parser.feed(b": keep-alive\n"), Ok(vec![]));
+        }
+        assert_eq!(parser.feed(b"data: x\n\n"), Ok(vec![event(None, "x")]));
     }
 
     #[test]
@@ -283,7 +357,7 @@ mod fuzz {
         let mut events = Vec::new();
         let mut from = 0;
         for cut in cuts.into_iter().chain([bytes.len()]) {
-            events.extend(parser.feed(&bytes[from..cut]));
+            events.extend(parser.feed(&bytes[from..cut]).unwrap());
             from = cut;
         }
         events

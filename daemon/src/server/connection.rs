@@ -5,14 +5,16 @@ use super::handlers::{self, Context, Failure};
 use super::hello;
 use super::listener::Door;
 use super::preauth;
+use super::queue::{EventQueue, Next};
 use super::shared::Shared;
 use super::websocket::{ConnectionError, Stream, WebSocket};
 use crate::log::Log;
-use hearth_protocol::{Event, EventKind, ServerFrame, PROTOCOL_VERSION};
-use tokio::sync::{broadcast, watch};
+use hearth_protocol::{Event, ServerFrame, PROTOCOL_VERSION};
+use tokio::sync::watch;
 
-/// Messages sent per catch-up page.
-const CATCH_UP_PAGE: u32 = 500;
+/// Messages sent per catch-up page: few enough that a page of the largest
+/// messages (1 MiB each) is a bounded read.
+const CATCH_UP_PAGE: u32 = 64;
 
 /// Serves one client until it leaves. Over TCP, nothing but a hello with
 /// the right token is answered with anything but a refusal.
@@ -64,7 +66,7 @@ pub async fn run(
     let agent = handle.name.clone();
 
     // Subscribe before reading where the log ends, so nothing falls between.
-    let mut events = shared.events.subscribe();
+    let events = EventQueue::start(shared.events.subscribe(), agent.clone());
     let next_id = shared.log.next_id(&agent).await?;
     let last_id = next_id.checked_sub(1);
     socket
@@ -108,13 +110,8 @@ pub async fn run(
                     Err(Failure::Log(err)) => return Err(err.into()),
                 }
             }
-            event = events.recv() => match event {
-                Ok(event) => {
-                    // Approvals go to every client: a subagent's would
-                    // otherwise reach no one, as people follow the top agent.
-                    if event.agent != agent && event.kind != EventKind::Approval {
-                        continue;
-                    }
+            next = events.next() => match next {
+                Next::Event(event) => {
                     if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
                         if sent_through.is_some_and(|through| id <= through) {
                             continue;
@@ -123,10 +120,19 @@ pub async fn run(
                     }
                     socket.send(&ServerFrame::Event(event)).await?;
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
+                // Too slow for the live stream: what was dropped comes
+                // from the log, with the approvals that wait and what the
+                // agent is doing now.
+                Next::Behind => {
                     sent_through = catch_up(&mut socket, &shared.log, &agent, sent_through).await?;
+                    for request in shared.approvals.waiting() {
+                        socket.send(&ServerFrame::Event(request)).await?;
+                    }
+                    socket
+                        .send(&ServerFrame::Event(handle.activity.event()))
+                        .await?;
                 }
-                Err(broadcast::error::RecvError::Closed) => return Err(ConnectionError::Gone),
+                Next::Closed => return Err(ConnectionError::Gone),
             },
         }
     }

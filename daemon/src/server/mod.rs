@@ -6,7 +6,7 @@
 //! are sent in id order and never twice: the subscription to live events is
 //! taken before the catch-up is read, and live messages at or below the last
 //! id sent are skipped. A client too slow for the live stream is caught up
-//! from the log rather than dropped.
+//! from the log rather than dropped; what waits for it is bounded in bytes.
 //!
 //! Bad input — not JSON, an unknown type, too large, another protocol
 //! version, a frame out of sequence — gets an `error` frame and changes nothing.
@@ -20,6 +20,8 @@
 //! - `shared.rs`: what every connection shares, and what clients ask of
 //!   the daemon's own loop (`stop`, `reload`).
 //! - `preauth.rs`: bounds on connections that have not said hello yet.
+//! - `queue.rs`: one client's live events, bounded in bytes; past the
+//!   bound the client is caught up from the log.
 //!
 //! A client that attaches gets, after `welcome`, the approvals that wait and
 //! what its agent is doing (an `activity` event). When the daemon stops,
@@ -30,11 +32,13 @@ mod handlers;
 mod hello;
 mod listener;
 pub mod preauth;
+mod queue;
 mod shared;
 mod websocket;
 
 pub use handlers::Refusal;
 pub use hello::token_matches;
 pub use listener::{serve, serve_browser, Listener};
+pub use queue::{queued_bytes, MAX_QUEUED_BYTES};
 pub use shared::{Control, ReloadOutcome, Shared};
 pub use websocket::Stream;

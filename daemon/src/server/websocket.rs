@@ -39,10 +39,17 @@ pub enum ConnectionError {
     Gone,
 }
 
+/// Bytes each connection's reads and writes go through: small, as most
+/// frames are, so an idle client costs a few KiB rather than the library's
+/// 128 KiB each way; a larger frame grows its buffer while it is read.
+const BUFFER_BYTES: usize = 8 * 1024;
+
 fn config() -> WebSocketConfig {
     WebSocketConfig::default()
         .max_message_size(Some(HARD_FRAME_LIMIT))
         .max_frame_size(Some(HARD_FRAME_LIMIT))
+        .read_buffer_size(BUFFER_BYTES)
+        .write_buffer_size(BUFFER_BYTES)
 }
 
 /// One client's WebSocket, split into what it sends and what it is sent.

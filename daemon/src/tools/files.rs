@@ -21,6 +21,12 @@ const DEFAULT_LINES: u64 = 2000;
 const READ_BUDGET: usize = 24_000;
 /// Characters of one line shown; the rest is counted.
 const LINE_CHARS: usize = 2000;
+/// Bytes of one line kept to show it: [`LINE_CHARS`] characters of UTF-8.
+const LINE_KEPT: usize = LINE_CHARS * 4;
+/// Bytes one read goes through at most, lines skipped to `offset` and lines
+/// counted after the last shown included: a file of one 2 GB line costs a
+/// bounded read and bounded memory, and the result says where it stopped.
+pub const SCAN_BYTES: u64 = 32 * 1024 * 1024;
 /// Entries one listing shows.
 const LIST_ENTRIES: usize = 1000;
 
@@ -45,6 +51,13 @@ pub enum FileError {
         path: String,
         lines: u64,
         offset: u64,
+    },
+    #[error("line {offset} of `{path}` is past the first {mib} MiB, as far as one read goes ({lines} lines there); read it with the shell (e.g. `sed -n '{offset},+50p'`)")]
+    PastScan {
+        path: String,
+        lines: u64,
+        offset: u64,
+        mib: u64,
     },
     #[error(
         "`old_string` is empty; give the exact text to replace, or use write_file for a whole file"
@@ -201,6 +214,17 @@ pub fn read(
     offset: Option<u64>,
     limit: Option<u64>,
 ) -> Result<String, FileError> {
+    read_within(folder, path, offset, limit, SCAN_BYTES)
+}
+
+/// [`read`], going through at most `scan` bytes of the file.
+fn read_within(
+    folder: &Folder,
+    path: &str,
+    offset: Option<u64>,
+    limit: Option<u64>,
+    scan: u64,
+) -> Result<String, FileError> {
     let target = folder.resolve(path)?;
     let shown_path = folder.show(&target);
     let file = open_beneath(folder, &target, &shown_path, "open", Access::Read)?;
@@ -218,33 +242,36 @@ pub fn read(
     }
     let first = offset.unwrap_or(1).max(1);
     let limit = limit.unwrap_or(DEFAULT_LINES).max(1);
+    let mut lines = Lines {
+        reader,
+        left: scan,
+        kept: Vec::new(),
+    };
     let mut out = String::new();
-    let mut line = Vec::new();
     let (mut number, mut last_shown, mut stopped_early) = (0u64, None, false);
     loop {
-        line.clear();
-        if reader
-            .read_until(b'\n', &mut line)
-            .map_err(io_error("read", &shown_path))?
-            == 0
-        {
+        let showing = number + 1 >= first
+            && !last_shown.is_some_and(|last| last + 1 - first >= limit)
+            && !stopped_early;
+        let keep = if showing { LINE_KEPT } else { 0 };
+        let Some(line) = lines.next(keep).map_err(io_error("read", &shown_path))? else {
             break;
-        }
+        };
         number += 1;
-        if number < first
-            || last_shown.is_some_and(|last| last + 1 - first >= limit)
-            || stopped_early
-        {
+        if !showing {
             continue;
         }
-        let text = String::from_utf8_lossy(&line);
+        let text = String::from_utf8_lossy(&lines.kept);
         let text = text.trim_end_matches(['\n', '\r']);
-        let chars = text.chars().count();
-        let entry = if chars > LINE_CHARS {
+        let chars = text.chars().count() as u64 + line.chars_dropped;
+        let entry = if !line.whole {
+            let cut: String = text.chars().take(LINE_CHARS).collect();
+            format!("{number:>6}\t{cut}… [the line goes on past what one read goes through]\n")
+        } else if chars > LINE_CHARS as u64 {
             let cut: String = text.chars().take(LINE_CHARS).collect();
             format!(
                 "{number:>6}\t{cut}… [{} more characters]\n",
-                chars - LINE_CHARS
+                chars - LINE_CHARS as u64
             )
         } else {
             format!("{number:>6}\t{text}\n")
@@ -257,13 +284,29 @@ pub fn read(
         last_shown = Some(number);
     }
     let total = number;
+    let mib = scan / (1024 * 1024);
     match last_shown {
         None if total == 0 => Ok(format!("`{shown_path}` is empty")),
+        None if lines.left == 0 => Err(FileError::PastScan {
+            path: shown_path,
+            lines: total,
+            offset: first,
+            mib,
+        }),
         None => Err(FileError::PastEnd {
             path: shown_path,
             lines: total,
             offset: first,
         }),
+        Some(last) if lines.left == 0 => {
+            out.push_str(&format!(
+                "(lines {first}–{last} of at least {total}: one read goes through {mib} MiB \
+                 of a file at most, and this one is longer; read on with offset={}, or use \
+                 the shell)",
+                last + 1
+            ));
+            Ok(out)
+        }
         Some(last) if last < total => {
             out.push_str(&format!(
                 "(lines {first}–{last} of {total}; read on with offset={})",
@@ -274,6 +317,70 @@ pub fn read(
         Some(last) => {
             out.push_str(&format!("(lines {first}–{last} of {total})"));
             Ok(out)
+        }
+    }
+}
+
+/// A file's lines, read through a bounded buffer: of each line only the
+/// bytes asked for are kept, and at most `left` bytes are read in all.
+struct Lines<R> {
+    reader: R,
+    /// Bytes still to be read before the read stops.
+    left: u64,
+    /// The kept start of the last line read.
+    kept: Vec<u8>,
+}
+
+/// What [`Lines::next`] read of one line, beside the bytes it kept.
+struct Line {
+    /// Characters of the line (its end not counted) that were not kept.
+    chars_dropped: u64,
+    /// Whether the line's end (or the file's) was reached before `left` ran out.
+    whole: bool,
+}
+
+impl<R: BufRead> Lines<R> {
+    /// Reads one line, keeping its first `keep` bytes in `self.kept`; none
+    /// at the end of the file or once `left` has run out.
+    fn next(&mut self, keep: usize) -> io::Result<Option<Line>> {
+        self.kept.clear();
+        let mut line = Line {
+            chars_dropped: 0,
+            whole: true,
+        };
+        let mut any = false;
+        loop {
+            if self.left == 0 {
+                line.whole = false;
+                return Ok(any.then_some(line));
+            }
+            let buffer = self.reader.fill_buf()?;
+            if buffer.is_empty() {
+                return Ok(any.then_some(line));
+            }
+            any = true;
+            let room = usize::try_from(self.left).unwrap_or(usize::MAX);
+            let buffer = &buffer[..buffer.len().min(room)];
+            let (part, ended) = match buffer.iter().position(|&b| b == b'\n') {
+                Some(end) => (&buffer[..=end], true),
+                None => (buffer, false),
+            };
+            let take = part.len().min(keep.saturating_sub(self.kept.len()));
+            self.kept.extend_from_slice(&part[..take]);
+            let mut dropped = &part[take..];
+            if ended {
+                // The line's end is no character of it.
+                dropped = dropped.strip_suffix(b"\n").unwrap_or(dropped);
+                dropped = dropped.strip_suffix(b"\r").unwrap_or(dropped);
+            }
+            // Every byte but a UTF-8 continuation byte starts a character.
+            line.chars_dropped += dropped.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
+            let used = part.len();
+            self.reader.consume(used);
+            self.left -= used as u64;
+            if ended {
+                return Ok(Some(line));
+            }
         }
     }
 }
@@ -446,6 +553,42 @@ mod tests {
             out.contains("of 5000; read on with offset="),
             "{}",
             &out[out.len() - 80..]
+        );
+    }
+
+    /// Issue 18: a file of one huge line, read with `limit: 1`, costs a
+    /// bounded read: at most the scan's bytes, and the result says so.
+    #[test]
+    fn one_huge_line_is_read_by_bounded_pages() {
+        let (_dir, folder) = folder();
+        let line = "é".repeat(3000) + &"x".repeat(100_000) + "\nsecond\n";
+        write(&folder, "huge.txt", &line).unwrap();
+        let whole = read(&folder, "huge.txt", None, Some(1)).unwrap();
+        assert!(
+            whole.contains("… [101000 more characters]"),
+            "{}",
+            &whole[whole.len() - 200..]
+        );
+        assert!(
+            whole.ends_with("(lines 1–1 of 2; read on with offset=2)"),
+            "{whole:.100}"
+        );
+        assert!(whole.len() < LINE_KEPT + 200);
+
+        let cut = read_within(&folder, "huge.txt", None, Some(1), 50_000).unwrap();
+        assert!(cut.contains("[the line goes on past what one read goes through]"));
+        assert!(
+            cut.contains("of at least 1: one read goes through"),
+            "{}",
+            &cut[cut.len() - 200..]
+        );
+        assert!(matches!(
+            read_within(&folder, "huge.txt", Some(2), None, 50_000),
+            Err(FileError::PastScan { offset: 2, .. })
+        ));
+        assert_eq!(
+            read_within(&folder, "huge.txt", Some(2), None, 1 << 20).unwrap(),
+            "     2\tsecond\n(lines 2–2 of 2)"
         );
     }
 

@@ -119,6 +119,11 @@ pub struct Status {
     /// (`Landlock (ABI 7): …`, or `none (…)` where the kernel has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confinement: Option<String>,
+    /// Bytes of live events waiting for clients to read them, all clients
+    /// together (each holds at most 4 MiB; past it, it is caught up from
+    /// the log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_bytes: Option<u64>,
 }
 
 /// An MCP tool call that runs now, in `status`.

@@ -91,6 +91,7 @@ pub async fn status(context: &Context<'_>) -> Answer {
         database_bytes: Some(database_bytes(&shared.database)),
         bridges: shared.bridges.all(),
         confinement: Some(crate::tools::confine::describe()),
+        queued_bytes: Some(crate::server::queued_bytes()),
     };
     Ok(ServerFrame::Status(Box::new(status)))
 }
