@@ -29,6 +29,8 @@ pub fn queued_bytes() -> u64 {
 }
 
 /// What the connection takes from its queue next.
+// Nearly every value is an event: boxing it would allocate for each.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Next {
     Event(Event),
@@ -206,7 +208,7 @@ mod tests {
         loop {
             tokio::task::yield_now().await;
             let state = queue.inner.lock();
-            if state.behind && state.events.is_empty() && sender.len() == 0 {
+            if state.behind && state.events.is_empty() && sender.is_empty() {
                 assert!(state.bytes <= MAX_QUEUED_BYTES);
                 break;
             }

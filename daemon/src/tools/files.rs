@@ -251,7 +251,7 @@ fn read_within(
     let (mut number, mut last_shown, mut stopped_early) = (0u64, None, false);
     loop {
         let showing = number + 1 >= first
-            && !last_shown.is_some_and(|last| last + 1 - first >= limit)
+            && last_shown.is_none_or(|last| last + 1 - first < limit)
             && !stopped_early;
         let keep = if showing { LINE_KEPT } else { 0 };
         let Some(line) = lines.next(keep).map_err(io_error("read", &shown_path))? else {
