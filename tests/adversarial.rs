@@ -412,13 +412,23 @@ async fn keep_alives_alone_do_not_hold_off_the_no_progress_timer() {
 /// A home whose `[model]` is the fake model, with no summaries to write.
 fn home_with(model: &FakeModel) -> TestHome {
     let home = TestHome::new(bins!());
+    let layout = home.path().join("no-summaries.toml");
+    std::fs::write(&layout, NO_SUMMARIES).unwrap();
     home.write_config(&format!(
         "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\nmax_retries = 0\n",
-        model.base_url()
+         api_key_env = \"HEARTH_TEST_KEY\"\nmax_retries = 0\n\n[agent]\nlayout = \"{}\"\n",
+        model.base_url(),
+        layout.display()
     ));
     home
 }
+
+/// A layout whose lines never need a summary: every request the fake
+/// model sees is the turn's.
+const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
+    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
+    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
+    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\n";
 
 /// Issue 18 item 5: a call's arguments are clipped in the log like its
 /// output (a 200,000-character path), and what is logged is still JSON.
@@ -448,4 +458,112 @@ async fn a_tool_calls_huge_arguments_are_logged_clipped() {
         "{:.300}",
         tool.text
     );
+}
+
+/// Issue 18 item 5: a client that never reads holds a bounded number of
+/// bytes of the daemon's memory, whatever is sent meanwhile (here 6 MiB of
+/// notes); once it reads, it is caught up from the log, every message once
+/// and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_holds_a_bounded_queue() {
+    let home = TestHome::new(bins!());
+    let _daemon = home.start();
+    let mut silent = Raw::unix(&home.socket(), "silent").await;
+    let mut client = home.connect("terminal", None).await;
+    // Small enough that a note and its event fit the socket's buffers at once.
+    let text = "n".repeat(96 * 1024);
+    let mut last = 0;
+    for _ in 0..64 {
+        let frame = ClientFrame::Note {
+            text: text.clone(),
+            source: "terminal".to_string(),
+        };
+        match client.request(frame).await {
+            ServerFrame::Ack { id, .. } => last = id,
+            other => panic!("expected an ack, got {other:?}"),
+        }
+        client.events.clear();
+    }
+    let queued = match client.request(ClientFrame::Status).await {
+        ServerFrame::Status(status) => status.queued_bytes.expect("queued bytes reported"),
+        other => panic!("expected status, got {other:?}"),
+    };
+    let bound = hearth_daemon::server::MAX_QUEUED_BYTES as u64 + (1 << 20);
+    assert!(queued <= bound, "{queued} bytes queued");
+    // It reads now: every note, once and in order.
+    let mut ids = Vec::new();
+    while ids.last() != Some(&last) {
+        let next = tokio::time::timeout(DEADLINE, silent.0.next())
+            .await
+            .expect("a frame in time")
+            .expect("the connection is open")
+            .expect("a readable frame");
+        let WsMessage::Text(text) = next else {
+            continue;
+        };
+        if let ServerFrame::Event(event) = ServerFrame::decode(&text).unwrap() {
+            if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
+                ids.push(id);
+            }
+        }
+    }
+    assert_eq!(ids, (0..=last).collect::<Vec<_>>());
+}
+
+/// The peak resident memory of a process (`VmHWM`), in bytes.
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 1024
+}
+
+/// The tool results sent back to the model in its request `index`.
+fn results_sent(model: &FakeModel, index: usize) -> Vec<String> {
+    model.requests()[index].body["messages"]
+        .as_array()
+        .expect("chat messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Issue 18 item 5: `read_file` with `limit: 1` on a file of one 48 MiB
+/// line reads a bounded part of it: the daemon's peak memory grows far less
+/// than the file, and the result says where the read stopped.
+#[tokio::test]
+async fn read_file_of_one_huge_line_reads_a_bounded_part() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model);
+    let work = home.path().join("agents/hearth/work");
+    std::fs::create_dir_all(&work).unwrap();
+    {
+        use std::io::Write;
+        let mut file = std::fs::File::create(work.join("huge.txt")).unwrap();
+        let block = vec![b'a'; 1 << 20];
+        for _ in 0..48 {
+            file.write_all(&block).unwrap();
+        }
+    }
+    let daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    let before = peak_memory(daemon.pid());
+    model.push(Reply::tool_call(
+        "read_file",
+        r#"{"path": "huge.txt", "limit": 1}"#,
+    ));
+    model.push(Reply::text("done"));
+    let (id, _) = client.submit("read it", "terminal", None).await;
+    client.reply_to(id).await;
+    let sent = results_sent(&model, 1);
+    let said = &sent[0][sent[0].len().saturating_sub(300)..];
+    assert!(said.contains("one read goes through 32 MiB"), "{said}");
+    let grown = peak_memory(daemon.pid()).saturating_sub(before);
+    assert!(grown < 16 << 20, "the peak grew by {grown} bytes");
+    std::fs::remove_file(work.join("huge.txt")).unwrap();
 }
