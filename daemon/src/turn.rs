@@ -610,7 +610,7 @@ fn logged_arguments(arguments: &str, limit: usize) -> String {
     if arguments.chars().count() <= limit {
         return arguments.to_string();
     }
-    json!({ "clipped": clip(arguments, limit) }).to_string()
+    serde_json::json!({ "clipped": clip(arguments, limit) }).to_string()
 }
 
 /// Keeps the head and tail of a long tool output, at most `limit` characters.
