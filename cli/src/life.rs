@@ -12,8 +12,8 @@
 use hearth_client::running::{connect_running, daemon_absent, describe_home, CommandError};
 use hearth_client::Connection;
 use hearth_protocol::home::Home;
+use hearth_protocol::lock;
 use hearth_protocol::{ClientFrame, ServerFrame};
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -131,7 +131,7 @@ async fn stop_daemon(home: &Home, restart: bool) -> Result<Option<u32>, LifeErro
     // The daemon closes the connection as it stops; read until it does.
     while let Ok(Some(_)) = connection.next().await {}
     let deadline = Instant::now() + STOP_WAIT;
-    while lock_held(&home.lock_file()) {
+    while lock::held(&home.lock_file()) {
         if Instant::now() >= deadline {
             return Err(LifeError::StillRunning { pid });
         }
@@ -140,26 +140,9 @@ async fn stop_daemon(home: &Home, restart: bool) -> Result<Option<u32>, LifeErro
     Ok(Some(pid))
 }
 
-/// Whether a process holds the home's lock (a daemon runs, or is stopping).
-pub fn lock_held(path: &Path) -> bool {
-    let Ok(file) = OpenOptions::new().write(true).open(path) else {
-        return false;
-    };
-    match file.try_lock() {
-        Ok(()) => false,
-        Err(std::fs::TryLockError::WouldBlock) => true,
-        Err(std::fs::TryLockError::Error(_)) => false,
-    }
-}
-
 /// The pid the home's lock file names, when a daemon holds it.
 pub fn lock_holder(home: &Home) -> Option<u32> {
-    let path = home.lock_file();
-    if !lock_held(&path) {
-        return None;
-    }
-    let text = std::fs::read_to_string(&path).ok()?;
-    text.trim().parse().ok()
+    lock::holder(&home.lock_file())
 }
 
 /// The pid of the daemon that answers on the home's socket.
@@ -219,13 +202,14 @@ async fn restart_service(home: &Home, out: &mut dyn Write) -> Result<ExitCode, L
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
 
     #[test]
     fn a_lock_nobody_holds_is_free_and_a_held_one_names_its_pid() {
         let dir = std::env::temp_dir().join(format!("hearth-life-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let home = Home::at(&dir);
-        assert!(!lock_held(&home.lock_file()));
+        assert!(!lock::held(&home.lock_file()));
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -239,11 +223,11 @@ mod tests {
             .unwrap();
         other.try_lock().unwrap();
         std::fs::write(home.lock_file(), "4242\n").unwrap();
-        assert!(lock_held(&home.lock_file()));
+        assert!(lock::held(&home.lock_file()));
         assert_eq!(lock_holder(&home), Some(4242));
         drop(other);
         drop(file);
-        assert!(!lock_held(&home.lock_file()));
+        assert!(!lock::held(&home.lock_file()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -51,10 +51,9 @@ pub fn daemon_absent(err: &ConnectError) -> bool {
 /// How to name a home in messages: its folder when it is one folder (`--home`
 /// or `HEARTH_HOME`), else the socket that the XDG layout puts it behind.
 pub fn describe_home(home: &Home) -> String {
-    if home.config_dir == home.data_dir && home.data_dir == home.runtime_dir {
-        home.data_dir.display().to_string()
-    } else {
-        format!("at {}", home.socket().display())
+    match home.folder() {
+        Some(folder) => folder.display().to_string(),
+        None => format!("at {}", home.socket().display()),
     }
 }
 

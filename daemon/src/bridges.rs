@@ -6,7 +6,8 @@
 //! found next to `hearthd`), so a crash in it never touches the daemon and
 //! it keeps no state of its own. One that exits is started again after a
 //! backoff (1 s, doubling to a minute; reset after a minute of running),
-//! except when it exits with [`EXIT_CONFIG`]: its configuration cannot work
+//! except when it exits with
+//! [`EXIT_CONFIG`](hearth_protocol::exit::EXIT_CONFIG): its configuration cannot work
 //! and it has said why. What a bridge writes on stderr goes to the daemon's
 //! log, and its last words when it stopped to `hearth status` — never into
 //! the agent's conversation. When the daemon stops, each bridge is told to
@@ -15,6 +16,7 @@
 //! changed stops that bridge the same way and starts it again.
 
 use crate::config::Config;
+use hearth_protocol::exit::EXIT_CONFIG_CODE;
 use hearth_protocol::home::Home;
 use hearth_protocol::BridgeStatus;
 use std::collections::BTreeMap;
@@ -27,10 +29,6 @@ use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-
-/// The exit status of a bridge whose configuration cannot work (sysexits'
-/// `EX_CONFIG`); the bridge's own crate uses the same number.
-pub const EXIT_CONFIG: i32 = 78;
 
 /// The first wait before a restart; it doubles up to [`LONGEST_WAIT`].
 const FIRST_WAIT: Duration = Duration::from_secs(1);
@@ -100,7 +98,6 @@ pub fn launches(config: &Config, home: &Home, exe_dir: Option<&Path>) -> Vec<Lau
         .map(|dir| dir.join("hearth"))
         .filter(|path| path.is_file())
         .unwrap_or_else(|| PathBuf::from("hearth"));
-    let one_folder = home.config_dir == home.data_dir && home.data_dir == home.runtime_dir;
     let mut launches = Vec::new();
     let tables = [
         ("telegram", config.telegram.is_some()),
@@ -108,9 +105,9 @@ pub fn launches(config: &Config, home: &Home, exe_dir: Option<&Path>) -> Vec<Lau
     ];
     for (name, _) in tables.into_iter().filter(|(_, present)| *present) {
         let mut args = vec![name.to_string()];
-        if one_folder {
+        if let Some(folder) = home.folder() {
             args.push("--home".to_string());
-            args.push(home.config_dir.display().to_string());
+            args.push(folder.display().to_string());
         }
         launches.push(Launch {
             name,
@@ -256,7 +253,7 @@ async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>, board: Bridg
                     None => None,
                 };
                 match status {
-                    Ok(status) if status.code() == Some(EXIT_CONFIG) => {
+                    Ok(status) if status.code() == Some(EXIT_CONFIG_CODE) => {
                         tracing::error!(
                             "the {name} bridge cannot run as configured (it said why above); fix config.toml, then `hearth reload`"
                         );

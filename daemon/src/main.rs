@@ -2,7 +2,7 @@
 //! `hearth`) puts it in the background.
 
 use clap::Parser;
-use hearth_daemon::bridges::EXIT_CONFIG;
+use hearth_protocol::exit::EXIT_CONFIG_CODE;
 use hearth_protocol::home::Home;
 use std::io::IsTerminal;
 use std::os::unix::fs::OpenOptionsExt;
@@ -64,7 +64,7 @@ fn main() {
         if let Some(zone) = &config.agent.timezone {
             if !hearth_daemon::config::is_iana_zone(zone) {
                 eprintln!("hearthd: unknown time zone `{zone}` in [agent] timezone (expected an IANA name such as Europe/Paris)");
-                std::process::exit(EXIT_CONFIG);
+                std::process::exit(EXIT_CONFIG_CODE);
             }
             std::env::set_var("TZ", zone);
         }
@@ -156,7 +156,7 @@ async fn serve(args: Args, home: Home) {
     if let Err(err) = hearth_daemon::daemon::run(home, stop_signal(), hangups()).await {
         eprintln!("hearthd: {err}");
         // A configuration to fix: a service manager must not start it again and again.
-        std::process::exit(if err.is_config() { EXIT_CONFIG } else { 1 });
+        std::process::exit(if err.is_config() { EXIT_CONFIG_CODE } else { 1 });
     }
 }
 

@@ -87,42 +87,39 @@ impl Home {
     pub fn agent_dir(&self, agent: &str) -> PathBuf {
         self.config_dir.join("agents").join(agent)
     }
-}
 
-/// The value of `name` in `secrets.env` text: `NAME=value` lines, `#`
-/// comments, an optional `export `, optional quotes. The daemon and the
-/// bridges read their keys and tokens this one way.
-pub fn secret_in(text: &str, name: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let line = line.trim();
-        if line.starts_with('#') {
-            return None;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let (key, value) = line.split_once('=')?;
-        if key.trim() != name {
-            return None;
-        }
-        let value = value.trim();
-        let value = value
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-            .unwrap_or(value);
-        (!value.is_empty()).then(|| value.to_string())
-    })
+    /// The lock a bridge of a kind holds (`telegram`, `whatsapp`), so that
+    /// one runs per home; `hearth whatsapp link` takes WhatsApp's too.
+    pub fn bridge_lock(&self, bridge: &str) -> PathBuf {
+        self.data_dir.join(format!("{bridge}.lock"))
+    }
+
+    /// The folder, when the home is one (`--home` or `HEARTH_HOME`); `None`
+    /// for the XDG folders. A home in one folder is named by it (in messages,
+    /// as the `--home` of the bridges hearthd starts); an XDG home is found
+    /// again from the environment.
+    pub fn folder(&self) -> Option<&Path> {
+        (self.config_dir == self.data_dir && self.data_dir == self.runtime_dir)
+            .then_some(self.data_dir.as_path())
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::secret_in;
+    use super::*;
 
     #[test]
-    fn secrets_file_lines_read() {
-        let text = "# keys\nexport OPENAI_API_KEY=\"sk-1\"\nOTHER='x'\nEMPTY=\n#MISSING=y\n";
-        assert_eq!(secret_in(text, "OPENAI_API_KEY").as_deref(), Some("sk-1"));
-        assert_eq!(secret_in(text, "OTHER").as_deref(), Some("x"));
-        assert_eq!(secret_in(text, "EMPTY"), None);
-        assert_eq!(secret_in(text, "MISSING"), None);
+    fn only_a_home_in_one_folder_is_named_by_it() {
+        assert_eq!(Home::at(Path::new("/h")).folder(), Some(Path::new("/h")));
+        let xdg = Home {
+            config_dir: "/c".into(),
+            data_dir: "/d".into(),
+            runtime_dir: "/d".into(),
+        };
+        assert_eq!(xdg.folder(), None);
+        assert_eq!(
+            Home::at(Path::new("/h")).bridge_lock("telegram"),
+            Path::new("/h/telegram.lock")
+        );
     }
 }

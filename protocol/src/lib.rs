@@ -31,18 +31,28 @@
 //!
 //! A `tool` or `work` message's `status` is one of [`MessageStatus`]'s names.
 //!
-//! [`home`] says where a home keeps its files, so daemon and clients agree.
+//! What the daemon and the bridges must agree on lives here once: [`home`]
+//! says where a home keeps its files (and whether it is one folder),
+//! [`secrets`] where a key or token is found, [`lock`] how one process of a
+//! kind per home is kept, [`exit`] the status of a configuration that cannot
+//! work, and [`bridge_tables`] the `[whatsapp]` table both read (and what
+//! a bridge sends besides replies).
+//!
 //! [`ending`] names the statuses of a cut or refused reply and the line
 //! every client shows with one. [`whatsapp`] reads a WhatsApp person's two
 //! names: a phone number or a business-scoped user id.
 
 mod activity;
+pub mod bridge_tables;
 pub mod ending;
+pub mod exit;
 mod frames;
 pub mod home;
 pub mod image;
+pub mod lock;
 pub mod media;
 pub mod memory;
+pub mod secrets;
 mod status;
 pub mod whatsapp;
 

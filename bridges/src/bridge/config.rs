@@ -5,8 +5,6 @@
 
 use hearth_protocol::home::Home;
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +32,8 @@ pub enum ConfigError {
         table: &'static str,
         message: String,
     },
-    #[error("{path} is readable by other users; run `chmod 600 {path}`")]
-    OpenSecrets { path: PathBuf },
+    #[error(transparent)]
+    OpenSecrets(#[from] hearth_protocol::secrets::OpenSecrets),
     #[error("no {what}: set ${env}, or add a line `{env}=…` to {secrets} (chmod 600); {hint}")]
     MissingSecret {
         what: &'static str,
@@ -45,27 +43,7 @@ pub enum ConfigError {
     },
 }
 
-/// What goes out to the platform beside the replies, which always do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outgoing {
-    /// The agent's answers that end a turn (always sent; naming it is allowed).
-    Reply,
-    /// What the agent says beside its tool calls.
-    Echo,
-    /// Subagents' reports.
-    Work,
-    /// Failed turns (live `error` events; they are not logged, so an error
-    /// while the bridge was down is not sent later).
-    Error,
-    /// The daemon's notes (an interrupt, a restart), except the bridge's own.
-    Note,
-}
-
-/// `send` when a table does not say: replies, errors and work reports.
-pub fn default_send() -> Vec<Outgoing> {
-    vec![Outgoing::Reply, Outgoing::Error, Outgoing::Work]
-}
+pub use hearth_protocol::bridge_tables::{default_send, Outgoing};
 
 /// The text of the home's `config.toml`, or [`ConfigError::Missing`] (for
 /// `table`) when there is none.
@@ -133,35 +111,24 @@ pub fn secret(
     hint: &'static str,
 ) -> Result<String, ConfigError> {
     let secrets = home.secrets_file();
-    let from_env = std::env::var(env)
-        .ok()
-        .map(|value| value.trim().to_string())
-        .filter(|value| !value.is_empty());
-    if let Some(value) = from_env {
-        return Ok(value);
-    }
-    // Like the daemon, never use a secret that others could read too.
-    if let Ok(meta) = std::fs::metadata(&secrets) {
-        if meta.permissions().mode() & 0o077 != 0 {
-            return Err(ConfigError::OpenSecrets { path: secrets });
-        }
-    }
-    std::fs::read_to_string(&secrets)
-        .ok()
-        .and_then(|text| secret_in(&text, env))
-        .ok_or(ConfigError::MissingSecret {
+    // The daemon's rule: the environment, else a private `secrets.env`.
+    match hearth_protocol::secrets::find(&secrets, env) {
+        Ok(Some(value)) => Ok(value),
+        Ok(None) => Err(ConfigError::MissingSecret {
             what,
             env: env.to_string(),
             secrets,
             hint,
-        })
+        }),
+        Err(open) => Err(open.into()),
+    }
 }
 
-pub use hearth_protocol::home::secret_in;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_secret_comes_from_secrets_env_and_its_absence_says_where_to_put_it() {

@@ -2,8 +2,7 @@
 //! bot (which Telegram answers with 409), two WhatsApp bridges would fight
 //! over the webhook's port, and both would deliver every reply twice.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use hearth_protocol::lock::{self as home_lock, Lock, Refused};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -21,39 +20,29 @@ pub enum LockError {
     },
 }
 
-/// The held lock; it is released when dropped, or when the process dies.
-#[derive(Debug)]
-pub struct BridgeLock {
-    _file: File,
-}
+/// The held lock (the kind the daemon holds on its home, from
+/// `hearth_protocol::lock`); it is released when dropped, or when the
+/// process dies.
+pub type BridgeLock = Lock;
 
-/// Takes the lock at `path` for the bridge named `bridge` (as users read
-/// it: `Telegram`) whose config table is `table`.
+/// Takes the lock at `path` (`Home::bridge_lock`) for the bridge named
+/// `bridge` (as users read it: `Telegram`) whose config table is `table`.
 pub fn lock(
     path: &Path,
     bridge: &'static str,
     table: &'static str,
 ) -> Result<BridgeLock, LockError> {
-    let io = |source| LockError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(io)?;
-    match file.try_lock() {
-        Ok(()) => Ok(BridgeLock { _file: file }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(LockError::AlreadyRunning {
+    home_lock::take(path).map_err(|refused| match refused {
+        Refused::Held { .. } => LockError::AlreadyRunning {
             bridge,
             table,
             path: path.to_path_buf(),
-        }),
-        Err(std::fs::TryLockError::Error(source)) => Err(io(source)),
-    }
+        },
+        Refused::Io { source, .. } => LockError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+    })
 }
 
 #[cfg(test)]

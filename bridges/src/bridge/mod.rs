@@ -29,6 +29,6 @@ pub mod multipart;
 pub mod people;
 pub mod split;
 
-/// The exit status of a bridge that cannot run as configured (sysexits'
-/// `EX_CONFIG`): hearthd does not restart it until its own next start.
-pub const EXIT_CONFIG: u8 = 78;
+/// The exit status of a bridge that cannot run as configured; defined with
+/// what the daemon and the bridges agree on.
+pub use hearth_protocol::exit::EXIT_CONFIG;

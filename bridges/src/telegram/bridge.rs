@@ -21,8 +21,6 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use tokio::sync::watch;
 
-pub use crate::bridge::EXIT_CONFIG;
-
 /// What the bridge's messages and notes say they came from.
 pub const SOURCE: &str = "telegram";
 
@@ -72,7 +70,7 @@ pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), 
         Ok((config, token))
     });
     let (config, token) = setup?;
-    let _lock = lock(&home.data_dir.join("telegram.lock"), "Telegram", "telegram")?;
+    let _lock = lock(&home.bridge_lock("telegram"), "Telegram", "telegram")?;
     let api = Api::new(&config.api_base, &token)?;
 
     let (mut control, _) = connect_running(home, None, "telegram", None)

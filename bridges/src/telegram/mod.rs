@@ -27,5 +27,5 @@ pub mod inbound;
 pub mod outbound;
 mod photos;
 
-pub use bridge::{run, BridgeError, EXIT_CONFIG};
+pub use bridge::{run, BridgeError};
 pub use config::TelegramConfig;

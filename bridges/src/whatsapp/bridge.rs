@@ -111,7 +111,7 @@ async fn run_until(home: &Home, shutdown: impl Future<Output = ()>) -> Result<()
         return Err(BridgeError::NoLinkedDevice(home.config_file()));
     }
     let secrets = config.secrets(home)?;
-    let _lock = lock(&home.data_dir.join("whatsapp.lock"), "WhatsApp", "whatsapp")?;
+    let _lock = lock(&home.bridge_lock("whatsapp"), "WhatsApp", "whatsapp")?;
     let graph = Graph::new(
         &config.graph_base,
         &config.phone_number_id,

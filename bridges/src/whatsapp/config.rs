@@ -9,125 +9,27 @@
 //! webhook's settings, `phone_number_id` and the secrets are the Cloud
 //! API's and are not read with `"web"`.
 
-use crate::bridge::config::{self as shared, default_send, ConfigError, Outgoing};
+use crate::bridge::config::{self as shared, ConfigError, Outgoing};
 use hearth_protocol::home::Home;
+use hearth_protocol::bridge_tables::WhatsAppTable;
 use serde::Deserialize;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::Path;
 
-/// The Graph API, up to and including the version, when `graph_base` is not set.
-pub const DEFAULT_GRAPH_BASE: &str = "https://graph.facebook.com/v23.0";
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8443";
-pub const DEFAULT_PATH: &str = "/webhook";
-pub const DEFAULT_VERIFY_TOKEN_ENV: &str = "WHATSAPP_VERIFY_TOKEN";
-pub const DEFAULT_APP_SECRET_ENV: &str = "WHATSAPP_APP_SECRET";
-pub const DEFAULT_ACCESS_TOKEN_ENV: &str = "WHATSAPP_ACCESS_TOKEN";
+pub use hearth_protocol::bridge_tables::{
+    Backend, DEFAULT_ACCESS_TOKEN_ENV, DEFAULT_APP_SECRET_ENV, DEFAULT_GRAPH_BASE, DEFAULT_LISTEN,
+    DEFAULT_PATH, DEFAULT_VERIFY_TOKEN_ENV,
+};
 
 const TABLE: &str = "whatsapp";
 const EXAMPLE: &str = "phone_number_id = \"…\" and allow = [\"+your number\"]";
-
-/// How the bridge reaches WhatsApp.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Backend {
-    /// The WhatsApp Business Cloud API: a business number, a webhook.
-    #[default]
-    Cloud,
-    /// A personal account, linked as a WhatsApp Web device (`hearth
-    /// whatsapp link`); only in a hearth built with `--features whatsapp-web`.
-    Web,
-}
-
-/// The `[whatsapp]` table as written.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Table {
-    #[serde(default)]
-    pub backend: Backend,
-    /// Where the webhook listens. Loopback by default: a reverse proxy with
-    /// TLS exposes it; every delivery is checked against its signature.
-    #[serde(default = "default_listen")]
-    pub listen: String,
-    /// The webhook's path, as given to Meta in the callback URL.
-    #[serde(default = "default_path")]
-    pub path: String,
-    /// The variable with the token Meta echoes when it verifies the webhook.
-    #[serde(default = "default_verify_token_env")]
-    pub verify_token_env: String,
-    /// The variable with the app secret that signs Meta's deliveries.
-    #[serde(default = "default_app_secret_env")]
-    pub app_secret_env: String,
-    /// The variable with the access token the bridge sends with.
-    #[serde(default = "default_access_token_env")]
-    pub access_token_env: String,
-    /// The business phone number's id (not the number itself): messages go
-    /// out from it, and only messages to it are relayed. Required with the
-    /// Cloud API; not read with the linked device.
-    #[serde(default)]
-    pub phone_number_id: Option<NumberText>,
-    #[serde(default = "default_graph_base")]
-    pub graph_base: String,
-    /// The people whose messages reach the agent and that get its replies:
-    /// numbers with country code (read back as WhatsApp ids, digits only)
-    /// or business-scoped user ids (`US.1349…`, for someone whose number
-    /// WhatsApp withholds). Required; empty lets nobody in.
-    pub allow: Vec<NumberText>,
-    /// The owner's number, one of `allow`: the others' words are untrusted
-    /// input to the agent. Optional when `allow` has one number.
-    #[serde(default)]
-    pub owner: Option<NumberText>,
-    /// What goes out besides replies.
-    #[serde(default = "default_send")]
-    pub send: Vec<Outgoing>,
-    /// Named numbers the agent's `whatsapp_send` may also write to; the
-    /// daemon reads them, and its tool messages say whom to send to.
-    #[serde(default)]
-    #[allow(dead_code)]
-    pub contacts: toml::Table,
-}
-
-/// A number that may be written as TOML text or as an integer.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-enum NumberText {
-    Text(String),
-    Number(u64),
-}
-
-impl NumberText {
-    fn as_text(&self) -> String {
-        match self {
-            NumberText::Text(text) => text.clone(),
-            NumberText::Number(number) => number.to_string(),
-        }
-    }
-}
-
-fn default_listen() -> String {
-    DEFAULT_LISTEN.to_string()
-}
-fn default_path() -> String {
-    DEFAULT_PATH.to_string()
-}
-fn default_verify_token_env() -> String {
-    DEFAULT_VERIFY_TOKEN_ENV.to_string()
-}
-fn default_app_secret_env() -> String {
-    DEFAULT_APP_SECRET_ENV.to_string()
-}
-fn default_access_token_env() -> String {
-    DEFAULT_ACCESS_TOKEN_ENV.to_string()
-}
-fn default_graph_base() -> String {
-    DEFAULT_GRAPH_BASE.to_string()
-}
 
 /// The whole file as the bridge sees it: every other table is the daemon's.
 #[derive(Deserialize)]
 struct ConfigFile {
     #[serde(default)]
-    whatsapp: Option<Table>,
+    whatsapp: Option<WhatsAppTable>,
 }
 
 /// The `[whatsapp]` table, checked and normalized.
@@ -205,33 +107,23 @@ impl WhatsAppConfig {
                 id
             }
         };
+        if table.allow.is_none() {
+            return Err(invalid(
+                "allow is missing: list the numbers that may talk to the agent, like allow = [\"+15551234567\"] (empty lets nobody in)".to_string(),
+            ));
+        }
         let allow = table
-            .allow
-            .iter()
-            .map(|entry| {
-                let entry = entry.as_text();
-                whatsapp_id(&entry).ok_or_else(|| {
-                    invalid(format!(
-                        "allow: `{entry}` is neither a phone number nor a WhatsApp user id; write a number with its country code, like \"+15551234567\", or a user id as WhatsApp gives it, like \"US.13491208655302741918\""
-                    ))
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let owner = match &table.owner {
-            None => None,
-            Some(owner) => {
-                let owner = owner.as_text();
-                match whatsapp_id(&owner) {
-                    Some(id) if allow.contains(&id) => Some(id),
-                    _ => return Err(invalid(format!("owner `{owner}` is not one of allow"))),
-                }
+            .allowed()
+            .map_err(|bad| invalid(bad.to_string()))?;
+        let owner = match table.owner_id().map_err(|bad| invalid(bad.to_string()))? {
+            Some(id) if !allow.contains(&id) => {
+                let written = table.owner.as_ref().map(|o| o.as_text()).unwrap_or_default();
+                return Err(invalid(format!("owner `{written}` is not one of allow")));
             }
+            owner => owner,
         };
-        for (name, env) in [
-            ("verify_token_env", &table.verify_token_env),
-            ("app_secret_env", &table.app_secret_env),
-            ("access_token_env", &table.access_token_env),
-        ] {
+        let names = ["verify_token_env", "app_secret_env", "access_token_env"];
+        for (name, env) in names.into_iter().zip(table.secret_names()) {
             if env.trim().is_empty() {
                 return Err(invalid(format!("{name} must name a variable")));
             }
@@ -316,6 +208,7 @@ impl fmt::Debug for Secrets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bridge::config::default_send;
     use std::os::unix::fs::PermissionsExt;
 
     fn parse(text: &str) -> Result<WhatsAppConfig, ConfigError> {

@@ -35,6 +35,5 @@ pub mod payload;
 pub mod web;
 pub mod webhook;
 
-pub use crate::bridge::EXIT_CONFIG;
 pub use bridge::{link, run, BridgeError, SOURCE};
 pub use config::WhatsAppConfig;

@@ -3,7 +3,7 @@
 
 use super::error::StartError;
 use crate::config::Config;
-use crate::tools::WhatsAppContacts;
+use crate::tools::{WhatsAppContacts, WhatsAppContactsError};
 use hearth_protocol::home::Home;
 
 /// Agent names must be usable as folder names and distinct.
@@ -32,7 +32,10 @@ pub fn agent_names(config: &Config) -> Result<(), StartError> {
 }
 
 /// Who the top agent may write to on WhatsApp (`whatsapp_send`), from the
-/// `[whatsapp]` table; none when there is no table or nobody in it.
+/// `[whatsapp]` table; none when there is no table or nobody in it. A
+/// number that is not one refuses the start; a table that does not read
+/// at all is the bridge's to say (it names the line, in `hearth status`),
+/// and the agent starts without the tool.
 pub fn whatsapp_contacts(
     config: &Config,
     home: &Home,
@@ -40,10 +43,18 @@ pub fn whatsapp_contacts(
     let Some(table) = &config.whatsapp else {
         return Ok(None);
     };
-    let contacts =
-        WhatsAppContacts::from_table(table).map_err(|source| StartError::WhatsAppContacts {
-            path: home.config_file(),
-            source,
-        })?;
+    let contacts = match WhatsAppContacts::from_table(table) {
+        Ok(contacts) => contacts,
+        Err(WhatsAppContactsError::Table(message)) => {
+            tracing::warn!("no whatsapp_send: [whatsapp] {message}");
+            return Ok(None);
+        }
+        Err(source) => {
+            return Err(StartError::WhatsAppContacts {
+                path: home.config_file(),
+                source,
+            })
+        }
+    };
     Ok(Some(contacts).filter(|contacts| !contacts.is_empty()))
 }

@@ -57,7 +57,7 @@ pub enum StartError {
 impl StartError {
     /// Whether the start failed on what the user configured (a file to
     /// fix), so that starting again unchanged would fail again: hearthd
-    /// then exits with [`crate::bridges::EXIT_CONFIG`], which a service
+    /// then exits with [`hearth_protocol::exit::EXIT_CONFIG`], which a service
     /// manager is told not to restart.
     pub fn is_config(&self) -> bool {
         matches!(

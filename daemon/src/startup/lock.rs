@@ -1,40 +1,25 @@
-//! The home's lock: one daemon per home.
+//! The home's lock: one daemon per home (`hearth_protocol::lock`, the kind
+//! the bridges take too).
 
-use super::error::{io, StartError};
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use super::error::StartError;
+use hearth_protocol::lock::{self, Lock, Refused};
 use std::path::Path;
 
-/// Takes the home's lock for the daemon's lifetime (hold the file); the lock
+/// Takes the home's lock for the daemon's lifetime (hold it); the lock
 /// dies with the process, so a crashed daemon never blocks the next one.
 /// The file says the holder's pid.
-pub fn take(path: &Path) -> Result<File, StartError> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(io("cannot open", path))?;
-    match file.try_lock() {
-        Ok(()) => {
-            let _ = file.set_len(0);
-            let _ = writeln!(&file, "{}", std::process::id());
-            Ok(file)
-        }
-        Err(fs::TryLockError::WouldBlock) => Err(StartError::AlreadyRunning {
+pub fn take(path: &Path) -> Result<Lock, StartError> {
+    lock::take(path).map_err(|refused| match refused {
+        Refused::Held { pid } => StartError::AlreadyRunning {
             lock: path.to_path_buf(),
-            pid: fs::read_to_string(path)
-                .ok()
-                .and_then(|text| text.trim().parse().ok()),
-        }),
-        Err(fs::TryLockError::Error(source)) => Err(StartError::Io {
-            what: "cannot lock",
+            pid,
+        },
+        Refused::Io { what, source } => StartError::Io {
+            what,
             path: path.to_path_buf(),
             source,
-        }),
-    }
+        },
+    })
 }
 
 #[cfg(test)]

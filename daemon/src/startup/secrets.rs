@@ -1,34 +1,24 @@
-//! Secrets: where API keys and tokens are found, and which environment
+//! Secrets: where API keys and tokens are found (the rule the bridges
+//! follow too, `hearth_protocol::secrets`), and which environment
 //! variables hold them (kept from the tools' commands).
 
 use super::error::StartError;
 use crate::config::Config;
-use hearth_protocol::home::secret_in;
+use hearth_protocol::secrets::{self, names_in, secret_in};
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// A `secrets.env` that other users can read is refused: its keys would be
 /// theirs too.
 pub fn check_file(path: &Path) -> Result<(), StartError> {
-    match fs::metadata(path) {
-        Ok(meta) if meta.permissions().mode() & 0o077 != 0 => {
-            Err(StartError::OpenSecrets(path.to_path_buf()))
-        }
-        _ => Ok(()),
-    }
+    secrets::check_file(path).map_err(|open| StartError::OpenSecrets(open.path))
 }
 
-/// A secret from the environment, else from `secrets.env` (`NAME=value`
-/// lines, `#` comments, optional quotes), so a service that does not inherit
-/// a shell's environment still finds it.
+/// A secret from the environment, else from `secrets.env`, so a service
+/// that does not inherit a shell's environment still finds it. None from a
+/// `secrets.env` others can read (start-up refused one already).
 pub fn find(secrets_file: &Path, name: &str) -> Option<String> {
-    if let Some(value) = std::env::var(name).ok().filter(|v| !v.is_empty()) {
-        return Some(value);
-    }
-    check_file(secrets_file).ok()?;
-    let text = fs::read_to_string(secrets_file).ok()?;
-    secret_in(&text, name)
+    secrets::find(secrets_file, name).ok().flatten()
 }
 
 /// The environment variables that hold secrets: kept from the shell's
@@ -76,14 +66,11 @@ pub fn values(config: &Config, secrets_file: &Path) -> Vec<String> {
         .collect();
     if check_file(secrets_file).is_ok() {
         if let Ok(text) = fs::read_to_string(secrets_file) {
-            values.extend(text.lines().filter_map(|line| {
-                let line = line.trim();
-                if line.starts_with('#') {
-                    return None;
-                }
-                let (name, _) = line.split_once('=')?;
-                secret_in(&text, name.trim())
-            }));
+            values.extend(
+                names_in(&text)
+                    .into_iter()
+                    .filter_map(|name| secret_in(&text, name)),
+            );
         }
     }
     values

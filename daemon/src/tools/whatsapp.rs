@@ -11,6 +11,7 @@
 
 use super::Outcome;
 use crate::model::ToolSpec;
+use hearth_protocol::bridge_tables::{BadNumber, WhatsAppTable};
 use hearth_protocol::whatsapp::{whatsapp_id, whatsapp_shown};
 use hearth_protocol::Outbox;
 use serde_json::{json, Value};
@@ -32,52 +33,32 @@ pub struct Contacts {
     numbers: Vec<String>,
 }
 
-/// The numbers a `[whatsapp]` table lists, as text or integers.
+/// A `[whatsapp]` table the daemon cannot read people from.
 #[derive(Debug, thiserror::Error)]
-#[error("[whatsapp] {key}: {message}")]
-pub struct ContactsError {
-    key: String,
-    message: String,
+pub enum ContactsError {
+    /// The table does not read as the `[whatsapp]` table (a key that is
+    /// not one, a value of the wrong kind); the bridge names the line.
+    #[error("[whatsapp] {0}")]
+    Table(String),
+    /// A number in `allow` or `contacts` is not a phone number.
+    #[error("[whatsapp] {0}")]
+    Number(#[from] BadNumber),
 }
 
 impl Contacts {
-    /// Reads `allow` and `contacts` of the `[whatsapp]` table; the bridge
-    /// reads (and checks) the rest.
+    /// Reads `allow` and `contacts` of the `[whatsapp]` table (defined once,
+    /// [`WhatsAppTable`]); the bridge checks the rest.
     pub fn from_table(table: &toml::Table) -> Result<Contacts, ContactsError> {
-        let number = |key: String, value: &toml::Value| {
-            let text = match value {
-                toml::Value::String(text) => text.clone(),
-                toml::Value::Integer(number) => number.to_string(),
-                other => other.to_string(),
-            };
-            whatsapp_id(&text).ok_or(ContactsError {
-                key,
-                message: format!(
-                    "`{text}` is neither a phone number nor a WhatsApp user id; write a number with its country code, like \"+15551234567\""
-                ),
-            })
-        };
+        let table: WhatsAppTable = toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|err: toml::de::Error| ContactsError::Table(err.message().to_string()))?;
         let mut contacts = Contacts::default();
-        if let Some(allow) = table.get("allow").and_then(toml::Value::as_array) {
-            for value in allow {
-                let number = number("allow".to_string(), value)?;
-                contacts.add(number);
-            }
+        for number in table.allowed()? {
+            contacts.add(number);
         }
-        if let Some(named) = table.get("contacts") {
-            let Some(named) = named.as_table() else {
-                return Err(ContactsError {
-                    key: "contacts".to_string(),
-                    message:
-                        "must be a table of names and numbers, like { anna = \"+4915112345678\" }"
-                            .to_string(),
-                });
-            };
-            for (name, value) in named {
-                let number = number(format!("contacts.{name}"), value)?;
-                contacts.named.insert(name.clone(), number.clone());
-                contacts.add(number);
-            }
+        for (name, number) in table.contacts()? {
+            contacts.named.insert(name, number.clone());
+            contacts.add(number);
         }
         Ok(contacts)
     }

@@ -35,9 +35,6 @@ use tokio::sync::{mpsc, watch};
 /// WhatsApp's protocol state, kept by the library.
 pub const SESSION_FILE: &str = "whatsapp-web.db";
 
-/// The lock both the bridge and `hearth whatsapp link` take.
-pub const LOCK_FILE: &str = "whatsapp.lock";
-
 #[derive(Debug, thiserror::Error)]
 pub enum WebError {
     #[error(transparent)]
@@ -87,7 +84,7 @@ pub async fn run(
     config: &WhatsAppConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), WebError> {
-    let _lock = lock(&home.data_dir.join(LOCK_FILE), "WhatsApp", "whatsapp")?;
+    let _lock = lock(&home.bridge_lock("whatsapp"), "WhatsApp", "whatsapp")?;
     let (device, events) = Library::open(&home.data_dir.join(SESSION_FILE)).await?;
     if !device.is_linked() {
         return Err(WebError::NotLinked);
@@ -141,7 +138,7 @@ pub async fn relay<D: Device>(
 /// `hearth whatsapp link`: shows the pairing code in the terminal until
 /// the phone scans it, and writes what happens to `out`.
 pub async fn link_device(home: &Home, out: &mut impl Write) -> Result<(), WebError> {
-    let _lock = lock(&home.data_dir.join(LOCK_FILE), "WhatsApp", "whatsapp")?;
+    let _lock = lock(&home.bridge_lock("whatsapp"), "WhatsApp", "whatsapp")?;
     let path = home.data_dir.join(SESSION_FILE);
     let (device, mut events) = Library::open(&path).await?;
     if let Some(number) = device.own().number {
