@@ -4,7 +4,6 @@
 //! its own. A layout that is unknown, unreadable or wrong stops the start with
 //! the file, the key and the reason.
 
-use crate::memory::Budgets;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -136,20 +135,6 @@ impl Layout {
     /// Where a message is too large to go into a request whole.
     pub fn huge_limit(&self) -> usize {
         self.huge_message.unwrap_or(self.low_budget / 8).max(64)
-    }
-
-    pub fn turn_budgets(&self) -> Budgets {
-        Budgets {
-            high: self.high_budget,
-            low: self.low_budget,
-        }
-    }
-
-    pub fn compaction_budgets(&self) -> Budgets {
-        Budgets {
-            high: self.compaction_high_budget,
-            low: self.compaction_low_budget,
-        }
     }
 }
 

@@ -18,6 +18,8 @@
 //! - `schedule.rs`: schedules and the notify queue, delivered between chains.
 //! - `subagents.rs`: the top agent's children and their runs.
 //! - `turn.rs`: the turn loop of one agent.
+//! - `inputs.rs`: what an agent's loop reads (wake, interrupt, due, stop),
+//!   and the side the rest of the daemon holds to send it.
 //! - `server/`: the WebSocket protocol over the Unix socket (or TCP): the
 //!   accept loop, one connection's protocol, one handler per client frame.
 //! - `transcription.rs`: `[transcription]`, and the task that transcribes
@@ -38,6 +40,7 @@ pub mod config;
 pub mod daemon;
 pub mod documents;
 pub mod images;
+pub mod inputs;
 pub mod layout;
 pub mod local;
 pub mod log;

@@ -11,19 +11,19 @@
 //! the parent gets exactly one report: reporting and marking the run done
 //! are one transaction.
 
+use crate::inputs::AgentInputs;
 use crate::log::{append as append_in, Log, LogError, MessageData, NewMessage};
-use crate::turn::AgentHandle;
 use hearth_protocol::{Event, EventKind, Kind, Message, MessageStatus};
 use rusqlite::{params, OptionalExtension};
 use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock};
 use tokio::sync::broadcast;
 
 /// One declared child.
-struct Child {
-    responsibility: String,
-    /// Set once its loop has started.
-    handle: Option<AgentHandle>,
+pub struct Child {
+    pub responsibility: String,
+    /// Reaches its loop (made before the child, so the map is whole from
+    /// the start).
+    pub inputs: AgentInputs,
 }
 
 /// A stored run.
@@ -60,18 +60,27 @@ pub struct Subagents {
     parent: String,
     log: Log,
     events: broadcast::Sender<Event>,
-    children: Mutex<BTreeMap<String, Child>>,
-    parent_handle: OnceLock<AgentHandle>,
+    children: BTreeMap<String, Child>,
+    /// Woken when a run it started ends.
+    parent_inputs: AgentInputs,
 }
 
 impl Subagents {
-    pub fn new(parent: &str, log: Log, events: broadcast::Sender<Event>) -> Subagents {
+    /// The top agent `parent` (reached by `parent_inputs`) and its
+    /// `children`, by name; every loop's inputs exist before any agent.
+    pub fn new(
+        parent: &str,
+        parent_inputs: AgentInputs,
+        children: BTreeMap<String, Child>,
+        log: Log,
+        events: broadcast::Sender<Event>,
+    ) -> Subagents {
         Subagents {
             parent: parent.to_string(),
             log,
             events,
-            children: Mutex::new(BTreeMap::new()),
-            parent_handle: OnceLock::new(),
+            children,
+            parent_inputs,
         }
     }
 
@@ -79,53 +88,23 @@ impl Subagents {
         &self.parent
     }
 
-    fn children(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Child>> {
-        // A poisoned lock only means a panic elsewhere while holding it; the
-        // map itself is still whole.
-        self.children
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Declares a child before its loop starts.
-    pub fn declare(&self, name: &str, responsibility: &str) {
-        self.children().insert(
-            name.to_string(),
-            Child {
-                responsibility: responsibility.to_string(),
-                handle: None,
-            },
-        );
-    }
-
-    pub fn attach_child(&self, name: &str, handle: AgentHandle) {
-        if let Some(child) = self.children().get_mut(name) {
-            child.handle = Some(handle);
-        }
-    }
-
-    pub fn attach_parent(&self, handle: AgentHandle) {
-        let _ = self.parent_handle.set(handle);
-    }
-
     pub fn is_empty(&self) -> bool {
-        self.children().is_empty()
+        self.children.is_empty()
     }
 
-    fn handle(&self, name: &str) -> Result<Option<AgentHandle>, SubagentError> {
-        let children = self.children();
-        match children.get(name) {
-            Some(child) => Ok(child.handle.clone()),
+    fn inputs(&self, name: &str) -> Result<&AgentInputs, SubagentError> {
+        match self.children.get(name) {
+            Some(child) => Ok(&child.inputs),
             None => Err(SubagentError::Unknown {
                 name: name.to_string(),
-                known: children.keys().cloned().collect::<Vec<_>>().join(", "),
+                known: self.children.keys().cloned().collect::<Vec<_>>().join(", "),
             }),
         }
     }
 
     /// Starts a run: logs the task in the child's log and wakes it.
     pub async fn start(&self, name: &str, task: &str) -> Result<Run, SubagentError> {
-        let handle = self.handle(name)?;
+        let child = self.inputs(name)?;
         if self.log.running_run(&self.parent, name).await?.is_some() {
             return Err(SubagentError::Busy(name.to_string()));
         }
@@ -137,16 +116,14 @@ impl Subagents {
         );
         event.source = Some(name.to_string());
         let _ = self.events.send(event);
-        if let Some(handle) = handle {
-            handle.wake();
-        }
+        child.wake();
         Ok(run)
     }
 
     /// Stops a run: reports it `stopped` (without waking the parent) and
     /// interrupts the child's turn.
     pub async fn stop(&self, name: &str) -> Result<Message, SubagentError> {
-        let handle = self.handle(name)?;
+        let child = self.inputs(name)?;
         let run = self
             .log
             .running_run(&self.parent, name)
@@ -158,9 +135,7 @@ impl Subagents {
             .finish_run(&self.parent, &run, &text, MessageStatus::Stopped)
             .await?
             .ok_or_else(|| SubagentError::Idle(name.to_string()))?;
-        if let Some(handle) = handle {
-            handle.interrupt();
-        }
+        child.interrupt();
         Ok(report)
     }
 
@@ -175,7 +150,7 @@ impl Subagents {
             .map(|run| run.child)
             .collect();
         let children: Vec<(String, String)> = self
-            .children()
+            .children
             .iter()
             .map(|(name, child)| (name.clone(), child.responsibility.clone()))
             .collect();
@@ -220,9 +195,7 @@ impl Subagents {
             .is_some()
             && status != MessageStatus::Stopped
         {
-            if let Some(parent) = self.parent_handle.get() {
-                parent.wake();
-            }
+            self.parent_inputs.wake();
         }
         Ok(())
     }
@@ -353,13 +326,23 @@ impl Log {
 mod tests {
     use super::*;
 
+    /// The top agent with one child, `scout`.
+    fn with_scout(log: &Log, events: broadcast::Sender<Event>) -> Subagents {
+        let child = Child {
+            responsibility: "looks things up".into(),
+            inputs: crate::inputs::channel().0,
+        };
+        let children = BTreeMap::from([("scout".to_string(), child)]);
+        let parent = crate::inputs::channel().0;
+        Subagents::new("top", parent, children, log.clone(), events)
+    }
+
     #[tokio::test]
     async fn a_run_is_reported_once() {
         let dir = tempfile::tempdir().unwrap();
         let (events, _) = broadcast::channel(16);
         let log = Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
-        let subagents = Subagents::new("top", log.clone(), events);
-        subagents.declare("scout", "looks things up");
+        let subagents = with_scout(&log, events);
         let run = subagents
             .start("scout", "find the train times")
             .await
@@ -405,8 +388,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (events, _) = broadcast::channel(16);
         let log = Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
-        let subagents = Subagents::new("top", log.clone(), events);
-        subagents.declare("scout", "looks things up");
+        let subagents = with_scout(&log, events);
         subagents.start("scout", "find it").await.unwrap();
         let report = subagents.stop("scout").await.unwrap();
         assert_eq!(report.status.as_deref(), Some("stopped"));

@@ -26,7 +26,8 @@ use hearth_protocol::{Event, EventKind, Kind, MessageStatus};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::{broadcast, watch, Notify};
+use crate::inputs::{AgentInputs, Inbox, Input};
+use tokio::sync::{broadcast, watch};
 
 /// The source of what the daemon itself logs.
 pub const DAEMON_SOURCE: &str = "hearthd";
@@ -35,12 +36,8 @@ pub const DAEMON_SOURCE: &str = "hearthd";
 #[derive(Clone)]
 pub struct AgentHandle {
     pub name: String,
-    /// Wakes the loop when a message was logged for it.
-    wake: Arc<Notify>,
-    /// Bumped to interrupt the running turn.
-    interrupt: watch::Sender<u64>,
-    /// Whether a turn runs now.
-    busy: watch::Receiver<bool>,
+    /// Wakes the loop, interrupts its turn, says whether one runs.
+    inputs: AgentInputs,
     /// What the agent is doing now, for a client that attaches and `status`.
     pub activity: ActivityBoard,
     /// The agent's memory, for `status`.
@@ -60,20 +57,16 @@ pub struct AgentSettings {
 
 impl AgentHandle {
     pub fn wake(&self) {
-        self.wake.notify_one();
+        self.inputs.wake();
     }
 
     /// Interrupts the running turn; returns whether one was running.
     pub fn interrupt(&self) -> bool {
-        let busy = *self.busy.borrow();
-        if busy {
-            self.interrupt.send_modify(|count| *count += 1);
-        }
-        busy
+        self.inputs.interrupt()
     }
 
     pub fn is_busy(&self) -> bool {
-        *self.busy.borrow()
+        self.inputs.is_busy()
     }
 
     /// Applies a reloaded configuration from the next model request on.
@@ -137,34 +130,28 @@ enum Ending {
 /// The loop's own state, built by [`Agent::start`].
 pub struct AgentLoop {
     agent: Agent,
-    wake: Arc<Notify>,
-    interrupt: watch::Receiver<u64>,
-    busy: watch::Sender<bool>,
+    /// Everything the loop wakes for but the chain's own progress.
+    inbox: Inbox,
     /// The model and limits now; read before each request.
     settings: watch::Receiver<AgentSettings>,
 }
 
 impl Agent {
-    /// Returns the loop to run and the handle to reach it.
-    pub fn start(self) -> (AgentLoop, AgentHandle) {
-        let wake = Arc::new(Notify::new());
-        let (interrupt_tx, interrupt_rx) = watch::channel(0u64);
-        let (busy_tx, busy_rx) = watch::channel(false);
+    /// Returns the loop to run and the handle to reach it. The inputs were
+    /// made before the agent (`inputs::channel`), so that a parent and its
+    /// children could be given each other's.
+    pub fn start(self, (inputs, inbox): (AgentInputs, Inbox)) -> (AgentLoop, AgentHandle) {
         let (settings_tx, settings) = watch::channel(self.settings.clone());
         let handle = AgentHandle {
             name: self.name.clone(),
-            wake: wake.clone(),
-            interrupt: interrupt_tx,
-            busy: busy_rx,
+            inputs,
             activity: self.activity.clone(),
             memory: self.memory.clone(),
             settings: Arc::new(settings_tx),
         };
         let agent_loop = AgentLoop {
             agent: self,
-            wake,
-            interrupt: interrupt_rx,
-            busy: busy_tx,
+            inbox,
             settings,
         };
         (agent_loop, handle)
@@ -191,7 +178,7 @@ impl AgentLoop {
         if let Err(err) = &result {
             tracing::error!(agent = %self.agent.name, "the agent stopped: {err}");
             // A turn cut off by the failure is not running any more.
-            let _ = self.busy.send(false);
+            self.inbox.set_busy(false);
             self.agent.activity.idle();
             self.agent.emit(
                 EventKind::Error,
@@ -241,10 +228,11 @@ impl AgentLoop {
                 continue;
             }
             let next_due = self.agent.log.next_due(&name).await?;
-            tokio::select! {
-                _ = self.wake.notified() => {}
-                _ = shutdown.changed() => {}
-                _ = until(next_due) => {}
+            match self.inbox.next(shutdown, next_due).await {
+                Input::Stop => return Ok(()),
+                // Between turns there is nothing to interrupt; anything
+                // else may have made a turn due: look again.
+                Input::Wake | Input::Due | Input::Interrupt => {}
             }
         }
     }
@@ -274,21 +262,31 @@ impl AgentLoop {
         shutdown: &mut watch::Receiver<bool>,
     ) -> Result<bool, LogError> {
         let name = self.agent.name.clone();
-        let _ = self.busy.send(true);
+        self.inbox.set_busy(true);
         self.agent.emit(EventKind::Busy, None, Vec::new());
         // An interrupt sent before this turn began is not for it.
-        self.interrupt.borrow_and_update();
-        let mut interrupt = self.interrupt.clone();
-        let ending = tokio::select! {
-            ending = self.agent.chain(&mut turn, &self.settings) => Some(ending?),
-            _ = interrupt.changed() => Some(Ending::Interrupted),
-            _ = shutdown.changed() => None,
+        self.inbox.forget();
+        let ending = {
+            let chain = self.agent.chain(&mut turn, &self.settings);
+            let mut chain = std::pin::pin!(chain);
+            loop {
+                tokio::select! {
+                    ending = &mut chain => break Some(ending?),
+                    input = self.inbox.next(shutdown, None) => match input {
+                        Input::Interrupt => break Some(Ending::Interrupted),
+                        Input::Stop => break None,
+                        // What arrives mid-turn joins the chain's next
+                        // request, or the turn after it.
+                        Input::Wake | Input::Due => {}
+                    },
+                }
+            }
         };
         let log = &self.agent.log;
         // Whatever ran (a tool, a request) was dropped with the chain.
         self.agent.activity.idle();
         let Some(ending) = ending else {
-            let _ = self.busy.send(false);
+            self.inbox.set_busy(false);
             return Ok(true);
         };
         // The record may have taken more while the chain ran.
@@ -347,7 +345,7 @@ impl AgentLoop {
         if let Family::Child(family) = &self.agent.family {
             family.turn_ended(&name, &taken, outcome).await?;
         }
-        let _ = self.busy.send(false);
+        self.inbox.set_busy(false);
         self.agent.emit(EventKind::Idle, None, Vec::new());
         Ok(false)
     }
@@ -567,17 +565,6 @@ impl Agent {
     }
 }
 
-/// Completes when `at` has come (never, for none).
-async fn until(at: Option<chrono::DateTime<chrono::Utc>>) {
-    match at {
-        Some(at) => {
-            let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
-            tokio::time::sleep(wait).await;
-        }
-        None => std::future::pending().await,
-    }
-}
-
 /// A `tool` message: the call and its result, readable as one line.
 fn tool_message(
     agent: &str,
@@ -723,7 +710,7 @@ mod recovery_tests {
             transcripts: Default::default(),
         };
         let mut seen = agent.events.subscribe();
-        let (agent_loop, _handle) = agent.start();
+        let (agent_loop, _handle) = agent.start(crate::inputs::channel());
         let (stop, stopped) = watch::channel(false);
         let running = tokio::spawn(agent_loop.run(stopped));
         // The continued turn fails (no model) and finishes; then stop the loop.

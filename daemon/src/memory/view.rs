@@ -10,6 +10,7 @@
 //! the tree, never of timing.
 
 use super::tree::{one_line, Node};
+use crate::layout::Layout;
 
 /// The bytes of `<chat>\n` and `</chat>` around the lines.
 const TAGS: usize = "<chat>\n".len() + "</chat>".len();
@@ -19,6 +20,24 @@ const TAGS: usize = "<chat>\n".len() + "</chat>".len();
 pub struct Budgets {
     pub high: usize,
     pub low: usize,
+}
+
+/// The budgets a layout gives the two views. Here, not in `layout.rs`, so
+/// that the memory depends on the layout and not the other way round.
+impl Layout {
+    pub fn turn_budgets(&self) -> Budgets {
+        Budgets {
+            high: self.high_budget,
+            low: self.low_budget,
+        }
+    }
+
+    pub fn compaction_budgets(&self) -> Budgets {
+        Budgets {
+            high: self.compaction_high_budget,
+            low: self.compaction_low_budget,
+        }
+    }
 }
 
 /// Where built lines are found.

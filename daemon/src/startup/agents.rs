@@ -9,11 +9,12 @@ use crate::activity::ActivityBoard;
 use crate::approvals::Approvals;
 use crate::config::Config;
 use crate::images::ImageStore;
+use crate::inputs::{self, AgentInputs, Inbox};
 use crate::layout::Layout;
 use crate::log::Log;
 use crate::memory::{Memory, MemoryConfig};
 use crate::model::Model;
-use crate::subagents::Subagents;
+use crate::subagents::{Child, Subagents};
 use crate::tools::{Processes, Tools, WhatsAppContacts, Workspace};
 use crate::turn::{Agent, AgentHandle, AgentLoop, AgentSettings, Family};
 use crate::usage::Meter;
@@ -87,15 +88,30 @@ impl Starter<'_> {
                 "the shell's commands run unconfined: {why}; they can read the home's secrets.env and hearth.db"
             ),
         }
+        // Every loop's inputs first, so that parent and children are given
+        // each other's before any of them starts.
+        let top_inputs = inputs::channel();
+        let mut child_inputs = Vec::new();
+        let mut children = BTreeMap::new();
+        for child in &config.agents {
+            let (handle, inbox) = inputs::channel();
+            let declared = Child {
+                responsibility: child.responsibility.clone(),
+                inputs: handle.clone(),
+            };
+            children.insert(child.name.clone(), declared);
+            child_inputs.push((handle, inbox));
+        }
         let subagents = Arc::new(Subagents::new(
             &config.agent.name,
+            top_inputs.0.clone(),
+            children,
             self.log.clone(),
             self.events.clone(),
         ));
         let mut loops = Vec::new();
         let mut by_name = BTreeMap::new();
-        for child in &config.agents {
-            subagents.declare(&child.name, &child.responsibility);
+        for (child, inputs) in config.agents.iter().zip(child_inputs) {
             let spec = AgentSpec {
                 name: &child.name,
                 layout: &child.layout,
@@ -107,8 +123,7 @@ impl Starter<'_> {
                 whatsapp: None,
                 mcp: Some(&child.mcp),
             };
-            let (agent_loop, handle) = self.start(spec).await?;
-            subagents.attach_child(&child.name, handle.clone());
+            let (agent_loop, handle) = self.start(spec, inputs).await?;
             by_name.insert(child.name.clone(), handle);
             loops.push(agent_loop);
         }
@@ -127,8 +142,7 @@ impl Starter<'_> {
             whatsapp,
             mcp: None,
         };
-        let (agent_loop, top) = self.start(spec).await?;
-        subagents.attach_parent(top.clone());
+        let (agent_loop, top) = self.start(spec, top_inputs).await?;
         by_name.insert(config.agent.name.clone(), top.clone());
         loops.push(agent_loop);
         // Reports that a crash cut off are sent before anything else runs.
@@ -142,7 +156,11 @@ impl Starter<'_> {
 
     /// Prepares one agent's tools and memory; returns its loop (not yet
     /// running) and the handle to reach it.
-    async fn start(&self, spec: AgentSpec<'_>) -> Result<(AgentLoop, AgentHandle), StartError> {
+    async fn start(
+        &self,
+        spec: AgentSpec<'_>,
+        inputs: (AgentInputs, Inbox),
+    ) -> Result<(AgentLoop, AgentHandle), StartError> {
         let home = self.home;
         let layout = Layout::find(spec.layout).map_err(|source| StartError::Layout {
             path: home.config_file(),
@@ -201,7 +219,7 @@ impl Starter<'_> {
             meter,
             transcripts: self.transcripts.clone(),
         };
-        Ok(agent.start())
+        Ok(agent.start(inputs))
     }
 
     /// The agent's tools, working in its folder: configured (relative to the
