@@ -14,6 +14,7 @@
 
 use crate::activity::ActivityBoard;
 use crate::config::Limits;
+use crate::inputs::{AgentInputs, Inbox, Input};
 use crate::log::{Log, LogError, MessageData, NewMessage, RunningCall, TurnRecord};
 use crate::memory::Memory;
 use crate::model::{CallNews, Carry, Model, Response, ToolCall};
@@ -26,7 +27,6 @@ use hearth_protocol::{Event, EventKind, Kind, MessageStatus};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use crate::inputs::{AgentInputs, Inbox, Input};
 use tokio::sync::{broadcast, watch};
 
 /// The source of what the daemon itself logs.

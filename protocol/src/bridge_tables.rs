@@ -35,7 +35,6 @@ pub fn default_send() -> Vec<Outgoing> {
     vec![Outgoing::Reply, Outgoing::Error, Outgoing::Work]
 }
 
-
 /// The Graph API, up to and including the version, when `graph_base` is not set.
 pub const DEFAULT_GRAPH_BASE: &str = "https://graph.facebook.com/v23.0";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8443";
@@ -224,7 +223,10 @@ mod tests {
 
         let bad = table(serde_json::json!({"contacts": {"bob": "call me"}}));
         let said = bad.contacts().unwrap_err().to_string();
-        assert!(said.starts_with("contacts.bob: `call me` is neither"), "{said}");
+        assert!(
+            said.starts_with("contacts.bob: `call me` is neither"),
+            "{said}"
+        );
         assert_eq!(bad.allowed().unwrap(), Vec::<String>::new());
     }
 }

@@ -21,7 +21,10 @@ pub struct OpenSecrets {
 impl fmt::Display for OpenSecrets {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = self.path.display();
-        write!(f, "{path} is readable by other users; run `chmod 600 {path}`")
+        write!(
+            f,
+            "{path} is readable by other users; run `chmod 600 {path}`"
+        )
     }
 }
 

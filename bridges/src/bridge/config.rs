@@ -124,7 +124,6 @@ pub fn secret(
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

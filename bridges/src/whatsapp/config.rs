@@ -10,8 +10,8 @@
 //! API's and are not read with `"web"`.
 
 use crate::bridge::config::{self as shared, ConfigError, Outgoing};
-use hearth_protocol::home::Home;
 use hearth_protocol::bridge_tables::WhatsAppTable;
+use hearth_protocol::home::Home;
 use serde::Deserialize;
 use std::fmt;
 use std::net::SocketAddr;
