@@ -25,8 +25,7 @@
 //! timeout can never both win.
 
 use crate::log::{Log, LogError, NewMessage};
-use crate::turn::DAEMON_SOURCE;
-use hearth_protocol::{Approval, Event, EventKind, Kind};
+use hearth_protocol::{Approval, Event, EventKind};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
@@ -486,7 +485,7 @@ fn event(pending: &Pending, allowed: Option<bool>) -> Event {
 }
 
 fn note(text: String) -> NewMessage {
-    NewMessage::new(Kind::Note, DAEMON_SOURCE, text)
+    NewMessage::daemon_note(text)
 }
 
 #[cfg(test)]

@@ -61,7 +61,16 @@ pub struct NewMessage {
     pub key: Option<String>,
 }
 
+/// The source of what the daemon itself logs: its notes (a failed or
+/// interrupted turn, a budget warning, a schedule that could not fire).
+pub const DAEMON_SOURCE: &str = "hearthd";
+
 impl NewMessage {
+    /// A note the daemon itself logs.
+    pub fn daemon_note(text: impl Into<String>) -> NewMessage {
+        NewMessage::new(Kind::Note, DAEMON_SOURCE, text)
+    }
+
     pub fn new(kind: Kind, source: &str, text: impl Into<String>) -> NewMessage {
         NewMessage {
             kind,

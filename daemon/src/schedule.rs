@@ -151,7 +151,7 @@ impl Log {
                     logged.push(append_in(
                         tx,
                         &agent,
-                        NewMessage::new(Kind::Note, "hearthd", note),
+                        NewMessage::daemon_note(note),
                         appended,
                     )?);
                 }

@@ -29,9 +29,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
 
-/// The source of what the daemon itself logs.
-pub const DAEMON_SOURCE: &str = "hearthd";
-
 /// How the rest of the daemon reaches a running agent loop.
 #[derive(Clone)]
 pub struct AgentHandle {
@@ -164,7 +161,7 @@ impl Agent {
     }
 
     fn note(text: impl Into<String>) -> NewMessage {
-        NewMessage::new(Kind::Note, DAEMON_SOURCE, text)
+        NewMessage::daemon_note(text)
     }
 }
 

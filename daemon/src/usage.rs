@@ -20,9 +20,8 @@ pub use prices::{Price, PriceConfig, Prices};
 
 use crate::log::{append, Log, LogError, NewMessage};
 use crate::model::{Bill, Usage};
-use crate::turn::DAEMON_SOURCE;
 use chrono::{DateTime, Local, NaiveDate};
-use hearth_protocol::{Kind, Message, StatsRow};
+use hearth_protocol::{Message, StatsRow};
 use rusqlite::{params, Connection};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -264,7 +263,7 @@ impl Log {
                     params![warning.period, record.at.to_rfc3339()],
                 )?;
                 if fresh > 0 {
-                    let note = NewMessage::new(Kind::Note, DAEMON_SOURCE, warning.text);
+                    let note = NewMessage::daemon_note(warning.text);
                     notes.push(append(tx, &record.agent, note, appended)?);
                 }
             }
@@ -321,6 +320,7 @@ pub fn window_start(today: NaiveDate, days: u32) -> NaiveDate {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use hearth_protocol::Kind;
     use std::time::Duration;
     use tokio::sync::broadcast;
 

@@ -6,9 +6,7 @@ use super::secrets;
 use crate::config::{Config, ModelConfig};
 use crate::log::{Log, NewMessage};
 use crate::model::Model;
-use crate::turn::DAEMON_SOURCE;
 use hearth_protocol::home::Home;
-use hearth_protocol::Kind;
 use std::path::PathBuf;
 
 /// With no `[model]`, uses a local Ollama server's model when one answers,
@@ -22,7 +20,7 @@ pub async fn use_local_when_none(config: &mut Config, log: &Log) -> Result<(), S
     };
     config.model = Some(local.config);
     tracing::info!("{}", local.note);
-    let note = NewMessage::new(Kind::Note, DAEMON_SOURCE, local.note);
+    let note = NewMessage::daemon_note(local.note);
     log.append(&config.agent.name, note).await?;
     Ok(())
 }
