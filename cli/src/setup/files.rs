@@ -78,7 +78,7 @@ pub fn write_private(path: &Path, text: &str) -> Result<(), FileError> {
 /// `secrets.env` text with `name` set to `value`: its line replaced where
 /// it stands (an `export` form too), or added at the end; every other line
 /// kept. Values are written bare, or in double quotes when they hold a
-/// space or `#`, as hearth reads them (`home::secret_in`).
+/// space or `#`, as hearth reads them (`secrets::secret_in`).
 pub fn set_secret(text: &str, name: &str, value: &str) -> Result<String, FileError> {
     if value.contains(['\n', '\r', '"']) {
         return Err(FileError::BadSecret(name.to_string()));
@@ -109,7 +109,7 @@ pub fn set_secret(text: &str, name: &str, value: &str) -> Result<String, FileErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hearth_protocol::home::secret_in;
+    use hearth_protocol::secrets::secret_in;
 
     #[test]
     fn a_secret_is_replaced_in_place_and_others_kept() {

@@ -12,7 +12,8 @@ use hearth_daemon::layout::Layout;
 use hearth_daemon::local;
 use hearth_daemon::model::window::Largest;
 use hearth_daemon::model::{Item, Model, Request};
-use hearth_protocol::home::{secret_in, Home};
+use hearth_protocol::home::Home;
+use hearth_protocol::secrets::secret_in;
 use std::time::Duration;
 
 /// The instructions and tools the daemon sends besides the view, in bytes,
