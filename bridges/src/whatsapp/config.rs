@@ -112,12 +112,14 @@ impl WhatsAppConfig {
                 "allow is missing: list the numbers that may talk to the agent, like allow = [\"+15551234567\"] (empty lets nobody in)".to_string(),
             ));
         }
-        let allow = table
-            .allowed()
-            .map_err(|bad| invalid(bad.to_string()))?;
+        let allow = table.allowed().map_err(|bad| invalid(bad.to_string()))?;
         let owner = match table.owner_id().map_err(|bad| invalid(bad.to_string()))? {
             Some(id) if !allow.contains(&id) => {
-                let written = table.owner.as_ref().map(|o| o.as_text()).unwrap_or_default();
+                let written = table
+                    .owner
+                    .as_ref()
+                    .map(|o| o.as_text())
+                    .unwrap_or_default();
                 return Err(invalid(format!("owner `{written}` is not one of allow")));
             }
             owner => owner,
