@@ -72,15 +72,15 @@ mod tests {
                 person: None,
                 media: vec![],
             },
-            ClientFrame::ImagePut {
-                media_type: "image/png".into(),
-                data_base64: String::new(),
-            },
             ClientFrame::MediaPut {
                 media_type: "audio/ogg".into(),
                 data_base64: String::new(),
                 name: None,
                 duration_secs: None,
+            },
+            ClientFrame::ImagePut {
+                media_type: "image/png".into(),
+                data_base64: String::new(),
             },
             ClientFrame::Transcribe { id: 0 },
             ClientFrame::ImageGet { sha256: "x".into() },
