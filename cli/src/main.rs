@@ -346,6 +346,8 @@ enum ServiceAction {
 /// use it. The others: 0 done, 1 refused or failed, 78 ([`EXIT_CONFIG`]) a
 /// configuration that cannot work.
 const EXIT_USAGE: u8 = 2;
+/// Stopped by Ctrl-C, as a shell reports it (128 + SIGINT).
+const EXIT_INTERRUPTED: u8 = 130;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -382,6 +384,11 @@ async fn main() -> ExitCode {
             }
             eprintln!("hearth: {err:#}");
             // Nothing to send is a usage error, as clap's own are (exit 2).
+            if let Some(setup) = err.downcast_ref::<hearth_cli::setup::SetupError>() {
+                if setup.interrupted() {
+                    return ExitCode::from(EXIT_INTERRUPTED);
+                }
+            }
             match err.downcast_ref::<CommandError>() {
                 Some(CommandError::NothingToSend) => ExitCode::from(EXIT_USAGE),
                 _ => ExitCode::FAILURE,

@@ -44,8 +44,21 @@ impl Pty {
     /// Starts `hearth ARGS --home HOME` in a pty, as [`Pty::attach`] does
     /// (`hearth setup`, say), without the providers' key variables.
     pub fn run(home: &TestHome, args: &[&str], env: &[(&str, &str)]) -> Pty {
+        Pty::start(home, args, env, "exec \"$0\" \"$@\"")
+    }
+
+    /// Starts `hearth ARGS --home HOME` in a pty as [`Pty::run`] does, but
+    /// in a terminal that echoes, as a shell's does; once hearth exits, the
+    /// shell line `after` runs in the same terminal (`$?` is hearth's exit
+    /// status): what hearth left the terminal as.
+    pub fn run_then(home: &TestHome, args: &[&str], env: &[(&str, &str)], after: &str) -> Pty {
+        let then = format!("stty echo && \"$0\" \"$@\"; {after}");
+        Pty::start(home, args, env, &then)
+    }
+
+    fn start(home: &TestHome, args: &[&str], env: &[(&str, &str)], then: &str) -> Pty {
         // The size is set by `stty` on the pty itself, then hearth runs.
-        let script = format!("stty rows {ROWS} cols {COLUMNS} && exec \"$0\" \"$@\"");
+        let script = format!("stty rows {ROWS} cols {COLUMNS} && {then}");
         let mut command = Command::new("sh");
         command
             .arg("-c")

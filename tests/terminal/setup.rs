@@ -1,5 +1,6 @@
 //! `hearth setup` in a pseudo-terminal, answered as a person would: a
-//! number for the provider, Enter for a default, a key pasted unseen.
+//! number for the provider, Enter for a default, a key pasted unseen, and
+//! Ctrl-C at the hidden prompt leaving a terminal that echoes again.
 
 use crate::pty::Pty;
 use hearth_tests::bins;
@@ -49,4 +50,38 @@ async fn setup_asks_on_a_terminal_and_never_shows_the_key() {
         request.headers.get("authorization").map(String::as_str),
         Some("Bearer sk-typed-secret")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_at_the_hidden_key_prompt_gives_the_terminal_back_echoing() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    let base_url = model.base_url();
+    let args = ["setup", "--provider", "openai", "--base-url", &base_url];
+    // What the terminal is once setup has gone, in the same pty.
+    let after = "echo \"setup exited $?\"; stty -a; echo 'stty done'";
+    let mut pty = Pty::run_then(&home, &args, &[], after);
+    pty.wait_for("Which model? [gpt-5-mini]:");
+    pty.line("");
+    pty.wait_for("Paste the API key for $OPENAI_API_KEY (hidden):");
+    pty.send("sk-half-typ");
+    pty.send("\x03");
+    let screen = pty.wait_for("stty done");
+    assert!(screen.contains("setup was interrupted"), "{screen}");
+    assert!(screen.contains("setup exited 130"), "{screen}");
+    let raw = String::from_utf8_lossy(&pty.raw()).into_owned();
+    let settings = raw
+        .split("setup exited 130")
+        .nth(1)
+        .expect("stty's output after setup's");
+    let flags: Vec<&str> = settings.split_whitespace().collect();
+    for flag in ["echo", "icanon", "isig"] {
+        assert!(flags.contains(&flag), "{flag} is back on:\n{settings}");
+    }
+    assert!(
+        !raw.contains("sk-half-typ"),
+        "the half-typed key was never shown:\n{raw}"
+    );
+    assert!(!home.path().join("config.toml").exists());
+    assert!(model.requests().is_empty(), "no test request was sent");
 }

@@ -2,8 +2,12 @@
 //! typed without echo); without one, or with `--yes`, never — each answer
 //! then comes from its flag or its default, and a question that has neither
 //! is an error naming the flag that answers it.
+//!
+//! A secret is read with the terminal's echo, line editing and signal keys
+//! off, byte by byte, so that Ctrl-C there is an answer like any other (it
+//! ends setup) and the terminal is put back as it was however the read ends.
 
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::process::{Command, Stdio};
 
 #[derive(Debug, thiserror::Error)]
@@ -15,6 +19,8 @@ pub enum AskError {
     },
     #[error("the input ended before setup was done; nothing more was written")]
     Ended,
+    #[error("setup was interrupted; nothing more was written")]
+    Interrupted,
     #[error("cannot read the terminal: {0}")]
     Io(#[from] io::Error),
 }
@@ -121,13 +127,19 @@ impl<'a> Asker<'a> {
         if !self.interactive {
             return Err(needs(question, flag));
         }
+        // The prompt comes once the terminal is hidden: nothing typed after
+        // it is echoed, and Ctrl-C is already a key like the others.
+        let hidden = Hidden::start();
         let _ = write!(self.out, "{question} (hidden): ");
         let _ = self.out.flush();
-        let echo_off = stty(&["-echo"]);
-        let read = read_line();
-        if echo_off {
-            stty(&["echo"]);
-        }
+        let read = match hidden {
+            Some(hidden) => {
+                let read = read_hidden();
+                drop(hidden);
+                read
+            }
+            None => read_line(),
+        };
         self.say("");
         Ok(read?.trim().to_string())
     }
@@ -152,6 +164,68 @@ fn read_line() -> Result<String, AskError> {
         return Err(AskError::Ended);
     }
     Ok(line)
+}
+
+/// The terminal while a secret is typed: no echo, no line editing, no
+/// signal keys. Dropping it puts back the settings it found, on every way
+/// out of the read (Enter, Ctrl-C, the end of the input, an error).
+struct Hidden {
+    /// `stty -g`: the settings before, in the form `stty` takes back.
+    saved: String,
+}
+
+impl Hidden {
+    /// None when stdin is no terminal `stty` can change.
+    fn start() -> Option<Hidden> {
+        let output = Command::new("stty")
+            .arg("-g")
+            .stdin(Stdio::inherit())
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|output| output.status.success())?;
+        let saved = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        let hidden = Hidden { saved };
+        // Dropped at once (and the settings put back) when this fails.
+        stty(&["-echo", "-icanon", "-isig", "min", "1", "time", "0"]).then_some(hidden)
+    }
+}
+
+impl Drop for Hidden {
+    fn drop(&mut self) {
+        stty(&[&self.saved]);
+    }
+}
+
+/// A line typed with the terminal as [`Hidden`] leaves it: Enter ends it,
+/// Backspace and Ctrl-U edit it, Ctrl-C interrupts, Ctrl-D on an empty line
+/// (or the end of the input) ends the input; other control bytes are
+/// dropped.
+fn read_hidden() -> Result<String, AskError> {
+    let mut typed: Vec<u8> = Vec::new();
+    let mut stdin = io::stdin().lock();
+    loop {
+        let mut byte = [0u8; 1];
+        if stdin.read(&mut byte)? == 0 {
+            if typed.is_empty() {
+                return Err(AskError::Ended);
+            }
+            break;
+        }
+        match byte[0] {
+            b'\r' | b'\n' => break,
+            0x03 => return Err(AskError::Interrupted),
+            0x04 if typed.is_empty() => return Err(AskError::Ended),
+            0x7f | 0x08 => {
+                // A whole character goes: its continuation bytes, then its first.
+                while typed.pop().is_some_and(|last| last & 0xc0 == 0x80) {}
+            }
+            0x15 => typed.clear(),
+            control if control < 0x20 => {}
+            other => typed.push(other),
+        }
+    }
+    Ok(String::from_utf8_lossy(&typed).into_owned())
 }
 
 /// Changes the terminal's settings with `stty` (as the terminal client

@@ -33,6 +33,19 @@ pub enum SetupError {
     File(#[from] FileError),
 }
 
+impl SetupError {
+    /// Whether the person ended setup with Ctrl-C (exit 130, as a shell
+    /// reports a program that Ctrl-C stopped).
+    pub fn interrupted(&self) -> bool {
+        matches!(
+            self,
+            SetupError::Ask(AskError::Interrupted)
+                | SetupError::Model(ModelStepError::Ask(AskError::Interrupted))
+                | SetupError::Telegram(TelegramStepError::Ask(AskError::Interrupted))
+        )
+    }
+}
+
 /// Runs the wizard on `home`; `explicit_home` is the `--home` given (for
 /// the service's unit).
 pub async fn run(
