@@ -150,6 +150,49 @@ async fn a_schedule_missed_while_the_daemon_was_down_fires_once_with_a_note() {
 }
 
 #[tokio::test]
+async fn a_schedule_time_needs_no_quotes() {
+    let home = TestHome::new(bins!());
+    let _daemon = home.start();
+    let cases = [
+        (
+            vec!["tomorrow", "9am", "water", "the", "plants"],
+            "09:00  once  water the plants",
+        ),
+        (vec!["07:30", "stretch"], "07:30  once  stretch"),
+        (
+            vec!["tomorrow 18:00", "call", "mum"],
+            "18:00  once  call mum",
+        ),
+        (
+            vec!["30 8 * * 1-5", "plan", "the", "day"],
+            "30 8 * * 1-5  plan the day",
+        ),
+    ];
+    for (words, shown) in cases {
+        let mut args = vec!["schedule", "add"];
+        args.extend(&words);
+        let added = home.hearth_async(&args).await;
+        assert!(added.status.success(), "{words:?}: {}", stderr(&added));
+        assert!(
+            stdout(&added).contains(shown),
+            "{words:?}: {}",
+            stdout(&added)
+        );
+    }
+    let listed = stdout(&home.hearth_async(&["schedule", "list"]).await);
+    let rows: Vec<String> = listed
+        .lines()
+        .map(|row| row.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(
+        rows.iter()
+            .any(|row| row.ends_with("09:00 once water the plants")),
+        "{listed}"
+    );
+    assert!(!listed.contains("9am"), "{listed}");
+}
+
+#[tokio::test]
 async fn a_bad_schedule_gets_a_clear_error() {
     let home = TestHome::new(bins!());
     let _daemon = home.start();

@@ -282,10 +282,9 @@ enum WhatsappAction {
 enum ScheduleAction {
     /// The active schedules, soonest first: id, next firing, how it repeats, text
     List,
-    /// Deliver TEXT at WHEN, in quotes when it has spaces: `07:30`, `9am`, `"tomorrow 9am"`, `"monday 8:00"`, `"in 20 minutes"`, `"2026-12-24 18:00"`, or 5 cron fields (`"0 9 * * 1-5"`)
+    /// Deliver TEXT at WHEN: `07:30`, `9am`, `tomorrow 9am`, `monday 8:00`, `in 20 minutes`, `2026-12-24 18:00`, or 5 cron fields (`"0 9 * * 1-5"`, quoted so the shell leaves `*` alone); the leading words that read as a time are WHEN, the rest TEXT
     Add {
-        when: String,
-        #[arg(required = true, value_name = "TEXT")]
+        #[arg(required = true, num_args = 2.., value_name = "WHEN TEXT")]
         words: Vec<String>,
     },
     /// Cancel schedule ID
@@ -475,10 +474,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Schedule { action }) => {
             let command = match action {
                 ScheduleAction::List => ScheduleCommand::List,
-                ScheduleAction::Add { when, words } => ScheduleCommand::Add {
-                    when,
-                    text: commands::join_words(&words).ok_or(CommandError::NothingToSend)?,
-                },
+                ScheduleAction::Add { words } => ScheduleCommand::Add { words },
                 ScheduleAction::Rm { id } => ScheduleCommand::Remove { id },
             };
             inbox::schedule(&home, agent, command, &mut stdout).await?
