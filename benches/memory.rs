@@ -109,7 +109,7 @@ fn build_timing() {
     let mut items = 0;
     for _ in 0..BUILDS {
         let start = Instant::now();
-        let request = request::build(&context);
+        let request = request::build(&context).request;
         builds.push(start.elapsed());
         items = request.items.len();
         std::hint::black_box(&request);

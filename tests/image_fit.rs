@@ -231,3 +231,166 @@ async fn whatsapp_gets_what_it_takes_and_an_image_it_cannot_be_sent_is_said() {
     );
     let _ = EventKind::Reply;
 }
+
+/// A flat PNG of `width`x`height` in a colour of its own, so each has its
+/// own sha256.
+fn coloured_png(width: u32, height: u32, colour: u8) -> Vec<u8> {
+    let image = ImageBuffer::from_pixel(width, height, Rgb([colour, 255 - colour, 90]));
+    let mut out = Cursor::new(Vec::new());
+    DynamicImage::ImageRgb8(image)
+        .write_to(&mut out, ImageFormat::Png)
+        .unwrap();
+    out.into_inner()
+}
+
+async fn put(client: &mut hearth_tests::harness::Client, bytes: &[u8]) -> String {
+    let ServerFrame::ImageStored(stored) = client
+        .request(ClientFrame::ImagePut {
+            media_type: "image/png".into(),
+            data_base64: encode(bytes),
+        })
+        .await
+    else {
+        panic!("the image was not stored");
+    };
+    stored.sha256
+}
+
+async fn submit(
+    client: &mut hearth_tests::harness::Client,
+    text: &str,
+    images: Vec<String>,
+) -> u64 {
+    let ack = client
+        .request(ClientFrame::Submit {
+            text: text.into(),
+            source: "terminal".into(),
+            key: None,
+            images,
+            person: None,
+            media: Vec::new(),
+        })
+        .await;
+    let ServerFrame::Ack { id, .. } = ack else {
+        panic!("expected an ack, got {ack:?}");
+    };
+    id
+}
+
+/// The size of every image block of an Anthropic Messages body, in order.
+fn image_sizes(body: &serde_json::Value) -> Vec<(u32, u32)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|message| message["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "image")
+        .map(|block| {
+            let source = &block["source"];
+            let media_type = source["media_type"].as_str().unwrap();
+            let data = source["data"].as_str().unwrap();
+            let bytes = hearth_protocol::image::decode(media_type, data).unwrap();
+            dimensions(&bytes).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_request_of_more_than_twenty_images_sends_each_within_2000_pixels() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.write_config(&model_config("anthropic", &model));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    // 3000 px a side: within Anthropic's 8000 for a request of up to 20
+    // images, over its 2000 for one of more.
+    let mut first = Vec::new();
+    for colour in 0..16 {
+        first.push(put(&mut client, &coloured_png(3000, 40, colour * 10)).await);
+    }
+    let mut second = Vec::new();
+    for colour in 16..21 {
+        second.push(put(&mut client, &coloured_png(40, 3000, colour * 10)).await);
+    }
+    // The first request carries 16 images; while its answer (a tool call)
+    // is held, 5 more arrive, and the turn's next request carries all 21.
+    let gate = hearth_tests::fake_model::Gate::new();
+    model.push(Reply::gated(Reply::tool_call("date", "{}"), &gate));
+    model.push(Reply::text("Twenty-one pictures."));
+    let id = submit(&mut client, "look at these", first).await;
+    model.wait_for_requests(1).await;
+    submit(&mut client, "and these", second).await;
+    gate.open();
+    client.reply_to(id).await;
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let sixteen = image_sizes(&requests[0].body);
+    assert_eq!(
+        sixteen,
+        vec![(3000, 40); 16],
+        "up to 20 images keep 3000 px"
+    );
+    let all = image_sizes(&requests[1].body);
+    assert_eq!(all.len(), 21);
+    assert!(
+        all.iter().all(|&(w, h)| w.max(h) <= 2000),
+        "every side within 2000 px: {all:?}"
+    );
+    assert_eq!(all[0], (2000, 26), "scaled only as far as needed");
+    assert_eq!(all[20], (26, 2000));
+}
+
+#[tokio::test]
+async fn an_image_that_cannot_be_fitted_is_left_out_and_the_user_is_told() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.write_config(&model_config("anthropic", &model));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    // A PNG whose header says 9000x40 (too wide: it must be scaled) over
+    // bytes that are no image.
+    let mut broken = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    broken.extend(9000u32.to_be_bytes());
+    broken.extend(40u32.to_be_bytes());
+    broken.extend([8, 2, 0, 0, 0]);
+    broken.extend(b"not an image at all");
+    let good = put(&mut client, &coloured_png(30, 20, 7)).await;
+    let bad = put(&mut client, &broken).await;
+    model.push(Reply::text("I see one picture."));
+    let id = submit(&mut client, "what are these?", vec![good, bad.clone()]).await;
+    client.reply_to(id).await;
+
+    // The request went, with the image it could carry and a line where
+    // the other was.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(image_sizes(&requests[0].body), vec![(30, 20)]);
+    let body = requests[0].body.to_string();
+    assert!(
+        body.contains("[image 2 of 2 (")
+            && body.contains("9000x40) was left out of this request: the image cannot be read"),
+        "{body}"
+    );
+    // The user is told, in the conversation.
+    let note = client
+        .wait_for(|e| {
+            e.kind == EventKind::Note
+                && e.text
+                    .as_deref()
+                    .is_some_and(|text| text.contains("without its pixels"))
+        })
+        .await;
+    let text = note.text.unwrap();
+    assert!(
+        text.starts_with(&format!("message {id}: image {}, 9000x40 went", &bad[..12]))
+            && text.contains("the image cannot be read"),
+        "{text}"
+    );
+    let notes = home
+        .history()
+        .await
+        .into_iter()
+        .filter(|m| m.kind == Kind::Note && m.text.contains("without its pixels"))
+        .count();
+    assert_eq!(notes, 1, "told once");
+}

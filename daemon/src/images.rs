@@ -13,14 +13,17 @@
 //! a message with images) without showing them to anyone again.
 //!
 //! A model request carries each image fitted to what every model provider
-//! takes ([`fit::MODELS`]): one that fits goes as stored; a larger one is
-//! scaled down and re-encoded once, and the copy kept beside the original
-//! in `images/fitted/<sha256>.models.<ext>`, so later turns send the same
-//! bytes without decoding it again.
+//! takes of an image in a request of that many images ([`fit::for_models`]:
+//! smaller sides past 20 images): one that fits goes as stored; a larger
+//! one is scaled down and re-encoded once, and the copy kept beside the
+//! original in `images/fitted/<sha256>.<tag>.<ext>`, so later turns send
+//! the same bytes without decoding it again. One that cannot be read or
+//! fitted is a [`LoadError`]: the request says in its place that it was
+//! left out and why, and the turn writes a note saying so.
 
 use crate::log::NewMessage;
 use crate::model::Image;
-use hearth_protocol::image::fit::{self, FitError, Fitted};
+use hearth_protocol::image::fit::{self, Destination, FitError, Fitted};
 use hearth_protocol::image::{self, ImageError};
 use hearth_protocol::{ErrorCode, ImageRef, ServerFrame};
 
@@ -267,46 +270,47 @@ impl ImageStore {
     }
 
     /// An image as a model request carries it, fitted to what the model
-    /// providers take; `None` (with a warning naming why) when its file is
-    /// gone or it cannot be made to fit, so one such image never fails
+    /// providers take of each image in that request (`destination`, from
+    /// [`fit::for_models`]); the error says why it cannot go, so the
+    /// request goes without it and says so, and one such image never fails
     /// every turn.
-    pub fn load(&self, image: &ImageRef) -> Option<Image> {
-        let loaded = self
-            .read(image)
-            .map_err(|err| err.to_string())
-            .and_then(|bytes| self.fitted(image, bytes).map_err(|err| err.to_string()));
-        match loaded {
-            Ok((media_type, bytes)) => Some(Image {
-                media_type,
-                data_base64: image::encode(&bytes),
-            }),
-            Err(err) => {
-                tracing::warn!(
-                    "image {} of the log goes to the model without its pixels: {err}",
-                    image.label()
-                );
-                None
-            }
-        }
+    pub fn load(
+        &self,
+        image: &ImageRef,
+        destination: &'static Destination,
+    ) -> Result<Image, LoadError> {
+        let bytes = self.read(image)?;
+        let (media_type, bytes) = self.fitted(image, bytes, destination)?;
+        Ok(Image {
+            media_type,
+            data_base64: image::encode(&bytes),
+        })
     }
 
     /// The bytes a model request carries for `image`: as stored when they
-    /// fit, else the copy made to fit (kept in `fitted/` once made).
-    fn fitted(&self, image: &ImageRef, bytes: Vec<u8>) -> Result<(String, Vec<u8>), FitError> {
+    /// fit, else the copy made to fit `destination` (kept in `fitted/` once
+    /// made, named by the destination's tag).
+    fn fitted(
+        &self,
+        image: &ImageRef,
+        bytes: Vec<u8>,
+        destination: &'static Destination,
+    ) -> Result<(String, Vec<u8>), FitError> {
         let fitted_dir = self.dir.join("fitted");
+        let tag = destination.file_tag;
         for (media_type, extension) in [("image/jpeg", "jpg"), ("image/png", "png")] {
-            let path = fitted_dir.join(format!("{}.models.{extension}", image.sha256));
+            let path = fitted_dir.join(format!("{}.{tag}.{extension}", image.sha256));
             if let Ok(copy) = fs::read(&path) {
                 return Ok((media_type.to_string(), copy));
             }
         }
-        match fit::fit(&image.media_type, &bytes, &fit::MODELS)? {
+        match fit::fit(&image.media_type, &bytes, destination)? {
             Fitted::AsIs => Ok((image.media_type.clone(), bytes)),
             Fitted::Changed {
                 media_type, bytes, ..
             } => {
                 let extension = image::extension(media_type).unwrap_or("bin");
-                let name = format!("{}.models.{extension}", image.sha256);
+                let name = format!("{}.{tag}.{extension}", image.sha256);
                 if let Err(err) = write_durably(&fitted_dir, &name, &bytes) {
                     tracing::warn!(
                         "the fitted copy of image {} was not kept: {err}",
@@ -317,6 +321,20 @@ impl ImageStore {
             }
         }
     }
+}
+
+/// Why an image goes to the model without its pixels.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Its file is gone or cannot be read.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// It cannot be made to fit what the model providers take.
+    #[error("{0}")]
+    Fit(#[from] FitError),
+    /// This agent has no image store (a replay, a test).
+    #[error("no image store is open")]
+    NoStore,
 }
 
 /// A tool message naming the images its call showed (`images`) and those
@@ -404,7 +422,7 @@ mod tests {
         let found = store.find(&stored.sha256).unwrap();
         assert_eq!(found.media_type, "image/png");
         assert_eq!(store.read(&found).unwrap(), png());
-        let loaded = store.load(&found).unwrap();
+        let loaded = store.load(&found, &fit::MODELS).unwrap();
         assert_eq!(loaded.data_base64, image::encode(&png()));
     }
 

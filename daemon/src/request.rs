@@ -17,11 +17,19 @@
 //! tool call brought back (`zoom(id, 1)` of a message with images) follow the
 //! step's tool results as a user item: Chat Completions cannot put images in
 //! a tool result, so every provider gets them the same way.
+//!
+//! Every image of a request is fitted to what the providers take of an
+//! image in a request of that many ([`fit::for_models`]: past 20 images,
+//! Anthropic takes smaller sides), so the images are counted before any is
+//! loaded. An image that cannot be loaded or fitted goes as a line in its
+//! item's text saying it was left out and why; [`Built::left_out`] lists
+//! them so the turn can tell the user.
 
-use crate::images::{self, ImageStore};
+use crate::images::{self, ImageStore, LoadError};
 use crate::log::{waits_for_turn, Entry, TurnRecord};
 use crate::memory;
 use crate::model::{Carry, Image, Item, Request, ToolCall, ToolSpec};
+use hearth_protocol::image::fit::{self, Destination};
 use hearth_protocol::{ImageRef, Kind};
 
 use std::collections::BTreeMap;
@@ -38,14 +46,20 @@ pub static NO_CARRIES: BTreeMap<u32, Carry> = BTreeMap::new();
 
 /// Where a request's images are read from.
 pub trait Images: Sync {
-    /// The image's bytes as a request carries them; `None` when they cannot
-    /// be read (the item then goes without it).
-    fn load(&self, image: &ImageRef) -> Option<Image>;
+    /// The image's bytes as a request carries them, fitted to
+    /// `destination`; the error says why it cannot go (the item then goes
+    /// without it, saying so).
+    fn load(&self, image: &ImageRef, destination: &'static Destination)
+        -> Result<Image, LoadError>;
 }
 
 impl Images for ImageStore {
-    fn load(&self, image: &ImageRef) -> Option<Image> {
-        ImageStore::load(self, image)
+    fn load(
+        &self,
+        image: &ImageRef,
+        destination: &'static Destination,
+    ) -> Result<Image, LoadError> {
+        ImageStore::load(self, image, destination)
     }
 }
 
@@ -53,8 +67,71 @@ impl Images for ImageStore {
 pub struct NoImages;
 
 impl Images for NoImages {
-    fn load(&self, _: &ImageRef) -> Option<Image> {
-        None
+    fn load(&self, _: &ImageRef, _: &'static Destination) -> Result<Image, LoadError> {
+        Err(LoadError::NoStore)
+    }
+}
+
+/// An image a request went without.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// The log message that names it (a taken message, or the tool call
+    /// that recalled it).
+    pub message: u64,
+    pub image: ImageRef,
+    /// Why, in words: the store's or the fitting's error.
+    pub why: String,
+}
+
+/// A request, and the images it went without.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub request: Request,
+    pub left_out: Vec<LeftOut>,
+}
+
+/// Loads the images of one request. A first pass only counts them (the
+/// limit on each image depends on how many the request carries); the
+/// second loads each to that limit and keeps what was left out.
+struct Loader<'a> {
+    images: &'a dyn Images,
+    /// `None` while counting.
+    destination: Option<&'static Destination>,
+    /// The images named so far.
+    named: usize,
+    left_out: Vec<LeftOut>,
+}
+
+impl Loader<'_> {
+    /// The images of log message `id` as its item carries them, and the
+    /// lines its text gets for those left out (empty when none was).
+    fn load(&mut self, id: u64, refs: &[ImageRef]) -> (Vec<Image>, String) {
+        self.named += refs.len();
+        let Some(destination) = self.destination else {
+            return (Vec::new(), String::new());
+        };
+        let mut loaded = Vec::with_capacity(refs.len());
+        let mut said = String::new();
+        for (n, image) in refs.iter().enumerate() {
+            match self.images.load(image, destination) {
+                Ok(bytes) => loaded.push(bytes),
+                Err(err) => {
+                    let why = err.to_string();
+                    said.push_str(&format!(
+                        "\n[image {} of {} ({}) was left out of this request: {why}]",
+                        n + 1,
+                        refs.len(),
+                        image.label()
+                    ));
+                    self.left_out.push(LeftOut {
+                        message: id,
+                        image: image.clone(),
+                        why,
+                    });
+                }
+            }
+        }
+        (loaded, said)
     }
 }
 
@@ -145,18 +222,19 @@ pub fn whole(entry: &Entry) -> String {
 
 /// A taken message as a user item, with its images; a huge one as its
 /// head and tail.
-fn taken_item(context: &TurnContext, entry: &Entry) -> Item {
+fn taken_item(context: &TurnContext, loader: &mut Loader, entry: &Entry) -> Item {
     let message = &entry.message;
     let text = memory::head_and_tail(&message.text, context.huge_message, message.id, 0);
+    let (images, left_out) = loader.load(message.id, &message.images);
     Item::User {
         text: format!(
-            "{}+0|{} from {}: {}",
+            "{}+0|{} from {}: {}{left_out}",
             message.id,
             message.kind,
             message.source,
             images::labelled(&text, message.images.len())
         ),
-        images: load(context, &message.images),
+        images,
     }
 }
 
@@ -176,12 +254,6 @@ fn sent_output(context: &TurnContext, entry: &Entry, call: &ToolCall, output: St
     memory::head_and_tail(&output, context.huge_message, entry.message.id, base).into_owned()
 }
 
-fn load(context: &TurnContext, refs: &[ImageRef]) -> Vec<Image> {
-    refs.iter()
-        .filter_map(|image| context.images.load(image))
-        .collect()
-}
-
 /// The view as request messages: `<chat>` then blocks of `block_lines`
 /// lines. A block's boundaries never move as lines are appended, so earlier
 /// blocks stay byte-identical. Turn and compaction requests share this.
@@ -199,8 +271,30 @@ pub fn view_items(lines: &[String], block_lines: usize) -> Vec<Item> {
     items
 }
 
-/// Builds the request for the next step of a turn.
-pub fn build(context: &TurnContext) -> Request {
+/// Builds the request for the next step of a turn: its images counted
+/// first, then each loaded to the limit of a request of that many.
+pub fn build(context: &TurnContext) -> Built {
+    let mut counting = Loader {
+        images: context.images,
+        destination: None,
+        named: 0,
+        left_out: Vec::new(),
+    };
+    build_with(context, &mut counting);
+    let mut loader = Loader {
+        images: context.images,
+        destination: Some(fit::for_models(counting.named)),
+        named: 0,
+        left_out: Vec::new(),
+    };
+    let request = build_with(context, &mut loader);
+    Built {
+        request,
+        left_out: loader.left_out,
+    }
+}
+
+fn build_with(context: &TurnContext, loader: &mut Loader) -> Request {
     let view = context.view;
     let block_lines = context.block_lines.max(1);
     let mut items = view_items(view, block_lines);
@@ -217,9 +311,9 @@ pub fn build(context: &TurnContext) -> Request {
         .iter()
         .filter(|entry| entry.message.id < context.turn.start_id && context.took(entry))
     {
-        items.push(taken_item(context, entry));
+        items.push(taken_item(context, loader, entry));
     }
-    chain(context, &mut items);
+    chain(context, loader, &mut items);
     cache_marks.push(items.len() - 1);
     Request {
         instructions: context.instructions.to_string(),
@@ -233,7 +327,7 @@ pub fn build(context: &TurnContext) -> Request {
 /// The turn's chain from the log: per step, the assistant's echo and calls,
 /// then the results, then the images the results brought back, then the
 /// messages taken while the step ran.
-fn chain(context: &TurnContext, items: &mut Vec<Item>) {
+fn chain(context: &TurnContext, loader: &mut Loader, items: &mut Vec<Item>) {
     let mut step: Option<u32> = None;
     let mut echo: Option<String> = None;
     let mut calls: Vec<ToolCall> = Vec::new();
@@ -289,23 +383,24 @@ fn chain(context: &TurnContext, items: &mut Vec<Item>) {
                         call_id: call.id.clone(),
                         output: sent_output(context, entry, &call, output),
                     });
-                    let recalled = entry.data.recalled.clone();
+                    let recalled = &entry.data.recalled;
                     if !recalled.is_empty() {
+                        let (images, left_out) = loader.load(entry.message.id, recalled);
                         results.push(Item::User {
                             text: format!(
-                                "{} returned by {}({})",
+                                "{} returned by {}({}){left_out}",
                                 images::labelled("", recalled.len()).trim_end(),
                                 call.name,
                                 call.arguments
                             ),
-                            images: load(context, &recalled),
+                            images,
                         });
                     }
                     calls.push(call);
                 }
             }
             Kind::User | Kind::Work if context.took(entry) => {
-                deferred.push(taken_item(context, entry));
+                deferred.push(taken_item(context, loader, entry));
             }
             _ => {}
         }
@@ -398,7 +493,7 @@ mod tests {
             .filter(|e| e.message.id != 3)
             .map(view_line)
             .collect();
-        let request = build(&context(&view, &log, turn));
+        let request = build(&context(&view, &log, turn)).request;
         let texts: Vec<_> = request
             .items
             .iter()
@@ -436,7 +531,7 @@ mod tests {
             taken_after: Some(0),
             taken_through: 2,
         };
-        let request = build(&context(&view, &log, turn));
+        let request = build(&context(&view, &log, turn)).request;
         let rendered: Vec<String> = request
             .items
             .iter()
@@ -480,7 +575,7 @@ mod tests {
         let context = context(&[], &log, turn);
         assert_eq!(context.taken_ids(), vec![0, 2]);
         assert_eq!(context.next_step(), 2);
-        let request = build(&context);
+        let request = build(&context).request;
         let tail: Vec<String> = request.items[2..]
             .iter()
             .map(|item| match item {
@@ -512,10 +607,17 @@ mod tests {
     struct Stored;
 
     impl Images for Stored {
-        fn load(&self, image: &ImageRef) -> Option<Image> {
-            (image.sha256 != "gone").then(|| Image {
+        fn load(
+            &self,
+            image: &ImageRef,
+            destination: &'static Destination,
+        ) -> Result<Image, LoadError> {
+            if image.sha256 == "gone" {
+                return Err(images::StoreError::Missing(image.sha256.clone()).into());
+            }
+            Ok(Image {
                 media_type: image.media_type.clone(),
-                data_base64: format!("bytes-of-{}", image.sha256),
+                data_base64: format!("bytes-of-{}-to-{}", image.sha256, destination.file_tag),
             })
         }
     }
@@ -551,7 +653,8 @@ mod tests {
         };
         let mut context = context(&[], &log, turn);
         context.images = &Stored;
-        let request = build(&context);
+        let built = build(&context);
+        let request = built.request;
         let users: Vec<(String, Vec<String>)> = request
             .items
             .iter()
@@ -568,18 +671,32 @@ mod tests {
             users,
             vec![
                 (
-                    "0+0|user from terminal: [2 images] look".to_string(),
-                    vec!["bytes-of-a".to_string()]
+                    "0+0|user from terminal: [2 images] look\n[image 2 of 2 (gone) was left \
+                     out of this request: there is no stored image gone; store it with \
+                     `image_put` first]"
+                        .to_string(),
+                    vec!["bytes-of-a-to-models".to_string()]
                 ),
                 (
                     "[2 images] returned by zoom({\"id\":0,\"n\":1})".to_string(),
-                    vec!["bytes-of-a".to_string(), "bytes-of-b".to_string()]
+                    vec![
+                        "bytes-of-a-to-models".to_string(),
+                        "bytes-of-b-to-models".to_string()
+                    ]
                 ),
                 (
                     "2+0|user from terminal: [1 image] and this".to_string(),
-                    vec!["bytes-of-c".to_string()]
+                    vec!["bytes-of-c-to-models".to_string()]
                 ),
             ]
+        );
+        assert_eq!(
+            built.left_out,
+            vec![LeftOut {
+                message: 0,
+                image: serde_json::from_value(image("gone")).unwrap(),
+                why: "there is no stored image gone; store it with `image_put` first".into(),
+            }]
         );
         // The recalled images come after the step's result, never between results.
         let kinds: Vec<&str> = request.items[2..]
@@ -591,5 +708,45 @@ mod tests {
             })
             .collect();
         assert_eq!(kinds, ["user", "assistant", "result", "user", "user"]);
+    }
+
+    #[test]
+    fn a_request_of_more_than_twenty_images_fits_every_one_to_the_smaller_limit() {
+        let many = |n: usize| -> Vec<Value> { (0..n).map(|i| image(&format!("i{i}"))).collect() };
+        for (count, tag) in [(20, "models"), (21, "models-many")] {
+            let log = vec![
+                entry(0, Kind::User, "some", Some(json!({"images": many(16)}))),
+                entry(
+                    1,
+                    Kind::User,
+                    "more",
+                    Some(json!({"images": many(count - 16)})),
+                ),
+            ];
+            let turn = TurnRecord {
+                seq: 0,
+                start_id: 2,
+                taken_after: None,
+                taken_through: 1,
+            };
+            let mut context = context(&[], &log, turn);
+            context.images = &Stored;
+            let request = build(&context).request;
+            let sent: Vec<String> = request
+                .items
+                .iter()
+                .flat_map(|item| match item {
+                    Item::User { images, .. } => images.clone(),
+                    _ => Vec::new(),
+                })
+                .map(|image| image.data_base64)
+                .collect();
+            assert_eq!(sent.len(), count);
+            assert!(
+                sent.iter()
+                    .all(|bytes| bytes.ends_with(&format!("-to-{tag}"))),
+                "{count} images: {sent:?}"
+            );
+        }
     }
 }

@@ -388,6 +388,8 @@ impl Agent {
         };
         // Reasoning to hand back to the model within this chain only.
         let mut carries: BTreeMap<u32, Carry> = BTreeMap::new();
+        // Images the chain's requests went without, each told once.
+        let mut told_left_out = std::collections::BTreeSet::new();
         self.tools.begin_turn();
         // The prompt, the tools and the state are read once: every request of
         // the chain extends the one before, byte for byte.
@@ -462,7 +464,20 @@ impl Agent {
                 carries: &carries,
                 images: self.tools.image_source(),
             };
-            let request = request::build(&context);
+            let built = request::build(&context);
+            for left in &built.left_out {
+                if told_left_out.insert((left.message, left.image.sha256.clone())) {
+                    let why = format!(
+                        "message {}: image {} went to the model without its pixels: {}",
+                        left.message,
+                        left.image.label(),
+                        left.why
+                    );
+                    tracing::warn!(agent = %name, "{why}");
+                    self.log.append(name, Agent::note(why)).await?;
+                }
+            }
+            let request = built.request;
             let step = context.next_step();
             let taken = context.taken_ids();
             // Words from outside the owner taint the turn that takes them.

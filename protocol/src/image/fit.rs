@@ -1,6 +1,7 @@
 //! Fitting an image to where it goes. Each destination documents what it
 //! takes: Anthropic's Messages API refuses a base64 image over 5 MB (so
-//! about 3.75 MB of bytes) or over 8000 pixels on a side; OpenAI takes
+//! about 3.75 MB of bytes) or over 8000 pixels on a side, and over 2000
+//! pixels on a side in a request of more than 20 images; OpenAI takes
 //! PNG, JPEG, WebP and non-animated GIF up to 20 MB; Telegram's `sendPhoto`
 //! takes up to 10 MB with width plus height at most 10,000 and a side ratio
 //! of at most 20; a WhatsApp image message takes only JPEG and PNG up to
@@ -36,6 +37,8 @@ pub struct Destination {
     pub media_types: &'static [&'static str],
     /// Whether a GIF must be a single frame.
     pub still_gif: bool,
+    /// Names the copies fitted to it where they are kept (`models`).
+    pub file_tag: &'static str,
 }
 
 /// Anthropic Messages: 5 MB of base64 (3/4 of it in bytes), 8000 px a side.
@@ -47,6 +50,7 @@ pub const ANTHROPIC: Destination = Destination {
     max_ratio: None,
     media_types: &["image/jpeg", "image/png", "image/gif", "image/webp"],
     still_gif: false,
+    file_tag: "anthropic",
 };
 
 /// OpenAI (Chat Completions and Responses): 20 MB, no animated GIF.
@@ -58,6 +62,7 @@ pub const OPENAI: Destination = Destination {
     max_ratio: None,
     media_types: &["image/png", "image/jpeg", "image/webp", "image/gif"],
     still_gif: true,
+    file_tag: "openai",
 };
 
 /// What every model provider hearth speaks takes: Anthropic's limits
@@ -72,7 +77,46 @@ pub const MODELS: Destination = Destination {
     max_ratio: None,
     media_types: ANTHROPIC.media_types,
     still_gif: true,
+    file_tag: "models",
 };
+
+/// How many images a request may carry before Anthropic's smaller limit
+/// on their sides applies.
+///
+/// Anthropic's vision guide ("General limits", platform.claude.com/docs/en/
+/// build-with-claude/vision, read 2026-12-01): "The maximal dimensions per
+/// image are 8000x8000 px. If you submit more than 20 images in one API
+/// request, this limit is reduced to 2000x2000 px." The API refuses such a
+/// request whole ("At least one of the image dimensions exceed max allowed
+/// size for many-image requests: 2000 pixels").
+pub const MANY_IMAGES: usize = 20;
+
+/// Anthropic Messages in a request of more than [`MANY_IMAGES`] images:
+/// 2000 px a side.
+pub const ANTHROPIC_MANY: Destination = Destination {
+    name: "Anthropic in a request of more than 20 images",
+    max_side: Some(2000),
+    file_tag: "anthropic-many",
+    ..ANTHROPIC
+};
+
+/// [`MODELS`] in a request of more than [`MANY_IMAGES`] images.
+pub const MODELS_MANY: Destination = Destination {
+    name: "the model in a request of more than 20 images",
+    max_side: ANTHROPIC_MANY.max_side,
+    file_tag: "models-many",
+    ..MODELS
+};
+
+/// What the model providers take of each image in a request carrying
+/// `images` images in all.
+pub fn for_models(images: usize) -> &'static Destination {
+    if images > MANY_IMAGES {
+        &MODELS_MANY
+    } else {
+        &MODELS
+    }
+}
 
 /// Telegram `sendPhoto`: 10 MB, width + height at most 10,000, ratio at most 20.
 pub const TELEGRAM_PHOTO: Destination = Destination {
@@ -83,6 +127,7 @@ pub const TELEGRAM_PHOTO: Destination = Destination {
     max_ratio: Some(20),
     media_types: &["image/jpeg", "image/png", "image/webp"],
     still_gif: false,
+    file_tag: "telegram-photo",
 };
 
 /// A WhatsApp image message: JPEG or PNG, 5 MB.
@@ -94,6 +139,7 @@ pub const WHATSAPP_IMAGE: Destination = Destination {
     max_ratio: None,
     media_types: &["image/jpeg", "image/png"],
     still_gif: false,
+    file_tag: "whatsapp-image",
 };
 
 /// The most a decode may allocate: every pixel of the largest accepted
@@ -323,6 +369,25 @@ mod tests {
         let big = png(9000, 1200, false);
         let (w, h) = size_of(&fit("image/png", &big, &TELEGRAM_PHOTO).unwrap());
         assert!(w + h <= 10_000 && w > 8500, "{w}x{h}");
+    }
+
+    #[test]
+    fn a_request_of_more_than_twenty_images_takes_sides_of_2000() {
+        assert_eq!(for_models(0), &MODELS);
+        assert_eq!(for_models(MANY_IMAGES), &MODELS);
+        assert_eq!(for_models(MANY_IMAGES + 1), &MODELS_MANY);
+        let wide = png(3000, 40, false);
+        assert_eq!(fit("image/png", &wide, for_models(20)), Ok(Fitted::AsIs));
+        let fitted = fit("image/png", &wide, for_models(21)).unwrap();
+        assert_eq!(size_of(&fitted), (2000, 26));
+        assert_eq!(
+            size_of(&fit("image/png", &wide, &ANTHROPIC_MANY).unwrap()).0,
+            2000
+        );
+        assert_ne!(
+            MODELS.file_tag, MODELS_MANY.file_tag,
+            "their copies kept apart"
+        );
     }
 
     #[test]

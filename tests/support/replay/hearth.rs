@@ -572,7 +572,7 @@ impl Strategy for Hearth {
         let Some(context) = self.context(turn, turn_log, state) else {
             return;
         };
-        let request = request::build(&context);
+        let request = request::build(&context).request;
         meter.turn(self.turn_body.set(&request));
         if let Some((_, last)) = &mut self.running {
             *last = Some(request);
