@@ -9,7 +9,8 @@
 
 use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
 use hearth_tests::bins;
-use hearth_tests::fake_model::{FakeModel, Reply};
+use hearth_tests::fake_mcp_http::FakeMcpHttp;
+use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
 use hearth_tests::harness::{eventually, Client, Daemon, TestHome};
 use std::path::PathBuf;
 
@@ -49,6 +50,15 @@ fn misbehaving(extra: &str) -> String {
     )
 }
 
+/// The misbehaving server as `name`, trusted to only read (so no call
+/// waits for approval).
+fn misbehaving_as(name: &str) -> String {
+    format!(
+        "[[mcp]]\nname = \"{name}\"\ncommand = \"node\"\nargs = [\"{}\"]\ntrust = \"read\"\ntimeout_secs = 5\n",
+        servers().join("misbehaving.js").display()
+    )
+}
+
 struct Running {
     model: FakeModel,
     home: TestHome,
@@ -58,6 +68,12 @@ struct Running {
 
 /// A daemon whose config has `extra` (the `[[mcp]]` tables and more).
 async fn start(extra: &str) -> Running {
+    start_with(extra, &[], "").await
+}
+
+/// Likewise, with these variables in hearthd's environment and this
+/// secrets.env.
+async fn start_with(extra: &str, env: &[(&str, &str)], secrets: &str) -> Running {
     let model = FakeModel::start().await;
     let home = TestHome::new(bins!());
     home.write_config(&format!(
@@ -65,7 +81,13 @@ async fn start(extra: &str) -> Running {
          api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n{extra}\n",
         model.base_url(),
     ));
-    let daemon = home.start();
+    if !secrets.is_empty() {
+        use std::os::unix::fs::PermissionsExt;
+        let file = home.path().join("secrets.env");
+        std::fs::write(&file, secrets).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let daemon = Daemon::start_with_env(&home, env);
     let client = home.connect("terminal", None).await;
     Running {
         model,
@@ -89,7 +111,12 @@ async fn turn(t: &mut Running, text: &str) -> Vec<Event> {
 
 /// The names of the tools in request `index`.
 fn tool_names(model: &FakeModel, index: usize) -> Vec<String> {
-    model.requests()[index].body["tools"]
+    offered(&model.requests()[index])
+}
+
+/// The names of the tools a request offers.
+fn offered(request: &Recorded) -> Vec<String> {
+    request.body["tools"]
         .as_array()
         .map(|tools| {
             tools
@@ -154,25 +181,11 @@ async fn a_server_sees_none_of_hearthds_secrets_but_its_own_env() {
         "args = [\"stdio\"]",
         "args = [\"stdio\"]\nenv = { GIVEN = \"${MCP_GIVEN}\" }",
     );
-    let model = FakeModel::start().await;
-    let home = TestHome::new(bins!());
-    home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\n\n{config}",
-        model.base_url(),
-    ));
     let env = [
         ("OPENAI_API_KEY", "sk-openai-secret"),
         ("MCP_GIVEN", "given-value"),
     ];
-    let daemon = Daemon::start_with_env(&home, &env);
-    let client = home.connect("terminal", None).await;
-    let mut t = Running {
-        model,
-        home,
-        daemon,
-        client,
-    };
+    let mut t = start_with(&config, &env, "").await;
     t.model.push(Reply::tool_call("mcp__ev__get-env", "{}"));
     t.model.push(Reply::text("seen"));
     let tools = turn(&mut t, "what is your environment?").await;
@@ -200,14 +213,14 @@ async fn an_image_result_is_stored_and_shown_to_the_model() {
     let text = tools[0].text.clone().unwrap();
     assert_eq!(tools[0].status.as_deref(), Some("ok"), "{text}");
     assert!(text.contains("[image "), "{text}");
-    let images = std::fs::read_dir(t.home.path().join("data/images"))
-        .or_else(|_| std::fs::read_dir(t.home.path().join("images")))
+    let images = std::fs::read_dir(t.home.path().join("images"))
         .map(|dir| dir.count())
         .unwrap_or(0);
+    assert!(images >= 1, "the image is in the image store");
     let messages = t.model.requests()[1].body["messages"].to_string();
     assert!(
         messages.contains("data:image/png;base64,"),
-        "the image goes back to the model ({images} stored)"
+        "the image goes back to the model"
     );
 }
 
@@ -361,15 +374,37 @@ async fn a_hung_call_times_out_and_a_line_that_is_not_json_is_a_fault() {
     assert!(t.daemon.is_running());
 }
 
+/// A layout whose line budget is small, so a long message is summarized by
+/// a compaction request before the turn that takes it.
+const SMALL_LINES: &str =
+    "block_lines = 4\nline_budget = 80\nline_guard = 160\nhigh_budget = 4000\n\
+    low_budget = 2000\ncompaction_high_budget = 4000\ncompaction_low_budget = 2000\n\
+    compactor_concurrency = 1\ncompactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\n\
+    compactor_backoff_ms = 1\n";
+
 #[tokio::test]
-async fn a_changed_tool_list_changes_the_next_request_with_a_note() {
-    let mut t =
-        start(&misbehaving("").replace("timeout_secs = 2", "trust = \"read\"\ntimeout_secs = 2"))
-            .await;
-    t.model.push(Reply::tool_call("mcp__bad__grow", "{}"));
-    t.model.push(Reply::text("grown"));
+async fn a_changed_tool_list_changes_the_next_requests_with_a_note() {
+    // The compactor is its own model, so its requests answer themselves
+    // (the default reply) and the turns' replies are queued for the turns.
+    let layout = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(layout.path(), SMALL_LINES).unwrap();
+    let mut t = start(&format!(
+        "[memory]\nmodel = \"summary-model\"\n[agent]\nlayout = \"{}\"\n\n{}",
+        layout.path().display(),
+        misbehaving("").replace("timeout_secs = 2", "trust = \"read\"\ntimeout_secs = 2")
+    ))
+    .await;
+    t.model.set_default(Reply::text("a summary"));
+    let turn_requests = |model: &FakeModel| -> Vec<Recorded> {
+        let turns = model.requests().into_iter();
+        turns.filter(|r| r.body["model"] == "fake-model").collect()
+    };
+    t.model
+        .push_for("fake-model", Reply::tool_call("mcp__bad__grow", "{}"));
+    t.model.push_for("fake-model", Reply::text("grown"));
     turn(&mut t, "grow").await;
-    assert!(!tool_names(&t.model, 1).contains(&"mcp__bad__extra".to_string()));
+    let before = turn_requests(&t.model);
+    assert!(!offered(&before[1]).contains(&"mcp__bad__extra".to_string()));
     eventually("the new list is known", || async {
         mcp_status(&t.home)
             .await
@@ -377,9 +412,33 @@ async fn a_changed_tool_list_changes_the_next_request_with_a_note() {
             .then_some(())
     })
     .await;
-    t.model.push(Reply::text("ok"));
-    turn(&mut t, "next").await;
-    assert!(tool_names(&t.model, 2).contains(&"mcp__bad__extra".to_string()));
+    let seen = t.model.request_count();
+    // A long message: the compactor summarizes it before the turn takes it.
+    let long = "please keep this long story about the garden and its pond ".repeat(3);
+    t.model.push_for("fake-model", Reply::text("ok"));
+    turn(&mut t, &long).await;
+    let after = t.model.requests_from(seen);
+    let next_turn = after
+        .iter()
+        .find(|r| r.body["model"] == "fake-model")
+        .expect("the next turn's request");
+    assert!(offered(next_turn).contains(&"mcp__bad__extra".to_string()));
+    let compactions: Vec<&Recorded> = after
+        .iter()
+        .filter(|r| r.body["model"] == "summary-model")
+        .collect();
+    assert!(
+        compactions
+            .iter()
+            .any(|r| r.body["messages"].to_string().contains("its pond")),
+        "the long message was summarized: {} request(s)",
+        compactions.len()
+    );
+    // Every compaction request after the change carries the new list, the
+    // same bytes as the turn's, so they share the cached prefix again.
+    for compaction in &compactions {
+        assert_eq!(compaction.body["tools"], next_turn.body["tools"]);
+    }
     let notes: Vec<String> = t
         .home
         .history()
@@ -396,6 +455,88 @@ async fn a_changed_tool_list_changes_the_next_request_with_a_note() {
                 && n.contains("cached prefix starts over")),
         "{notes:?}"
     );
+}
+
+#[tokio::test]
+async fn a_subagent_is_offered_only_the_servers_its_config_names() {
+    let config = format!(
+        "{}{}[[agents]]\nname = \"scout\"\nresponsibility = \"looks things up\"\n\
+         model = \"scout-model\"\nmcp = [\"one\"]\n",
+        misbehaving_as("one"),
+        misbehaving_as("two")
+    );
+    let mut t = start(&config).await;
+    let start_scout = serde_json::json!({"name": "scout", "task": "echo through both"});
+    t.model.push_for(
+        "fake-model",
+        Reply::tool_call("subagent_start", start_scout.to_string()),
+    );
+    t.model.push_for("fake-model", Reply::text("asked scout"));
+    t.model.push_for(
+        "scout-model",
+        Reply::ToolCalls {
+            text: None,
+            calls: vec![
+                ("mcp__two__echo".into(), r#"{"text": "via two"}"#.into()),
+                ("mcp__one__echo".into(), r#"{"text": "via one"}"#.into()),
+            ],
+        },
+    );
+    t.model.push_for("scout-model", Reply::text("one answered"));
+    t.model
+        .push_for("fake-model", Reply::text("scout reported"));
+    turn(&mut t, "ask scout").await;
+    let report = t.client.wait_for(|e| e.kind == EventKind::Work).await;
+    assert_eq!(report.status.as_deref(), Some("finished"), "{report:?}");
+    t.client.reply_to(report.id.unwrap()).await;
+
+    let requests = t.model.requests();
+    let of = |model: &str| -> Vec<&Recorded> {
+        requests
+            .iter()
+            .filter(|r| r.body["model"] == model)
+            .collect()
+    };
+    let mcp = |request: &Recorded| -> Vec<String> {
+        let names = offered(request).into_iter();
+        names.filter(|name| name.starts_with("mcp__")).collect()
+    };
+    // The top agent gets every server; the subagent only `one`.
+    let parent = mcp(of("fake-model")[0]);
+    assert!(parent.contains(&"mcp__one__echo".to_string()), "{parent:?}");
+    assert!(parent.contains(&"mcp__two__echo".to_string()), "{parent:?}");
+    let scout = of("scout-model");
+    for request in &scout {
+        let names = mcp(request);
+        assert!(names.contains(&"mcp__one__echo".to_string()), "{names:?}");
+        assert!(
+            names.iter().all(|n| n.starts_with("mcp__one__")),
+            "{names:?}"
+        );
+    }
+    // A call of the other server's tool is refused before any server sees
+    // it; the named server's works.
+    let results: Vec<String> = scout[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].contains("there is no tool `mcp__two__echo`"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        !results[0]
+            .split_once("the tools are:")
+            .is_some_and(|(_, tools)| tools.contains("mcp__two__")),
+        "{}",
+        results[0]
+    );
+    assert!(results[1].contains("echo: via one"), "{}", results[1]);
 }
 
 #[tokio::test]
@@ -504,6 +645,81 @@ async fn a_streamable_http_server_is_reached_with_its_headers() {
     assert!(mcp_status(&t.home)
         .await
         .contains("web: ready (http: http://127.0.0.1:"));
+}
+
+#[tokio::test]
+async fn an_http_servers_headers_carry_secrets_that_reach_no_log() {
+    let server = FakeMcpHttp::start();
+    let (from_env, from_file) = ("env-secret-91c3e7", "file-secret-5f2a0b");
+    let config = format!(
+        "[[mcp]]\nname = \"remote\"\nurl = \"{}\"\n\
+         headers = {{ Authorization = \"Bearer ${{MCP_TOKEN}}\", X-Api-Key = \"${{MCP_KEY}}\" }}\n",
+        server.url()
+    );
+    let secrets = format!("MCP_TOKEN={from_file}\n");
+    let mut t = start_with(&config, &[("MCP_KEY", from_env)], &secrets).await;
+    t.model.push(Reply::tool_call(
+        "mcp__remote__echo",
+        r#"{"text": "over http"}"#,
+    ));
+    t.model.push(Reply::text("done"));
+    let tools = turn(&mut t, "echo over http").await;
+    let text = tools[0].text.clone().unwrap();
+    assert_eq!(tools[0].status.as_deref(), Some("ok"), "{text}");
+    assert!(text.contains("echo: over http"), "{text}");
+    // Every request of the session carried both headers with the secrets'
+    // values: the handshake, the list, the call, and the GET of the stream.
+    let seen = server.seen();
+    for rpc in [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+    ] {
+        assert!(
+            seen.iter().any(|s| s.rpc.as_deref() == Some(rpc)),
+            "no {rpc}: {seen:?}"
+        );
+    }
+    for request in &seen {
+        let header = |name: &str| request.headers.get(name).map(String::as_str);
+        assert_eq!(
+            header("authorization"),
+            Some("Bearer file-secret-5f2a0b"),
+            "{request:?}"
+        );
+        assert_eq!(header("x-api-key"), Some(from_env), "{request:?}");
+    }
+    // Neither secret reaches hearthd's log (its stderr here; hearthd.log
+    // when `hearth` starts it), the message log or any other file of the
+    // home but secrets.env.
+    t.daemon.stop();
+    let log = t.daemon.log_text();
+    for secret in [from_env, from_file] {
+        assert!(!log.contains(secret), "{secret} is in hearthd's log");
+        for file in files_under(t.home.path()) {
+            if file.ends_with("secrets.env") {
+                continue;
+            }
+            let bytes = std::fs::read(&file).unwrap();
+            let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+            assert!(!found, "{secret} is in {}", file.display());
+        }
+    }
+}
+
+/// Every file under `dir`, at any depth.
+fn files_under(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => files.extend(files_under(&path)),
+            Ok(kind) if kind.is_file() => files.push(path),
+            _ => {}
+        }
+    }
+    files
 }
 
 #[tokio::test]

@@ -694,7 +694,7 @@ mod recovery_tests {
                 layout: crate::layout::Layout::find("default").unwrap(),
                 model: None,
                 prompt_file: dir.path().join("prompt.md"),
-                tools: vec![],
+                tools: std::sync::Arc::new(Vec::new),
                 events: events.clone(),
                 meter: meter.clone(),
                 activity: activity.clone(),

@@ -6,7 +6,8 @@
 //! per message (answered with JSON, an SSE stream, or nothing), a GET for
 //! the server's own stream, and a DELETE that ends the session. The table's
 //! `headers` go with every request, their `${NAME}` secrets read when the
-//! server starts. A JSON answer is read up to [`MAX_BODY`] bytes.
+//! server starts, and marked sensitive, so no debug output shows them. A
+//! JSON answer is read up to [`MAX_BODY`] bytes.
 
 use super::config::{expand, ExpandError, McpServerConfig};
 use super::server::Context;
@@ -58,7 +59,9 @@ pub fn transport(
         let value = expand(value, &*context.lookup)?;
         let bad = || HttpError::Header(name.clone());
         let name = HeaderName::try_from(name.as_str()).map_err(|_| bad())?;
-        let value = HeaderValue::try_from(value).map_err(|_| bad())?;
+        let mut value = HeaderValue::try_from(value).map_err(|_| bad())?;
+        // It may carry a secret: any debug output shows it as `Sensitive`.
+        value.set_sensitive(true);
         headers.insert(name, value);
     }
     let transport_config =

@@ -45,6 +45,9 @@ pub enum MemoryError {
     Stopped,
 }
 
+/// Reads the agent's tools as they are now.
+pub type ToolList = Arc<dyn Fn() -> Vec<ToolSpec> + Send + Sync>;
+
 /// What the keeper needs to know about its agent.
 pub struct MemoryConfig {
     pub agent: String,
@@ -53,7 +56,11 @@ pub struct MemoryConfig {
     pub model: Option<Model>,
     /// The turn's prompt file, so compaction requests share the turn's prefix.
     pub prompt_file: PathBuf,
-    pub tools: Vec<ToolSpec>,
+    /// The agent's tools as a turn would offer them now, read at each
+    /// compaction call: an MCP server's list can change while hearthd runs
+    /// (`tools/list_changed`), and a compaction request carries the new list
+    /// as the next turn's does.
+    pub tools: ToolList,
     pub events: broadcast::Sender<Event>,
     /// Stores what each compaction call cost; while a budget is spent, no
     /// call is made and lines are cut mechanically instead.
@@ -568,10 +575,11 @@ impl Keeper {
                     Some(prompt) => prompt.clone(),
                     None => request::instructions(&config.prompt_file),
                 };
+                let tools = (config.tools)();
                 let request = compactor::request(
                     &config.agent,
                     &instructions,
-                    &config.tools,
+                    &tools,
                     &context,
                     &config.layout,
                     &task,

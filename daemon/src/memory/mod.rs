@@ -27,7 +27,7 @@ pub(crate) use facts::create as create_facts_table;
 pub use facts::{Change as FactChange, FactError, Pinned, FACTS_LIMIT, FACT_LIMIT};
 pub use huge::{ceil_boundary, floor_boundary, head_and_tail, task_line};
 pub use inspect::{answer as answer_frame, hits_text};
-pub use keeper::{Memory, MemoryConfig, MemoryError, MemoryGauge};
+pub use keeper::{Memory, MemoryConfig, MemoryError, MemoryGauge, ToolList};
 pub(crate) use search::{backfill as backfill_index, create as create_index};
 pub use store::{Built, ViewName};
 pub use tree::{cut, free_join, message_line, one_line, Node};

@@ -192,7 +192,7 @@ impl Starter<'_> {
                 layout: layout.clone(),
                 model: spec.compactor_model,
                 prompt_file: prompt_file.clone(),
-                tools: tools.specs(),
+                tools: Arc::new(tools.specs_source()),
                 events: self.events.clone(),
                 meter: meter.clone(),
                 activity: activity.clone(),

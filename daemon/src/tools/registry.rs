@@ -311,6 +311,29 @@ impl Tools {
 
     /// The tools as the model sees them, always in the same order.
     pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = self.built_in_specs();
+        if let Some(mcp) = &self.mcp {
+            specs.extend(mcp.specs());
+        }
+        specs
+    }
+
+    /// [`Tools::specs`] as a function to call later (the memory's
+    /// compaction requests): the built-in tools are fixed at start, the MCP
+    /// servers' tools are read at each call, so a changed list shows.
+    pub fn specs_source(&self) -> impl Fn() -> Vec<ToolSpec> + Send + Sync + 'static {
+        let built_in = self.built_in_specs();
+        let mcp = self.mcp.clone();
+        move || {
+            let mut specs = built_in.clone();
+            if let Some(mcp) = &mcp {
+                specs.extend(mcp.specs());
+            }
+            specs
+        }
+    }
+
+    fn built_in_specs(&self) -> Vec<ToolSpec> {
         let mut specs = vec![date::spec(), zoom::spec(), search::spec()];
         if self.media.is_some() {
             specs.push(attachment::spec());
@@ -330,9 +353,6 @@ impl Tools {
         }
         if let Some(contacts) = &self.whatsapp {
             specs.push(whatsapp::spec(contacts));
-        }
-        if let Some(mcp) = &self.mcp {
-            specs.extend(mcp.specs());
         }
         specs
     }
