@@ -4,12 +4,16 @@
 //! log in with the link `hearth web` prints, send, watch the reply stream,
 //! stop a turn, allow a tool call, attach an image, follow a restart, see
 //! the activity line, search the memory and its pinned facts, add and
-//! cancel schedules, read the agents and a failed bridge's reason; and
+//! cancel schedules, read the agents and a failed bridge's reason, find an
+//! old message with the conversation's search box and open it in context; and
 //! the refusals hold in the browser: no cookie, a wrong or used code, a
 //! WebSocket opened by another site's page, a message that carries HTML.
 //!
 //! Screenshots of the conversation and the costs page at 360 px wide are
 //! written to `target/web-artifacts/` for review.
+//!
+//! One Chromium serves every test of this file, each test over its own
+//! DevTools connection and in browser contexts of its own.
 //!
 //! Without Chromium installed these tests say so and pass; CI installs it.
 
@@ -21,7 +25,7 @@ use hearth_tests::bins;
 use hearth_tests::cdp::{Browser, Page};
 use hearth_tests::fake_model::{FakeModel, Gate, Reply, Usage};
 use hearth_tests::harness::{eventually, TestHome};
-use hearth_tests::web::{free_port, login_url, web_home, web_home_with};
+use hearth_tests::web::{free_port, login_url, png, web_home, web_home_with};
 use std::path::PathBuf;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -61,67 +65,6 @@ fn shown(kind: &str, text: &str) -> String {
         "[...document.querySelectorAll('#messages .kind-{kind}')].some(m => m.textContent.includes({}))",
         serde_json::to_string(text).unwrap()
     )
-}
-
-/// A PNG of `width` × `height` pixels in two colours, stored uncompressed.
-fn png(width: u32, height: u32) -> Vec<u8> {
-    fn crc(bytes: &[u8]) -> u32 {
-        let mut crc = 0xffff_ffffu32;
-        for &byte in bytes {
-            crc ^= u32::from(byte);
-            for _ in 0..8 {
-                crc = if crc & 1 == 1 {
-                    (crc >> 1) ^ 0xedb8_8320
-                } else {
-                    crc >> 1
-                };
-            }
-        }
-        !crc
-    }
-    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
-        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        let mut body = kind.to_vec();
-        body.extend_from_slice(data);
-        out.extend_from_slice(&body);
-        out.extend_from_slice(&crc(&body).to_be_bytes());
-    }
-    let mut raw = Vec::new();
-    for y in 0..height {
-        raw.push(0);
-        for x in 0..width {
-            let warm = (x / 8 + y / 8) % 2 == 0;
-            raw.extend_from_slice(if warm {
-                &[240, 160, 60]
-            } else {
-                &[122, 59, 18]
-            });
-        }
-    }
-    let mut zlib = vec![0x78, 0x01];
-    let blocks: Vec<&[u8]> = raw.chunks(65_535).collect();
-    for (n, block) in blocks.iter().enumerate() {
-        zlib.push(u8::from(n + 1 == blocks.len()));
-        let len = block.len() as u16;
-        zlib.extend_from_slice(&len.to_le_bytes());
-        zlib.extend_from_slice(&(!len).to_le_bytes());
-        zlib.extend_from_slice(block);
-    }
-    let (mut a, mut b) = (1u32, 0u32);
-    for &byte in &raw {
-        a = (a + u32::from(byte)) % 65_521;
-        b = (b + a) % 65_521;
-    }
-    zlib.extend_from_slice(&((b << 16) | a).to_be_bytes());
-    let mut header = Vec::new();
-    header.extend_from_slice(&width.to_be_bytes());
-    header.extend_from_slice(&height.to_be_bytes());
-    header.extend_from_slice(&[8, 2, 0, 0, 0]);
-    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    chunk(&mut out, b"IHDR", &header);
-    chunk(&mut out, b"IDAT", &zlib);
-    chunk(&mut out, b"IEND", &[]);
-    out
 }
 
 fn usage(input: u64, cached: u64, output: u64) -> Usage {
@@ -389,7 +332,7 @@ async fn evil_site(target_port: u16) -> u16 {
 }
 
 #[tokio::test]
-async fn the_page_refuses_strangers_and_pages_back_to_the_first_message() {
+async fn the_page_refuses_strangers_pages_back_to_the_first_message_and_finds_an_old_one() {
     let Some(mut browser) = browser().await else {
         return;
     };
@@ -557,7 +500,10 @@ async fn the_page_refuses_strangers_and_pages_back_to_the_first_message() {
     let mut script = home.connect("script", None).await;
     for n in 0..70 {
         let frame = ClientFrame::Note {
-            text: format!("note number {n}"),
+            text: match n {
+                5 => "note number 5, about the blue heron at the pond".to_string(),
+                _ => format!("note number {n}"),
+            },
             source: "script".into(),
         };
         script.request(frame).await;
@@ -587,6 +533,60 @@ async fn the_page_refuses_strangers_and_pages_back_to_the_first_message() {
         )
         .await;
     assert_eq!(count.as_u64(), Some(home.history().await.len() as u64));
+
+    // Search finds an old message and opens it in its context: the window
+    // around it, the hit marked and in sight, the messages before it above.
+    let heron = home
+        .history()
+        .await
+        .into_iter()
+        .find(|m| m.text.contains("blue heron"))
+        .unwrap()
+        .id;
+    browser.navigate(&owner, &format!("{base}/")).await;
+    browser
+        .wait_for(&owner, &format!("document.querySelectorAll('#messages [data-id]').length === 50 && !document.querySelector('#messages [data-id=\"{heron}\"]')"))
+        .await;
+    browser.type_and_enter(&owner, "#query", "heron").await;
+    let hit = format!("#results button[data-id=\"{heron}\"]");
+    let marked = browser
+        .wait_for(
+            &owner,
+            &format!("document.querySelector('{hit} mark')?.textContent"),
+        )
+        .await;
+    assert_eq!(marked, "heron");
+    browser.click(&owner, &hit).await;
+    let found = format!("#messages .found[data-id=\"{heron}\"]");
+    browser
+        .wait_for(&owner, &format!("(() => {{ const hit = document.querySelector('{found}'); if (!hit) return false;
+            const box = hit.getBoundingClientRect(), view = document.querySelector('main').getBoundingClientRect();
+            return box.top >= view.top && box.bottom <= view.bottom; }})()"))
+        .await;
+    let window = browser
+        .eval(
+            &owner,
+            "[...document.querySelectorAll('#messages [data-id]')].map(m => Number(m.dataset.id))",
+        )
+        .await;
+    let window: Vec<u64> = serde_json::from_value(window).unwrap();
+    assert!(
+        window.contains(&(heron - 1)) && window.contains(&(heron + 1)),
+        "{window:?}"
+    );
+    assert_eq!(
+        browser
+            .eval(
+                &owner,
+                "document.querySelectorAll('#messages .found').length"
+            )
+            .await,
+        1
+    );
+    browser.click(&owner, "#newer").await;
+    browser
+        .wait_for(&owner, "document.querySelector('#newer').hidden && !document.querySelector('#messages .found')")
+        .await;
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
 //! A small Chrome DevTools Protocol client for the browser tests: it starts
-//! a real headless Chromium on a temporary profile, and drives pages over
-//! CDP's WebSocket (tokio-tungstenite, already the workspace's): open a
-//! page, evaluate script, wait for a condition inside the page, set a file
-//! input's files, read cookies, take a screenshot.
+//! a real headless Chromium on a temporary profile, one per test binary,
+//! and drives pages over CDP's WebSocket (tokio-tungstenite, already the
+//! workspace's), a connection per test: open a page in a fresh browser
+//! context, evaluate script, wait for a condition inside the page, set a
+//! file input's files, read cookies, take a screenshot.
 //!
 //! [`Browser::launch`](crate::cdp::Browser::launch) returns `None` only when no Chromium is installed,
 //! so a test can say so and skip; CI installs Debian's `chromium`.
@@ -11,7 +12,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -33,14 +34,18 @@ pub fn chromium() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// A running headless Chromium and the DevTools connection to it.
+/// A DevTools connection to this test binary's Chromium.
+///
+/// The first test of a binary to launch one starts Chromium; the others
+/// share it (a browser per test is slow on a small machine), each over its
+/// own connection and in its own browser contexts, which the browser drops
+/// when that connection closes: no test sees another's cookies, tabs or
+/// console.
 pub struct Browser {
-    child: Child,
     socket: WebSocketStream<TcpStream>,
     next_id: u64,
     /// Console messages and uncaught exceptions, shown when a wait fails.
     pub console: Vec<String>,
-    _profile: tempfile::TempDir,
 }
 
 /// One tab, attached with its own CDP session.
@@ -49,45 +54,94 @@ pub struct Page {
     pub target: String,
 }
 
-impl Browser {
-    /// Starts Chromium, or `None` when none is installed.
-    pub async fn launch() -> Option<Browser> {
-        let binary = chromium()?;
-        let profile = tempfile::tempdir().expect("a profile folder");
-        let mut child = Command::new(&binary)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                "--disable-dev-shm-usage",
-                "--remote-debugging-port=0",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg("about:blank")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("chromium starts");
-        let stderr = child.stderr.take().expect("chromium's stderr");
-        let (found, address) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut found = Some(found);
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("DevTools listening on ") {
-                    if let Some(found) = found.take() {
-                        let _ = found.send(url.trim().to_string());
+/// The Chromium a test binary shares: where its DevTools listen.
+struct Shared {
+    devtools: String,
+    /// Held until the test binary exits: the wrapper that started Chromium
+    /// reads it, and ends Chromium (and removes its profile) at its end.
+    _keeper: std::sync::Mutex<std::process::ChildStdin>,
+    /// The wrapper, which outlives the test binary for as long as it takes
+    /// to end Chromium.
+    _wrapper: std::sync::Mutex<std::process::Child>,
+}
+
+/// Starts Chromium under `sh`, which waits for its standard input to
+/// close — when the test binary exits, however it exits — and then ends
+/// Chromium and removes the profile folder.
+const KEEPER: &str = r#""$0" "$@" </dev/null &
+browser=$!
+read -r _
+kill "$browser" 2>/dev/null
+wait "$browser"
+rm -rf "$HEARTH_CDP_PROFILE""#;
+
+static SHARED: std::sync::OnceLock<Option<Shared>> = std::sync::OnceLock::new();
+
+/// This binary's Chromium, started at the first call; `None` when none is
+/// installed.
+fn shared() -> Option<&'static Shared> {
+    SHARED
+        .get_or_init(|| {
+            let binary = chromium()?;
+            let profile = tempfile::Builder::new()
+                .prefix("hearth-chromium-")
+                .tempdir()
+                .expect("a profile folder")
+                .keep();
+            let mut child = Command::new("sh")
+                .arg("-c")
+                .arg(KEEPER)
+                .arg(&binary)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                    "--disable-dev-shm-usage",
+                    "--remote-debugging-port=0",
+                ])
+                .arg(format!("--user-data-dir={}", profile.display()))
+                .arg("about:blank")
+                .env("HEARTH_CDP_PROFILE", &profile)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("chromium starts");
+            let keeper = child.stdin.take().expect("the keeper's stdin");
+            let stderr = child.stderr.take().expect("chromium's stderr");
+            let (found, address) = std::sync::mpsc::channel();
+            // Reads Chromium's stderr to its end, so it never blocks on it.
+            std::thread::spawn(move || {
+                let mut found = Some(found);
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                        if let Some(found) = found.take() {
+                            let _ = found.send(url.trim().to_string());
+                        }
                     }
                 }
-            }
-        });
-        let url = address
-            .recv_timeout(Duration::from_secs(60))
-            .expect("chromium says where DevTools listens");
+            });
+            let devtools = address
+                .recv_timeout(Duration::from_secs(60))
+                .expect("chromium says where DevTools listens");
+            Some(Shared {
+                devtools,
+                _keeper: std::sync::Mutex::new(keeper),
+                _wrapper: std::sync::Mutex::new(child),
+            })
+        })
+        .as_ref()
+}
+
+impl Browser {
+    /// Connects to this binary's Chromium (starting it the first time), or
+    /// `None` when none is installed.
+    pub async fn launch() -> Option<Browser> {
+        let url = &shared()?.devtools;
         let host = url
             .trim_start_matches("ws://")
             .split('/')
@@ -99,11 +153,9 @@ impl Browser {
             .await
             .expect("the DevTools handshake");
         Some(Browser {
-            child,
             socket,
             next_id: 0,
             console: Vec::new(),
-            _profile: profile,
         })
     }
 
@@ -178,7 +230,11 @@ impl Browser {
     /// `about:blank`, as wide as a phone.
     pub async fn new_page(&mut self) -> Page {
         let context = self
-            .call(None, "Target.createBrowserContext", json!({}))
+            .call(
+                None,
+                "Target.createBrowserContext",
+                json!({ "disposeOnDetach": true }),
+            )
             .await;
         let context = context["browserContextId"].clone();
         self.page_in(context).await
@@ -339,6 +395,29 @@ impl Browser {
         }
     }
 
+    /// Types `text` into the field `selector` names, as a keyboard would
+    /// (the field focused, the text inserted), then presses Enter.
+    pub async fn type_and_enter(&mut self, page: &Page, selector: &str, text: &str) {
+        let focus = format!("document.querySelector({selector:?}).focus(); true");
+        self.eval(page, &focus).await;
+        self.call(
+            Some(&page.session),
+            "Input.insertText",
+            json!({ "text": text }),
+        )
+        .await;
+        let enter = json!({ "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13 });
+        let mut down = enter.clone();
+        down["type"] = json!("keyDown");
+        down["text"] = json!("\r");
+        let mut up = enter;
+        up["type"] = json!("keyUp");
+        for event in [down, up] {
+            self.call(Some(&page.session), "Input.dispatchKeyEvent", event)
+                .await;
+        }
+    }
+
     /// Sets the files of the file input `selector` names, as choosing them
     /// in the file picker would.
     pub async fn set_files(&mut self, page: &Page, selector: &str, files: &[PathBuf]) {
@@ -384,12 +463,5 @@ impl Browser {
             std::fs::create_dir_all(parent).expect("the artifacts folder");
         }
         std::fs::write(path, bytes).expect("the screenshot is written");
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -1,6 +1,7 @@
 //! What the web client's tests share: a home whose `[web]` listens on a
-//! loopback port of its own, the login link `hearth web` prints, and plain
-//! HTTP/1.1 requests written by hand, so a test controls every header.
+//! loopback port of its own, the login link `hearth web` prints, plain
+//! HTTP/1.1 requests written by hand, so a test controls every header, and
+//! a small PNG to attach.
 
 use crate::fake_model::FakeModel;
 use crate::harness::{TestHome, DEADLINE};
@@ -162,4 +163,65 @@ pub async fn log_in(port: u16, url: &str) -> String {
     assert_eq!(answer.status, 200, "{answer:?}");
     let set = answer.headers.get("set-cookie").expect("a session cookie");
     set.split(';').next().expect("name=value").to_string()
+}
+
+/// A PNG of `width` × `height` pixels in two colours, stored uncompressed.
+pub fn png(width: u32, height: u32) -> Vec<u8> {
+    fn crc(bytes: &[u8]) -> u32 {
+        let mut crc = 0xffff_ffffu32;
+        for &byte in bytes {
+            crc ^= u32::from(byte);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+    fn chunk(out: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let mut body = kind.to_vec();
+        body.extend_from_slice(data);
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&crc(&body).to_be_bytes());
+    }
+    let mut raw = Vec::new();
+    for y in 0..height {
+        raw.push(0);
+        for x in 0..width {
+            let warm = (x / 8 + y / 8) % 2 == 0;
+            raw.extend_from_slice(if warm {
+                &[240, 160, 60]
+            } else {
+                &[122, 59, 18]
+            });
+        }
+    }
+    let mut zlib = vec![0x78, 0x01];
+    let blocks: Vec<&[u8]> = raw.chunks(65_535).collect();
+    for (n, block) in blocks.iter().enumerate() {
+        zlib.push(u8::from(n + 1 == blocks.len()));
+        let len = block.len() as u16;
+        zlib.extend_from_slice(&len.to_le_bytes());
+        zlib.extend_from_slice(&(!len).to_le_bytes());
+        zlib.extend_from_slice(block);
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in &raw {
+        a = (a + u32::from(byte)) % 65_521;
+        b = (b + a) % 65_521;
+    }
+    zlib.extend_from_slice(&((b << 16) | a).to_be_bytes());
+    let mut header = Vec::new();
+    header.extend_from_slice(&width.to_be_bytes());
+    header.extend_from_slice(&height.to_be_bytes());
+    header.extend_from_slice(&[8, 2, 0, 0, 0]);
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut out, b"IHDR", &header);
+    chunk(&mut out, b"IDAT", &zlib);
+    chunk(&mut out, b"IEND", &[]);
+    out
 }

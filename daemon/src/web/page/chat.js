@@ -1,10 +1,12 @@
 // The conversation: messages with their source and time, the reply as it
 // streams, the activity line, approvals, images, paging back through the
-// history, jumping to a date or a search hit.
+// history, jumping to a date, and search: the hits listed, each opened in
+// its context.
 
 import { renderMarkdown, el } from "./markdown.js";
 
 const PAGE = 50;
+const CONTEXT = 10; // messages shown above a search hit opened
 
 export class Chat {
   constructor(connection, root) {
@@ -354,6 +356,21 @@ export class Chat {
     await this.showFrom(low);
   }
 
+  // Shows the messages around a search hit (`n` messages from `id`), the
+  // hit marked and in the middle of the screen, a few earlier messages
+  // above it: the hit in its context, as a window "Newest" leaves.
+  async showAround(id, n) {
+    this.list.replaceChildren();
+    this.shown = [];
+    for (const message of await this.page(id + PAGE - CONTEXT, PAGE)) this.add(message);
+    this.updateButtons();
+    for (const node of this.list.querySelectorAll("[data-id]")) {
+      const at = Number(node.dataset.id);
+      if (at >= id && at < id + n) node.classList.add("found");
+    }
+    this.list.querySelector(".found")?.scrollIntoView({ block: "center" });
+  }
+
   async search(query) {
     const results = document.querySelector("#results");
     results.replaceChildren();
@@ -362,8 +379,11 @@ export class Chat {
       if (!frame.hits.length) results.append(el("li", "nothing found"));
       for (const hit of frame.hits) {
         const item = el("li");
-        const button = el("button", `#${hit.id} ${when(hit.at)} ${hit.snippet}`);
-        button.addEventListener("click", () => this.showFrom(hit.id));
+        const button = el("button");
+        button.dataset.id = String(hit.id);
+        const what = hit.kind === "line" ? `summary of ${hit.n}` : hit.source || hit.kind;
+        button.append(el("span", `#${hit.id} ${when(hit.at)} ${what}: `), snippet(hit.snippet));
+        button.addEventListener("click", () => this.showAround(hit.id, hit.n ?? 1));
         item.append(button);
         results.append(item);
       }
@@ -420,6 +440,16 @@ export function when(at) {
   return date.toDateString() === new Date().toDateString()
     ? time
     : `${date.toLocaleDateString([], { month: "short", day: "numeric" })} ${time}`;
+}
+
+// A hit's snippet with its matched words (the daemon puts them in `[` `]`)
+// marked, as text: nothing in it is read as HTML.
+function snippet(text) {
+  const span = el("span");
+  for (const [n, part] of text.split(/\[([^\]]*)\]/).entries()) {
+    if (part) span.append(n % 2 ? el("mark", part) : part);
+  }
+  return span;
 }
 
 function blob(data, type) {
