@@ -11,6 +11,10 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+/// Reasoning carried within a chain (`conformance/reasoning.rs`).
+#[path = "conformance/reasoning.rs"]
+mod reasoning;
+
 use hearth_protocol::image::encode;
 use hearth_protocol::{ClientFrame, ServerFrame};
 use hearth_tests::bins;
@@ -364,9 +368,9 @@ fn anthropic_messages() -> Schema {
             ),
             (
                 "thinking",
-                vec![req("thinking", string()), req("signature", string())],
+                vec![req("thinking", string()), req("signature", nonempty())],
             ),
-            ("redacted_thinking", vec![req("data", string())]),
+            ("redacted_thinking", vec![req("data", nonempty())]),
         ],
     );
     let message = object(vec![

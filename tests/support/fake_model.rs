@@ -14,7 +14,8 @@
 //!
 //! Where each part lives:
 //! - `server.rs`: [`FakeModel`], the accept loop, and [`Recorded`] requests.
-//! - `script.rs`: [`Reply`], [`Gate`] and [`Usage`], what a test can script.
+//! - `script.rs`: [`Reply`], [`Thought`], [`Gate`] and [`Usage`], what a
+//!   test can script.
 //! - `http.rs`: the minimal HTTP/1.1 reading and writing (one request per
 //!   connection, `Connection: close`).
 //! - `answer.rs`: one reply turned into wire-neutral values (ids, usage,
@@ -32,5 +33,5 @@ mod responses;
 mod script;
 mod server;
 
-pub use script::{Finish, Gate, Reply, Usage};
+pub use script::{Finish, Gate, Reply, Thought, Usage};
 pub use server::{FakeModel, Recorded};

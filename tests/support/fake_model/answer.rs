@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::script::{Finish, Usage};
+use super::script::{Finish, Thought, Usage};
 
 /// What the model says in one answer.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +20,8 @@ pub(crate) struct Answer {
     pub usage: Option<Usage>,
     /// How it ends, when not as a whole answer.
     pub finish: Option<Finish>,
+    /// The reasoning before the text and calls.
+    pub thoughts: Vec<Thought>,
 }
 
 /// One function call the model makes.

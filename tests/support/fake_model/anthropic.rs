@@ -1,14 +1,16 @@
 //! The Anthropic Messages wire format (`POST /v1/messages`): a finished
 //! `message` object, or the SSE events of a streamed one, each
 //! `event: <type>` + `data: <json>` with the same `type`: `message_start`,
-//! `ping`, per block `content_block_start`, its deltas (`text_delta`,
-//! `input_json_delta`) and `content_block_stop`, then `message_delta` with
-//! the stop reason and usage, and `message_stop` (no `[DONE]`).
+//! `ping`, per block `content_block_start`, its deltas (`thinking_delta`
+//! and `signature_delta`, `text_delta`, `input_json_delta`) and
+//! `content_block_stop`, then `message_delta` with the stop reason and
+//! usage, and `message_stop` (no `[DONE]`). Reasoning comes first, as
+//! `thinking` blocks with their signatures and `redacted_thinking`.
 
 use serde_json::{json, Value};
 
 use super::answer::{pieces, Answer, Call, Exchange, StreamEnd};
-use super::script::{Finish, Reply};
+use super::script::{Finish, Reply, Thought};
 
 /// An HTTP error in Anthropic's envelope:
 /// `{"type":"error","error":{"type":error_type,"message":message},"request_id":..}`,
@@ -26,7 +28,7 @@ pub fn error(status: u16, error_type: &str, message: &str) -> Reply {
 
 /// The non-streamed response body.
 pub(crate) fn message(answer: &Answer, exchange: &Exchange) -> Value {
-    let mut content = Vec::new();
+    let mut content: Vec<Value> = answer.thoughts.iter().map(thought_block).collect();
     if let Some(text) = answer.text() {
         content.push(json!({"type": "text", "text": text}));
     }
@@ -73,6 +75,36 @@ pub(crate) fn stream(answer: &Answer, exchange: &Exchange, end: StreamEnd) -> Ve
     push(json!({"type": "ping"}));
 
     let mut index = 0;
+    for thought in &answer.thoughts {
+        match thought {
+            Thought::Shown { text, sealed } => {
+                push(json!({
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                }));
+                for piece in pieces(text) {
+                    push(json!({
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": piece},
+                    }));
+                }
+                push(json!({
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "signature_delta", "signature": sealed},
+                }));
+            }
+            Thought::Hidden { .. } => push(json!({
+                "type": "content_block_start",
+                "index": index,
+                "content_block": thought_block(thought),
+            })),
+        }
+        push(json!({"type": "content_block_stop", "index": index}));
+        index += 1;
+    }
     if let Some(text) = answer.text() {
         push(json!({
             "type": "content_block_start",
@@ -119,6 +151,16 @@ pub(crate) fn stream(answer: &Answer, exchange: &Exchange, end: StreamEnd) -> Ve
     }));
     push(json!({"type": "message_stop"}));
     frames
+}
+
+/// A thought as the content block the Messages API gives it.
+fn thought_block(thought: &Thought) -> Value {
+    match thought {
+        Thought::Shown { text, sealed } => {
+            json!({"type": "thinking", "thinking": text, "signature": sealed})
+        }
+        Thought::Hidden { sealed } => json!({"type": "redacted_thinking", "data": sealed}),
+    }
 }
 
 /// `toolu_<n>` for the server's `call_<n>`.

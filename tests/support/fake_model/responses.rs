@@ -2,16 +2,20 @@
 //! `response` object, or the SSE events of a streamed one, each
 //! `event: <type>` + `data: <json>` with the same `type` and an increasing
 //! `sequence_number`, ending with `response.completed` (no `[DONE]`).
+//! Reasoning comes first, as `reasoning` items (`rs_<n>_<i>`) with their
+//! summary and encrypted content.
 
 use serde_json::{json, Value};
 
 use super::answer::{pieces, Answer, Call, Exchange, StreamEnd};
-use super::script::Finish;
+use super::script::{Finish, Thought};
 
 /// The non-streamed response body; also the `response` carried by the
 /// `response.completed` event.
 pub(crate) fn response(answer: &Answer, exchange: &Exchange) -> Value {
-    let mut output = Vec::new();
+    let mut output: Vec<Value> = (0..answer.thoughts.len())
+        .map(|at| reasoning_item(answer, exchange, at))
+        .collect();
     if let Some(text) = answer.text() {
         output.push(message_item(answer, exchange, text, "completed"));
     }
@@ -60,6 +64,35 @@ pub(crate) fn stream(answer: &Answer, exchange: &Exchange, end: StreamEnd) -> Ve
     events.push("response.in_progress", json!({"response": in_progress}));
 
     let mut output_index = 0;
+    for at in 0..answer.thoughts.len() {
+        let item = reasoning_item(answer, exchange, at);
+        let item_id = item["id"].clone();
+        events.push(
+            "response.output_item.added",
+            json!({"output_index": output_index,
+                   "item": {"type": "reasoning", "id": item_id, "summary": []}}),
+        );
+        for (summary_index, part) in item["summary"].as_array().into_iter().flatten().enumerate() {
+            let at = json!({"item_id": item_id, "output_index": output_index,
+                            "summary_index": summary_index});
+            let text = part["text"].as_str().unwrap_or_default();
+            for piece in pieces(text) {
+                events.push(
+                    "response.reasoning_summary_text.delta",
+                    with(&at, json!({"delta": piece})),
+                );
+            }
+            events.push(
+                "response.reasoning_summary_text.done",
+                with(&at, json!({"text": text})),
+            );
+        }
+        events.push(
+            "response.output_item.done",
+            json!({"output_index": output_index, "item": item}),
+        );
+        output_index += 1;
+    }
     if let Some(text) = answer.text() {
         let item_id = exchange.message_id();
         let at = json!({"item_id": item_id, "output_index": output_index, "content_index": 0});
@@ -217,6 +250,23 @@ fn message_item(answer: &Answer, exchange: &Exchange, text: &str, status: &str) 
         "role": "assistant",
         "status": status,
         "content": [part],
+    })
+}
+
+/// The answer's `at`th thought as a reasoning item: a shown one with its
+/// summary, a hidden one with none; each with its encrypted content.
+fn reasoning_item(answer: &Answer, exchange: &Exchange, at: usize) -> Value {
+    let (summary, sealed) = match &answer.thoughts[at] {
+        Thought::Shown { text, sealed } => {
+            (json!([{"type": "summary_text", "text": text}]), sealed)
+        }
+        Thought::Hidden { sealed } => (json!([]), sealed),
+    };
+    json!({
+        "type": "reasoning",
+        "id": format!("rs_{}_{at}", exchange.number),
+        "summary": summary,
+        "encrypted_content": sealed,
     })
 }
 

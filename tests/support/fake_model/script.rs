@@ -58,6 +58,27 @@ pub enum Reply {
     /// connection without the stream's end (no usage, no terminator): a
     /// stream cut off mid-answer. Not streamed: closes without a byte.
     Dropped { text_before: String },
+    /// `reply` preceded by the model's reasoning, in each API's form:
+    /// Anthropic `thinking` blocks with their signatures (streamed as
+    /// `thinking_delta` and `signature_delta`) and `redacted_thinking`;
+    /// Responses `reasoning` items with their summary and encrypted
+    /// content. Chat Completions shows none.
+    Thinking {
+        thoughts: Vec<Thought>,
+        reply: Box<Reply>,
+    },
+}
+
+/// One piece of a model's reasoning (see [`Reply::Thinking`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Thought {
+    /// Reasoning the model shows: an Anthropic `thinking` block of `text`
+    /// signed `sealed`, or a Responses `reasoning` item summarised as
+    /// `text` with `sealed` as its encrypted content.
+    Shown { text: String, sealed: String },
+    /// Reasoning the model hides: an Anthropic `redacted_thinking` block
+    /// of `sealed`, or a Responses `reasoning` item with an empty summary.
+    Hidden { sealed: String },
 }
 
 /// How an [`Reply::Ended`] answer ends on the wire.
@@ -145,6 +166,14 @@ impl Reply {
         Reply::Ended {
             text: text.into(),
             finish,
+        }
+    }
+
+    /// `reply`, preceded by `thoughts`.
+    pub fn thinking(thoughts: Vec<Thought>, reply: Reply) -> Reply {
+        Reply::Thinking {
+            thoughts,
+            reply: Box::new(reply),
         }
     }
 

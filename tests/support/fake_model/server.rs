@@ -264,6 +264,7 @@ impl Shared {
             calls,
             usage: None,
             finish: None,
+            thoughts: Vec::new(),
         }
     }
 }
@@ -382,8 +383,16 @@ async fn answer(
 ) -> io::Result<()> {
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let mut usage = None;
+    let mut thoughts = Vec::new();
     let (mut answer, end) = loop {
         match reply {
+            Reply::Thinking {
+                thoughts: scripted,
+                reply: inner,
+            } => {
+                thoughts = scripted;
+                reply = *inner;
+            }
             Reply::WithUsage {
                 reply: inner,
                 usage: scripted,
@@ -454,6 +463,7 @@ async fn answer(
     if usage.is_some() {
         answer.usage = usage;
     }
+    answer.thoughts = thoughts;
     if !streaming {
         let object = match endpoint {
             Endpoint::ChatCompletions => chat_completions::completion(&answer, exchange),
