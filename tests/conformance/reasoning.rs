@@ -120,10 +120,7 @@ fn responses_reasoning_problems(body: &Value) -> Vec<String> {
                 ));
             }
         }
-        if !item["encrypted_content"]
-            .as_str()
-            .is_some_and(|s| !s.is_empty())
-        {
+        if item["encrypted_content"].as_str().is_none_or(str::is_empty) {
             problems.push(format!("input[{n}]: R1: no encrypted_content"));
         }
         let summary_ok = item["summary"].as_array().is_some_and(|parts| {
