@@ -177,6 +177,60 @@ async fn reload_applies_a_changed_budget_and_refuses_a_broken_file_keeping_the_o
 }
 
 #[tokio::test]
+async fn reload_refuses_a_model_whose_window_the_layout_does_not_fit_as_start_does() {
+    let model = FakeModel::start().await;
+    let home = home();
+    home.use_model("openai-chat", &model.base_url());
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    let daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    // Another model whose 32k window the default layout does not fit.
+    let small = config
+        .replace("model = \"fake-model\"", "model = \"local-8b\"")
+        .replace("[model]\n", "[model]\ncontext_window = 32768\n");
+    home.write_config(&small);
+    let output = home.hearth_async(&["reload"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    for said in [
+        "layout `default`",
+        "32768-token window",
+        "layout = \"small\"",
+        "keeps the configuration it runs",
+    ] {
+        assert!(stderr.contains(said), "{said:?} in: {stderr}");
+    }
+    // The old model still answers.
+    model.push(Reply::text("still the old model"));
+    let (id, _) = client.submit("hi", "terminal", None).await;
+    client.reply_to(id).await;
+    let sent = model.requests().pop().unwrap();
+    assert_eq!(sent.body["model"], "fake-model");
+
+    // SIGHUP refuses it the same way, and says so in the log.
+    sighup(daemon.pid());
+    eventually("the refusal in the log", || {
+        let log = daemon.log_text();
+        async move { log.contains("32768-token window").then_some(()) }
+    })
+    .await;
+
+    // A window the layout fits applies.
+    let large = small.replace("context_window = 32768", "context_window = 400000");
+    home.write_config(&large);
+    let output = home.hearth_async(&["reload"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("model"), "{stdout}");
+    model.push(Reply::text("the new model"));
+    let (id, _) = client.submit("again", "terminal", None).await;
+    client.reply_to(id).await;
+    let sent = model.requests().pop().unwrap();
+    assert_eq!(sent.body["model"], "local-8b");
+}
+
+#[tokio::test]
 async fn sighup_reads_the_configuration_again_and_says_what_applied() {
     let home = home();
     home.write_config("");

@@ -107,6 +107,7 @@ pub async fn run(
         loops,
         top,
         by_name,
+        fits,
     } = starter.start_all(model, whatsapp).await?;
     let transcriber =
         start_transcriber(&config, &home, &log, &media, &meter, &transcripts, &by_name).await?;
@@ -164,6 +165,7 @@ pub async fn run(
         home: &home,
         config,
         tables: running_tables,
+        fits,
         shared: &shared,
         meter: &meter,
     };
@@ -219,6 +221,8 @@ struct Running<'a> {
     /// file's, the others stay as they started, so the next reload still
     /// names them as waiting for a restart.
     tables: toml::Table,
+    /// What each agent sends besides its memory: a new model must fit it.
+    fits: std::collections::BTreeMap<String, crate::startup::Fit>,
     shared: &'a Shared,
     meter: &'a Meter,
 }
@@ -226,40 +230,53 @@ struct Running<'a> {
 impl Running<'_> {
     /// Reads `config.toml` again and applies what can change live (see
     /// `reload.rs`); the answer to `reload` and SIGHUP. A file that does not
-    /// parse changes nothing.
+    /// parse, or whose model an agent's layout does not fit (as checked at
+    /// start), changes nothing.
     async fn reload(&mut self, bridges: &mut crate::bridges::Bridges) -> ReloadOutcome {
         let home = self.home;
-        let reread = match crate::reload::reread(&home.config_file(), &self.tables) {
-            Ok(reread) => reread,
-            Err(err) => {
-                let why = format!("{err}; hearthd keeps the configuration it runs");
-                tracing::warn!("config.toml was not reloaded: {why}");
-                return Err(why);
-            }
+        let refused = |err: &dyn std::fmt::Display| {
+            let why = format!("{err}; hearthd keeps the configuration it runs");
+            tracing::warn!("config.toml was not reloaded: {why}");
+            why
         };
+        let reread = crate::reload::reread(&home.config_file(), &self.tables)
+            .map_err(|err| refused(&err))?;
         let new = &reread.config;
-        let config = &mut self.config;
         if reread.changed("model") || reread.changed("limits") {
             let models = Models::new(new, home);
+            let mut updates = Vec::new();
             for handle in self.shared.agents.values() {
                 let mut settings = handle.settings();
+                let child = new
+                    .agents
+                    .iter()
+                    .chain(&self.config.agents)
+                    .find(|child| child.name == handle.name);
+                let name = child.and_then(|child| child.model.as_ref());
+                // Unchanged, [model] names the compactor's model as it runs.
+                let compactor = models.named(new.memory.model.as_ref().or(name));
                 if reread.changed("model") {
-                    let child = new
-                        .agents
-                        .iter()
-                        .chain(&config.agents)
-                        .find(|child| child.name == handle.name);
-                    let name = child.and_then(|child| child.model.as_ref());
                     settings.model = models.named(name);
-                    let compactor = new.memory.model.as_ref().or(name);
-                    handle.memory.set_model(models.named(compactor));
                 }
                 settings.limits = new.limits.clone();
+                if let Some(fit) = self.fits.get(&handle.name) {
+                    let own_bytes = new.limits.tool_output_chars;
+                    fit.check(settings.model.as_ref(), compactor.as_ref(), own_bytes)
+                        .map_err(|err| refused(&err))?;
+                }
+                updates.push((handle, settings, compactor));
+            }
+            // Every agent fits: the new model and limits apply to all.
+            for (handle, settings, compactor) in updates {
+                if reread.changed("model") {
+                    handle.memory.set_model(compactor);
+                }
                 handle.update(settings);
             }
-            config.model = new.model.clone();
-            config.limits = new.limits.clone();
+            self.config.model = new.model.clone();
+            self.config.limits = new.limits.clone();
         }
+        let config = &mut self.config;
         if reread.changed("budget") || reread.changed("prices") {
             self.meter.update(Prices::new(&new.prices), new.budget);
             config.budget = new.budget;

@@ -4,7 +4,7 @@
 use super::error::{io, private_dir, StartError};
 use super::models::Models;
 use super::secrets;
-use super::window::{self, Sent};
+use super::window::{Fit, Sent};
 use crate::activity::ActivityBoard;
 use crate::approvals::Approvals;
 use crate::config::Config;
@@ -33,6 +33,9 @@ pub struct Agents {
     pub top: AgentHandle,
     /// Every agent's handle by name, the top one's included.
     pub by_name: BTreeMap<String, AgentHandle>,
+    /// What each agent sends besides its memory, by name, for a reload to
+    /// check a new model against.
+    pub fits: BTreeMap<String, Fit>,
 }
 
 /// What every agent of a daemon shares.
@@ -111,6 +114,7 @@ impl Starter<'_> {
         ));
         let mut loops = Vec::new();
         let mut by_name = BTreeMap::new();
+        let mut fits = BTreeMap::new();
         for (child, inputs) in config.agents.iter().zip(child_inputs) {
             let spec = AgentSpec {
                 name: &child.name,
@@ -123,8 +127,9 @@ impl Starter<'_> {
                 whatsapp: None,
                 mcp: Some(&child.mcp),
             };
-            let (agent_loop, handle) = self.start(spec, inputs).await?;
+            let (agent_loop, handle, fit) = self.start(spec, inputs).await?;
             by_name.insert(child.name.clone(), handle);
+            fits.insert(child.name.clone(), fit);
             loops.push(agent_loop);
         }
         let family = if subagents.is_empty() {
@@ -142,7 +147,8 @@ impl Starter<'_> {
             whatsapp,
             mcp: None,
         };
-        let (agent_loop, top) = self.start(spec, top_inputs).await?;
+        let (agent_loop, top, fit) = self.start(spec, top_inputs).await?;
+        fits.insert(config.agent.name.clone(), fit);
         by_name.insert(config.agent.name.clone(), top.clone());
         loops.push(agent_loop);
         // Reports that a crash cut off are sent before anything else runs.
@@ -151,16 +157,17 @@ impl Starter<'_> {
             loops,
             top,
             by_name,
+            fits,
         })
     }
 
     /// Prepares one agent's tools and memory; returns its loop (not yet
-    /// running) and the handle to reach it.
+    /// running), the handle to reach it and what it sends besides memory.
     async fn start(
         &self,
         spec: AgentSpec<'_>,
         inputs: (AgentInputs, Inbox),
-    ) -> Result<(AgentLoop, AgentHandle), StartError> {
+    ) -> Result<(AgentLoop, AgentHandle, Fit), StartError> {
         let home = self.home;
         let layout = Layout::find(spec.layout).map_err(|source| StartError::Layout {
             path: home.config_file(),
@@ -172,17 +179,19 @@ impl Starter<'_> {
         let tools = self
             .tools(&spec, &agent_dir)?
             .with_activity(activity.clone());
-        window::check_fits(
-            &Sent {
-                agent: spec.name,
-                layout_name: spec.layout,
-                layout: &layout,
-                prompt_file: &prompt_file,
-                tools: &tools.specs(),
-                own_bytes: self.config.limits.tool_output_chars,
-            },
+        let own_bytes = self.config.limits.tool_output_chars;
+        let fit = Fit::new(&Sent {
+            agent: spec.name,
+            layout_name: spec.layout,
+            layout: &layout,
+            prompt_file: &prompt_file,
+            tools: &tools.specs(),
+            own_bytes,
+        });
+        fit.check(
             spec.model.as_ref(),
             spec.compactor_model.as_ref(),
+            own_bytes,
         )?;
         let meter = self.meter.for_agent(spec.name);
         let memory = Memory::start(
@@ -219,7 +228,8 @@ impl Starter<'_> {
             meter,
             transcripts: self.transcripts.clone(),
         };
-        Ok(agent.start(inputs))
+        let (agent_loop, handle) = agent.start(inputs);
+        Ok((agent_loop, handle, fit))
     }
 
     /// The agent's tools, working in its folder: configured (relative to the

@@ -24,3 +24,4 @@ pub mod secrets;
 mod window;
 
 pub use error::{private_dir, StartError};
+pub use window::Fit;

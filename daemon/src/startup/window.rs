@@ -1,10 +1,54 @@
-//! Whether an agent's layout fits the context windows of its models.
+//! Whether an agent's layout fits the context windows of its models: at
+//! start, and again at each reload that changes the model or the limits
+//! (with what the agent's start kept: [`Fit`]).
 
 use super::error::StartError;
 use crate::layout::Layout;
 use crate::model::window::{check, Largest};
 use crate::model::{Model, ToolSpec};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// What an agent sends besides its memory, kept from its start: a reload
+/// checks a new model (or new limits) against it as the start did.
+#[derive(Clone)]
+pub struct Fit {
+    agent: String,
+    layout_name: String,
+    layout: Layout,
+    prompt_file: PathBuf,
+    tools: Vec<ToolSpec>,
+}
+
+impl Fit {
+    pub fn new(sent: &Sent<'_>) -> Fit {
+        Fit {
+            agent: sent.agent.to_string(),
+            layout_name: sent.layout_name.to_string(),
+            layout: sent.layout.clone(),
+            prompt_file: sent.prompt_file.to_path_buf(),
+            tools: sent.tools.to_vec(),
+        }
+    }
+
+    /// [`check_fits`] with these models and `own_bytes` (`[limits]
+    /// tool_output_chars`).
+    pub fn check(
+        &self,
+        model: Option<&Model>,
+        compactor_model: Option<&Model>,
+        own_bytes: usize,
+    ) -> Result<(), StartError> {
+        let sent = Sent {
+            agent: &self.agent,
+            layout_name: &self.layout_name,
+            layout: &self.layout,
+            prompt_file: &self.prompt_file,
+            tools: &self.tools,
+            own_bytes,
+        };
+        check_fits(&sent, model, compactor_model)
+    }
+}
 
 /// What is sent to an agent's models, for the check.
 pub struct Sent<'a> {
