@@ -153,10 +153,8 @@ pub async fn uninstall(out: &mut dyn Write) -> Result<ExitCode, ServiceError> {
         )?;
         return Ok(ExitCode::SUCCESS);
     }
-    if systemctl(&["disable", "--now", crate::life::UNIT_NAME])
-        .await
-        .is_some()
-    {
+    // `disable` says what it did on stderr, if anything: its status tells.
+    if systemctl_succeeds(&["disable", "--now", crate::life::UNIT_NAME]).await {
         writeln!(out, "stopped and disabled {}", crate::life::UNIT_NAME)?;
     }
     std::fs::remove_file(&file).map_err(|source| ServiceError::Write {
@@ -202,6 +200,19 @@ pub async fn status(home: &Home, out: &mut dyn Write) -> Result<ExitCode, Servic
         None => writeln!(out, "daemon   not running")?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `systemctl --user ARGS` ran and succeeded.
+async fn systemctl_succeeds(args: &[&str]) -> bool {
+    tokio::process::Command::new("systemctl")
+        .arg("--user")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .await
+        .is_ok_and(|status| status.success())
 }
 
 /// Runs `systemctl --user ARGS`; its first line of output, or none when

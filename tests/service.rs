@@ -1,0 +1,229 @@
+//! End-to-end: `hearth service install`, `status` and `uninstall`, run as
+//! a user runs them — from installed binaries (hard links outside the build
+//! folder, as `cargo install` leaves them), in a temporary `HOME` and
+//! `XDG_CONFIG_HOME`, with a fake `systemctl` first on `PATH` that records
+//! its arguments and answers as systemd does.
+
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use hearth_tests::bins;
+use hearth_tests::harness::{TestHome, OLLAMA_URL_ENV};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A fake `systemctl`: each call's arguments go to `systemctl.calls`, one
+/// line each; `is-active` and `is-enabled` answer as for a running,
+/// enabled unit, on stdout; `disable` says what it removed on stderr (and
+/// nothing on stdout), as systemd's does.
+const FAKE_SYSTEMCTL: &str = r#"#!/bin/sh
+echo "$*" >> "$(dirname "$0")/systemctl.calls"
+case "$2" in
+  is-active) echo active ;;
+  is-enabled) echo enabled ;;
+  disable) echo "Removed \"$HOME/.config/systemd/user/default.target.wants/$4\"." >&2 ;;
+esac
+exit 0
+"#;
+
+/// Installed binaries, a user's config folder and a fake systemd.
+struct Installed {
+    /// Where `hearth` and `hearthd` are installed (`~/.cargo/bin`, say).
+    bin: PathBuf,
+    /// `$HOME`, with `XDG_CONFIG_HOME` inside it.
+    user: tempfile::TempDir,
+    /// Holds `bin`; inside the build's own folder, so the binaries can be
+    /// hard links rather than copies.
+    _dir: tempfile::TempDir,
+}
+
+impl Installed {
+    fn new(home: &TestHome) -> Installed {
+        let target = home.bins.hearth.parent().unwrap().parent().unwrap();
+        let dir = tempfile::tempdir_in(target).unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        for built in [&home.bins.hearth, &home.bins.hearthd] {
+            let installed = bin.join(built.file_name().unwrap());
+            if std::fs::hard_link(built, &installed).is_err() {
+                std::fs::copy(built, &installed).unwrap();
+            }
+        }
+        let systemctl = bin.join("systemctl");
+        std::fs::write(&systemctl, FAKE_SYSTEMCTL).unwrap();
+        std::fs::set_permissions(&systemctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Installed {
+            bin,
+            user: tempfile::tempdir().unwrap(),
+            _dir: dir,
+        }
+    }
+
+    fn unit_file(&self) -> PathBuf {
+        self.user.path().join("config/systemd/user/hearthd.service")
+    }
+
+    /// What the fake systemctl was asked, one call a line.
+    fn systemctl_calls(&self) -> String {
+        std::fs::read_to_string(self.bin.join("systemctl.calls")).unwrap_or_default()
+    }
+
+    /// `hearth service ACTION --home HOME`, run by `hearth` (the installed
+    /// one, unless another is given).
+    fn service(&self, hearth: &Path, action: &str, home: &TestHome) -> Output {
+        let path = format!(
+            "{}:{}",
+            self.bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Command::new(hearth)
+            .args(["service", action, "--home"])
+            .arg(home.path())
+            .env_remove("HEARTH_HOME")
+            .env(OLLAMA_URL_ENV, "off")
+            .env("HOME", self.user.path())
+            .env("XDG_CONFIG_HOME", self.user.path().join("config"))
+            .env("PATH", path)
+            .stdin(Stdio::null())
+            .output()
+            .expect("hearth runs")
+    }
+
+    fn hearth(&self) -> PathBuf {
+        self.bin.join("hearth")
+    }
+}
+
+fn said(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn install_refuses_beside_a_daemon_started_by_hand_then_writes_a_unit_for_the_installed_binaries() {
+    let home = TestHome::new(bins!());
+    let installed = Installed::new(&home);
+
+    // A daemon started by hand holds the home's lock: refused, saying so.
+    let mut daemon = home.start();
+    let output = installed.service(&installed.hearth(), "install", &home);
+    let text = said(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!("hearthd (pid {}) is running", daemon.pid())),
+        "{text}"
+    );
+    assert!(text.contains("started by hand"), "{text}");
+    assert!(text.contains("hearth stop"), "{text}");
+    assert!(!installed.unit_file().exists());
+    assert!(daemon.stop());
+
+    // From the build folder: refused, naming the way to install.
+    let output = installed.service(&home.bins.hearth, "install", &home);
+    let text = said(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("cargo install --locked --path ."), "{text}");
+    assert!(!installed.unit_file().exists());
+
+    // Installed binaries, no daemon: the unit runs the installed hearthd.
+    let output = installed.service(&installed.hearth(), "install", &home);
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("systemctl --user enable --now hearthd"),
+        "{text}"
+    );
+    let unit = std::fs::read_to_string(installed.unit_file()).unwrap();
+    let hearthd = installed.bin.join("hearthd");
+    let home_dir = std::path::absolute(home.path()).unwrap();
+    for line in [
+        format!(
+            "ExecStart={} --home {}\n",
+            hearthd.display(),
+            home_dir.display()
+        ),
+        "ExecReload=/bin/kill -HUP $MAINPID\n".to_string(),
+        "Restart=on-failure\n".to_string(),
+        "RestartPreventExitStatus=78\n".to_string(),
+        "WantedBy=default.target\n".to_string(),
+    ] {
+        assert!(unit.contains(&line), "{line:?} in:\n{unit}");
+    }
+    assert!(
+        installed.systemctl_calls().is_empty(),
+        "install only writes the unit and says how to enable it"
+    );
+}
+
+#[test]
+fn status_says_what_systemd_and_the_home_say_and_uninstall_removes_the_unit() {
+    let home = TestHome::new(bins!());
+    let installed = Installed::new(&home);
+    let hearth = installed.hearth();
+
+    let output = installed.service(&hearth, "status", &home);
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("unit     not installed"), "{text}");
+    assert!(text.contains("daemon   not running"), "{text}");
+
+    assert!(installed
+        .service(&hearth, "install", &home)
+        .status
+        .success());
+    let mut daemon = home.start();
+    let output = installed.service(&hearth, "status", &home);
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    let runs = installed.bin.join("hearthd");
+    assert!(
+        text.contains(&format!(
+            "unit     {} (runs {}",
+            installed.unit_file().display(),
+            runs.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("systemd  active, enabled"), "{text}");
+    assert!(
+        text.contains(&format!("daemon   pid {}, started by hand", daemon.pid())),
+        "{text}"
+    );
+    assert!(daemon.stop());
+
+    let output = installed.service(&hearth, "uninstall", &home);
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("stopped and disabled hearthd.service"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("removed {}", installed.unit_file().display())),
+        "{text}"
+    );
+    assert!(!installed.unit_file().exists());
+    let calls = installed.systemctl_calls();
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(
+        calls,
+        [
+            "--user is-active hearthd.service",
+            "--user is-enabled hearthd.service",
+            "--user is-active hearthd.service",
+            "--user is-enabled hearthd.service",
+            "--user disable --now hearthd.service",
+            "--user daemon-reload",
+        ]
+    );
+
+    // Nothing left to remove: said, and not an error.
+    let output = installed.service(&hearth, "uninstall", &home);
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("no hearthd service is installed"), "{text}");
+}
