@@ -1,11 +1,10 @@
 //! Images: stored once, content-addressed, in the home's data folder, and
 //! referenced from the log.
 //!
-//! An image lives in `images/<sha256>.<ext>`: written to a temporary file,
-//! synced, renamed into place and the folder synced, so a stored image
-//! survives a power cut before anything that names it is acknowledged. The
-//! same bytes again find the file already there. Files are never changed or
-//! removed: the append-only log may name them forever.
+//! An image lives in `images/<sha256>.<ext>`, written durably once by the
+//! content-addressed store ([`crate::store`]), so a stored image survives a
+//! power cut before anything that names it is acknowledged. Files are never
+//! changed or removed: the append-only log may name them forever.
 //!
 //! A message names its images in its `data` as `{"images": [ImageRef…]}`;
 //! clients see them on the message and its event. A `tool` message may also
@@ -27,21 +26,15 @@ use hearth_protocol::image::fit::{self, Destination, FitError, Fitted};
 use hearth_protocol::image::{self, ImageError};
 use hearth_protocol::{ErrorCode, ImageRef, ServerFrame};
 
-use sha2::{Digest, Sha256};
 use std::fs;
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The most images one message may carry.
 pub const MAX_IMAGES_PER_MESSAGE: usize = 16;
 
 /// How much of a stored file is read to find its size in pixels.
 const HEAD_BYTES: u64 = 256 * 1024;
-
-/// Names temporary files apart within this process.
-static NEXT_TEMPORARY: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -128,10 +121,10 @@ impl ImageStore {
         bytes: &[u8],
         name: Option<String>,
     ) -> Result<ImageRef, StoreError> {
-        let sha256 = hex(&Sha256::digest(bytes));
+        let sha256 = crate::store::sha256_hex(bytes);
         // `check` admitted only types with an extension.
         let extension = image::extension(media_type).unwrap_or("bin");
-        let path = self.dir.join(format!("{sha256}.{extension}"));
+        let file_name = format!("{sha256}.{extension}");
         let (width, height) = image::dimensions(bytes).unzip();
         let stored = ImageRef {
             sha256,
@@ -140,39 +133,10 @@ impl ImageStore {
             height,
             name,
         };
-        if fs::metadata(&path).is_ok_and(|meta| meta.len() == bytes.len() as u64) {
-            return Ok(stored);
-        }
-        let io_error = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| StoreError::Io { path, source }
-        };
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(io_error(&self.dir))?;
-        let temporary = self.dir.join(format!(
-            ".{}.{}-{}.tmp",
-            stored.sha256,
-            std::process::id(),
-            NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = (|| {
-            let mut file = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temporary)?;
-            file.write_all(bytes)?;
-            file.sync_all()?;
-            fs::rename(&temporary, &path)?;
-            fs::File::open(&self.dir)?.sync_all()
-        })();
-        if let Err(source) = written {
-            let _ = fs::remove_file(&temporary);
-            return Err(StoreError::Io { path, source });
-        }
+        crate::store::write_once(&self.dir, &file_name, bytes).map_err(|err| StoreError::Io {
+            path: err.path,
+            source: err.source,
+        })?;
         Ok(stored)
     }
 
@@ -311,10 +275,11 @@ impl ImageStore {
             } => {
                 let extension = image::extension(media_type).unwrap_or("bin");
                 let name = format!("{}.{tag}.{extension}", image.sha256);
-                if let Err(err) = write_durably(&fitted_dir, &name, &bytes) {
+                if let Err(err) = crate::store::write_once(&fitted_dir, &name, &bytes) {
                     tracing::warn!(
-                        "the fitted copy of image {} was not kept: {err}",
-                        image.label()
+                        "the fitted copy of image {} was not kept: {}",
+                        image.label(),
+                        err.source
                     );
                 }
                 Ok((media_type.to_string(), bytes))
@@ -359,38 +324,6 @@ pub fn labelled(text: &str, images: usize) -> String {
     }
 }
 
-/// Writes `bytes` to `dir/name` (0600, the folder 0700) through a
-/// temporary file renamed into place, so a reader never sees half of it.
-fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let temporary = dir.join(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temporary, dir.join(name))
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    written
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,7 +343,7 @@ mod tests {
             .put("image/png", png(), Some("a.png".into()))
             .await
             .unwrap();
-        assert_eq!(stored.sha256, hex(&Sha256::digest(png())));
+        assert_eq!(stored.sha256, crate::store::sha256_hex(&png()));
         assert_eq!((stored.width, stored.height), (Some(3), Some(2)));
         let path = dir.path().join(format!("images/{}.png", stored.sha256));
         assert_eq!(fs::read(&path).unwrap(), png());
