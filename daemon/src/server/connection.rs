@@ -31,7 +31,7 @@ pub async fn run(
 ) -> Result<(), ConnectionError> {
     let token = match door {
         Door::Tcp(token) => Some(token),
-        Door::Unix | Door::Browser => None,
+        Door::Unix | Door::Browser | Door::FromTool(_) => None,
     };
     let mut closing = shared.closing.subscribe();
     let (stream, budget) = preauth::Budgeted::new(stream, preauth::PREAUTH_BYTES);
@@ -40,9 +40,12 @@ pub async fn run(
         let mut socket = match door {
             // `web::http` answered the handshake over HTTP.
             Door::Browser => WebSocket::upgraded(stream).await,
-            Door::Unix | Door::Tcp(_) => WebSocket::accept(stream).await?,
+            Door::Unix | Door::Tcp(_) | Door::FromTool(_) => WebSocket::accept(stream).await?,
         };
-        let greeted = hello::greet(&mut socket, token, shared).await?;
+        let greeted = match door {
+            Door::FromTool(keeper) => hello::turn_away_tool(&mut socket, keeper).await?,
+            _ => hello::greet(&mut socket, token, shared).await?,
+        };
         Ok::<_, ConnectionError>(greeted.map(|greeted| (socket, greeted)))
     };
     // A daemon that stops meanwhile just drops a client that has not said

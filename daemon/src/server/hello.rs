@@ -20,6 +20,24 @@ pub struct Greeted {
     pub client: String,
 }
 
+/// Answers the first frame of a process a tool started (beneath the tool
+/// keeper `keeper`) with a refusal, and ends the connection: the agent's
+/// commands may not speak to hearthd as its owner. Always `Ok(None)`.
+pub async fn turn_away_tool(
+    socket: &mut WebSocket,
+    keeper: u32,
+) -> Result<Option<Greeted>, ConnectionError> {
+    if socket.next_frame().await?.is_none() {
+        return Ok(None);
+    }
+    tracing::warn!(
+        "a process started by a tool call (keeper pid {keeper}) tried to connect; refused"
+    );
+    let message = "a process started by one of the agent's tools may not connect to hearthd; run hearth from your own shell".to_string();
+    socket.refuse(ErrorCode::Unauthorized, message).await?;
+    Ok(None)
+}
+
 /// Reads frames until an acceptable hello; `Ok(None)` when the client left
 /// or was turned away.
 pub async fn greet(

@@ -31,6 +31,9 @@ pub enum Door<'a> {
     Tcp(&'a str),
     /// The browser client, whose session `web::http` checked before the upgrade.
     Browser,
+    /// The Unix socket, from a process a tool started (beneath the tool
+    /// keeper with this pid): turned away after its hello ([`super::peer`]).
+    FromTool(u32),
 }
 
 /// Serves one browser over a connection `web::http` upgraded, until it leaves.
@@ -56,7 +59,7 @@ pub async fn serve(
             accepted = accept(&mut listener) => accepted,
             _ = shutdown.changed() => return,
         };
-        let (stream, token, address) = match accepted {
+        let (stream, token, address, from_tool) = match accepted {
             Ok(accepted) => {
                 failures = 0;
                 accepted
@@ -83,7 +86,11 @@ pub async fn serve(
         let shared = shared.clone();
         tokio::spawn(async move {
             shared.clients.fetch_add(1, Ordering::SeqCst);
-            let door = token.as_deref().map_or(Door::Unix, Door::Tcp);
+            let door = match (&token, from_tool) {
+                (Some(token), _) => Door::Tcp(token),
+                (None, Some(keeper)) => Door::FromTool(keeper),
+                (None, None) => Door::Unix,
+            };
             if let Err(err) = connection::run(stream, door, &shared, Some(admitted)).await {
                 tracing::debug!("client connection ended: {err}");
             }
@@ -93,20 +100,27 @@ pub async fn serve(
     }
 }
 
-/// A client's stream, the token its hello must carry and its address (TCP).
-type Accepted = (Stream, Option<String>, Option<std::net::IpAddr>);
+/// A client's stream, the token its hello must carry and its address (TCP),
+/// and on the Unix socket the tool keeper above the peer, if a tool started it.
+type Accepted = (
+    Stream,
+    Option<String>,
+    Option<std::net::IpAddr>,
+    Option<u32>,
+);
 
 /// The next client, with the token its hello must carry (TCP only).
 async fn accept(listener: &mut Listener) -> std::io::Result<Accepted> {
     match listener {
         Listener::Unix(listener) => {
             let stream = listener.accept().await?;
-            Ok((Box::new(stream), None, None))
+            let from_tool = super::peer::tool_keeper_above(&stream);
+            Ok((Box::new(stream), None, None, from_tool))
         }
         Listener::Tcp { listener, token } => {
             let (stream, peer) = listener.accept().await?;
             tracing::debug!("TCP client from {peer}");
-            Ok((Box::new(stream), Some(token.clone()), Some(peer.ip())))
+            Ok((Box::new(stream), Some(token.clone()), Some(peer.ip()), None))
         }
     }
 }

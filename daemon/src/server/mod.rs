@@ -20,6 +20,8 @@
 //! - `shared.rs`: what every connection shares, and what clients ask of
 //!   the daemon's own loop (`stop`, `reload`).
 //! - `preauth.rs`: bounds on connections that have not said hello yet.
+//! - `peer.rs`: who is at the other end of the Unix socket; a process a
+//!   tool started is turned away.
 //! - `queue.rs`: one client's live events, bounded in bytes; past the
 //!   bound the client is caught up from the log.
 //!
@@ -31,6 +33,7 @@ mod connection;
 mod handlers;
 mod hello;
 mod listener;
+mod peer;
 pub mod preauth;
 mod queue;
 mod shared;
