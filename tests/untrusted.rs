@@ -245,7 +245,7 @@ async fn a_command_the_shell_runs_cannot_speak_to_hearthd_as_the_owner() {
     );
     model.push(Reply::tool_call(
         "shell",
-        &serde_json::json!({ "command": command }).to_string(),
+        serde_json::json!({ "command": command }).to_string(),
     ));
     model.push(Reply::Text("done".into()));
     let (id, _) = client.submit("try it", "terminal", None).await;
