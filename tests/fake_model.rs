@@ -471,3 +471,53 @@ async fn garbage_reply_is_sent_raw_with_status_200() {
     assert_eq!(response.status, 200);
     assert_eq!(response.body, "<html>not json");
 }
+
+/// The base64 of a PNG header of `width`x`height`: enough to be measured.
+fn png_header(width: u32, height: u32) -> String {
+    use base64::Engine;
+    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    bytes.extend(width.to_be_bytes());
+    bytes.extend(height.to_be_bytes());
+    bytes.extend([8, 2, 0, 0, 0]);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[tokio::test]
+async fn messages_refuses_images_over_anthropics_limits_as_the_api_does() {
+    let model = FakeModel::start().await;
+    let image = |side: u32| {
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png",
+               "data": png_header(side, 10)}})
+    };
+    let body = |images: Vec<Value>| {
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 100,
+               "messages": [{"role": "user", "content": images}]})
+    };
+    let headers = [("anthropic-version", "2023-06-01")];
+    let refused = |response: &RawResponse| {
+        assert_eq!(response.status, 400, "{}", response.body);
+        let json = response.json();
+        assert_eq!(json["error"]["type"], "invalid_request_error");
+        json["error"]["message"].as_str().unwrap().to_string()
+    };
+
+    let wide = post(&model, "/v1/messages", &headers, &body(vec![image(8001)])).await;
+    assert_eq!(
+        refused(&wide),
+        "messages.0.content.0.image.source.base64.data: At least one of the image \
+         dimensions exceed max allowed size: 8000 pixels"
+    );
+    let mut many: Vec<Value> = (0..20).map(|_| image(100)).collect();
+    many.push(image(2001));
+    let many = post(&model, "/v1/messages", &headers, &body(many)).await;
+    assert_eq!(
+        refused(&many),
+        "messages.0.content.20.image.source.base64.data: At least one of the image \
+         dimensions exceed max allowed size for many-image requests: 2000 pixels"
+    );
+    // Twenty images of 8000 px are within the limits.
+    model.push(Reply::text("fine"));
+    let twenty: Vec<Value> = (0..20).map(|_| image(8000)).collect();
+    let fine = post(&model, "/v1/messages", &headers, &body(twenty)).await;
+    assert_eq!(fine.status, 200, "{}", fine.body);
+}

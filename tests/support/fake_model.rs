@@ -7,7 +7,9 @@
 //! asks for `"stream": true`. A test queues one
 //! [`Reply`] per expected request with [`FakeModel::push`] and afterwards
 //! reads what the client sent with [`FakeModel::requests`]. A reply can
-//! report scripted token counts ([`Reply::with_usage`]), and the server can
+//! report scripted token counts ([`Reply::with_usage`]) and reasoning
+//! ([`Reply::thinking`]). Like the real Messages API, the server refuses
+//! images over Anthropic's documented limits with its 400. The server can
 //! pose as a local Ollama server listing models at `GET /api/tags`
 //! ([`FakeModel::serve_local_models`]) and giving a model's context length
 //! at `POST /api/show` ([`FakeModel::serve_context_length`]).

@@ -26,6 +26,65 @@ pub fn error(status: u16, error_type: &str, message: &str) -> Reply {
     }
 }
 
+/// The 400 the Messages API answers a request whose images it refuses, as
+/// its vision guide documents the limits (platform.claude.com/docs/en/
+/// build-with-claude/vision, "General limits", read 2026-12-01): base64
+/// over 5 MB, a side over 8000 px, or over 2000 px in a request of more
+/// than 20 images. The messages are the API's own.
+pub(crate) fn image_refusal(body: &Value) -> Option<Value> {
+    use base64::Engine;
+    const MAX_BASE64: usize = 5 * 1024 * 1024;
+    let mut images = Vec::new();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    for (m, message) in messages.iter().enumerate() {
+        let blocks = message["content"].as_array().cloned().unwrap_or_default();
+        for (b, block) in blocks.iter().enumerate() {
+            if block["type"] == "image" && block["source"]["type"] == "base64" {
+                let data = block["source"]["data"].as_str().unwrap_or_default();
+                images.push((
+                    format!("messages.{m}.content.{b}.image.source.base64"),
+                    data.to_string(),
+                ));
+            }
+        }
+    }
+    let many = images.len() > 20;
+    let refuse = |message: String| {
+        json!({
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": message},
+            "request_id": "req_fake",
+        })
+    };
+    for (path, data) in &images {
+        if data.len() > MAX_BASE64 {
+            return Some(refuse(format!(
+                "{path}: image exceeds 5 MB maximum: {} bytes > {MAX_BASE64} bytes",
+                data.len()
+            )));
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap_or_default();
+        // What it cannot measure, it lets through: the tests' own images.
+        let Some((width, height)) = hearth_protocol::image::dimensions(&bytes) else {
+            continue;
+        };
+        let side = width.max(height);
+        if side > 8000 {
+            return Some(refuse(format!(
+                "{path}.data: At least one of the image dimensions exceed max allowed size: 8000 pixels"
+            )));
+        }
+        if many && side > 2000 {
+            return Some(refuse(format!(
+                "{path}.data: At least one of the image dimensions exceed max allowed size for many-image requests: 2000 pixels"
+            )));
+        }
+    }
+    None
+}
+
 /// The non-streamed response body.
 pub(crate) fn message(answer: &Answer, exchange: &Exchange) -> Value {
     let mut content: Vec<Value> = answer.thoughts.iter().map(thought_block).collect();

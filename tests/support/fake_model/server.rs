@@ -364,6 +364,13 @@ async fn serve_request(stream: &mut TcpStream, shared: &Shared) -> io::Result<()
         );
         return http::write_json(stream, 404, &error_body(&message, "invalid_request_error")).await;
     };
+    // Images the real API refuses are refused here too, before any answer
+    // (the reply it took is spent, as the turn fails).
+    if endpoint == Endpoint::Messages {
+        if let Some(refusal) = anthropic::image_refusal(&body) {
+            return http::write_json(stream, 400, &refusal).await;
+        }
+    }
     let Some(reply) = reply else {
         let message = format!("fake model: no scripted reply for {what} (request {number})");
         return http::write_json(stream, 500, &error_body(&message, "server_error")).await;
