@@ -330,3 +330,200 @@ async fn a_crash_mid_compaction_loses_no_summary_and_builds_none_twice() {
     let view = view_text(requests.last().unwrap());
     assert_eq!(view.matches("kitchen plans").count(), 1, "{view}");
 }
+
+/// The last message of a batched compaction request (`memory/batch.rs`).
+fn batch_task(request: &Recorded) -> Option<String> {
+    let last = contents(request).pop()?;
+    let task = last.strip_prefix("</chat>\n").unwrap_or(&last);
+    task.starts_with("Write the lines")
+        .then(|| task.to_string())
+}
+
+/// The ids of the tool messages the client saw, in order.
+fn tool_ids(client: &hearth_tests::harness::Client) -> Vec<u64> {
+    client
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Tool)
+        .filter_map(|e| e.id)
+        .collect()
+}
+
+/// A node's stored line and whether it was cut mechanically, once stored.
+async fn stored(home: &TestHome, level: u8, first: u64) -> (String, bool) {
+    let database = hearth_protocol::home::Home::at(home.path()).database();
+    hearth_tests::harness::eventually("the node's line", || {
+        let database = database.clone();
+        async move {
+            let connection = rusqlite::Connection::open(database).ok()?;
+            connection
+                .query_row(
+                    "SELECT text, mechanical FROM nodes WHERE level = ?1 AND idx = ?2",
+                    [i64::from(level), (first >> level) as i64],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .ok()
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_turns_long_messages_and_ready_merges_are_asked_for_in_its_own_chain() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model, &layout(80, 4000, 2000));
+    let work = home.path().join("agents/hearth/work");
+    std::fs::create_dir_all(&work).unwrap();
+    let notes = "the plumber comes on tuesday at nine; call ahead on 555 0199. ".repeat(6);
+    std::fs::write(work.join("notes.txt"), &notes).unwrap();
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    // A first message whose line fits alone, but not beside the tool's.
+    let ask = "please read my notes file and tell me when the plumber comes";
+    model.push(Reply::ToolCalls {
+        text: None,
+        calls: vec![("read_file".into(), r#"{"path": "notes.txt"}"#.into())],
+    });
+    model.push(Reply::Text("Tuesday at nine.".into()));
+    let line = "plumber due tuesday at nine, phone 555 0199 before; notes.txt read";
+    model.push(Reply::Text(format!("1. {line}")));
+    let (id, _) = client.submit(ask, "terminal", None).await;
+    client.reply_to(id).await;
+    let tool = tool_ids(&client)[0];
+    // The turn's end asks in its own chain; no compaction call ran before.
+    let requests = model.wait_for_requests(3).await;
+    assert!(requests[..2].iter().all(|r| batch_task(r).is_none()));
+    let chain = &requests[2];
+    let turn = contents(&requests[1]);
+    let all = contents(chain);
+    assert_eq!(
+        all[..turn.len()],
+        turn[..],
+        "it extends the turn's last request"
+    );
+    assert_eq!(all[turn.len()], "Tuesday at nine.", "then the reply");
+    assert_eq!(chain.body["messages"][turn.len()]["role"], "assistant");
+    let task = batch_task(chain).unwrap();
+    assert!(
+        task.contains(&format!("1. Message {tool}, above in full")),
+        "{task}"
+    );
+    assert!(task.contains(&"-".repeat(80)), "a ruler of the line budget");
+    let phone = |r: &Recorded| r.body.to_string().matches("call ahead on 555 0199").count();
+    assert!(phone(&requests[1]) > 0);
+    assert_eq!(
+        phone(chain),
+        phone(&requests[1]),
+        "the file is sent once, in the tool's result"
+    );
+    assert_eq!(
+        chain.body["prompt_cache_key"],
+        requests[1].body["prompt_cache_key"]
+    );
+
+    // The merge of the first two lines waits for a call that goes anyway:
+    // the next turn's end, in that turn's chain.
+    model.push(Reply::Text("You're welcome.".into()));
+    model.push(Reply::Text(
+        "1. asked when the plumber comes: tuesday at nine".into(),
+    ));
+    let (next, _) = client.submit("thanks", "terminal", None).await;
+    client.reply_to(next).await;
+    let requests = model.wait_for_requests(5).await;
+    let view = view_text(&requests[3]);
+    assert!(view.contains(&format!("{tool}+1|")), "{view}");
+    assert!(view.contains(line), "the line the chain wrote: {view}");
+    let task = batch_task(&requests[4]).unwrap();
+    assert!(
+        task.contains(&format!(
+            "1. Two lines that cover messages {id} to {tool}, to merge into one"
+        )),
+        "{task}"
+    );
+    assert!(!task.contains("2. "), "one task: {task}");
+    assert_eq!(
+        contents(&requests[4])[..contents(&requests[3]).len()],
+        contents(&requests[3])[..]
+    );
+    let (merged, mechanical) = stored(&home, 1, id).await;
+    assert_eq!(merged, "asked when the plumber comes: tuesday at nine");
+    assert!(!mechanical);
+    // Five calls in all: three turn requests and two compaction calls.
+    assert_eq!(model.requests().len(), 5);
+}
+
+#[tokio::test]
+async fn a_garbled_batch_answer_asks_again_alone_for_each_line_it_lacks() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model, &layout(80, 4000, 2000));
+    let work = home.path().join("agents/hearth/work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        work.join("a.txt"),
+        "the first file, about the garden. ".repeat(5),
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("b.txt"),
+        "the second file, about the roof. ".repeat(5),
+    )
+    .unwrap();
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    model.push(Reply::ToolCalls {
+        text: None,
+        calls: vec![
+            ("read_file".into(), r#"{"path": "a.txt"}"#.into()),
+            ("read_file".into(), r#"{"path": "b.txt"}"#.into()),
+        ],
+    });
+    model.push(Reply::Text("Both read.".into()));
+    // Chatter, the second line twice and no first line at all.
+    model.push(Reply::Text(
+        "Here are your lines:\n2) roof file read\n2) roof again".into(),
+    ));
+    model.push(Reply::Text("garden file read".into()));
+    let (id, _) = client.submit("read a and b", "terminal", None).await;
+    client.reply_to(id).await;
+    let tools = tool_ids(&client);
+    model.push(Reply::Text("Sure.".into()));
+    let (next, _) = client.submit("thanks", "terminal", None).await;
+    client.reply_to(next).await;
+
+    let requests = model.requests();
+    assert_eq!(
+        requests.len(),
+        5,
+        "two turn requests, a batch, one alone, a turn"
+    );
+    let task = batch_task(&requests[2]).unwrap();
+    assert!(task.contains(&format!("1. Message {}", tools[0])), "{task}");
+    assert!(task.contains(&format!("2. Message {}", tools[1])), "{task}");
+    // The line the answer lacked is asked again alone, in the single form.
+    assert!(is_compaction(&requests[3]));
+    assert!(contents(&requests[3])
+        .last()
+        .unwrap()
+        .contains("about the garden"));
+    assert_eq!(
+        stored(&home, 0, tools[0]).await,
+        ("garden file read".into(), false)
+    );
+    assert_eq!(
+        stored(&home, 0, tools[1]).await,
+        ("roof file read".into(), false)
+    );
+    let view = view_text(&requests[4]);
+    assert!(
+        view.contains("garden file read") && view.contains("roof file read"),
+        "{view}"
+    );
+    let errors = client
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Error)
+        .count();
+    assert_eq!(errors, 0);
+}

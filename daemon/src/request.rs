@@ -196,6 +196,23 @@ impl TurnContext<'_> {
             .collect()
     }
 
+    /// The ids of the turn's own messages that its request carries whole
+    /// (echoes, tool calls and results, what it took mid-chain), in order:
+    /// the messages whose lines the turn's end can ask for in its chain.
+    pub fn chained_ids(&self) -> Vec<u64> {
+        self.log
+            .iter()
+            .filter(|entry| entry.message.id >= self.turn.start_id)
+            .filter(|entry| match entry.message.kind {
+                Kind::Echo => true,
+                Kind::Tool => tool_call(entry).is_some(),
+                Kind::User | Kind::Work => self.took(entry),
+                _ => false,
+            })
+            .map(|entry| entry.message.id)
+            .collect()
+    }
+
     /// The step number the next model response's tool calls get.
     pub fn next_step(&self) -> u32 {
         self.log

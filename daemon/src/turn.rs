@@ -16,7 +16,7 @@ use crate::activity::ActivityBoard;
 use crate::config::Limits;
 use crate::inputs::{AgentInputs, Inbox, Input};
 use crate::log::{Log, LogError, MessageData, NewMessage, RunningCall, TurnRecord};
-use crate::memory::Memory;
+use crate::memory::{Memory, TurnChain};
 use crate::model::{CallNews, Carry, Model, Response, ToolCall};
 use crate::request::{self, TurnContext};
 use crate::subagents::{Subagents, TurnOutcome};
@@ -279,6 +279,11 @@ impl AgentLoop {
                 }
             }
         };
+        // A turn that did not reply leaves its long messages to the
+        // ordinary calls (one that replied handed its chain over).
+        if !matches!(ending, Some(Ending::Replied(_))) {
+            self.agent.memory.turn_ended(None);
+        }
         let log = &self.agent.log;
         // Whatever ran (a tool, a request) was dropped with the chain.
         self.agent.activity.idle();
@@ -480,6 +485,7 @@ impl Agent {
             let request = built.request;
             let step = context.next_step();
             let taken = context.taken_ids();
+            let chained = context.chained_ids();
             // Words from outside the owner taint the turn that takes them.
             for entry in entries.iter().filter(|e| taken.contains(&e.message.id)) {
                 if let Some(origin) = crate::provenance::untrusted_origin(&entry.data) {
@@ -530,7 +536,16 @@ impl Agent {
                 if let Some(status) = response.ending.status() {
                     reply = reply.with_status(status);
                 }
-                self.log.finish_turn(name, *turn, vec![reply]).await?;
+                let logged = self.log.finish_turn(name, *turn, vec![reply]).await?;
+                // The lines of the turn's long messages are asked for in
+                // one call that extends this request, whose prefix is cached.
+                let mut messages = chained;
+                messages.extend(logged.iter().map(|message| message.id));
+                self.memory.turn_ended(Some(TurnChain {
+                    request,
+                    reply: response.text.clone(),
+                    messages,
+                }));
                 return Ok(Ending::Replied(response.text));
             }
             if !response.carry.is_empty() {

@@ -10,13 +10,17 @@
 //! restart) the tasks follow the compaction view as a single call does, the
 //! messages whole.
 //!
-//! A line missing from the answer, or over the line budget, is asked again
-//! on its own (`compactor.rs`: tries, then a cut at the guard).
+//! A batch is one try: a line missing from the answer, over the line
+//! budget, or a call that failed for a reason of its own (refused, too
+//! long) leaves its nodes to be asked again each on its own
+//! (`compactor.rs`: tries, then a cut at the guard). A line is never
+//! invented for a node the answer does not give.
 
 use super::compactor::{clean, Task};
 use super::tree::{cut, one_line, Node};
 use crate::layout::Layout;
-use crate::model::{Item, Request};
+use crate::model::{Ending, Item, Model, ModelError, Request};
+use crate::usage::{Meter, Purpose};
 use std::fmt::Write;
 
 /// The most tasks one call asks for.
@@ -126,7 +130,12 @@ pub fn request(
 /// The numbered lines of an answer to `count` tasks: entry k is the line
 /// after `k+1.` (or `k+1)`, `k+1:`), cleaned, with any line that follows
 /// it unnumbered joined to it; none where the answer has no such line.
+/// An answer to a single task that numbers nothing is its line.
 pub fn parse(answer: &str, count: usize) -> Vec<Option<String>> {
+    if count == 1 && answer.lines().all(|line| numbered(line.trim()).is_none()) {
+        let line = clean(answer);
+        return vec![(!line.is_empty()).then_some(line)];
+    }
     let mut out: Vec<Option<String>> = vec![None; count];
     let mut current: Option<usize> = None;
     for raw in answer.lines() {
@@ -180,6 +189,34 @@ pub fn lines(answer: &str, tasks: &[Task], layout: &Layout) -> Vec<(Node, Option
         .collect()
 }
 
+/// Sends one batched `request` for `tasks` and reads its answer: a line, or
+/// none, for each task in order. The call's usage is stored through
+/// `meter`, answered or failed.
+pub async fn ask(
+    model: &Model,
+    meter: &Meter,
+    request: &Request,
+    tasks: &[Task],
+    layout: &Layout,
+) -> Result<Vec<(Node, Option<String>)>, ModelError> {
+    let mut bills = Vec::new();
+    let response = model
+        .complete(request, &mut |_| {}, &mut |_| {}, &mut bills)
+        .await;
+    if let Err(err) = meter.record(Purpose::Compaction, &bills).await {
+        // The keeper stops on the log's next failure; the lines are still good.
+        tracing::error!("cannot store a compaction's usage: {err}");
+    }
+    let response = response?;
+    // A refusal's words are no summary of any of the nodes.
+    if response.ending == Ending::Refused {
+        return Err(ModelError::Failed(
+            "the model refused to summarize them".into(),
+        ));
+    }
+    Ok(lines(&response.text, tasks, layout))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,6 +241,25 @@ mod tests {
             ]
         );
         assert_eq!(parse("no numbers at all", 2), vec![None, None]);
+    }
+
+    #[test]
+    fn a_garbled_answer_gives_no_line_it_does_not_number() {
+        // Prose, a repeated number, numbers out of range, an empty item:
+        // only the lines the answer numbers once, and not empty, count.
+        let answer = "Sure! Here are the lines you asked for:\n1. the first\n1. a second first\n\
+                      0. nothing\n4. beyond\n3.\n";
+        assert_eq!(
+            parse(answer, 3),
+            vec![Some("the first".to_string()), None, None]
+        );
+        assert_eq!(parse("", 2), vec![None, None]);
+        assert_eq!(parse("I cannot help with that.", 2), vec![None, None]);
+        // A reply to one task that numbers nothing is its line; one that
+        // numbers another item gives none.
+        assert_eq!(parse(" the line \n", 1), vec![Some("the line".to_string())]);
+        assert_eq!(parse("2. the wrong item", 1), vec![None]);
+        assert_eq!(parse("   ", 1), vec![None]);
     }
 
     #[test]

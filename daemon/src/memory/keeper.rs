@@ -11,12 +11,18 @@
 //! for any parent a batch needs: the view is a function of the log and the
 //! tree, never of timing. It is saved after each change and loaded at start.
 //!
-//! How failed calls wait is in `keeper/failures.rs`: an outage of the
-//! provider never gives a node a mechanical line.
+//! How lines are asked for is in `keeper/calls.rs`: in batches answered as
+//! numbered lines, a turn's long messages at its end in its own chain, and
+//! merges riding the calls that go anyway. How failed calls wait is in
+//! `keeper/failures.rs`: an outage of the provider never gives a node a
+//! mechanical line.
 
+mod calls;
 mod failures;
 
-use super::compactor::{self, Task};
+pub use calls::TurnChain;
+
+use super::compactor::Task;
 use super::store::{Built, ViewName};
 use super::tree::{free_join, message_line, Node};
 use super::view::{Lines, Progress, View};
@@ -24,7 +30,6 @@ use crate::activity::ActivityBoard;
 use crate::layout::Layout;
 use crate::log::{Log, LogError};
 use crate::model::{Model, ToolSpec};
-use crate::request;
 use crate::usage::Meter;
 use failures::{Failure, Outage};
 use hearth_protocol::Event;
@@ -98,11 +103,18 @@ enum Input {
         taken: Vec<u64>,
         reply: oneshot::Sender<Vec<String>>,
     },
-    /// A compaction call ended.
+    /// A compaction call for one node ended.
     Finished {
         node: Node,
         result: Result<String, Failure>,
     },
+    /// A batched compaction call ended.
+    Batch {
+        nodes: Vec<Node>,
+        result: calls::Answered,
+    },
+    /// The running turn ended, with its chain when it replied.
+    TurnOver(Option<TurnChain>),
     /// The configuration was reloaded: the compactor's model from now on.
     Model(Option<Model>),
 }
@@ -137,6 +149,9 @@ impl Memory {
             untrusted: HashSet::new(),
             merges: BTreeSet::new(),
             running: HashSet::new(),
+            calls: 0,
+            solo: HashSet::new(),
+            open_turn: None,
             failures: HashMap::new(),
             not_before: HashMap::new(),
             turn,
@@ -175,6 +190,13 @@ impl Memory {
             .map_err(|_| MemoryError::Stopped)?;
         answer.await.map_err(|_| MemoryError::Stopped)
     }
+
+    /// The running turn ended: with its chain when it replied, so the lines
+    /// of the long messages it carried are asked for in one call that
+    /// extends its last request; without, they are asked the ordinary way.
+    pub fn turn_ended(&self, chain: Option<TurnChain>) {
+        let _ = self.inputs.send(Input::TurnOver(chain));
+    }
 }
 
 /// Built lines by node.
@@ -209,7 +231,15 @@ struct Keeper {
     untrusted: HashSet<u64>,
     /// Parents whose halves are built but do not fit together, by (first message, level).
     merges: BTreeSet<(u64, u8)>,
+    /// Nodes asked for by the calls running now.
     running: HashSet<Node>,
+    /// Compaction calls running now.
+    calls: usize,
+    /// Nodes a batch left without a line: each is asked again alone.
+    solo: HashSet<Node>,
+    /// The running turn's first message of its own: its long messages wait
+    /// for its end, which asks for them in its chain.
+    open_turn: Option<u64>,
     failures: HashMap<Node, u32>,
     /// A failed node is tried again only after this.
     not_before: HashMap<Node, Instant>,
@@ -278,13 +308,17 @@ impl Keeper {
                 through,
                 taken,
                 reply,
-            } => self.settles.push(Pending {
-                through,
-                taken,
-                reply,
-            }),
+            } => {
+                self.open_turn = Some(through);
+                self.settles.push(Pending {
+                    through,
+                    taken,
+                    reply,
+                })
+            }
             Input::Finished { node, result } => {
                 self.running.remove(&node);
+                self.calls = self.calls.saturating_sub(1);
                 match result {
                     Ok(text) => {
                         self.recovered();
@@ -293,6 +327,8 @@ impl Keeper {
                     Err(failure) => self.failed(node, failure).await?,
                 }
             }
+            Input::Batch { nodes, result } => self.answered(nodes, result).await?,
+            Input::TurnOver(chain) => self.turn_over(chain).await?,
             Input::Model(model) => self.model = model,
         }
         Ok(())
@@ -305,7 +341,7 @@ impl Keeper {
             bytes: self.turn.size(&self.lines) as u64,
             high_budget: self.config.layout.high_budget as u64,
             pending: (self.unbuilt.len() + self.merges.len()) as u64,
-            running: self.running.len() as u64,
+            running: self.calls as u64,
         };
         self.gauge.send_if_modified(|old| {
             let changed = *old != gauge;
@@ -382,6 +418,7 @@ impl Keeper {
                 self.unbuilt.remove(&node.first());
             }
             self.merges.remove(&(node.first(), node.level));
+            self.solo.remove(&node);
             self.failures.remove(&node);
             self.not_before.remove(&node);
             self.lines.0.insert(node, text.clone());
@@ -496,99 +533,6 @@ impl Keeper {
                 let lines = self.turn.render(&self.lines, |id| taken.contains(&id));
                 let _ = pending.reply.send(lines);
             }
-        }
-        Ok(())
-    }
-
-    /// Starts compaction calls up to the layout's concurrency: the node the
-    /// turn view waits for first, then messages (each once fewer than
-    /// `compactor_ahead` unbuilt messages precede it), then merges.
-    async fn schedule(&mut self) -> Result<(), LogError> {
-        let Some(model) = self.model.clone() else {
-            return Ok(());
-        };
-        let layout = &self.config.layout;
-        let now = Instant::now();
-        // While the provider is out, nothing is sent until the wait is
-        // over, and then one call at a time until one succeeds.
-        let concurrency = match &self.outage {
-            Some(outage) if outage.until > now => return Ok(()),
-            Some(_) => 1,
-            None => layout.compactor_concurrency,
-        };
-        let ready = |node: &Node, running: &HashSet<Node>, not_before: &HashMap<Node, Instant>| {
-            !running.contains(node) && not_before.get(node).is_none_or(|at| *at <= now)
-        };
-        let mut candidates: Vec<Node> = Vec::new();
-        if let Some(node) = self.urgent {
-            let queued = if node.level == 0 {
-                self.unbuilt.contains(&node.first())
-            } else {
-                self.merges.contains(&(node.first(), node.level))
-            };
-            if queued {
-                candidates.push(node);
-            }
-        }
-        candidates.extend(
-            self.unbuilt
-                .iter()
-                .take(layout.compactor_ahead)
-                .map(|&id| Node::message(id)),
-        );
-        candidates.extend(
-            self.merges
-                .iter()
-                .map(|&(first, level)| Node::new(level, first >> level)),
-        );
-        let mut allowed = false;
-        for node in candidates {
-            if self.running.len() >= concurrency {
-                break;
-            }
-            if !ready(&node, &self.running, &self.not_before) {
-                continue;
-            }
-            if !allowed {
-                if let Some(why) = self.config.meter.refusal().await? {
-                    self.spent(why);
-                    return Ok(());
-                }
-                allowed = true;
-            }
-            let Some(task) = self.task(node).await? else {
-                continue;
-            };
-            self.running.insert(node);
-            let context: Vec<String> = self
-                .compaction
-                .nodes
-                .iter()
-                .take_while(|n| n.end() <= node.first())
-                .map(|&n| super::view::render_line(n, self.lines.line(n).unwrap_or("")))
-                .collect();
-            let config = self.config.clone();
-            let inputs = self.inputs.clone();
-            let model = model.clone();
-            tokio::spawn(async move {
-                let instructions = match &config.layout.compaction_prompt {
-                    Some(prompt) => prompt.clone(),
-                    None => request::instructions(&config.prompt_file),
-                };
-                let tools = (config.tools)();
-                let request = compactor::request(
-                    &config.agent,
-                    &instructions,
-                    &tools,
-                    &context,
-                    &config.layout,
-                    &task,
-                );
-                let result = compactor::compact(&model, &config.meter, &request, &config.layout)
-                    .await
-                    .map_err(|err| Failure::of(&err));
-                let _ = inputs.send(Input::Finished { node, result });
-            });
         }
         Ok(())
     }

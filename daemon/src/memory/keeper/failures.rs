@@ -122,7 +122,7 @@ impl Keeper {
     /// Calls fail for a reason that is not the nodes': they stop, and one
     /// tries again after `wait` (by default a wait that doubles with each
     /// failure in a row, up to [`MAX_OUTAGE_WAIT`]).
-    fn out(&mut self, why: String, wait: Option<Duration>) {
+    pub(super) fn out(&mut self, why: String, wait: Option<Duration>) {
         let tries = self.outage.as_ref().map_or(0, |outage| outage.tries) + 1;
         if tries == 1 {
             tracing::warn!(agent = %self.config.agent, "summaries wait: {why}");

@@ -1,0 +1,339 @@
+//! How the keeper asks for lines: in batches, the form the replay measures
+//! (`memory/batch.rs`).
+//!
+//! - **At a turn's end**, the turn loop hands the keeper its last request
+//!   and its reply ([`TurnChain`]); the long messages that request carried
+//!   and the merges ready then are asked for in one call that extends it,
+//!   so its prefix is in the cache and no long message is sent twice.
+//!   While a turn runs, its own long messages wait for that call.
+//! - **Otherwise** (a long message before a turn, a note, after a restart,
+//!   or a batch of the turn view that waits for a parent), the messages
+//!   that need a line and the merges ready then are asked for in one call
+//!   after the compaction view. Merges alone never start a call unless the
+//!   turn view waits for one of them: they ride the calls that go anyway.
+//! - **A node a batch left without a line** (missing, over the budget, or a
+//!   call that failed for a reason of its own) is asked again on its own,
+//!   with the single call's tries; only its own failures, counted there,
+//!   can end in a mechanical line (`failures.rs`). An outage leaves every
+//!   node of the batch queued as it was.
+
+use super::failures::Failure;
+use super::{Input, Keeper};
+use crate::log::LogError;
+use crate::memory::batch::{self, BATCH};
+use crate::memory::compactor::{self, Task};
+use crate::memory::tree::Node;
+use crate::model::{Model, Request};
+use crate::request;
+use std::collections::HashSet;
+use tokio::time::Instant;
+
+/// A turn that ended with a reply: its last request, the reply, and the
+/// messages that request carried whole (and the reply), whose lines its
+/// end may ask for in the same chain.
+#[derive(Debug, Clone)]
+pub struct TurnChain {
+    pub request: Request,
+    pub reply: String,
+    pub messages: Vec<u64>,
+}
+
+/// What one batched call answered: a line or none for each node.
+pub(super) type Answered = Result<Vec<(Node, Option<String>)>, Failure>;
+
+impl Keeper {
+    /// Starts calls up to the layout's concurrency: the node the turn view
+    /// waits for first; nodes a batch left without a line alone; the
+    /// messages that need a line (each once fewer than `compactor_ahead`
+    /// unbuilt messages precede it, and none of the running turn's own)
+    /// with the ready merges, in one batch.
+    pub(super) async fn schedule(&mut self) -> Result<(), LogError> {
+        let Some(model) = self.model.clone() else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        let Some(concurrency) = self.concurrency(now) else {
+            return Ok(());
+        };
+        let layout = &self.config.layout;
+        let mut candidates: Vec<Node> = Vec::new();
+        if let Some(node) = self.urgent.filter(|node| self.queued(*node)) {
+            candidates.push(node);
+        }
+        let open = self.open_turn;
+        candidates.extend(
+            self.unbuilt
+                .iter()
+                .take(layout.compactor_ahead)
+                .filter(|&&id| open.is_none_or(|start| id < start))
+                .map(|&id| Node::message(id)),
+        );
+        candidates.extend(
+            self.merges
+                .iter()
+                .map(|&(first, level)| Node::new(level, first >> level)),
+        );
+        let mut seen = HashSet::new();
+        let mut alone = Vec::new();
+        let mut batch = Vec::new();
+        let mut worth_a_call = false;
+        for node in candidates {
+            if !seen.insert(node) || !self.ready(node, now) {
+                continue;
+            }
+            if self.solo.contains(&node) {
+                alone.push(node);
+            } else if batch.len() < BATCH {
+                worth_a_call |= node.level == 0 || Some(node) == self.urgent;
+                batch.push(node);
+            }
+        }
+        if !worth_a_call {
+            batch.clear();
+        }
+        if alone.is_empty() && batch.is_empty() {
+            return Ok(());
+        }
+        if let Some(why) = self.config.meter.refusal().await? {
+            self.spent(why);
+            return Ok(());
+        }
+        let batch_first = self.urgent.is_some_and(|node| batch.contains(&node));
+        if batch_first && self.calls < concurrency {
+            self.send_batch(std::mem::take(&mut batch), None, &model)
+                .await?;
+        }
+        for node in alone {
+            if self.calls >= concurrency {
+                break;
+            }
+            if let Some(task) = self.task(node).await? {
+                self.send_one(node, task, &model);
+            }
+        }
+        if !batch.is_empty() && self.calls < concurrency {
+            self.send_batch(batch, None, &model).await?;
+        }
+        Ok(())
+    }
+
+    /// A turn ended: with a reply, its chain asks for the lines of the long
+    /// messages it carried and the ready merges; every other message of the
+    /// turn goes the ordinary way from now on.
+    pub(super) async fn turn_over(&mut self, chain: Option<TurnChain>) -> Result<(), LogError> {
+        self.open_turn = None;
+        let (Some(chain), Some(model)) = (chain, self.model.clone()) else {
+            return Ok(());
+        };
+        // The reply was logged before the turn handed its chain over.
+        self.ingest().await?;
+        let now = Instant::now();
+        // While the provider is out, the messages wait in the ordinary queue.
+        if self.outage.is_some() {
+            return Ok(());
+        }
+        let Some(concurrency) = self.concurrency(now) else {
+            return Ok(());
+        };
+        let mut messages: Vec<Node> = chain
+            .messages
+            .iter()
+            .map(|&id| Node::message(id))
+            .filter(|node| self.unbuilt.contains(&node.first()))
+            .filter(|node| !self.solo.contains(node) && self.ready(*node, now))
+            .collect();
+        messages.dedup();
+        let mut merges: Vec<Node> = self
+            .merges
+            .iter()
+            .map(|&(first, level)| Node::new(level, first >> level))
+            .filter(|node| !self.solo.contains(node) && self.ready(*node, now))
+            .collect();
+        if messages.is_empty() && merges.is_empty() {
+            return Ok(());
+        }
+        if let Some(why) = self.config.meter.refusal().await? {
+            self.spent(why);
+            return Ok(());
+        }
+        loop {
+            if self.calls >= concurrency {
+                return Ok(());
+            }
+            let take = messages.len().min(BATCH);
+            let mut nodes: Vec<Node> = messages.drain(..take).collect();
+            let room = BATCH - nodes.len();
+            nodes.extend(merges.drain(..room.min(merges.len())));
+            if nodes.is_empty() {
+                return Ok(());
+            }
+            let chained = Some((&chain.request, chain.reply.as_str()));
+            self.send_batch(nodes, chained, &model).await?;
+            if messages.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// How many calls may run now; none while an outage waits. During an
+    /// outage one call at a time tries again, until one succeeds.
+    fn concurrency(&self, now: Instant) -> Option<usize> {
+        match &self.outage {
+            Some(outage) if outage.until > now => None,
+            Some(_) => Some(1),
+            None => Some(self.config.layout.compactor_concurrency),
+        }
+    }
+
+    /// Whether `node` waits in a queue.
+    fn queued(&self, node: Node) -> bool {
+        if node.level == 0 {
+            self.unbuilt.contains(&node.first())
+        } else {
+            self.merges.contains(&(node.first(), node.level))
+        }
+    }
+
+    /// Whether `node` may be asked for now: not running, no wait after a
+    /// failure still to run.
+    fn ready(&self, node: Node, now: Instant) -> bool {
+        !self.running.contains(&node) && self.not_before.get(&node).is_none_or(|at| *at <= now)
+    }
+
+    /// The compaction view's lines before message `first`: a call's context.
+    fn context(&self, first: u64) -> Vec<String> {
+        self.compaction
+            .nodes
+            .iter()
+            .take_while(|n| n.end() <= first)
+            .map(|&n| crate::memory::view::render_line(n, self.lines.0.get(&n).map_or("", |l| l)))
+            .collect()
+    }
+
+    /// One call for one node, with the single call's tries.
+    fn send_one(&mut self, node: Node, task: Task, model: &Model) {
+        self.running.insert(node);
+        self.calls += 1;
+        let context = self.context(node.first());
+        let config = self.config.clone();
+        let inputs = self.inputs.clone();
+        let model = model.clone();
+        tokio::spawn(async move {
+            let instructions = match &config.layout.compaction_prompt {
+                Some(prompt) => prompt.clone(),
+                None => request::instructions(&config.prompt_file),
+            };
+            let request = compactor::request(
+                &config.agent,
+                &instructions,
+                &(config.tools)(),
+                &context,
+                &config.layout,
+                &task,
+            );
+            let result = compactor::compact(&model, &config.meter, &request, &config.layout)
+                .await
+                .map_err(|err| Failure::of(&err));
+            let _ = inputs.send(Input::Finished { node, result });
+        });
+    }
+
+    /// One call for several nodes: after `chain` (a turn's last request
+    /// and its reply) when given, otherwise after the compaction view.
+    async fn send_batch(
+        &mut self,
+        nodes: Vec<Node>,
+        chain: Option<(&Request, &str)>,
+        model: &Model,
+    ) -> Result<(), LogError> {
+        let mut tasks = Vec::new();
+        for node in nodes {
+            if let Some(task) = self.task(node).await? {
+                tasks.push(task);
+            }
+        }
+        // One node after the compaction view is a single call, with its tries.
+        if chain.is_none() && tasks.len() == 1 {
+            if let Some(task) = tasks.pop() {
+                self.send_one(task.node(), task, model);
+            }
+            return Ok(());
+        }
+        if tasks.is_empty() {
+            return Ok(());
+        }
+        let nodes: Vec<Node> = tasks.iter().map(Task::node).collect();
+        self.running.extend(nodes.iter().copied());
+        self.calls += 1;
+        let config = self.config.clone();
+        let request = match chain {
+            Some((turn, reply)) => batch::chain_request(turn, reply, &tasks, &config.layout),
+            None => {
+                let first = nodes.iter().map(|n| n.first()).min().unwrap_or(0);
+                let instructions = match &config.layout.compaction_prompt {
+                    Some(prompt) => prompt.clone(),
+                    None => request::instructions(&config.prompt_file),
+                };
+                batch::request(
+                    &config.agent,
+                    &instructions,
+                    &(config.tools)(),
+                    &self.context(first),
+                    &config.layout,
+                    &tasks,
+                )
+            }
+        };
+        let inputs = self.inputs.clone();
+        let model = model.clone();
+        tokio::spawn(async move {
+            let result = batch::ask(&model, &config.meter, &request, &tasks, &config.layout)
+                .await
+                .map_err(|err| Failure::of(&err));
+            let _ = inputs.send(Input::Batch { nodes, result });
+        });
+        Ok(())
+    }
+
+    /// A batched call ended: its lines are built; a node it gave no line
+    /// is asked again alone; an outage leaves them all queued.
+    pub(super) async fn answered(
+        &mut self,
+        nodes: Vec<Node>,
+        result: Answered,
+    ) -> Result<(), LogError> {
+        self.calls = self.calls.saturating_sub(1);
+        for node in &nodes {
+            self.running.remove(node);
+        }
+        match result {
+            Ok(lines) => {
+                self.recovered();
+                let mut built = Vec::new();
+                for (node, line) in lines {
+                    match line {
+                        Some(line) => built.push((node, line, false)),
+                        None => {
+                            self.solo.insert(node);
+                        }
+                    }
+                }
+                self.build(built).await
+            }
+            Err(failure) if failure.own => {
+                tracing::warn!(
+                    agent = %self.config.agent,
+                    "a batch of {} summaries failed: {}; each is asked again alone",
+                    nodes.len(),
+                    failure.why
+                );
+                self.solo.extend(nodes);
+                Ok(())
+            }
+            Err(failure) => {
+                self.out(failure.why, None);
+                Ok(())
+            }
+        }
+    }
+}
