@@ -1,11 +1,14 @@
 //! End-to-end: `hearth setup` writes a configuration that works, proves the
 //! model with one real request before it writes anything, finds a local
-//! Ollama and the window of its model, pairs a Telegram account by code,
-//! and edits an existing file without losing what it does not own.
+//! Ollama and the window of its model, pairs a Telegram account by code
+//! (and says so when another poller holds the bot: this home's running
+//! bridge, or a program elsewhere), and edits an existing file without
+//! losing what it does not own.
 
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use hearth_bridges::telegram::api::Api;
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::fake_telegram::{FakeTelegram, Person, BOT_USERNAME, TOKEN};
@@ -392,4 +395,113 @@ async fn a_wrong_bot_token_is_refused_by_get_me() {
     assert!(!output.status.success(), "{text}");
     assert!(text.contains("Telegram refused the bot token"), "{text}");
     assert!(!config(&home).contains("[telegram]"));
+}
+
+/// Setup's flags for the fake model and a pairing with the fake Bot API.
+fn pairing_args(model: &FakeModel, telegram: &FakeTelegram) -> Vec<String> {
+    [
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        &model.base_url(),
+        "--model",
+        "fake-model",
+        "--key-env",
+        "HEARTH_TEST_KEY",
+        "--telegram-token-env",
+        "HEARTH_TEST_BOT",
+        "--telegram-api-base",
+        &telegram.api_base(),
+        "--telegram-pair",
+        "--pair-timeout",
+        "60",
+        "--yes",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_while_this_homes_bridge_runs_is_refused_naming_it() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = TestHome::new(bins!());
+    let running = format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\n\n[telegram]\ntoken_env = \"HEARTH_TEST_BOT\"\n\
+         allow = [7]\napi_base = \"{}\"\n",
+        model.base_url(),
+        telegram.api_base()
+    );
+    home.write_config(&running);
+    let secrets = home.path().join("secrets.env");
+    std::fs::write(&secrets, format!("HEARTH_TEST_BOT={TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let daemon = home.start();
+    telegram
+        .wait_until("the bridge polls", |calls| !calls.polls.is_empty())
+        .await;
+
+    model.push(Reply::text("ready"));
+    let args = pairing_args(&model, &telegram);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env = [("HEARTH_TEST_KEY", "sk-in-env"), ("HEARTH_TEST_BOT", TOKEN)];
+    let output = setup(&home, &args, "", &env).await;
+    let text = said(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "hearthd (pid {}) runs the Telegram bridge",
+            daemon.pid()
+        )),
+        "{text}"
+    );
+    assert!(text.contains(&format!("@{BOT_USERNAME}")), "{text}");
+    assert!(text.contains("`hearth stop`"), "{text}");
+    assert!(
+        config(&home).contains("allow = [7]\n"),
+        "the allowlist is as it was"
+    );
+    assert_eq!(
+        telegram.calls().poll_conflicts,
+        0,
+        "setup never polled beside the bridge"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_poller_of_the_bot_ends_pairing_with_its_409_named() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    let telegram = FakeTelegram::start().await;
+    // A program elsewhere polls the same bot, again as soon as it is answered.
+    let api = Api::new(&telegram.api_base(), TOKEN).unwrap();
+    let elsewhere = tokio::spawn(async move {
+        loop {
+            let _ = api.get_updates(None, 5).await;
+        }
+    });
+    telegram
+        .wait_until("the other poller polls", |calls| !calls.polls.is_empty())
+        .await;
+    let home = TestHome::new(bins!());
+    let args = pairing_args(&model, &telegram);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env = [("HEARTH_TEST_KEY", "sk-in-env"), ("HEARTH_TEST_BOT", TOKEN)];
+    let output = setup(&home, &args, "", &env).await;
+    elsewhere.abort();
+    let text = said(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("another program reads @{BOT_USERNAME}'s messages")),
+        "{text}"
+    );
+    assert!(
+        text.contains("Conflict: terminated by other getUpdates request"),
+        "{text}"
+    );
+    assert!(telegram.calls().poll_conflicts >= 1);
+    let written = config(&home);
+    assert!(written.contains("model = \"fake-model\""), "{written}");
+    assert!(!written.contains("[telegram]"), "{written}");
 }

@@ -12,7 +12,10 @@
 //! Photos people send are served by `getFile` and the file download, and
 //! `sendPhoto` takes the bot's images (`files.rs`). While a webhook is set
 //! ([`FakeTelegram::set_webhook`]) `getUpdates` answers 409 as Telegram
-//! does, until `deleteWebhook` removes it.
+//! does, until `deleteWebhook` removes it. Two pollers of one bot overlap
+//! as they do on Telegram: a `getUpdates` still waiting when another
+//! arrives is answered 409 `Conflict: terminated by other getUpdates
+//! request` ([`Calls::poll_conflicts`]).
 //!
 //! `getUpdates` behaves like Telegram's: a long poll that holds until an
 //! update is queued or its `timeout` passes, and an `offset` confirms (and
@@ -132,6 +135,8 @@ pub struct Calls {
     pub documents: Vec<(i64, String, Vec<u8>)>,
     /// `getUpdates` requests refused because a webhook was set.
     pub webhook_conflicts: usize,
+    /// Long polls ended with 409 because another `getUpdates` arrived.
+    pub poll_conflicts: usize,
     /// The bodies of `deleteWebhook` requests.
     pub webhook_deletions: Vec<Value>,
     /// Every Bot API call, in order: the method and its parameters as
@@ -165,6 +170,8 @@ struct Shared {
     changed: watch::Sender<u64>,
     /// Wakes long polls when an update is queued.
     queued: Notify,
+    /// Wakes long polls when another `getUpdates` arrives.
+    superseded: Notify,
 }
 
 #[derive(Default)]
@@ -178,6 +185,9 @@ struct State {
     hold: bool,
     /// Whether the bot has a webhook set, which makes `getUpdates` fail.
     webhook: bool,
+    /// How many `getUpdates` have arrived: the latest one is the poller
+    /// Telegram answers, any earlier one still waiting is terminated.
+    polls_begun: u64,
     /// The files people sent, by file id, for `getFile` and downloads.
     files: std::collections::BTreeMap<String, Vec<u8>>,
 }
@@ -197,6 +207,7 @@ impl FakeTelegram {
             }),
             changed: watch::channel(0).0,
             queued: Notify::new(),
+            superseded: Notify::new(),
         });
         let accept_loop = tokio::spawn(accept_loop(listener, shared.clone()));
         FakeTelegram {
@@ -479,6 +490,12 @@ async fn get_updates(stream: &mut TcpStream, shared: &Shared, body: &Value) -> i
         let description = "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first";
         return http::write_json(stream, 409, &refusal(409, description)).await;
     }
+    let mine = {
+        let mut state = shared.lock();
+        state.polls_begun += 1;
+        state.polls_begun
+    };
+    shared.superseded.notify_waiters();
     {
         let mut state = shared.lock();
         state.calls.polls.push(Poll {
@@ -499,12 +516,22 @@ async fn get_updates(stream: &mut TcpStream, shared: &Shared, body: &Value) -> i
         let queued = shared.queued.notified();
         tokio::pin!(queued);
         queued.as_mut().enable();
+        let superseded = shared.superseded.notified();
+        tokio::pin!(superseded);
+        superseded.as_mut().enable();
+        if shared.lock().polls_begun != mine {
+            shared.lock().calls.poll_conflicts += 1;
+            shared.bump();
+            let description = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running";
+            return http::write_json(stream, 409, &refusal(409, description)).await;
+        }
         let pending = shared.lock().updates.clone();
         if !pending.is_empty() {
             return http::write_json(stream, 200, &json!({"ok": true, "result": pending})).await;
         }
         tokio::select! {
             () = &mut queued => {}
+            () = &mut superseded => {}
             () = tokio::time::sleep_until(deadline) => {
                 return http::write_json(stream, 200, &json!({"ok": true, "result": []})).await;
             }

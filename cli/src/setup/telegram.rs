@@ -3,6 +3,14 @@
 //! sends it to the bot from their phone, and the user id of the private
 //! message that holds exactly that code joins the allowlist. No one reads
 //! `getUpdates` by hand.
+//!
+//! Telegram gives a bot's messages to one poller at a time: a second
+//! `getUpdates` ends the first with 409. So setup does not pair while this
+//! home's Telegram bridge runs (its lock is held): it says which process
+//! holds the bot and how to pair (stop it, pair, start it), rather than
+//! fight the bridge for the messages or stop a running agent unasked. A
+//! poller elsewhere (another machine, another home) shows up as that 409
+//! while setup waits, and is named the same way.
 
 use super::ask::{AskError, Asker};
 use super::edit::Edit;
@@ -37,6 +45,16 @@ pub enum TelegramStepError {
     },
     #[error("cannot read a random code: {0}")]
     Random(std::io::Error),
+    #[error("{running} and reads @{bot}'s messages, which Telegram gives to one program at a time, so setup cannot wait for the code now; {stop}, run `hearth setup` again to pair, then start it again (nothing about Telegram was written)")]
+    BridgeRunning {
+        /// Who runs the bridge, as a user reads it.
+        running: String,
+        bot: String,
+        /// How to stop it.
+        stop: &'static str,
+    },
+    #[error("another program reads @{bot}'s messages (Telegram: {description}): a hearth bridge on another machine or for another home, or another bot program with this token; stop it and run setup again (nothing about Telegram was written)")]
+    OtherPoller { bot: String, description: String },
 }
 
 /// What the Telegram step decided.
@@ -126,6 +144,7 @@ pub async fn run(
                 true,
             )?);
     if pair {
+        refuse_beside_the_bridge(home, &bot_name)?;
         let timeout = options.pair_timeout.unwrap_or(PAIR_TIMEOUT);
         joined.push(pair_by_code(asker, &api, &bot_name, timeout).await?);
     }
@@ -143,6 +162,50 @@ pub async fn run(
         allow,
         api_base,
     })
+}
+
+/// Refuses to pair while this home's Telegram bridge holds its lock: its
+/// polls and setup's would end each other's.
+fn refuse_beside_the_bridge(home: &Home, bot: &str) -> Result<(), TelegramStepError> {
+    let lock = home.bridge_lock("telegram");
+    if !hearth_protocol::lock::held(&lock) {
+        return Ok(());
+    }
+    let bridge = hearth_protocol::lock::holder(&lock)
+        .map_or_else(String::new, |pid| format!(" (pid {pid})"));
+    let (running, stop) = match crate::life::lock_holder(home) {
+        Some(daemon) => (
+            format!("hearthd (pid {daemon}) runs the Telegram bridge{bridge}"),
+            "stop hearthd with `hearth stop`",
+        ),
+        None => (
+            format!("a Telegram bridge{bridge} runs for this home"),
+            "stop that bridge",
+        ),
+    };
+    Err(TelegramStepError::BridgeRunning {
+        running,
+        bot: bot.to_string(),
+        stop,
+    })
+}
+
+/// A failed `getUpdates` while pairing: another poller's 409 is named as
+/// such.
+fn poll_failed(err: ApiError, bot: &str) -> TelegramStepError {
+    match err {
+        ApiError::Refused {
+            code: 409,
+            description,
+            ..
+        } if !description.to_ascii_lowercase().contains("webhook") => {
+            TelegramStepError::OtherPoller {
+                bot: bot.to_string(),
+                description,
+            }
+        }
+        err => TelegramStepError::Poll(err),
+    }
 }
 
 /// The token from the variable or `secrets.env`, else pasted (hidden).
@@ -185,7 +248,7 @@ async fn pair_by_code(
     let mut offset = next_offset(
         &api.get_updates(None, 0)
             .await
-            .map_err(TelegramStepError::Poll)?,
+            .map_err(|err| poll_failed(err, bot))?,
         None,
     );
     asker.say(&format!(
@@ -207,7 +270,7 @@ async fn pair_by_code(
             tokio::time::timeout(left + Duration::from_secs(1), api.get_updates(offset, poll))
                 .await;
         let updates = match polled {
-            Ok(updates) => updates.map_err(TelegramStepError::Poll)?,
+            Ok(updates) => updates.map_err(|err| poll_failed(err, bot))?,
             Err(_) => Vec::new(),
         };
         offset = next_offset(&updates, offset);
