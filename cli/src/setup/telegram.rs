@@ -45,13 +45,13 @@ pub enum TelegramStepError {
     },
     #[error("cannot read a random code: {0}")]
     Random(std::io::Error),
-    #[error("{running} and reads @{bot}'s messages, which Telegram gives to one program at a time, so setup cannot wait for the code now; {stop}, run `hearth setup` again to pair, then start it again (nothing about Telegram was written)")]
+    #[error("{running} and reads @{bot}'s messages, which Telegram gives to one program at a time, so setup cannot wait for the code now; {advice} (nothing about Telegram was written)")]
     BridgeRunning {
         /// Who runs the bridge, as a user reads it.
         running: String,
         bot: String,
-        /// How to stop it.
-        stop: &'static str,
+        /// How to pair: stop it, pair, start it again.
+        advice: &'static str,
     },
     #[error("another program reads @{bot}'s messages (Telegram: {description}): a hearth bridge on another machine or for another home, or another bot program with this token; stop it and run setup again (nothing about Telegram was written)")]
     OtherPoller { bot: String, description: String },
@@ -173,20 +173,20 @@ fn refuse_beside_the_bridge(home: &Home, bot: &str) -> Result<(), TelegramStepEr
     }
     let bridge = hearth_protocol::lock::holder(&lock)
         .map_or_else(String::new, |pid| format!(" (pid {pid})"));
-    let (running, stop) = match crate::life::lock_holder(home) {
+    let (running, advice) = match crate::life::lock_holder(home) {
         Some(daemon) => (
             format!("hearthd (pid {daemon}) runs the Telegram bridge{bridge}"),
-            "stop hearthd with `hearth stop`",
+            "stop it with `hearth stop`, pair with `hearth setup`, then `hearth` starts it again",
         ),
         None => (
             format!("a Telegram bridge{bridge} runs for this home"),
-            "stop that bridge",
+            "stop that bridge, pair with `hearth setup`, then start the bridge again",
         ),
     };
     Err(TelegramStepError::BridgeRunning {
         running,
         bot: bot.to_string(),
-        stop,
+        advice,
     })
 }
 
