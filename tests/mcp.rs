@@ -3,35 +3,17 @@
 //! (`@modelcontextprotocol/server-everything` and `server-filesystem`,
 //! pinned in tests/mcp/package-lock.json; `.ci/run` installs them), and a
 //! small misbehaving server written for these tests (tests/mcp/misbehaving.js).
+//! Servers at streamable HTTP addresses are in `tests/mcp_http.rs`.
 
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
+use hearth_protocol::{ClientFrame, EventKind, ServerFrame};
 use hearth_tests::bins;
-use hearth_tests::fake_mcp_http::FakeMcpHttp;
 use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
-use hearth_tests::harness::{eventually, Client, Daemon, TestHome};
+use hearth_tests::harness::eventually;
+use hearth_tests::mcp::{everything, mcp_status, servers, start_with, turn, Running};
 use std::path::PathBuf;
-
-/// The folder of the test servers.
-fn servers() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
-    assert!(
-        dir.join("node_modules/.bin/mcp-server-everything").exists(),
-        "the reference MCP servers are not installed: run `npm ci --prefix tests/mcp`"
-    );
-    dir
-}
-
-fn everything() -> String {
-    format!(
-        "[[mcp]]\nname = \"ev\"\ncommand = \"{}\"\nargs = [\"stdio\"]\n",
-        servers()
-            .join("node_modules/.bin/mcp-server-everything")
-            .display()
-    )
-}
 
 fn filesystem(folder: &std::path::Path) -> String {
     format!(
@@ -59,54 +41,9 @@ fn misbehaving_as(name: &str) -> String {
     )
 }
 
-struct Running {
-    model: FakeModel,
-    home: TestHome,
-    daemon: Daemon,
-    client: Client,
-}
-
 /// A daemon whose config has `extra` (the `[[mcp]]` tables and more).
 async fn start(extra: &str) -> Running {
-    start_with(extra, &[], "").await
-}
-
-/// Likewise, with these variables in hearthd's environment and this
-/// secrets.env.
-async fn start_with(extra: &str, env: &[(&str, &str)], secrets: &str) -> Running {
-    let model = FakeModel::start().await;
-    let home = TestHome::new(bins!());
-    home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n{extra}\n",
-        model.base_url(),
-    ));
-    if !secrets.is_empty() {
-        use std::os::unix::fs::PermissionsExt;
-        let file = home.path().join("secrets.env");
-        std::fs::write(&file, secrets).unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    let daemon = Daemon::start_with_env(&home, env);
-    let client = home.connect("terminal", None).await;
-    Running {
-        model,
-        home,
-        daemon,
-        client,
-    }
-}
-
-/// Submits `text` and waits for its reply; returns the `tool` events of the turn.
-async fn turn(t: &mut Running, text: &str) -> Vec<Event> {
-    let (id, _) = t.client.submit(text, "terminal", None).await;
-    t.client.reply_to(id).await;
-    t.client
-        .events
-        .iter()
-        .filter(|e| e.kind == EventKind::Tool && e.id.is_some_and(|at| at > id))
-        .cloned()
-        .collect()
+    start_with(bins!(), extra, &[], "").await
 }
 
 /// The names of the tools in request `index`.
@@ -185,7 +122,7 @@ async fn a_server_sees_none_of_hearthds_secrets_but_its_own_env() {
         ("OPENAI_API_KEY", "sk-openai-secret"),
         ("MCP_GIVEN", "given-value"),
     ];
-    let mut t = start_with(&config, &env, "").await;
+    let mut t = start_with(bins!(), &config, &env, "").await;
     t.model.push(Reply::tool_call("mcp__ev__get-env", "{}"));
     t.model.push(Reply::text("seen"));
     let tools = turn(&mut t, "what is your environment?").await;
@@ -324,7 +261,29 @@ async fn a_crash_mid_call_costs_one_error_and_the_server_comes_back() {
     t.model.push(Reply::text("back"));
     let tools = turn(&mut t, "echo").await;
     assert!(tools[0].text.as_deref().unwrap().contains("echo: back"));
-    assert!(t.daemon.is_running());
+    // The server stops with hearthd.
+    let server = last_started(starts.path());
+    assert!(alive(server));
+    assert!(t.daemon.stop());
+    eventually("the server ended with hearthd", || async {
+        (!alive(server)).then_some(())
+    })
+    .await;
+}
+
+/// The pid of the misbehaving server's last start, from its `--log`.
+fn last_started(log: &std::path::Path) -> u32 {
+    let text = std::fs::read_to_string(log).unwrap();
+    let line = text.lines().last().expect("a start logged");
+    line.trim_start_matches("started ").parse().unwrap()
+}
+
+/// Whether process `pid` runs (a zombie no longer does).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
 }
 
 #[tokio::test]
@@ -560,12 +519,6 @@ async fn the_tools_part_of_the_request_is_the_same_bytes_at_every_start() {
     again.stop();
 }
 
-/// `hearth mcp`'s output.
-async fn mcp_status(home: &TestHome) -> String {
-    let output = home.hearth_async(&["mcp"]).await;
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 /// The snapshot of the misbehaving server's tools as a request carries them.
 const SNAPSHOT: &str = "tests/mcp/tools.snapshot.json";
 
@@ -600,132 +553,11 @@ async fn the_serialized_tools_of_a_fixed_server_match_the_snapshot() {
 }
 
 #[tokio::test]
-async fn a_streamable_http_server_is_reached_with_its_headers() {
-    // The reference server takes its port from PORT: a free one, found now.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server =
-        std::process::Command::new(servers().join("node_modules/.bin/mcp-server-everything"))
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-    // Listening once it says so on stderr.
-    let mut stderr = std::io::BufReader::new(server.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("listening") {
-        line.clear();
-        assert!(
-            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
-            "the HTTP server did not start"
-        );
-    }
-    let config = format!(
-        "[[mcp]]\nname = \"web\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
-         headers = {{ X-Test = \"${{HEARTH_TEST_KEY}}\" }}\n"
-    );
-    let mut t = start(&config).await;
-    t.model.push(Reply::tool_call(
-        "mcp__web__echo",
-        r#"{"message": "over http"}"#,
-    ));
-    t.model.push(Reply::text("done"));
-    let tools = turn(&mut t, "echo over http").await;
-    let _ = server.kill();
-    let _ = server.wait();
-    let text = tools[0].text.clone().unwrap();
-    assert_eq!(tools[0].status.as_deref(), Some("ok"), "{text}");
-    assert!(text.contains("Echo: over http"), "{text}");
-    assert!(mcp_status(&t.home)
-        .await
-        .contains("web: ready (http: http://127.0.0.1:"));
-}
-
-#[tokio::test]
-async fn an_http_servers_headers_carry_secrets_that_reach_no_log() {
-    let server = FakeMcpHttp::start();
-    let (from_env, from_file) = ("env-secret-91c3e7", "file-secret-5f2a0b");
-    let config = format!(
-        "[[mcp]]\nname = \"remote\"\nurl = \"{}\"\n\
-         headers = {{ Authorization = \"Bearer ${{MCP_TOKEN}}\", X-Api-Key = \"${{MCP_KEY}}\" }}\n",
-        server.url()
-    );
-    let secrets = format!("MCP_TOKEN={from_file}\n");
-    let mut t = start_with(&config, &[("MCP_KEY", from_env)], &secrets).await;
-    t.model.push(Reply::tool_call(
-        "mcp__remote__echo",
-        r#"{"text": "over http"}"#,
-    ));
-    t.model.push(Reply::text("done"));
-    let tools = turn(&mut t, "echo over http").await;
-    let text = tools[0].text.clone().unwrap();
-    assert_eq!(tools[0].status.as_deref(), Some("ok"), "{text}");
-    assert!(text.contains("echo: over http"), "{text}");
-    // Every request of the session carried both headers with the secrets'
-    // values: the handshake, the list, the call, and the GET of the stream.
-    let seen = server.seen();
-    for rpc in [
-        "initialize",
-        "notifications/initialized",
-        "tools/list",
-        "tools/call",
-    ] {
-        assert!(
-            seen.iter().any(|s| s.rpc.as_deref() == Some(rpc)),
-            "no {rpc}: {seen:?}"
-        );
-    }
-    for request in &seen {
-        let header = |name: &str| request.headers.get(name).map(String::as_str);
-        assert_eq!(
-            header("authorization"),
-            Some("Bearer file-secret-5f2a0b"),
-            "{request:?}"
-        );
-        assert_eq!(header("x-api-key"), Some(from_env), "{request:?}");
-    }
-    // Neither secret reaches hearthd's log (its stderr here; hearthd.log
-    // when `hearth` starts it), the message log or any other file of the
-    // home but secrets.env.
-    t.daemon.stop();
-    let log = t.daemon.log_text();
-    for secret in [from_env, from_file] {
-        assert!(!log.contains(secret), "{secret} is in hearthd's log");
-        for file in files_under(t.home.path()) {
-            if file.ends_with("secrets.env") {
-                continue;
-            }
-            let bytes = std::fs::read(&file).unwrap();
-            let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
-            assert!(!found, "{secret} is in {}", file.display());
-        }
-    }
-}
-
-/// Every file under `dir`, at any depth.
-fn files_under(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        match entry.file_type() {
-            Ok(kind) if kind.is_dir() => files.extend(files_under(&path)),
-            Ok(kind) if kind.is_file() => files.push(path),
-            _ => {}
-        }
-    }
-    files
-}
-
-#[tokio::test]
 async fn status_names_a_running_call_and_a_crash_of_hearthd_logs_it_as_interrupted() {
+    let starts = tempfile::NamedTempFile::new().unwrap();
+    let log = format!(", \"--log\", \"{}\"", starts.path().display());
     let config =
-        misbehaving("").replace("timeout_secs = 2", "trust = \"read\"\ntimeout_secs = 600");
+        misbehaving(&log).replace("timeout_secs = 2", "trust = \"read\"\ntimeout_secs = 600");
     let mut t = start(&config).await;
     t.model.push(Reply::tool_call("mcp__bad__hang", "{}"));
     t.client.submit("wait forever", "terminal", None).await;
@@ -746,7 +578,13 @@ async fn status_names_a_running_call_and_a_crash_of_hearthd_logs_it_as_interrupt
     })
     .await;
     assert!(status.contains("mcp call hearth: bad hang ("), "{status}");
+    // A SIGKILL of hearthd takes the server with it.
+    let server = last_started(starts.path());
     t.daemon.kill9();
+    eventually("the server ended with hearthd", || async {
+        (!alive(server)).then_some(())
+    })
+    .await;
     t.model.push(Reply::text("it was cut off"));
     let _again = t.home.start();
     let tool =

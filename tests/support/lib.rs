@@ -37,6 +37,10 @@ pub mod web;
 /// Real `hearthd` processes on temporary homes, clients on their sockets.
 pub mod harness;
 
+/// What the MCP tests share: the reference servers, a daemon with
+/// `[[mcp]]` tables, a turn, `hearth mcp`.
+pub mod mcp;
+
 /// The crash suite's workload, its clients and the ledger of what the
 /// daemon acknowledged before it was killed.
 pub mod crash;
