@@ -7,6 +7,10 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use whatsapp_rust::waproto::whatsapp as wa;
 
+/// The library's messages a [`WebFile`] and a [`WebImage`] carry, for
+/// whoever builds them (the bridge's tests, a fake device).
+pub use wa::message::{AudioMessage, DocumentMessage, ImageMessage};
+
 /// What the linked device tells the bridge, in order.
 #[derive(Debug)]
 pub enum WebEvent {

@@ -4,7 +4,7 @@
 
 use super::bridge::WebError;
 use super::convert;
-use super::device::{Chat, Device, DeviceError, Own, Received, Stop, WebEvent, WebImage};
+use super::device::{Chat, Device, DeviceError, Own, Received, Stop, WebEvent, WebFile, WebImage};
 use super::inbound::{classify, Incoming, SentIds};
 use super::library::jid;
 use super::outbound::{send_parts, send_retrying};
@@ -142,6 +142,56 @@ fn an_image_keeps_its_caption_as_the_words() {
     let got = convert::received(&bare, &info(Jid::pn(FRIEND), Jid::pn(FRIEND), false));
     assert_eq!(got.text, None);
     assert!(got.image.is_some());
+}
+
+#[test]
+fn a_voice_note_and_a_document_convert_to_files_with_their_details() {
+    let voice = wa::message::AudioMessage {
+        mimetype: Some("audio/ogg; codecs=opus".into()),
+        seconds: Some(42),
+        ptt: Some(true),
+        direct_path: Some("/v/t62/voice".into()),
+        ..Default::default()
+    };
+    let message = wa::Message {
+        audio_message: MessageField::some(voice.clone()),
+        ..Default::default()
+    };
+    let got = from_friend(&message);
+    assert_eq!(got.text, None);
+    let file = got.file.clone().expect("the voice note's file");
+    assert_eq!(file, WebFile::Audio(Box::new(voice)));
+    assert_eq!(
+        (file.mime_type(), file.name(), file.duration_secs()),
+        (Some("audio/ogg; codecs=opus"), None, Some(42))
+    );
+    assert!(matches!(
+        classify(&got, &config(&[FRIEND]), &own(), &SentIds::default()),
+        Incoming::Relay { .. }
+    ));
+
+    let lease = wa::message::DocumentMessage {
+        mimetype: Some("application/pdf".into()),
+        file_name: Some("lease.pdf".into()),
+        caption: Some("what is the deposit?".into()),
+        ..Default::default()
+    };
+    let message = wa::Message {
+        document_message: MessageField::some(lease),
+        ..Default::default()
+    };
+    let got = from_friend(&message);
+    assert_eq!(got.text.as_deref(), Some("what is the deposit?"));
+    let file = got.file.expect("the document's file");
+    assert_eq!(
+        (file.mime_type(), file.name(), file.duration_secs()),
+        (Some("application/pdf"), Some("lease.pdf".to_string()), None)
+    );
+}
+
+/// `message` as received from the friend.
+fn from_friend(message: &wa::Message) -> Received {
+    convert::received(message, &info(Jid::pn(FRIEND), Jid::pn(FRIEND), false))
 }
 
 #[test]
