@@ -23,6 +23,15 @@ use crate::log::{MessageData, Provenance};
 /// lines merged from it.
 pub const MARKER: &str = "[untrusted]";
 
+/// A tool result of the MCP server of this name.
+pub fn mcp(server: &str) -> Provenance {
+    Provenance {
+        mcp: Some(server.to_string()),
+        untrusted: true,
+        ..Provenance::default()
+    }
+}
+
 /// An event from another program, by its source name.
 pub fn notify(source: &str) -> Provenance {
     Provenance {
@@ -42,7 +51,8 @@ pub fn person(who: &str) -> Provenance {
     }
 }
 
-/// The text of a document, by its name.
+/// The text of a document (`read_attachment`), by its file name, or its
+/// SHA-256 when it has none.
 pub fn document(name: &str) -> Provenance {
     Provenance {
         document: Some(name.to_string()),
@@ -94,6 +104,14 @@ mod tests {
         assert_eq!(
             untrusted_origin(&with(person("Bob on telegram"))).as_deref(),
             Some("a message from Bob on telegram, not the owner")
+        );
+        assert_eq!(
+            untrusted_origin(&with(document("lease.pdf"))).as_deref(),
+            Some("reading the document lease.pdf")
+        );
+        assert_eq!(
+            untrusted_origin(&with(mcp("files"))).as_deref(),
+            Some("a result of the MCP server `files`")
         );
         assert!(untrusted_origin(&MessageData::default()).is_none());
         assert!(untrusted_origin(&with(Provenance::default())).is_none());

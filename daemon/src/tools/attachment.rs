@@ -92,7 +92,10 @@ pub async fn call(log: &Log, agent: &str, store: &MediaStore, arguments: &Value)
     }
     let mut outcome = Outcome::ok(output);
     outcome.provenance = Provenance::Document {
-        sha256: document.sha256.clone(),
+        name: document
+            .name
+            .clone()
+            .unwrap_or_else(|| document.sha256.clone()),
     };
     outcome
 }

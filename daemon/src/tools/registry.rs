@@ -71,8 +71,9 @@ pub enum Provenance {
     Hearth,
     /// The MCP server of this name.
     Mcp { server: String },
-    /// A document someone sent (`read_attachment`), by its SHA-256.
-    Document { sha256: String },
+    /// A document someone sent (`read_attachment`), by its file name (or
+    /// its SHA-256 when it has none).
+    Document { name: String },
 }
 
 impl Provenance {
@@ -82,22 +83,12 @@ impl Provenance {
     }
 
     /// `message` (a call's tool message) naming where its output came
-    /// from: `data.provenance = {"mcp": SERVER, "untrusted": true}` for an
-    /// MCP server, `{"document": SHA256, "untrusted": true}` for a
-    /// document read; hearth's own tools add nothing.
+    /// from (`provenance.rs` says how); hearth's own tools add nothing.
     pub fn mark(&self, mut message: crate::log::NewMessage) -> crate::log::NewMessage {
         message.data.provenance = match self {
             Provenance::Hearth => return message,
-            Provenance::Mcp { server } => Some(crate::log::Provenance {
-                mcp: Some(server.clone()),
-                untrusted: true,
-                ..Default::default()
-            }),
-            Provenance::Document { sha256 } => Some(crate::log::Provenance {
-                document: Some(sha256.clone()),
-                untrusted: true,
-                ..Default::default()
-            }),
+            Provenance::Mcp { server } => Some(crate::provenance::mcp(server)),
+            Provenance::Document { name } => Some(crate::provenance::document(name)),
         };
         message
     }
