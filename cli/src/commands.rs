@@ -430,6 +430,7 @@ mod tests {
             images: Vec::new(),
             outbox: None,
             client: None,
+            transcript_of: None,
         }
     }
 

@@ -243,6 +243,7 @@ mod tests {
             images: Vec::new(),
             outbox: None,
             client: None,
+            transcript_of: None,
         }
     }
 

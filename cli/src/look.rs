@@ -137,7 +137,12 @@ pub fn header(agent: &str, at: &str, style: Style, now: DateTime<Local>) -> Stri
 /// is not shown. `mine` says a user message was typed here (or in a
 /// terminal of the same name).
 pub fn event_line(event: &Event, mine: bool, style: Style, now: DateTime<Local>) -> Option<String> {
-    let text = terminal_safe(event.text.as_deref().unwrap_or_default()).into_owned();
+    let mut text = terminal_safe(event.text.as_deref().unwrap_or_default()).into_owned();
+    // A transcript completes the voice note shown before it (`[voice 0:42,
+    // transcribing]`), under the same name: the line says it follows on.
+    if event.kind == EventKind::User && event.transcript_of.is_some() {
+        text = format!("↳ {text}");
+    }
     let time = event.at.as_deref().map(|at| when(at, now));
     let stamp = |line: String| match &time {
         Some(time) => format!("{} {line}", style.grey(time)),
@@ -385,6 +390,7 @@ mod tests {
             images: Vec::new(),
             outbox: None,
             client: None,
+            transcript_of: None,
         })
     }
 
@@ -422,6 +428,16 @@ mod tests {
         };
         let line = event_line(&phone, false, coloured, now()).unwrap();
         assert!(line.contains("\x1b[35m[telegram]"), "{line:?}");
+        let mut heard = event(Kind::User, "telegram", "[voice 0:42] water the plants");
+        heard.transcript_of = Some(0);
+        assert_eq!(
+            event_line(&heard, false, plain, now()).unwrap(),
+            "10:05 [telegram] ↳ [voice 0:42] water the plants"
+        );
+        assert_eq!(
+            event_line(&heard, true, plain, now()).unwrap(),
+            "10:05 › ↳ [voice 0:42] water the plants"
+        );
     }
 
     #[test]

@@ -261,10 +261,13 @@ impl Session {
                 && self.pending.front().map(String::as_str) == event.text.as_deref())
     }
 
-    /// Whether a user message is shown as your own: typed here, or by a
-    /// terminal of this name in an earlier session.
+    /// Whether a user message is shown as your own: typed here (or the
+    /// transcript of a voice note sent from here), or by a terminal of
+    /// this name in an earlier session.
     fn is_mine(&self, event: &Event) -> bool {
-        event.id.is_some_and(|id| self.own.contains(&id))
+        let own = |id: &Option<u64>| id.is_some_and(|id| self.own.contains(&id));
+        own(&event.id)
+            || own(&event.transcript_of)
             || (event.source.as_deref() == Some(SOURCE)
                 && event.client.as_deref() == Some(self.me.as_str()))
     }
@@ -298,6 +301,7 @@ mod tests {
             images: Vec::new(),
             outbox: None,
             client: None,
+            transcript_of: None,
         }
     }
 

@@ -596,6 +596,7 @@ pub(crate) fn append(
         images: message.data.images,
         outbox: message.data.outbox,
         client: message.data.client,
+        transcript_of: message.data.transcript_of,
     };
     appended.push(logged.clone());
     Ok(logged)
@@ -619,6 +620,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
             images: data.images.clone(),
             outbox: data.outbox.clone(),
             client: data.client.clone(),
+            transcript_of: data.transcript_of,
         },
         data,
     })

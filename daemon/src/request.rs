@@ -463,6 +463,7 @@ mod tests {
                 images: data.images.clone(),
                 outbox: None,
                 client: None,
+                transcript_of: None,
             },
             data,
         }

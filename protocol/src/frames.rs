@@ -101,6 +101,12 @@ pub struct Message {
     /// agent write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// For a voice note's transcript (or the words saying it could not be
+    /// made): the id of the voice note, whose `[voice 0:42, transcribing]`
+    /// it completes. A client shows the transcript as that message's
+    /// words, once: in its place, or linked to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_of: Option<u64>,
 }
 
 /// The status of the note that records a failed turn; the turn's `error`
@@ -226,6 +232,9 @@ pub struct Event {
     /// A logged user message's client (see [`Message::client`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// A logged transcript's voice note (see [`Message::transcript_of`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_of: Option<u64>,
     /// For an `activity` event: what the agent is doing now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activity: Option<Box<Activity>>,
@@ -267,6 +276,7 @@ impl Event {
             approval: None,
             outbox: None,
             client: None,
+            transcript_of: None,
             activity: None,
         }
     }
@@ -293,6 +303,7 @@ impl Event {
             approval: None,
             outbox: message.outbox.clone(),
             client: message.client.clone(),
+            transcript_of: message.transcript_of,
             activity: None,
         }
     }
@@ -311,6 +322,7 @@ impl Event {
             images: self.images.clone(),
             outbox: self.outbox.clone(),
             client: self.client.clone(),
+            transcript_of: self.transcript_of,
         })
     }
 }

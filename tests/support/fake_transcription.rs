@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// The fields OpenAI documents for a transcription request (of those a
@@ -66,7 +66,8 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     arrived: watch::Sender<usize>,
-    release: Notify,
+    /// Once true, stalled requests are answered 503.
+    released: watch::Sender<bool>,
 }
 
 impl Shared {
@@ -95,7 +96,7 @@ impl FakeTranscription {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             arrived: watch::Sender::new(0),
-            release: Notify::new(),
+            released: watch::Sender::new(false),
         });
         let serving = shared.clone();
         let accept = tokio::spawn(async move {
@@ -124,9 +125,10 @@ impl FakeTranscription {
         self.shared.state().default = Some(answer);
     }
 
-    /// Lets every stalled request go (answered 503).
+    /// Lets every stalled request go, those waiting and any to come
+    /// (answered 503).
     pub fn release(&self) {
-        self.shared.release.notify_waiters();
+        self.shared.released.send_replace(true);
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -199,7 +201,8 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             .to_string(),
         ),
         Answer::Stall => {
-            shared.release.notified().await;
+            let mut released = shared.released.subscribe();
+            let _ = released.wait_for(|released| *released).await;
             (503, r#"{"error":{"message":"released"}}"#.to_string())
         }
     };
@@ -348,4 +351,45 @@ fn attribute(head: &str, name: &str) -> Option<String> {
     let start = head.find(&key)? + key.len();
     let end = head[start..].find('"')? + start;
     Some(head[start..end].to_string())
+}
+
+/// Stores a voice note of `duration_secs` and submits it from `source`, as
+/// a bridge does; returns the message's id.
+pub async fn send_voice_note(
+    client: &mut crate::harness::Client,
+    source: &str,
+    voice: &[u8],
+    duration_secs: u32,
+) -> u64 {
+    use hearth_protocol::{ClientFrame, MediaAttachment, ServerFrame};
+    let stored = match client
+        .request(ClientFrame::MediaPut {
+            media_type: "audio/ogg".into(),
+            data_base64: hearth_protocol::image::encode(voice),
+            name: None,
+            duration_secs: Some(duration_secs),
+        })
+        .await
+    {
+        ServerFrame::MediaStored(stored) => stored,
+        other => panic!("expected media_stored, got {other:?}"),
+    };
+    let media = vec![MediaAttachment {
+        duration_secs: Some(duration_secs),
+        ..stored.attachment()
+    }];
+    match client
+        .request(ClientFrame::Submit {
+            text: String::new(),
+            source: source.into(),
+            key: None,
+            images: Vec::new(),
+            person: None,
+            media,
+        })
+        .await
+    {
+        ServerFrame::Ack { id, .. } => id,
+        other => panic!("expected an ack, got {other:?}"),
+    }
 }

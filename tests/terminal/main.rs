@@ -7,6 +7,7 @@
 
 mod pty;
 mod setup;
+mod voice;
 
 use hearth_protocol::Kind;
 use hearth_tests::bins;

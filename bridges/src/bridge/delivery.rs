@@ -428,6 +428,7 @@ mod tests {
             images: Vec::new(),
             outbox: None,
             client: None,
+            transcript_of: None,
         })
     }
 
@@ -450,6 +451,10 @@ mod tests {
                 None
             );
         }
+        // Nor a voice note's transcript: the person knows what they said.
+        let mut heard = event(Kind::User, "telegram", "[voice 0:42] hello");
+        heard.transcript_of = Some(2);
+        assert_eq!(outgoing_text(&heard, &ALL, "telegram"), None);
         assert_eq!(
             outgoing_text(&event(Kind::Tool, "hearth", "ls"), &ALL, "telegram"),
             None

@@ -159,6 +159,7 @@ fn message_event_round_trips() {
         images: vec![],
         outbox: None,
         client: None,
+        transcript_of: None,
     };
     let frame = ServerFrame::Event(Event::message(&message));
     let text = frame.encode();
@@ -190,6 +191,7 @@ fn a_tool_message_carries_its_outbox_through_an_event() {
             text: "see you at 8".into(),
         }),
         client: None,
+        transcript_of: None,
     };
     let text = ServerFrame::Event(Event::message(&message)).encode();
     assert!(

@@ -163,6 +163,7 @@ pub fn entry(id: u64, message: &Message) -> Entry {
             images: vec![],
             outbox: None,
             client: None,
+            transcript_of: None,
         },
         data,
     }

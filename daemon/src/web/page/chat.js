@@ -140,6 +140,37 @@ export class Chat {
       this.list.insertBefore(node, this.list.querySelector(`[data-id="${this.shown[after]}"]`));
       this.shown.splice(after, 0, message.id);
     }
+    this.link(node, message);
+  }
+
+  // A voice note's transcript is shown once: as the voice note's words, in
+  // place of `[voice 0:42, transcribing]`, its own message kept hidden;
+  // as a message of its own only while the voice note is not shown (on an
+  // older page). A second transcript (`hearth transcribe`) replaces the first.
+  link(node, message) {
+    const of = message.transcript_of;
+    if (of !== undefined && of !== null) {
+      node.dataset.transcriptOf = String(of);
+      node.transcript = message;
+      const voice = this.list.querySelector(`[data-id="${of}"]`);
+      if (voice) this.hear(voice, node);
+      return;
+    }
+    for (const transcript of this.list.querySelectorAll(`[data-transcript-of="${message.id}"]`)) {
+      this.hear(node, transcript);
+    }
+  }
+
+  hear(voice, node) {
+    const transcript = node.transcript;
+    node.classList.add("linked");
+    if (Number(voice.dataset.heard ?? -1) > transcript.id) return;
+    voice.dataset.heard = String(transcript.id);
+    voice.classList.add("heard");
+    const words = renderMarkdown(transcript.text ?? "");
+    const said = voice.querySelector(":scope > .md");
+    if (said) said.replaceWith(words);
+    else voice.querySelector("header").after(words);
   }
 
   render(message) {
