@@ -71,10 +71,20 @@ fn has_adjacent_siblings(view: &str) -> bool {
         .any(|w| w[0].1 == w[1].1 && w[0].0 % (2 * w[0].1) == 0 && w[1].0 == w[0].0 + w[0].1)
 }
 
+/// A compaction request: one line asked for alone, or several after the
+/// compaction view (a turn's chain is told apart by [`batch_task`]).
 fn is_compaction(request: &Recorded) -> bool {
     contents(request).last().is_some_and(|last| {
-        last.starts_with("</chat>\nWrite the one line") || last.starts_with("</chat>\nMerge")
+        last.starts_with("</chat>\nWrite the one line")
+            || last.starts_with("</chat>\nWrite the lines")
     })
+}
+
+/// A compaction request that asks for one line alone, with its tries.
+fn is_alone(request: &Recorded) -> bool {
+    contents(request)
+        .last()
+        .is_some_and(|last| last.starts_with("</chat>\nWrite the one line"))
 }
 
 #[tokio::test]
@@ -294,7 +304,8 @@ async fn an_over_long_summary_is_asked_again_and_the_shortest_kept() {
     let (next, _) = client.submit("ok", "terminal", None).await;
     client.reply_to(next).await;
     let requests = model.requests();
-    assert!(is_compaction(&requests[0]) && is_compaction(&requests[1]));
+    // The batch's line is over budget: it is asked again alone.
+    assert!(is_compaction(&requests[0]) && is_alone(&requests[1]));
     let view = view_text(requests.last().unwrap());
     assert!(view.contains(&format!("{id}+1|short summary")), "{view}");
 }
@@ -502,7 +513,7 @@ async fn a_garbled_batch_answer_asks_again_alone_for_each_line_it_lacks() {
     assert!(task.contains(&format!("1. Message {}", tools[0])), "{task}");
     assert!(task.contains(&format!("2. Message {}", tools[1])), "{task}");
     // The line the answer lacked is asked again alone, in the single form.
-    assert!(is_compaction(&requests[3]));
+    assert!(is_alone(&requests[3]));
     assert!(contents(&requests[3])
         .last()
         .unwrap()
@@ -520,6 +531,65 @@ async fn a_garbled_batch_answer_asks_again_alone_for_each_line_it_lacks() {
         view.contains("garden file read") && view.contains("roof file read"),
         "{view}"
     );
+    let errors = client
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Error)
+        .count();
+    assert_eq!(errors, 0);
+}
+
+#[tokio::test]
+async fn an_outage_of_a_turns_chain_call_leaves_its_lines_to_the_ordinary_calls() {
+    let model = FakeModel::start().await;
+    let home = home_with_model(&model, &layout(80, 4000, 2000), "max_retries = 0\n");
+    let work = home.path().join("agents/hearth/work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        work.join("roof.txt"),
+        "the roofer quoted 4200 for the tiles. ".repeat(5),
+    )
+    .unwrap();
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    model.push(Reply::ToolCalls {
+        text: None,
+        calls: vec![("read_file".into(), r#"{"path": "roof.txt"}"#.into())],
+    });
+    model.push(Reply::Text("Read.".into()));
+    model.push(Reply::Error {
+        status: 503,
+        body: serde_json::json!({"error": {"message": "the fake is down"}}),
+    });
+    model.push(Reply::Text("roofer quoted 4200 for tiles".into()));
+    let (id, _) = client.submit("read roof.txt", "terminal", None).await;
+    client.reply_to(id).await;
+    let tool = tool_ids(&client)[0];
+    model.push(Reply::Text("Fine.".into()));
+    let (next, _) = client.submit("ok", "terminal", None).await;
+    client.reply_to(next).await;
+
+    let requests = model.requests();
+    assert_eq!(
+        requests.len(),
+        5,
+        "two turn requests, the chain, its retry, a turn"
+    );
+    assert!(batch_task(&requests[2]).is_some_and(|t| t.contains("above in full")));
+    // Asked again after the compaction view, the message whole.
+    let retry = contents(&requests[3]).pop().unwrap();
+    assert!(
+        retry.contains(&format!("1. Message {tool}, whole")),
+        "{retry}"
+    );
+    assert!(retry.contains("the roofer quoted 4200"), "{retry}");
+    assert_eq!(
+        stored(&home, 0, tool).await,
+        ("roofer quoted 4200 for tiles".into(), false),
+        "the outage cut no line"
+    );
+    assert!(view_text(&requests[4]).contains("roofer quoted 4200 for tiles"));
     let errors = client
         .events
         .iter()

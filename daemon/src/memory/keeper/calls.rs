@@ -12,10 +12,11 @@
 //!   after the compaction view. Merges alone never start a call unless the
 //!   turn view waits for one of them: they ride the calls that go anyway.
 //! - **A node a batch left without a line** (missing, over the budget, or a
-//!   call that failed for a reason of its own) is asked again on its own,
-//!   with the single call's tries; only its own failures, counted there,
-//!   can end in a mechanical line (`failures.rs`). An outage leaves every
-//!   node of the batch queued as it was.
+//!   call of several that failed for a reason of its own) is asked again on
+//!   its own, with the single call's tries; only its own failures, counted
+//!   there (or a batch of that node alone failing so), can end in a
+//!   mechanical line (`failures.rs`). An outage leaves every node of the
+//!   batch queued as it was.
 
 use super::failures::Failure;
 use super::{Input, Keeper};
@@ -252,13 +253,6 @@ impl Keeper {
                 tasks.push(task);
             }
         }
-        // One node after the compaction view is a single call, with its tries.
-        if chain.is_none() && tasks.len() == 1 {
-            if let Some(task) = tasks.pop() {
-                self.send_one(task.node(), task, model);
-            }
-            return Ok(());
-        }
         if tasks.is_empty() {
             return Ok(());
         }
@@ -320,6 +314,9 @@ impl Keeper {
                 }
                 self.build(built).await
             }
+            // A batch of one failed for that node's own reason: it counts
+            // as the node's failure, as a single call's would.
+            Err(failure) if failure.own && nodes.len() == 1 => self.failed(nodes[0], failure).await,
             Err(failure) if failure.own => {
                 tracing::warn!(
                     agent = %self.config.agent,
