@@ -9,27 +9,12 @@
 
 use crate::sanitize::terminal_safe;
 use chrono::{DateTime, Utc};
-use hearth_client::running::{self, connect_running, CommandError};
+use hearth_client::running::{ask_once, CommandError};
 use hearth_daemon::schedule::{ScheduleError, When};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, ReceiptStatus, ScheduleInfo, ServerFrame};
 use std::io::Write;
 use std::process::ExitCode;
-
-/// Sends one frame on a connection of its own and returns the answer that
-/// `expect` takes, as [`running::ask`] does.
-async fn ask<T>(
-    home: &Home,
-    agent: Option<&str>,
-    client: &str,
-    frame: ClientFrame,
-    expect: impl FnOnce(ServerFrame) -> Option<T>,
-) -> Result<T, CommandError> {
-    let (mut connection, _) = connect_running(home, agent, client, None).await?;
-    let answer = running::ask(&mut connection, &frame, expect).await;
-    connection.close().await;
-    answer
-}
 
 /// `hearth notify --key KEY TEXT`: prints `accepted SEQ` or `duplicate SEQ`.
 pub async fn notify(
@@ -41,10 +26,16 @@ pub async fn notify(
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
     let frame = ClientFrame::Notify { key, text, source };
-    let (status, seq) = ask(home, agent, "hearth-notify", frame, |answer| match answer {
-        ServerFrame::Receipt { status, seq } => Some((status, seq)),
-        _ => None,
-    })
+    let (status, seq) = ask_once(
+        home,
+        agent,
+        "hearth-notify",
+        &frame,
+        |answer| match answer {
+            ServerFrame::Receipt { status, seq } => Some((status, seq)),
+            _ => None,
+        },
+    )
     .await?;
     let status = match status {
         ReceiptStatus::Accepted => "accepted",
@@ -109,11 +100,11 @@ pub async fn schedule(
         }
         ScheduleCommand::Remove { id } => (ClientFrame::ScheduleCancel { id }, Some("removed")),
     };
-    let schedules = ask(
+    let schedules = ask_once(
         home,
         agent,
         "hearth-schedule",
-        frame,
+        &frame,
         |answer| match answer {
             ServerFrame::Schedules { schedules } => Some(schedules),
             _ => None,

@@ -1,7 +1,7 @@
 //! `hearth mcp`: the MCP servers hearthd runs, their state, their tools and
 //! their last error.
 
-use hearth_client::{ask, connect_running, CommandError};
+use hearth_client::{ask_once, CommandError};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, McpServer, ServerFrame};
 use std::io::Write;
@@ -9,13 +9,17 @@ use std::process::ExitCode;
 
 /// Prints every server: human lines, or with `json` the frame as sent.
 pub async fn mcp(home: &Home, json: bool, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
-    let (mut connection, _) = connect_running(home, None, "hearth-mcp", None).await?;
-    let servers = ask(&mut connection, &ClientFrame::Mcp, |answer| match answer {
-        ServerFrame::Mcp { servers } => Some(servers),
-        _ => None,
-    })
+    let servers = ask_once(
+        home,
+        None,
+        "hearth-mcp",
+        &ClientFrame::Mcp,
+        |answer| match answer {
+            ServerFrame::Mcp { servers } => Some(servers),
+            _ => None,
+        },
+    )
     .await?;
-    connection.close().await;
     if json {
         writeln!(out, "{}", ServerFrame::Mcp { servers }.encode())?;
     } else {

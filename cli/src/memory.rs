@@ -3,7 +3,7 @@
 //! turn saw, one node and what it was made from, and the pinned facts
 //! (which a person may also add and remove).
 
-use hearth_client::running::{ask as ask_frame, connect_running, CommandError};
+use hearth_client::running::{ask_once, CommandError};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, Facts, MemoryLine, MemoryNode, SearchHit, ServerFrame};
 use std::io::Write;
@@ -51,20 +51,6 @@ pub fn parse_node(text: &str) -> Result<(u64, u64), BadNode> {
     ))
 }
 
-/// Asks one frame of agent `agent` (the top one when none) and returns the
-/// answer, a refusal as an error.
-async fn ask(
-    home: &Home,
-    agent: Option<&str>,
-    client: &str,
-    frame: ClientFrame,
-) -> Result<ServerFrame, CommandError> {
-    let (mut connection, _) = connect_running(home, agent, client, None).await?;
-    let answer = ask_frame(&mut connection, &frame, Some).await;
-    connection.close().await;
-    answer
-}
-
 fn unexpected(frame: ServerFrame) -> CommandError {
     CommandError::Unexpected(frame.encode())
 }
@@ -84,7 +70,7 @@ pub async fn search(
         source: request.source,
         limit: request.limit,
     };
-    let hits = match ask(home, agent, "hearth-search", frame).await? {
+    let hits = match ask_once(home, agent, "hearth-search", &frame, Some).await? {
         ServerFrame::SearchResults { hits } => hits,
         other => return Err(unexpected(other)),
     };
@@ -163,10 +149,11 @@ pub async fn memory(
 ) -> Result<ExitCode, CommandError> {
     match command {
         MemoryCommand::View { json: as_json } => {
-            let view = match ask(home, agent, "hearth-memory", ClientFrame::Memory).await? {
-                ServerFrame::Memory(view) => view,
-                other => return Err(unexpected(other)),
-            };
+            let view =
+                match ask_once(home, agent, "hearth-memory", &ClientFrame::Memory, Some).await? {
+                    ServerFrame::Memory(view) => view,
+                    other => return Err(unexpected(other)),
+                };
             if as_json {
                 writeln!(out, "{}", json_line(&view))?;
                 return Ok(ExitCode::SUCCESS);
@@ -193,13 +180,8 @@ pub async fn memory(
         } => {
             let (id, n) =
                 parse_node(&node).map_err(|err| CommandError::Refused(err.to_string()))?;
-            let answer = ask(
-                home,
-                agent,
-                "hearth-memory",
-                ClientFrame::MemoryShow { id, n },
-            )
-            .await?;
+            let frame = ClientFrame::MemoryShow { id, n };
+            let answer = ask_once(home, agent, "hearth-memory", &frame, Some).await?;
             let ServerFrame::MemoryNode(node) = answer else {
                 return Err(unexpected(answer));
             };
@@ -234,7 +216,7 @@ pub async fn memory(
             json: as_json,
         } => {
             let frame = ClientFrame::Facts { add, remove };
-            let facts = match ask(home, agent, "hearth-memory", frame).await? {
+            let facts = match ask_once(home, agent, "hearth-memory", &frame, Some).await? {
                 ServerFrame::Facts(facts) => facts,
                 other => return Err(unexpected(other)),
             };

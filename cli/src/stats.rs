@@ -4,7 +4,7 @@
 //! named in it) — as a table, or one JSON object per row for scripts; with
 //! `--agent NAME`, that agent's rows alone.
 
-use hearth_client::running::{ask, connect_running, CommandError};
+use hearth_client::running::{ask_once, CommandError};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, ServerFrame, StatsRow};
 use serde::Serialize;
@@ -22,9 +22,8 @@ pub async fn stats(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
-    let (mut connection, _) = connect_running(home, agent, "hearth-stats", None).await?;
     let frame = ClientFrame::Stats { days: Some(days) };
-    let (days, mut rows) = ask(&mut connection, &frame, |answer| match answer {
+    let (days, mut rows) = ask_once(home, agent, "hearth-stats", &frame, |answer| match answer {
         ServerFrame::Stats { days, rows, .. } => Some((days, rows)),
         _ => None,
     })
@@ -33,7 +32,6 @@ pub async fn stats(
     if let Some(agent) = agent {
         rows.retain(|row| row.agent == agent);
     }
-    connection.close().await;
     if json {
         for row in &rows {
             writeln!(out, "{}", json_line(row))?;

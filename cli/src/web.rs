@@ -4,7 +4,7 @@
 //! commands ask over the Unix socket, the only door that may.
 
 use crate::commands::local_time;
-use hearth_client::running::{ask, connect_running, CommandError};
+use hearth_client::running::{ask_once, CommandError};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, ServerFrame, WebSession};
 use std::io::Write;
@@ -31,13 +31,11 @@ pub async fn web(
         WebCommand::Sessions => ClientFrame::WebSessions,
         WebCommand::Revoke(id) => ClientFrame::WebRevoke { id },
     };
-    let (mut connection, _) = connect_running(home, None, "hearth-web", None).await?;
-    let answer = ask(&mut connection, &frame, |answer| match answer {
+    let answer = ask_once(home, None, "hearth-web", &frame, |answer| match answer {
         ServerFrame::WebLogin { .. } | ServerFrame::WebSessions { .. } => Some(answer),
         _ => None,
     })
     .await?;
-    connection.close().await;
     match answer {
         ServerFrame::WebLogin { url, expires } => {
             let until = local_time(&expires);

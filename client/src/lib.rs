@@ -22,4 +22,4 @@ pub mod running;
 
 pub use connection::{ConnectError, Connection, Welcome};
 pub use log_walk::LogWalk;
-pub use running::{ask, connect_running, CommandError};
+pub use running::{ask, ask_once, connect_running, CommandError};

@@ -1,6 +1,7 @@
 //! A daemon that is already running: connecting without ever starting one,
 //! the error every script command and bridge shares, and [`ask`], the one
-//! request-and-answer exchange the commands repeat.
+//! request-and-answer exchange the commands repeat ([`ask_once`] on a
+//! connection of its own).
 
 use crate::connection::{ConnectError, Connection, Welcome};
 use crate::images::ImageFileError;
@@ -90,6 +91,22 @@ pub async fn ask<T>(
             expect(answer).ok_or_else(|| CommandError::Unexpected(shown.encode()))
         }
     }
+}
+
+/// Connects to the running daemon as `client` (for `agent`, the top one
+/// when none), asks one frame as [`ask`] does, and closes: the whole of most
+/// script commands' exchange with hearthd.
+pub async fn ask_once<T>(
+    home: &Home,
+    agent: Option<&str>,
+    client: &str,
+    frame: &ClientFrame,
+    expect: impl FnOnce(ServerFrame) -> Option<T>,
+) -> Result<T, CommandError> {
+    let (mut connection, _) = connect_running(home, agent, client, None).await?;
+    let answer = ask(&mut connection, frame, expect).await;
+    connection.close().await;
+    answer
 }
 
 #[cfg(test)]
