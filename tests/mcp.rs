@@ -220,6 +220,44 @@ async fn a_write_through_the_filesystem_server_waits_for_approval() {
 }
 
 #[tokio::test]
+async fn approvals_patterns_name_mcp_tools_even_of_a_trusted_server() {
+    let config = format!(
+        "{}[approvals]\ntools = [\"mcp__one__ec*\"]\n",
+        misbehaving_as("one")
+    );
+    let mut t = start(&config).await;
+    let mut approver = t.home.connect("approver", None).await;
+    t.model
+        .push(Reply::tool_call("mcp__one__echo", r#"{"text": "asked"}"#));
+    t.model.push(Reply::text("denied"));
+    let (id, _) = t.client.submit("echo", "terminal", None).await;
+    let asked = approver
+        .wait_for(|e| e.kind == EventKind::Approval)
+        .await
+        .approval
+        .unwrap();
+    assert_eq!(asked.tool, "mcp__one__echo");
+    let answer = approver
+        .request(ClientFrame::Approve {
+            id: asked.id.clone(),
+            allow: false,
+            by: None,
+        })
+        .await;
+    assert!(!matches!(answer, ServerFrame::Error { .. }), "{answer:?}");
+    t.client.reply_to(id).await;
+    let tool = t
+        .client
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::Tool && e.id.is_some_and(|at| at > id))
+        .cloned()
+        .unwrap();
+    assert_eq!(tool.status.as_deref(), Some("error"), "{tool:?}");
+    assert!(!tool.text.unwrap_or_default().contains("echo: asked"));
+}
+
+#[tokio::test]
 async fn a_crash_mid_call_costs_one_error_and_the_server_comes_back() {
     let starts = tempfile::NamedTempFile::new().unwrap();
     let log = format!(", \"--log\", \"{}\"", starts.path().display());
@@ -418,9 +456,10 @@ async fn a_changed_tool_list_changes_the_next_requests_with_a_note() {
 
 #[tokio::test]
 async fn a_subagent_is_offered_only_the_servers_its_config_names() {
+    // `one` leaves out a tool, `two` offers only two of its tools.
     let config = format!(
-        "{}{}[[agents]]\nname = \"scout\"\nresponsibility = \"looks things up\"\n\
-         model = \"scout-model\"\nmcp = [\"one\"]\n",
+        "{}exclude = [\"crash\"]\n{}tools = [\"echo\", \"grow\"]\n[[agents]]\nname = \"scout\"\n\
+         responsibility = \"looks things up\"\nmodel = \"scout-model\"\nmcp = [\"one\"]\n",
         misbehaving_as("one"),
         misbehaving_as("two")
     );
@@ -460,10 +499,19 @@ async fn a_subagent_is_offered_only_the_servers_its_config_names() {
         let names = offered(request).into_iter();
         names.filter(|name| name.starts_with("mcp__")).collect()
     };
-    // The top agent gets every server; the subagent only `one`.
+    // The top agent gets every server, as its tables choose; the subagent
+    // only `one`.
     let parent = mcp(of("fake-model")[0]);
     assert!(parent.contains(&"mcp__one__echo".to_string()), "{parent:?}");
-    assert!(parent.contains(&"mcp__two__echo".to_string()), "{parent:?}");
+    assert!(
+        !parent.contains(&"mcp__one__crash".to_string()),
+        "{parent:?}"
+    );
+    let two: Vec<&String> = parent
+        .iter()
+        .filter(|n| n.starts_with("mcp__two__"))
+        .collect();
+    assert_eq!(two, ["mcp__two__echo", "mcp__two__grow"], "{parent:?}");
     let scout = of("scout-model");
     for request in &scout {
         let names = mcp(request);
