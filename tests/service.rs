@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::{TestHome, OLLAMA_URL_ENV};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -72,16 +73,23 @@ impl Installed {
     /// `hearth service ACTION --home HOME`, run by `hearth` (the installed
     /// one, unless another is given).
     fn service(&self, hearth: &Path, action: &str, home: &TestHome) -> Output {
+        self.run(hearth, &["service", action], home)
+    }
+
+    /// `hearth ARGS --home HOME` as the user, with the fake systemctl.
+    fn run(&self, hearth: &Path, args: &[&str], home: &TestHome) -> Output {
         let path = format!(
             "{}:{}",
             self.bin.display(),
             std::env::var("PATH").unwrap_or_default()
         );
         Command::new(hearth)
-            .args(["service", action, "--home"])
+            .args(args)
+            .arg("--home")
             .arg(home.path())
             .env_remove("HEARTH_HOME")
             .env(OLLAMA_URL_ENV, "off")
+            .env("HEARTH_TEST_KEY", "sk-in-env")
             .env("HOME", self.user.path())
             .env("XDG_CONFIG_HOME", self.user.path().join("config"))
             .env("PATH", path)
@@ -226,4 +234,48 @@ fn status_says_what_systemd_and_the_home_say_and_uninstall_removes_the_unit() {
     let text = said(&output);
     assert!(output.status.success(), "{text}");
     assert!(text.contains("no hearthd service is installed"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_installs_the_service_before_it_says_how_to_start_talking() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    let home = TestHome::new(bins!());
+    let installed = Installed::new(&home);
+    let args: Vec<String> = [
+        "setup",
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        &model.base_url(),
+        "--model",
+        "fake-model",
+        "--key-env",
+        "HEARTH_TEST_KEY",
+        "--service",
+        "--yes",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    // Off the async runtime, so the fake model keeps answering.
+    let output = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = installed.run(&installed.hearth(), &args, &home);
+        (output, installed, home)
+    })
+    .await
+    .unwrap();
+    let (output, installed, _home) = output;
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    let wrote = format!("wrote {}", installed.unit_file().display());
+    let attach = "Once the service runs, `hearth` attaches to it.";
+    let (Some(wrote_at), Some(attach_at)) = (text.find(&wrote), text.find(attach)) else {
+        panic!("{wrote:?} then {attach:?} in:\n{text}");
+    };
+    assert!(wrote_at < attach_at, "{text}");
+    assert!(
+        !text.contains("Start talking"),
+        "`hearth` would start a daemon by hand beside the service:\n{text}"
+    );
 }

@@ -235,6 +235,8 @@ impl Running<'_> {
     async fn reload(&mut self, bridges: &mut crate::bridges::Bridges) -> ReloadOutcome {
         let home = self.home;
         let refused = |err: &dyn std::fmt::Display| {
+            let err = err.to_string();
+            let err = err.trim_end_matches('.');
             let why = format!("{err}; hearthd keeps the configuration it runs");
             tracing::warn!("config.toml was not reloaded: {why}");
             why

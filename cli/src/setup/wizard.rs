@@ -1,6 +1,6 @@
 //! The steps of `hearth setup`, in order: the model (and one real request
 //! to it, before anything is saved), Telegram, pointers for WhatsApp, the
-//! running daemon, the service. Each step that changes the configuration
+//! service, the running daemon. Each step that changes the configuration
 //! writes it only once the step succeeded and the new file reads as the
 //! daemon and the bridge read it; a failed step writes nothing of its own.
 
@@ -102,8 +102,10 @@ pub async fn run(
     }
 
     asker.say(WHATSAPP);
-    daemon_step(&mut asker, home).await;
-    service_step(&mut asker, &options, home, explicit_home)?;
+    // The service first: once it is installed, the daemon is started by
+    // systemd, never by hand beside it.
+    let service = service_step(&mut asker, &options, home, explicit_home)?;
+    daemon_step(&mut asker, home, service).await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -132,10 +134,15 @@ fn store_secret(home: &Home, name: &str, value: &str) -> Result<(), SetupError> 
 }
 
 /// A running daemon is told to read the new file (asked first on a
-/// terminal); otherwise setup says how to start one.
-async fn daemon_step(asker: &mut Asker<'_>, home: &Home) {
+/// terminal); otherwise setup says how to start one: `hearth`, or the
+/// service just installed.
+async fn daemon_step(asker: &mut Asker<'_>, home: &Home, service: bool) {
     let Some(pid) = crate::life::lock_holder(home) else {
-        asker.say("Start talking: `hearth` (it starts hearthd in the background).");
+        if service {
+            asker.say("Once the service runs, `hearth` attaches to it.");
+        } else {
+            asker.say("Start talking: `hearth` (it starts hearthd in the background).");
+        }
         return;
     };
     let question =
@@ -152,13 +159,13 @@ async fn daemon_step(asker: &mut Asker<'_>, home: &Home) {
     }
 }
 
-/// The systemd user service, when asked for.
+/// The systemd user service, when asked for; whether it was installed.
 fn service_step(
     asker: &mut Asker<'_>,
     options: &SetupOptions,
     home: &Home,
     explicit_home: Option<&Path>,
-) -> Result<(), SetupError> {
+) -> Result<bool, SetupError> {
     let install = match options.service {
         Some(install) => install,
         None => asker.confirm(
@@ -166,12 +173,16 @@ fn service_step(
             false,
         )?,
     };
-    if install {
-        if let Err(err) = crate::service::install(home, explicit_home, asker.out()) {
+    if !install {
+        return Ok(false);
+    }
+    match crate::service::install(home, explicit_home, asker.out()) {
+        Ok(_) => Ok(true),
+        Err(err) => {
             asker.say(&format!("the service was not installed: {err}"));
+            Ok(false)
         }
     }
-    Ok(())
 }
 
 /// The model's answer on one short line.
