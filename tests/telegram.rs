@@ -144,6 +144,13 @@ async fn a_webhook_that_blocks_polling_is_noted_once_and_polling_resumes_without
         .await;
     assert_eq!(telegram_notes(&home).await, vec![WEBHOOK_NOTE.to_string()]);
     assert!(telegram.calls().webhook_deletions.is_empty());
+    // `hearth status` says it too, beside the running bridge.
+    let status = home.hearth_async(&["status"]).await;
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(
+        status.contains(&format!("bridge   telegram running: {WEBHOOK_NOTE}")),
+        "{status}"
+    );
 
     // The user deletes the webhook themselves; the bridge polls again.
     telegram.set_webhook(false);
@@ -153,6 +160,9 @@ async fn a_webhook_that_blocks_polling_is_noted_once_and_polling_resumes_without
         .wait_until("the reply", |calls| calls.sent_to(OWNER.id) == ["Hi Ada."])
         .await;
     assert_eq!(telegram_notes(&home).await, vec![WEBHOOK_NOTE.to_string()]);
+    let status = home.hearth_async(&["status"]).await;
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(status.contains("bridge   telegram running\n"), "{status}");
 }
 
 #[tokio::test]

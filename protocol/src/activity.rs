@@ -157,9 +157,17 @@ pub struct BridgeStatus {
     /// pause), `failed` (its configuration cannot work: fix it, then
     /// `hearth reload`), or `stopped`.
     pub state: String,
-    /// Why it is not running, when it is not: the bridge's last words.
+    /// Why it is not running, when it is not: the bridge's last words;
+    /// while it runs, what keeps it from working (its [`problem_state`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// The state in which a running bridge says what keeps it from working
+/// (`telegram.problem`: a webhook that blocks polling); empty when nothing
+/// does. `status` shows it beside the bridge.
+pub fn problem_state(bridge: &str) -> String {
+    format!("{bridge}.problem")
 }
 
 /// The WebSocket close code the daemon sends every client when it stops

@@ -131,6 +131,10 @@ pub struct Inbound<'a> {
     refused: Strangers<i64>,
     /// Whether the user was told that a webhook blocks polling.
     webhook_noted: bool,
+    /// What `hearth status` shows as the bridge's problem (its problem
+    /// state): `None` at start, when an earlier run may have left one, so
+    /// the first poll that works clears it.
+    problem_shown: Option<&'static str>,
 }
 
 /// The note for a bot whose webhook blocks polling.
@@ -152,6 +156,7 @@ impl<'a> Inbound<'a> {
             chats,
             refused: Strangers::default(),
             webhook_noted: false,
+            problem_shown: None,
         }
     }
 
@@ -169,6 +174,9 @@ impl<'a> Inbound<'a> {
             let updates = match polled {
                 Ok(updates) => {
                     backoff.reset();
+                    if self.problem_shown != Some("") {
+                        self.show_problem("").await?;
+                    }
                     updates
                 }
                 Err(error) => {
@@ -220,6 +228,9 @@ impl<'a> Inbound<'a> {
         if self.config.delete_webhook {
             return self.delete_webhook().await;
         }
+        if self.problem_shown != Some(WEBHOOK_NOTE) {
+            self.show_problem(WEBHOOK_NOTE).await?;
+        }
         if self.webhook_noted {
             tracing::debug!("getUpdates refused again: the bot has a webhook set");
             return Ok(());
@@ -233,6 +244,21 @@ impl<'a> Inbound<'a> {
             &mut |_| {},
         )
         .await?;
+        Ok(())
+    }
+
+    /// Says in `hearth status` what keeps the bridge from working (empty:
+    /// nothing does).
+    async fn show_problem(&mut self, problem: &'static str) -> Result<(), BridgeError> {
+        let name = hearth_protocol::problem_state("telegram");
+        link::set_state(
+            &mut self.connection,
+            &name,
+            problem.to_string(),
+            &mut |_| {},
+        )
+        .await?;
+        self.problem_shown = Some(problem);
         Ok(())
     }
 

@@ -89,11 +89,31 @@ pub async fn status(context: &Context<'_>) -> Answer {
         activity: Some(context.handle.activity.current()),
         memory: Some(memory_status(context.handle)),
         database_bytes: Some(database_bytes(&shared.database)),
-        bridges: shared.bridges.all(),
+        bridges: bridges(shared).await?,
         confinement: Some(crate::tools::confine::describe()),
         queued_bytes: Some(crate::server::queued_bytes()),
     };
     Ok(ServerFrame::Status(Box::new(status)))
+}
+
+/// Each bridge as its supervisor sees it; one that runs but cannot work
+/// (a Telegram bot whose webhook blocks polling) with what it said keeps
+/// it from working.
+async fn bridges(
+    shared: &crate::server::shared::Shared,
+) -> Result<Vec<hearth_protocol::BridgeStatus>, crate::log::LogError> {
+    let mut bridges = shared.bridges.all();
+    for bridge in &mut bridges {
+        if bridge.error.is_some() {
+            continue;
+        }
+        let problem = shared
+            .log
+            .get_state(&hearth_protocol::problem_state(&bridge.name))
+            .await?;
+        bridge.error = problem.filter(|problem| !problem.trim().is_empty());
+    }
+    Ok(bridges)
 }
 
 fn memory_status(handle: &crate::turn::AgentHandle) -> hearth_protocol::MemoryStatus {
