@@ -59,6 +59,8 @@ pub struct DeviceState {
     files: RefCell<Vec<(String, Vec<u8>)>>,
     /// The direct paths downloaded, in order.
     pub downloads: RefCell<Vec<String>>,
+    /// Direct paths whose next download never ends.
+    stall_once: RefCell<Vec<String>>,
 }
 
 /// Counts a waiting send until it goes on or is dropped.
@@ -79,7 +81,13 @@ impl FakeDevice {
             held: Cell::new(0),
             files: RefCell::default(),
             downloads: RefCell::default(),
+            stall_once: RefCell::default(),
         }))
+    }
+
+    /// Makes the next download of `direct_path` never end.
+    pub fn stall_once(&self, direct_path: &str) {
+        self.0.stall_once.borrow_mut().push(direct_path.to_string());
     }
 
     /// Holds `bytes` at `direct_path`, for a received message to name.
@@ -160,6 +168,11 @@ impl Device for FakeDevice {
         }
         .unwrap_or_default();
         self.0.downloads.borrow_mut().push(path.clone());
+        let stalls = self.0.stall_once.borrow().iter().position(|p| *p == path);
+        if let Some(at) = stalls {
+            self.0.stall_once.borrow_mut().remove(at);
+            std::future::pending::<()>().await;
+        }
         let files = self.0.files.borrow();
         let found = files.iter().find(|(held, _)| *held == path);
         found.map(|(_, bytes)| bytes.clone()).ok_or(DeviceError {

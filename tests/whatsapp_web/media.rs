@@ -4,7 +4,8 @@
 //! it; the daemon transcribes the voice note (the fake transcription
 //! endpoint) and the agent answers its words, then reads the PDF with
 //! `read_attachment`. A voice note delivered again is logged, downloaded
-//! into the same stored file and transcribed once.
+//! into the same stored file and transcribed once, also when the bridge
+//! was killed after the daemon logged it and before WhatsApp was told.
 //!
 //! The fake device stands where the library's `Client::download` does:
 //! that call asks WhatsApp's servers for a media connection over the
@@ -40,6 +41,20 @@ fn hearing_home(model: &FakeModel, transcription: &FakeTranscription) -> TestHom
         transcription.base_url(),
     ));
     home
+}
+
+/// The voice note of message `id`, 42 seconds long, held by `device`.
+fn voice_note(device: &FakeDevice, id: &str) -> Received {
+    let path = format!("/v/t62.7117-24/{id}");
+    device.hold_file(&path, VOICE);
+    let audio = AudioMessage {
+        direct_path: Some(path),
+        mimetype: Some("audio/ogg; codecs=opus".into()),
+        seconds: Some(42),
+        ptt: Some(true),
+        ..Default::default()
+    };
+    file_from(FRIEND, id, WebFile::Audio(Box::new(audio)), None)
 }
 
 /// A message from `number` carrying `file`, with `caption` as its words.
@@ -95,19 +110,7 @@ async fn a_voice_note_is_heard_once_and_a_pdf_read_through_the_linked_device() {
             let mut bridge = Bridge::start(&home, &config, &device).await;
 
             // A voice note, as the library converts WhatsApp's audio message.
-            device.hold_file("/v/t62.7117-24/voice-1", VOICE);
-            let voice = file_from(
-                FRIEND,
-                "3EB0VOICE1",
-                WebFile::Audio(Box::new(AudioMessage {
-                    direct_path: Some("/v/t62.7117-24/voice-1".into()),
-                    mimetype: Some("audio/ogg; codecs=opus".into()),
-                    seconds: Some(42),
-                    ptt: Some(true),
-                    ..Default::default()
-                })),
-                None,
-            );
+            let voice = voice_note(&device, "3EB0VOICE1");
             model.push(Reply::text("I will remind you."));
             assert!(bridge.deliver(vec![voice.clone()]).await);
             let placeholder = logged(&home, "[voice 0:42, transcribing]").await;
@@ -175,6 +178,73 @@ async fn a_voice_note_is_heard_once_and_a_pdf_read_through_the_linked_device() {
                 read.text
             );
             assert_eq!(stored(&home, "documents", ".pdf"), vec![pdf]);
+            bridge.stop().await;
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_voice_note_whose_bridge_was_killed_before_whatsapp_was_told_is_heard_once() {
+    LocalSet::new()
+        .run_until(async {
+            let model = FakeModel::start().await;
+            let transcription = FakeTranscription::start().await;
+            transcription.push(Answer::Text {
+                text: "remind me to water the plants".into(),
+                seconds: 42.0,
+            });
+            let home = hearing_home(&model, &transcription);
+            let _daemon = home.start();
+            let config = parse(&web_table(&[FRIEND]));
+            let device = FakeDevice::new();
+            let bridge = Bridge::start(&home, &config, &device).await;
+
+            // WhatsApp delivers a voice note and a file in one batch; the
+            // voice note is logged, the file's download hangs, and the
+            // bridge dies there, before it tells WhatsApp it has either.
+            model.push(Reply::text("I will remind you."));
+            let voice = voice_note(&device, "3EB0VOICE2");
+            device.hold_file("/v/t62.7119-24/list", b"Milk\nEggs\n");
+            device.stall_once("/v/t62.7119-24/list");
+            let list = DocumentMessage {
+                direct_path: Some("/v/t62.7119-24/list".into()),
+                mimetype: Some("text/plain".into()),
+                file_name: Some("list.txt".into()),
+                ..Default::default()
+            };
+            let list = file_from(FRIEND, "3EB0LIST", WebFile::Document(Box::new(list)), None);
+            let answer = bridge.offer(vec![voice.clone(), list.clone()]);
+            logged(&home, "[voice 0:42] ").await;
+            bridge.kill().await;
+            assert!(!answer.await.unwrap_or(false), "WhatsApp was never told");
+
+            // WhatsApp delivers both again to the bridge started anew.
+            model.push(Reply::text("Milk and eggs."));
+            let mut bridge = Bridge::start(&home, &config, &device).await;
+            assert!(bridge.deliver(vec![voice, list]).await);
+            sends(&device, 2).await;
+            // Once the second answer is out, a second answer to the voice
+            // note would have gone before it.
+            assert_eq!(
+                device.sent_to(FRIEND),
+                ["I will remind you.", "Milk and eggs."]
+            );
+            let log = home.history().await;
+            let user: Vec<&str> = log
+                .iter()
+                .filter(|m| m.kind == Kind::User)
+                .map(|m| m.text.as_str())
+                .collect();
+            assert_eq!(
+                user,
+                [
+                    "[voice 0:42, transcribing]",
+                    "[voice 0:42] remind me to water the plants",
+                    "[file: list.txt, 1 page]"
+                ]
+            );
+            assert_eq!(transcription.received().len(), 1, "transcribed once");
+            assert_eq!(stored(&home, "audio", ".ogg"), vec![VOICE.to_vec()]);
             bridge.stop().await;
         })
         .await;
