@@ -6,11 +6,13 @@
 //!   and the merges ready then are asked for in one call that extends it,
 //!   so its prefix is in the cache and no long message is sent twice.
 //!   While a turn runs, its own long messages wait for that call.
-//! - **Otherwise** (a long message before a turn, a note, after a restart,
-//!   or a batch of the turn view that waits for a parent), the messages
-//!   that need a line and the merges ready then are asked for in one call
-//!   after the compaction view. Merges alone never start a call unless the
-//!   turn view waits for one of them: they ride the calls that go anyway.
+//! - **Otherwise** (a long message a turn takes, a note, one logged after
+//!   the turn's last request, after a restart), the messages that need a
+//!   line wait for the next turn that asks for its view, and go with the
+//!   merges ready then in one call after the compaction view, before the
+//!   turn's first request. Merges alone never start a call unless the turn
+//!   view waits for one of them (a batch of the view): they ride the calls
+//!   that go anyway.
 //! - **A node a batch left without a line** (missing, over the budget, or a
 //!   call of several that failed for a reason of its own) is asked again on
 //!   its own, with the single call's tries; only its own failures, counted
@@ -44,10 +46,10 @@ pub(super) type Answered = Result<Vec<(Node, Option<String>)>, Failure>;
 
 impl Keeper {
     /// Starts calls up to the layout's concurrency: the node the turn view
-    /// waits for first; nodes a batch left without a line alone; the
-    /// messages that need a line (each once fewer than `compactor_ahead`
-    /// unbuilt messages precede it, and none of the running turn's own)
-    /// with the ready merges, in one batch.
+    /// waits for first; nodes a batch left without a line alone; while a
+    /// turn waits for its view, the messages that need a line (each once
+    /// fewer than `compactor_ahead` unbuilt messages precede it, and none of
+    /// the running turn's own) with the ready merges, in one batch.
     pub(super) async fn schedule(&mut self) -> Result<(), LogError> {
         let Some(model) = self.model.clone() else {
             return Ok(());
@@ -61,11 +63,14 @@ impl Keeper {
         if let Some(node) = self.urgent.filter(|node| self.queued(*node)) {
             candidates.push(node);
         }
+        // Long messages outside a turn's chain wait for a turn that asks
+        // for its view, and go in one batch before its first request.
         let open = self.open_turn;
+        let asked = !self.settles.is_empty();
         candidates.extend(
             self.unbuilt
                 .iter()
-                .take(layout.compactor_ahead)
+                .take(if asked { layout.compactor_ahead } else { 0 })
                 .filter(|&&id| open.is_none_or(|start| id < start))
                 .map(|&id| Node::message(id)),
         );
