@@ -2,17 +2,16 @@
 //! driven over the DevTools protocol (`tests/support/cdp.rs`) against a
 //! real `hearthd` with a fake model. The page is used as a person would:
 //! log in with the link `hearth web` prints, send, watch the reply stream,
-//! stop a turn, allow a tool call, attach an image, follow a restart, see
-//! the activity line, search the memory and its pinned facts, add and
-//! cancel schedules, read the agents and a failed bridge's reason, find an
-//! old message with the conversation's search box and open it in context; and
-//! the refusals hold in the browser: no cookie, a wrong or used code, a
+//! stop a turn, allow a tool call, attach an image, follow a restart, find
+//! an old message with the conversation's search box and open it in
+//! context; and the refusals hold in the browser: no cookie, a wrong or used code, a
 //! WebSocket opened by another site's page, a message that carries HTML.
 //!
 //! Screenshots of the conversation and the costs page at 360 px wide are
 //! written to `target/web-artifacts/` for review.
 //!
-//! One Chromium serves every test of this file, each test over its own
+//! The other pages (memory, activity, schedules, agents, bridges) are in
+//! `tests/browser_pages.rs`. One Chromium serves every test of this file, each test over its own
 //! DevTools connection and in browser contexts of its own.
 //!
 //! Without Chromium installed these tests say so and pass; CI installs it.
@@ -20,51 +19,18 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth_protocol::{ClientFrame, Kind, ServerFrame};
+use hearth_protocol::{ClientFrame, Kind};
 use hearth_tests::bins;
-use hearth_tests::cdp::{Browser, Page};
-use hearth_tests::fake_model::{FakeModel, Gate, Reply, Usage};
-use hearth_tests::harness::{eventually, TestHome};
-use hearth_tests::web::{free_port, login_url, png, web_home, web_home_with};
+use hearth_tests::fake_model::{FakeModel, Reply, Usage};
+use hearth_tests::harness::TestHome;
+use hearth_tests::web::{browser, free_port, login_url, png, send, shown, web_home};
 use std::path::PathBuf;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-async fn browser() -> Option<Browser> {
-    let browser = Browser::launch().await;
-    if browser.is_none() {
-        eprintln!(
-            "SKIPPED: no Chromium found (install Debian's `chromium`, or set CHROMIUM); \
-             the browser tests did not run"
-        );
-    }
-    browser
-}
 
 fn artifact(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("target/web-artifacts")
         .join(name)
-}
-
-/// Types `text` into the composer and presses Send.
-async fn send(browser: &mut Browser, page: &Page, text: &str) {
-    let set = format!(
-        "document.querySelector('#input').value = {}; true",
-        serde_json::to_string(text).unwrap()
-    );
-    browser.eval(page, &set).await;
-    browser.click(page, "#send").await;
-    browser
-        .wait_for(page, "document.querySelector('#input').value === ''")
-        .await;
-}
-
-/// Whether a message of `kind` whose text contains `text` is shown.
-fn shown(kind: &str, text: &str) -> String {
-    format!(
-        "[...document.querySelectorAll('#messages .kind-{kind}')].some(m => m.textContent.includes({}))",
-        serde_json::to_string(text).unwrap()
-    )
 }
 
 fn usage(input: u64, cached: u64, output: u64) -> Usage {
@@ -587,200 +553,4 @@ async fn the_page_refuses_strangers_pages_back_to_the_first_message_and_finds_an
     browser
         .wait_for(&owner, "document.querySelector('#newer').hidden && !document.querySelector('#messages .found')")
         .await;
-}
-
-#[tokio::test]
-async fn the_pages_show_memory_activity_schedules_agents_and_bridges() {
-    let Some(mut browser) = browser().await else {
-        return;
-    };
-    let model = FakeModel::start().await;
-    let home = TestHome::new(bins!());
-    let port = free_port();
-    // A subagent, and a bridge that cannot run (no token).
-    let extra = "[[agents]]\nname = \"scout\"\nresponsibility = \"looks things up\"\n\n\
-                 [telegram]\ntoken_env = \"HEARTH_TEST_NO_SUCH_TOKEN\"\nallow = [1]\n";
-    web_home_with(&home, &model, port, extra);
-    let _daemon = home.start();
-    // Something to find in the memory, and a pinned fact.
-    let mut script = home.connect("script", None).await;
-    model.push(Reply::text("Noted."));
-    let (id, _) = script
-        .submit("the plumber comes on tuesday", "script", None)
-        .await;
-    script.reply_to(id).await;
-    let facts = ClientFrame::Facts {
-        add: Some("Prefers tea".into()),
-        remove: None,
-    };
-    script.request(facts).await;
-    let page = browser.new_page().await;
-    browser.navigate(&page, &login_url(&home).await).await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#state')?.className === 'live'",
-        )
-        .await;
-
-    // The activity line says the agent is thinking while the model is
-    // held, and clears when the reply is in.
-    let gate = Gate::new();
-    model.push(Reply::Gate {
-        reply: Box::new(Reply::text("Thought it through.")),
-        gate: gate.clone(),
-    });
-    send(&mut browser, &page, "think about it").await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#activity').textContent.includes('thinking')",
-        )
-        .await;
-    gate.open();
-    browser
-        .wait_for(&page, &shown("reply", "Thought it through."))
-        .await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#activity').textContent === ''",
-        )
-        .await;
-
-    browser.click(&page, "nav [data-page=schedules]").await;
-    browser
-        .wait_for(&page, "document.querySelector('#schedules table')")
-        .await;
-    browser
-        .eval(&page, "{ const [w, t] = document.querySelectorAll('#schedules input'); w.value = 'tomorrow 9am'; t.value = 'call mum' } true")
-        .await;
-    browser.click(&page, "#schedules form button").await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#schedules table').textContent.includes('call mum')",
-        )
-        .await;
-    let row = browser
-        .eval(&page, "[...document.querySelectorAll('#schedules tr')].find(r => r.textContent.includes('call mum')).textContent")
-        .await;
-    assert!(row.as_str().unwrap_or_default().contains("once"), "{row}");
-    browser
-        .eval(&page, "{ const [w, t] = document.querySelectorAll('#schedules input'); w.value = '0 9 * * 1-5'; t.value = 'stand-up notes' } true")
-        .await;
-    browser.click(&page, "#schedules form button").await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#schedules table').textContent.includes('stand-up notes')",
-        )
-        .await;
-    let listed = script.request(ClientFrame::ScheduleList).await;
-    assert!(
-        format!("{listed:?}").contains("stand-up notes"),
-        "{listed:?}"
-    );
-    browser
-        .eval(&page, "[...document.querySelectorAll('#schedules tr')].find(r => r.textContent.includes('stand-up notes')).querySelector('button').click(); true")
-        .await;
-    browser
-        .wait_for(
-            &page,
-            "!document.querySelector('#schedules table').textContent.includes('stand-up notes')",
-        )
-        .await;
-    let listed = script.request(ClientFrame::ScheduleList).await;
-    assert!(
-        !format!("{listed:?}").contains("stand-up notes"),
-        "{listed:?}"
-    );
-
-    browser.click(&page, "nav [data-page=agents]").await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#agents').textContent.includes('scout')",
-        )
-        .await;
-    browser.click(&page, "#agents button").await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#agents').textContent.includes('no runs yet')",
-        )
-        .await;
-
-    // The bridge that cannot run says so, with why.
-    let home_ref = &home;
-    eventually("the bridge failed in status", || async move {
-        let mut client = home_ref.connect("hearth-status", None).await;
-        let ServerFrame::Status(status) = client.request(ClientFrame::Status).await else {
-            return None;
-        };
-        status
-            .bridges
-            .into_iter()
-            .find(|b| b.name == "telegram" && b.state == "failed")
-    })
-    .await;
-    browser.click(&page, "nav [data-page=bridges]").await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#bridges').textContent.includes('fake-model')",
-        )
-        .await;
-    let bridges = browser
-        .eval(
-            &page,
-            "document.querySelector('#bridges table').textContent",
-        )
-        .await;
-    let bridges = bridges.as_str().unwrap_or_default();
-    assert!(
-        bridges.contains("telegram")
-            && bridges.contains("failed")
-            && bridges.contains("no Telegram bot token"),
-        "{bridges}"
-    );
-
-    // The memory: pinned facts shown, and a search finds the message.
-    browser.click(&page, "nav [data-page=memory]").await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#memory #facts')?.textContent.includes('Prefers tea')",
-        )
-        .await;
-    browser
-        .eval(
-            &page,
-            "document.querySelector('#memory-search input').value = 'plumber'; true",
-        )
-        .await;
-    browser
-        .eval(
-            &page,
-            "document.querySelector('#memory-search form').requestSubmit(); true",
-        )
-        .await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#memory-search .hits')?.textContent.includes('plumber')",
-        )
-        .await;
-    let hit = browser
-        .eval(
-            &page,
-            "document.querySelector('#memory-search .hits li').textContent",
-        )
-        .await;
-    assert!(
-        hit.as_str()
-            .unwrap_or_default()
-            .starts_with(&format!("{id}+1 user script")),
-        "{hit}"
-    );
 }

@@ -1,8 +1,10 @@
 //! What the web client's tests share: a home whose `[web]` listens on a
 //! loopback port of its own, the login link `hearth web` prints, plain
-//! HTTP/1.1 requests written by hand, so a test controls every header, and
-//! a small PNG to attach.
+//! HTTP/1.1 requests written by hand, so a test controls every header, a
+//! small PNG to attach, and the browser tests' steps: the shared Chromium,
+//! a message sent from the composer, a message looked for on the page.
 
+use crate::cdp::{Browser, Page};
 use crate::fake_model::FakeModel;
 use crate::harness::{TestHome, DEADLINE};
 use std::collections::BTreeMap;
@@ -224,4 +226,38 @@ pub fn png(width: u32, height: u32) -> Vec<u8> {
     chunk(&mut out, b"IDAT", &zlib);
     chunk(&mut out, b"IEND", &[]);
     out
+}
+
+/// This test binary's Chromium, or `None` (said on stderr) when none is
+/// installed.
+pub async fn browser() -> Option<Browser> {
+    let browser = Browser::launch().await;
+    if browser.is_none() {
+        eprintln!(
+            "SKIPPED: no Chromium found (install Debian's `chromium`, or set CHROMIUM); \
+             the browser tests did not run"
+        );
+    }
+    browser
+}
+
+/// Types `text` into the composer and presses Send.
+pub async fn send(browser: &mut Browser, page: &Page, text: &str) {
+    let set = format!(
+        "document.querySelector('#input').value = {}; true",
+        serde_json::to_string(text).expect("text as JSON")
+    );
+    browser.eval(page, &set).await;
+    browser.click(page, "#send").await;
+    browser
+        .wait_for(page, "document.querySelector('#input').value === ''")
+        .await;
+}
+
+/// Whether a message of `kind` whose text contains `text` is shown.
+pub fn shown(kind: &str, text: &str) -> String {
+    format!(
+        "[...document.querySelectorAll('#messages .kind-{kind}')].some(m => m.textContent.includes({}))",
+        serde_json::to_string(text).expect("text as JSON")
+    )
 }
