@@ -96,7 +96,7 @@ pub async fn reload(home: &Home, out: &mut dyn Write) -> Result<ExitCode, LifeEr
                 say("reloaded: nothing changed".to_string())?;
             }
             if !applied.is_empty() {
-                say(format!("reloaded: {} now apply", applied.join(", ")))?;
+                say(format!("reloaded; applied now: {}", applied.join(", ")))?;
             }
             if !needs_restart.is_empty() {
                 say(format!(

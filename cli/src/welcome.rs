@@ -93,7 +93,7 @@ fn banner(home: &Home, status: Option<&hearth_protocol::Status>, style: Style) -
         None => {
             out.push_str(&style.error(" · no model configured"));
             out.push_str(&format!(
-                "\n  Add to {}:\n    [model]\n    provider = \"openai\"\n    model = \"gpt-5-mini\"\n    api_key_env = \"OPENAI_API_KEY\"\n  (or a local server: provider = \"openai-chat\", model = \"qwen3:8b\",\n  base_url = \"http://127.0.0.1:11434/v1\"), then restart hearthd;\n  `hearth setup` does it for you.\n",
+                "\n  Add to {}:\n    [model]\n    provider = \"openai\"\n    model = \"gpt-5-mini\"\n    api_key_env = \"OPENAI_API_KEY\"\n  (or a local server: provider = \"openai-chat\", model = \"qwen3:8b\",\n  base_url = \"http://127.0.0.1:11434/v1\"), then `hearth reload`;\n  `hearth setup` does it for you.\n",
                 home.config_file().display()
             ));
         }
