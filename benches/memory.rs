@@ -46,7 +46,8 @@ fn main() {
          batched form: a turn's long messages and the merges ready then asked for at the \
          turn's end in one request that extends the turn's own chain, the long messages \
          before a turn (those it takes, notes) in batches before its first request, merges \
-         answered as numbered lines; the second hearth row is the form before, one call per \
+         answered as numbered lines — the form the daemon's keeper sends \
+         (`memory/keeper/calls.rs`); the second hearth row is the form before, one call per \
          line after the compaction view and every merge as soon as ready.\n"
     );
     println!("{LEGEND}");
