@@ -162,6 +162,9 @@ struct Job {
     agent: String,
     id: u64,
     source: String,
+    /// The client that submitted the voice note: its transcript is that
+    /// client's words too.
+    client: Option<String>,
     audio: Vec<MediaRef>,
 }
 
@@ -212,9 +215,16 @@ impl Transcriber {
         Transcriber { jobs, pending }
     }
 
-    /// Queues the audio of message `id`, just logged; nothing when it has
-    /// none.
-    pub fn queue_message(&self, agent: &str, id: u64, source: &str, media: &[MediaRef]) {
+    /// Queues the audio of message `id`, just logged by `client` from
+    /// `source`; nothing when it has none.
+    pub fn queue_message(
+        &self,
+        agent: &str,
+        id: u64,
+        source: &str,
+        client: Option<String>,
+        media: &[MediaRef],
+    ) {
         let audio: Vec<MediaRef> = media
             .iter()
             .filter(|media| media.kind == MediaKind::Audio)
@@ -228,6 +238,7 @@ impl Transcriber {
             agent: agent.to_string(),
             id,
             source: source.to_string(),
+            client,
             audio,
         };
         if self.jobs.send(job).is_err() {
@@ -242,7 +253,8 @@ impl Transcriber {
     pub async fn resume(&self, log: &Log) -> Result<usize, LogError> {
         let left = log.untranscribed().await?;
         for (agent, id, source, data) in &left {
-            self.queue_message(agent, *id, source, &media::refs(data));
+            let client = data.client.clone();
+            self.queue_message(agent, *id, source, client, &media::refs(data));
         }
         Ok(left.len())
     }
@@ -255,7 +267,8 @@ impl Transcriber {
         let id = named.data.transcript_of.unwrap_or(id);
         let entry = Self::voice_note(log, agent, id).await?;
         let media = media::refs(&entry.data);
-        self.queue_message(agent, id, &entry.message.source, &media);
+        let client = entry.data.client.clone();
+        self.queue_message(agent, id, &entry.message.source, client, &media);
         Ok(())
     }
 
@@ -312,6 +325,7 @@ impl Worker {
         let message =
             NewMessage::new(Kind::User, &job.source, parts.join("\n")).with_data(MessageData {
                 transcript_of: Some(job.id),
+                client: job.client,
                 media: job.audio,
                 ..MessageData::default()
             });

@@ -106,6 +106,14 @@ async fn file_attaches_a_document_and_a_voice_note_from_the_terminal() {
         1,
         "{screen}"
     );
+    pty.line("/quit");
+    assert!(pty.wait_exit());
+    // In the next session both are still yours: the transcript is the
+    // words of the terminal that sent the voice note.
+    let pty = Pty::attach(&home, &key_env());
+    let again = pty.wait_for("call the plumber");
+    assert_eq!(count(&again, "› ↳ [voice] call the plumber"), 1, "{again}");
+    assert_eq!(count(&again, "› [voice, transcribing]"), 1, "{again}");
     let log = home.history().await;
     let user: Vec<&str> = log
         .iter()

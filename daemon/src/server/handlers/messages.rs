@@ -53,7 +53,8 @@ pub async fn submit(
                 // A redelivered voice note is transcribed once: only a
                 // message logged now is queued.
                 if let Some(transcriber) = &context.shared.transcriber {
-                    transcriber.queue_message(context.agent(), id, &source, &media);
+                    let client = Some(context.client.to_string());
+                    transcriber.queue_message(context.agent(), id, &source, client, &media);
                 }
                 context.handle.wake();
             }
