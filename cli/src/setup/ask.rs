@@ -130,7 +130,12 @@ impl<'a> Asker<'a> {
         // The prompt comes once the terminal is hidden: nothing typed after
         // it is echoed, and Ctrl-C is already a key like the others.
         let hidden = Hidden::start();
-        let _ = write!(self.out, "{question} (hidden): ");
+        // `… (Enter for none)` becomes `… (Enter for none; hidden)`.
+        let prompt = match question.strip_suffix(')') {
+            Some(open) => format!("{open}; hidden): "),
+            None => format!("{question} (hidden): "),
+        };
+        let _ = write!(self.out, "{prompt}");
         let _ = self.out.flush();
         let read = match hidden {
             Some(hidden) => {
