@@ -286,14 +286,18 @@ async fn a_crash_mid_call_costs_one_error_and_the_server_comes_back() {
             .then_some(())
     })
     .await;
-    // Once it is back, its tools work again.
-    eventually("the server is ready", || async {
-        mcp_status(&t.home)
-            .await
-            .contains("bad: ready")
-            .then_some(())
+    // Once it is back, its tools work again; `hearth mcp` says what
+    // happened last.
+    let status = eventually("the server is ready", || async {
+        let status = mcp_status(&t.home).await;
+        status.contains("bad: ready").then_some(status)
     })
     .await;
+    assert!(status.contains("1 restart(s)"), "{status}");
+    assert!(
+        status.contains("last error: it exited with status 3"),
+        "{status}"
+    );
     t.model
         .push(Reply::tool_call("mcp__bad__echo", r#"{"text": "back"}"#));
     t.model.push(Reply::text("back"));
