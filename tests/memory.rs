@@ -597,3 +597,72 @@ async fn an_outage_of_a_turns_chain_call_leaves_its_lines_to_the_ordinary_calls(
         .count();
     assert_eq!(errors, 0);
 }
+
+#[tokio::test]
+async fn the_merges_ready_at_a_turns_end_are_asked_for_together_in_one_call() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model, &layout(120, 4000, 2000));
+    let work = home.path().join("agents/hearth/work");
+    std::fs::create_dir_all(&work).unwrap();
+    for name in ["a", "b", "c", "d"] {
+        std::fs::write(
+            work.join(format!("{name}.txt")),
+            format!("the {name} file, short"),
+        )
+        .unwrap();
+    }
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    // Every line fits alone, no two neighbours fit together: three pairs
+    // (the ask and a, b and c, d and the reply) need a merge each.
+    model.push(Reply::ToolCalls {
+        text: None,
+        calls: ["a", "b", "c", "d"]
+            .iter()
+            .map(|name| ("read_file".into(), format!(r#"{{"path": "{name}.txt"}}"#)))
+            .collect(),
+    });
+    model.push(Reply::Text(
+        "All four files are read, and noted for you in order.".into(),
+    ));
+    model.push(Reply::Text(
+        "1. asked for four files; a is short\n2. b and c, short\n3. d, short; all read".into(),
+    ));
+    let (id, _) = client
+        .submit(
+            "please read the files a, b, c and d for me, in that order",
+            "terminal",
+            None,
+        )
+        .await;
+    client.reply_to(id).await;
+    let requests = model.wait_for_requests(3).await;
+    let task = batch_task(&requests[2]).unwrap();
+    let pairs: Vec<&str> = task
+        .lines()
+        .filter(|line| line.contains(". Two lines that cover messages"))
+        .collect();
+    assert_eq!(pairs.len(), 3, "three merges in one call: {task}");
+    assert!(pairs[0].starts_with(&format!(
+        "1. Two lines that cover messages {id} to {}",
+        id + 1
+    )));
+    assert!(pairs[2].starts_with(&format!(
+        "3. Two lines that cover messages {} to {}",
+        id + 4,
+        id + 5
+    )));
+    assert_eq!(
+        stored(&home, 1, id + 2).await,
+        ("b and c, short".into(), false)
+    );
+
+    model.push(Reply::Text("ok".into()));
+    let (next, _) = client.submit("thanks", "terminal", None).await;
+    client.reply_to(next).await;
+    // Three turn requests and one compaction call in all.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(requests.iter().filter(|r| batch_task(r).is_some()).count() == 1);
+}
