@@ -394,3 +394,51 @@ async fn an_image_that_cannot_be_fitted_is_left_out_and_the_user_is_told() {
         .count();
     assert_eq!(notes, 1, "told once");
 }
+
+/// A PNG of noise, so it does not compress: about 3 bytes a pixel.
+fn noisy_png(width: u32, height: u32, seed: u32) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(2_654_435_761).max(1);
+    let image = ImageBuffer::from_fn(width, height, |_, _| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        let [a, b, c, _] = state.to_le_bytes();
+        Rgb([a, b, c])
+    });
+    let mut out = Cursor::new(Vec::new());
+    DynamicImage::ImageRgb8(image)
+        .write_to(&mut out, ImageFormat::Png)
+        .unwrap();
+    out.into_inner()
+}
+
+#[tokio::test]
+async fn the_images_of_one_request_share_its_size_limit() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.write_config(&model_config("anthropic", &model));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    // Eight images each within Anthropic's 5 MB of base64, together over
+    // its 32 MB request: the fake refuses such a request with a 413.
+    let mut images = Vec::new();
+    for seed in 1..=8 {
+        let png = noisy_png(1050, 1050, seed);
+        // 8 x 3.2 MB is over 34 MB of base64 as it is.
+        assert!(
+            png.len() > 3_200_000 && png.len() <= 3_750_000,
+            "{}",
+            png.len()
+        );
+        images.push(put(&mut client, &png).await);
+    }
+    model.push(Reply::text("Eight pictures of noise."));
+    let id = submit(&mut client, "what are these?", images).await;
+    let reply = client.reply_to(id).await;
+    assert_eq!(reply.text.as_deref(), Some("Eight pictures of noise."));
+    let requests = model.requests();
+    let body = &requests[0].body;
+    assert_eq!(image_sizes(body).len(), 8, "every image went");
+    let sent = body.to_string().len();
+    assert!(sent < 32_000_000, "{sent} bytes");
+}

@@ -15,7 +15,7 @@
 //! takes of an image in a request of that many images ([`fit::for_models`]:
 //! smaller sides past 20 images): one that fits goes as stored; a larger
 //! one is scaled down and re-encoded once, and the copy kept beside the
-//! original in `images/fitted/<sha256>.<tag>.<ext>`, so later turns send
+//! original in `images/fitted/<sha256>.<tag>-<max bytes>.<ext>`, so later turns send
 //! the same bytes without decoding it again. One that cannot be read or
 //! fitted is a [`LoadError`]: the request says in its place that it was
 //! left out and why, and the turn writes a note saying so.
@@ -238,11 +238,7 @@ impl ImageStore {
     /// [`fit::for_models`]); the error says why it cannot go, so the
     /// request goes without it and says so, and one such image never fails
     /// every turn.
-    pub fn load(
-        &self,
-        image: &ImageRef,
-        destination: &'static Destination,
-    ) -> Result<Image, LoadError> {
+    pub fn load(&self, image: &ImageRef, destination: &Destination) -> Result<Image, LoadError> {
         let bytes = self.read(image)?;
         let (media_type, bytes) = self.fitted(image, bytes, destination)?;
         Ok(Image {
@@ -258,10 +254,11 @@ impl ImageStore {
         &self,
         image: &ImageRef,
         bytes: Vec<u8>,
-        destination: &'static Destination,
+        destination: &Destination,
     ) -> Result<(String, Vec<u8>), FitError> {
         let fitted_dir = self.dir.join("fitted");
-        let tag = destination.file_tag;
+        // The copy's name says the limits it was made for.
+        let tag = format!("{}-{}", destination.file_tag, destination.max_bytes);
         for (media_type, extension) in [("image/jpeg", "jpg"), ("image/png", "png")] {
             let path = fitted_dir.join(format!("{}.{tag}.{extension}", image.sha256));
             if let Ok(copy) = fs::read(&path) {

@@ -49,16 +49,11 @@ pub trait Images: Sync {
     /// The image's bytes as a request carries them, fitted to
     /// `destination`; the error says why it cannot go (the item then goes
     /// without it, saying so).
-    fn load(&self, image: &ImageRef, destination: &'static Destination)
-        -> Result<Image, LoadError>;
+    fn load(&self, image: &ImageRef, destination: &Destination) -> Result<Image, LoadError>;
 }
 
 impl Images for ImageStore {
-    fn load(
-        &self,
-        image: &ImageRef,
-        destination: &'static Destination,
-    ) -> Result<Image, LoadError> {
+    fn load(&self, image: &ImageRef, destination: &Destination) -> Result<Image, LoadError> {
         ImageStore::load(self, image, destination)
     }
 }
@@ -67,7 +62,7 @@ impl Images for ImageStore {
 pub struct NoImages;
 
 impl Images for NoImages {
-    fn load(&self, _: &ImageRef, _: &'static Destination) -> Result<Image, LoadError> {
+    fn load(&self, _: &ImageRef, _: &Destination) -> Result<Image, LoadError> {
         Err(LoadError::NoStore)
     }
 }
@@ -96,7 +91,7 @@ pub struct Built {
 struct Loader<'a> {
     images: &'a dyn Images,
     /// `None` while counting.
-    destination: Option<&'static Destination>,
+    destination: Option<Destination>,
     /// The images named so far.
     named: usize,
     left_out: Vec<LeftOut>,
@@ -113,7 +108,7 @@ impl Loader<'_> {
         let mut loaded = Vec::with_capacity(refs.len());
         let mut said = String::new();
         for (n, image) in refs.iter().enumerate() {
-            match self.images.load(image, destination) {
+            match self.images.load(image, &destination) {
                 Ok(bytes) => loaded.push(bytes),
                 Err(err) => {
                     let why = err.to_string();
@@ -625,11 +620,7 @@ mod tests {
     struct Stored;
 
     impl Images for Stored {
-        fn load(
-            &self,
-            image: &ImageRef,
-            destination: &'static Destination,
-        ) -> Result<Image, LoadError> {
+        fn load(&self, image: &ImageRef, destination: &Destination) -> Result<Image, LoadError> {
             if image.sha256 == "gone" {
                 return Err(images::StoreError::Missing(image.sha256.clone()).into());
             }

@@ -108,13 +108,25 @@ pub const MODELS_MANY: Destination = Destination {
     ..MODELS
 };
 
+/// The most bytes a request's images may take together: 24 MB of base64.
+/// Anthropic refuses a request over 32 MB (the vision guide above: "request
+/// size limits (32 MB for standard endpoints ...)"), OpenAI one over 50 MB;
+/// the rest is left to the conversation's text.
+pub const MAX_REQUEST_IMAGE_BYTES: usize = 24_000_000 / 4 * 3;
+
 /// What the model providers take of each image in a request carrying
-/// `images` images in all.
-pub fn for_models(images: usize) -> &'static Destination {
-    if images > MANY_IMAGES {
-        &MODELS_MANY
+/// `images` images in all: smaller sides past [`MANY_IMAGES`], and a share
+/// of [`MAX_REQUEST_IMAGE_BYTES`] each once their own limit would add up
+/// to more.
+pub fn for_models(images: usize) -> Destination {
+    let base = if images > MANY_IMAGES {
+        MODELS_MANY
     } else {
-        &MODELS
+        MODELS
+    };
+    Destination {
+        max_bytes: base.max_bytes.min(MAX_REQUEST_IMAGE_BYTES / images.max(1)),
+        ..base
     }
 }
 
@@ -373,12 +385,13 @@ mod tests {
 
     #[test]
     fn a_request_of_more_than_twenty_images_takes_sides_of_2000() {
-        assert_eq!(for_models(0), &MODELS);
-        assert_eq!(for_models(MANY_IMAGES), &MODELS);
-        assert_eq!(for_models(MANY_IMAGES + 1), &MODELS_MANY);
+        assert_eq!(for_models(0), MODELS);
+        assert_eq!(for_models(4), MODELS);
+        assert_eq!(for_models(MANY_IMAGES).max_side, MODELS.max_side);
+        assert_eq!(for_models(MANY_IMAGES + 1).max_side, MODELS_MANY.max_side);
         let wide = png(3000, 40, false);
-        assert_eq!(fit("image/png", &wide, for_models(20)), Ok(Fitted::AsIs));
-        let fitted = fit("image/png", &wide, for_models(21)).unwrap();
+        assert_eq!(fit("image/png", &wide, &for_models(20)), Ok(Fitted::AsIs));
+        let fitted = fit("image/png", &wide, &for_models(21)).unwrap();
         assert_eq!(size_of(&fitted), (2000, 26));
         assert_eq!(
             size_of(&fit("image/png", &wide, &ANTHROPIC_MANY).unwrap()).0,
@@ -388,6 +401,20 @@ mod tests {
             MODELS.file_tag, MODELS_MANY.file_tag,
             "their copies kept apart"
         );
+    }
+
+    #[test]
+    fn the_images_of_a_request_share_its_bytes() {
+        // Up to four images keep their own limit; more share 18 MB of bytes.
+        for n in 1..=4 {
+            assert_eq!(for_models(n).max_bytes, MODELS.max_bytes);
+        }
+        assert_eq!(for_models(16).max_bytes, MAX_REQUEST_IMAGE_BYTES / 16);
+        for n in [5, 16, 21, 100] {
+            let each = for_models(n).max_bytes;
+            assert!(each * n <= MAX_REQUEST_IMAGE_BYTES, "{n} images of {each}");
+            assert!(each * 4 / 3 * n < 32_000_000, "under Anthropic's 32 MB");
+        }
     }
 
     #[test]

@@ -26,6 +26,21 @@ pub fn error(status: u16, error_type: &str, message: &str) -> Reply {
     }
 }
 
+/// The largest request body the Messages API takes: 32 MB (the vision
+/// guide's "request size limits (32 MB for standard endpoints ...)").
+pub(crate) const MAX_REQUEST_BYTES: usize = 32_000_000;
+
+/// The 413 of a request over [`MAX_REQUEST_BYTES`], as the API's errors
+/// page gives it.
+pub(crate) fn too_large() -> Value {
+    json!({
+        "type": "error",
+        "error": {"type": "request_too_large",
+                  "message": "Request exceeds the maximum allowed number of bytes."},
+        "request_id": "req_fake",
+    })
+}
+
 /// The 400 the Messages API answers a request whose images it refuses, as
 /// its vision guide documents the limits (platform.claude.com/docs/en/
 /// build-with-claude/vision, "General limits", read 2026-12-01): base64

@@ -367,6 +367,9 @@ async fn serve_request(stream: &mut TcpStream, shared: &Shared) -> io::Result<()
     // Images the real API refuses are refused here too, before any answer
     // (the reply it took is spent, as the turn fails).
     if endpoint == Endpoint::Messages {
+        if request.body.len() > anthropic::MAX_REQUEST_BYTES {
+            return http::write_json(stream, 413, &anthropic::too_large()).await;
+        }
         if let Some(refusal) = anthropic::image_refusal(&body) {
             return http::write_json(stream, 400, &refusal).await;
         }
