@@ -135,3 +135,22 @@ fn files_under(dir: &std::path::Path) -> Vec<PathBuf> {
     }
     files
 }
+
+#[tokio::test]
+async fn a_header_naming_a_missing_secret_is_an_error_that_names_it() {
+    let server = FakeMcpHttp::start();
+    let config = format!(
+        "[[mcp]]\nname = \"remote\"\nurl = \"{}\"\n\
+         headers = {{ Authorization = \"Bearer ${{NO_SUCH_MCP_TOKEN}}\" }}\n",
+        server.url()
+    );
+    let mut t = start_with(bins!(), &config, &[], "").await;
+    let status = mcp_status(&t.home).await;
+    assert!(
+        status.contains("${NO_SUCH_MCP_TOKEN} is not set in hearthd's environment or secrets.env"),
+        "{status}"
+    );
+    // Nothing was sent without it, and hearthd runs on.
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+    assert!(t.daemon.is_running());
+}
