@@ -378,7 +378,7 @@ impl Agent {
         if let Some(spent) = self.meter.refusal().await? {
             return Ok(Ending::Failed(spent));
         }
-        let pending = self.memory.gauge().pending;
+        let pending = self.memory.gauge().messages;
         if pending > 0 {
             self.activity
                 .summaries(u32::try_from(pending).unwrap_or(u32::MAX));

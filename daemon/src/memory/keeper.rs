@@ -85,6 +85,9 @@ pub struct MemoryGauge {
     pub high_budget: u64,
     /// Lines that still need a compaction call (messages and merges).
     pub pending: u64,
+    /// Of those, the long messages: a turn waits for those before it
+    /// (merges wait for a call that goes anyway, unless the view needs one).
+    pub messages: u64,
     /// Compaction calls running now.
     pub running: u64,
 }
@@ -341,6 +344,7 @@ impl Keeper {
             bytes: self.turn.size(&self.lines) as u64,
             high_budget: self.config.layout.high_budget as u64,
             pending: (self.unbuilt.len() + self.merges.len()) as u64,
+            messages: self.unbuilt.len() as u64,
             running: self.calls as u64,
         };
         self.gauge.send_if_modified(|old| {
