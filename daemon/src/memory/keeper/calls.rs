@@ -5,7 +5,9 @@
 //!   and its reply ([`TurnChain`]); the long messages that request carried
 //!   and the merges ready then are asked for in one call that extends it,
 //!   so its prefix is in the cache and no long message is sent twice.
-//!   While a turn runs, its own long messages wait for that call.
+//!   While a turn runs, its own long messages wait for that call. (A
+//!   layout with its own `compaction_prompt` skips this call: the chain
+//!   carries the turn's prompt.)
 //! - **Otherwise** (a long message a turn takes, a note, one logged after
 //!   the turn's last request, after a restart), the messages that need a
 //!   line wait for the next turn that asks for its view, and go with the
@@ -131,6 +133,11 @@ impl Keeper {
         let (Some(chain), Some(model)) = (chain, self.model.clone()) else {
             return Ok(());
         };
+        // A layout with a compaction prompt of its own keeps the turn's
+        // prompt out of compaction: its lines go the ordinary way.
+        if self.config.layout.compaction_prompt.is_some() {
+            return Ok(());
+        }
         // The reply was logged before the turn handed its chain over.
         self.ingest().await?;
         let now = Instant::now();
