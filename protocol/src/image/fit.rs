@@ -117,15 +117,18 @@ pub const MAX_REQUEST_IMAGE_BYTES: usize = 24_000_000 / 4 * 3;
 /// What the model providers take of each image in a request carrying
 /// `images` images in all: smaller sides past [`MANY_IMAGES`], and a share
 /// of [`MAX_REQUEST_IMAGE_BYTES`] each once their own limit would add up
-/// to more.
+/// to more. The share is that of the next power of two of images, so it
+/// changes (and images already sent are fitted anew, moving the prompt
+/// cache's prefix) only at 5, 9, 17… images, not with each one.
 pub fn for_models(images: usize) -> Destination {
     let base = if images > MANY_IMAGES {
         MODELS_MANY
     } else {
         MODELS
     };
+    let shares = images.max(1).next_power_of_two();
     Destination {
-        max_bytes: base.max_bytes.min(MAX_REQUEST_IMAGE_BYTES / images.max(1)),
+        max_bytes: base.max_bytes.min(MAX_REQUEST_IMAGE_BYTES / shares),
         ..base
     }
 }
@@ -405,11 +408,16 @@ mod tests {
 
     #[test]
     fn the_images_of_a_request_share_its_bytes() {
-        // Up to four images keep their own limit; more share 18 MB of bytes.
+        // Up to four images keep their own limit; more share 18 MB of
+        // bytes, by powers of two.
         for n in 1..=4 {
             assert_eq!(for_models(n).max_bytes, MODELS.max_bytes);
         }
+        for n in 5..=8 {
+            assert_eq!(for_models(n).max_bytes, MAX_REQUEST_IMAGE_BYTES / 8);
+        }
         assert_eq!(for_models(16).max_bytes, MAX_REQUEST_IMAGE_BYTES / 16);
+        assert_eq!(for_models(17).max_bytes, MAX_REQUEST_IMAGE_BYTES / 32);
         for n in [5, 16, 21, 100] {
             let each = for_models(n).max_bytes;
             assert!(each * n <= MAX_REQUEST_IMAGE_BYTES, "{n} images of {each}");
