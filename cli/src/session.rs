@@ -27,6 +27,8 @@ pub enum Show {
         agent: String,
         at: String,
         text: String,
+        /// A reply: the turn's last words, so nothing runs after them.
+        ends_turn: bool,
     },
     /// A piece of the words the model is writing.
     Delta(String),
@@ -238,6 +240,7 @@ impl Session {
                     ),
                     _ => event.text.clone().unwrap_or_default(),
                 },
+                ends_turn: event.kind == EventKind::Reply,
             },
             _ => {
                 let mine = event.kind == EventKind::User && self.is_mine(event);

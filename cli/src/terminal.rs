@@ -272,11 +272,21 @@ impl Terminal {
         match show {
             Show::Nothing => {}
             Show::Line(line) => self.print(&line),
-            Show::Words { agent, at, text } => {
+            Show::Words {
+                agent,
+                at,
+                text,
+                ends_turn,
+            } => {
                 let header = look::header(&agent, &at, self.style, chrono::Local::now());
                 let paint = self.display.finish(&header, &text);
                 self.screen.paint(paint);
-                if self.session.busy {
+                // After a reply nothing of its turn runs, though the idle
+                // event may still be on its way: the line goes now. Words
+                // beside tool calls mean the model goes on.
+                if ends_turn {
+                    self.clear_activity();
+                } else if self.session.busy {
                     self.set_activity("thinking");
                 }
             }

@@ -71,7 +71,9 @@ pub async fn catch_up(
 fn show_once(display: &mut Display, style: Style, show: Show) -> String {
     match show {
         Show::Line(line) => format!("{line}\n"),
-        Show::Words { agent, at, text } => {
+        Show::Words {
+            agent, at, text, ..
+        } => {
             let header = look::header(&agent, &at, style, chrono::Local::now());
             display.finish(&header, &text)
         }
@@ -135,7 +137,9 @@ pub fn older_page(session: &mut Session, messages: &[hearth_protocol::Message]) 
                 out.push_str(&line);
                 out.push('\n');
             }
-            Show::Words { agent, at, text } => {
+            Show::Words {
+                agent, at, text, ..
+            } => {
                 out.push_str(&look::header(&agent, &at, style, now));
                 out.push('\n');
                 out.push_str(&style.body(&look::sanitized(&text)));
