@@ -76,6 +76,18 @@ impl Keeper {
                 .filter(|&&id| open.is_none_or(|start| id < start))
                 .map(|&id| Node::message(id)),
         );
+        // What was asked already and must be asked again goes on whether
+        // a turn waits or not: a node a batch left without a line, or one
+        // whose call failed.
+        let mut again: Vec<Node> = self
+            .solo
+            .iter()
+            .chain(self.failures.keys())
+            .copied()
+            .filter(|node| self.queued(*node))
+            .collect();
+        again.sort_by_key(|node| (node.first(), node.level));
+        candidates.extend(again);
         candidates.extend(
             self.merges
                 .iter()
