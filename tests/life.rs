@@ -208,11 +208,14 @@ async fn reload_refuses_a_model_whose_window_the_layout_does_not_fit_as_start_do
     let sent = model.requests().pop().unwrap();
     assert_eq!(sent.body["model"], "fake-model");
 
-    // SIGHUP refuses it the same way, and says so in the log.
+    // SIGHUP refuses it the same way, and says so in the log: once more
+    // than the reload above did, so the next step waits for the signal's.
+    let refusals = |log: &str| log.matches("32768-token window").count();
+    let before = refusals(&daemon.log_text());
     sighup(daemon.pid());
-    eventually("the refusal in the log", || {
+    eventually("the signal's refusal in the log", || {
         let log = daemon.log_text();
-        async move { log.contains("32768-token window").then_some(()) }
+        async move { (refusals(&log) > before).then_some(()) }
     })
     .await;
 
