@@ -21,7 +21,7 @@
 
 use hearth_protocol::{ClientFrame, Kind};
 use hearth_tests::bins;
-use hearth_tests::fake_model::{FakeModel, Reply, Usage};
+use hearth_tests::fake_model::{FakeModel, Finish, Reply, Usage};
 use hearth_tests::harness::TestHome;
 use hearth_tests::web::{browser, free_port, login_url, png, send, shown, web_home};
 use std::path::PathBuf;
@@ -113,6 +113,13 @@ async fn the_page_logs_in_streams_approves_shows_images_and_follows_a_restart() 
             .await,
         "web"
     );
+
+    // A reply cut at the output limit says so, in the words every client uses.
+    model.push(Reply::ended("Half an ans", Finish::Length));
+    send(&mut browser, &page, "a long one").await;
+    browser
+        .wait_for(&page, "[...document.querySelectorAll('.kind-reply .ending')].some(p => p.textContent.includes('raise max_tokens in [model]'))")
+        .await;
 
     // A tool call that waits for approval: Allow on the page runs it.
     model.push(Reply::tool_call(

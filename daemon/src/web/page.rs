@@ -89,3 +89,25 @@ pub const NOT_WEBSOCKET: &str = "<!doctype html><title>hearth: refused</title>\
 <p>/ws takes a WebSocket upgrade.</p>\n";
 
 pub const NOT_FOUND: &str = "<!doctype html><title>hearth: not found</title><p>Not found.</p>\n";
+
+#[cfg(test)]
+mod tests {
+    use hearth_protocol::ending::{self, reply_note};
+
+    #[test]
+    fn the_page_says_a_cut_or_refused_reply_in_the_words_every_client_uses() {
+        let chat = include_str!("page/chat.js");
+        for status in [
+            ending::CUT_MAX_TOKENS,
+            ending::CUT_CONTENT_FILTER,
+            ending::CUT_CONTEXT_WINDOW,
+            ending::REFUSED,
+        ] {
+            let note = reply_note(Some(status)).unwrap();
+            assert!(
+                chat.contains(&format!("  {status}: `{note}`,")),
+                "chat.js's REPLY_NOTES says {status} as {note}"
+            );
+        }
+    }
+}

@@ -8,6 +8,16 @@ import { renderMarkdown, el } from "./markdown.js";
 const PAGE = 50;
 const CONTEXT = 10; // messages shown above a search hit opened
 
+// The line shown after a reply that is not a whole answer, by its status:
+// the same words as every other client (protocol/src/ending.rs; a test in
+// web/page.rs keeps them equal).
+export const REPLY_NOTES = {
+  cut_max_tokens: `[cut off: the answer reached its output limit; raise max_tokens in [model] of config.toml]`,
+  cut_content_filter: `[cut off by the provider's content filter]`,
+  cut_context_window: `[cut off: the model's context window is full; use a model with a larger window, or layout = "small" in [agent]]`,
+  refused: `[the model refused to answer]`,
+};
+
 export class Chat {
   constructor(connection, root) {
     this.connection = connection;
@@ -197,6 +207,12 @@ export class Chat {
       article.append(el("p", text));
     } else if (text) {
       article.append(renderMarkdown(text));
+    }
+    const ending = message.kind === "reply" && REPLY_NOTES[message.status];
+    if (ending) {
+      const note = el("p", ending);
+      note.className = "ending";
+      article.append(note);
     }
     if (message.images?.length) {
       const images = el("div");
