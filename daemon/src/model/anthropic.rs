@@ -220,7 +220,22 @@ pub(super) fn request_body<'a>(
 ) -> MessagesBody<'a> {
     let (messages, ends) = messages(request, label);
     let max_tokens = config.max_tokens_or_default();
-    let (thinking, output_config) = thinking(config, max_tokens);
+    let (mut thinking, output_config) = thinking(config, max_tokens);
+    // With manual thinking (`enabled`, a budget) the tool-use step a request
+    // continues must come back with its thinking block, or the request is
+    // refused ("Expected `thinking` or `redacted_thinking`"; Anthropic's
+    // "Preserving thinking blocks"). One can be lost: carries live in
+    // memory, so a turn continued after a restart has none, and a fallback
+    // model gets none of another model's. Such a step goes on without
+    // thinking, as a turn with no thinking blocks at all is one the API
+    // takes. (Adaptive thinking may skip thinking at any step, so a step
+    // without a block is one it takes as it is.)
+    let manual = thinking
+        .as_ref()
+        .is_some_and(|thinking| thinking.kind == "enabled");
+    if manual && continues_without_its_thinking(&messages) {
+        thinking = None;
+    }
     let mut body = MessagesBody {
         model: &config.model,
         max_tokens,
@@ -253,6 +268,23 @@ pub(super) fn request_body<'a>(
     };
     place_marks(&mut body, &ends, &request.cache_marks, lasting);
     body
+}
+
+/// Whether the last assistant message is a tool-use step without the
+/// thinking block it was answered with.
+fn continues_without_its_thinking(messages: &[Message<'_>]) -> bool {
+    let Some(last) = messages.iter().rev().find(|m| m.role == Role::Assistant) else {
+        return false;
+    };
+    let uses_tools = last
+        .content
+        .iter()
+        .any(|block| matches!(block, Block::Content(Content::ToolUse { .. })));
+    let thought = last
+        .content
+        .iter()
+        .any(|block| matches!(block, Block::Carried(_)));
+    uses_tools && !thought
 }
 
 /// The thinking settings for the configured effort, in the form the model

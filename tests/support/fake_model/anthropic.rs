@@ -41,6 +41,36 @@ pub(crate) fn too_large() -> Value {
     })
 }
 
+/// The 400 the Messages API answers a request with manual thinking
+/// (`thinking.type: "enabled"`) whose last assistant message calls tools
+/// without starting with its thinking block (the thinking guide's
+/// "Preserving thinking blocks", read 2026-12-01). Adaptive thinking may
+/// skip a step's thinking, so it is not refused there.
+pub(crate) fn thinking_refusal(body: &Value) -> Option<Value> {
+    if body["thinking"]["type"] != "enabled" {
+        return None;
+    }
+    let messages = body["messages"].as_array()?;
+    let (m, last) = messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, message)| message["role"] == "assistant")?;
+    let blocks = last["content"].as_array()?;
+    let calls_tools = blocks.iter().any(|block| block["type"] == "tool_use");
+    let first = blocks.first()?["type"].as_str().unwrap_or_default();
+    if !calls_tools || first == "thinking" || first == "redacted_thinking" {
+        return None;
+    }
+    Some(json!({
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": format!(
+            "messages.{m}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block."
+        )},
+        "request_id": "req_fake",
+    }))
+}
+
 /// The 400 the Messages API answers a request whose images it refuses, as
 /// its vision guide documents the limits (platform.claude.com/docs/en/
 /// build-with-claude/vision, "General limits", read 2026-12-01): base64

@@ -373,6 +373,9 @@ async fn serve_request(stream: &mut TcpStream, shared: &Shared) -> io::Result<()
         if let Some(refusal) = anthropic::image_refusal(&body) {
             return http::write_json(stream, 400, &refusal).await;
         }
+        if let Some(refusal) = anthropic::thinking_refusal(&body) {
+            return http::write_json(stream, 400, &refusal).await;
+        }
     }
     let Some(reply) = reply else {
         let message = format!("fake model: no scripted reply for {what} (request {number})");

@@ -328,6 +328,25 @@ fn thinking_blocks_go_back_first_and_only_to_their_model() {
     let other =
         serde_json::to_value(request_body(&config, &request, "anthropic/other", true)).unwrap();
     assert_eq!(other["messages"][1]["content"][0]["type"], "tool_use");
+    // Adaptive thinking may skip a step's thinking: the request keeps it.
+    assert_eq!(other["thinking"], json!({"type": "adaptive"}));
+}
+
+#[test]
+fn a_tool_step_whose_thinking_was_lost_goes_on_without_thinking() {
+    // A turn continued after a restart: its tool-use step has no carry, and
+    // manual thinking would be refused without it.
+    let manual = config_with_thinking(
+        &config("effort = \"high\"\nmax_tokens = 8192\n"),
+        Some(ThinkingForm::Enabled),
+    );
+    let value = serde_json::to_value(request_body(&manual, &request(), LABEL, false)).unwrap();
+    assert!(value.get("thinking").is_none(), "{value}");
+    // Without a tool-use step there is nothing to lose: thinking stays.
+    let mut plain = request();
+    plain.items.truncate(4);
+    let value = serde_json::to_value(request_body(&manual, &plain, LABEL, false)).unwrap();
+    assert_eq!(value["thinking"]["type"], "enabled", "{value}");
 }
 
 // ---- answers ----
