@@ -30,7 +30,7 @@ impl Fit {
         }
     }
 
-    /// [`check_fits`] with these models and `own_bytes` (`[limits]
+    /// `check_fits` with these models and `own_bytes` (`[limits]
     /// tool_output_chars`).
     pub fn check(
         &self,
