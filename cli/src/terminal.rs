@@ -310,6 +310,21 @@ impl Terminal {
         }
     }
 
+    /// Events and acks that came while files were being stored, taken in
+    /// their order once the store is done.
+    fn take_early(&mut self, early: Vec<ServerFrame>) {
+        for frame in early {
+            match frame {
+                ServerFrame::Event(event) => {
+                    let show = self.session.on_event(&event);
+                    self.show(show);
+                }
+                ServerFrame::Ack { id, .. } => self.on_ack(id),
+                _ => {}
+            }
+        }
+    }
+
     fn set_activity(&mut self, what: &str) {
         let since = match &self.activity {
             Some(activity) => activity.since,
@@ -591,16 +606,7 @@ impl Terminal {
             let put =
                 hearth_client::media::put_files(connection, &files, &mut |frame| early.push(frame))
                     .await;
-            for frame in early {
-                match frame {
-                    ServerFrame::Event(event) => {
-                        let show = self.session.on_event(&event);
-                        self.show(show);
-                    }
-                    ServerFrame::Ack { id, .. } => self.on_ack(id),
-                    _ => {}
-                }
-            }
+            self.take_early(early);
             match put {
                 Ok(stored) => media = stored,
                 Err(hearth_client::media::MediaFileError::Connection(_)) => {
@@ -624,16 +630,7 @@ impl Terminal {
             };
             let mut early = Vec::new();
             let put = images::put_files(connection, &paths, &mut |frame| early.push(frame)).await;
-            for frame in early {
-                match frame {
-                    ServerFrame::Event(event) => {
-                        let show = self.session.on_event(&event);
-                        self.show(show);
-                    }
-                    ServerFrame::Ack { id, .. } => self.on_ack(id),
-                    _ => {}
-                }
-            }
+            self.take_early(early);
             match put {
                 Ok(stored) => hashes = stored,
                 Err(ImageFileError::Connection(_)) => {

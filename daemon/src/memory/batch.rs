@@ -16,11 +16,11 @@
 //! (`compactor.rs`: tries, then a cut at the guard). A line is never
 //! invented for a node the answer does not give.
 
-use super::compactor::{clean, Task};
+use super::compactor::{clean, complete_metered, Task};
 use super::tree::{cut, one_line, Node};
 use crate::layout::Layout;
 use crate::model::{Ending, Item, Model, ModelError, Request};
-use crate::usage::{Meter, Purpose};
+use crate::usage::Meter;
 use std::fmt::Write;
 
 /// The most tasks one call asks for.
@@ -199,15 +199,7 @@ pub async fn ask(
     tasks: &[Task],
     layout: &Layout,
 ) -> Result<Vec<(Node, Option<String>)>, ModelError> {
-    let mut bills = Vec::new();
-    let response = model
-        .complete(request, &mut |_| {}, &mut |_| {}, &mut bills)
-        .await;
-    if let Err(err) = meter.record(Purpose::Compaction, &bills).await {
-        // The keeper stops on the log's next failure; the lines are still good.
-        tracing::error!("cannot store a compaction's usage: {err}");
-    }
-    let response = response?;
+    let response = complete_metered(model, meter, request).await?;
     // A refusal's words are no summary of any of the nodes.
     if response.ending == Ending::Refused {
         return Err(ModelError::Failed(

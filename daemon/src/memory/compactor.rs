@@ -11,7 +11,7 @@
 
 use super::tree::{cut, one_line, Node};
 use crate::layout::Layout;
-use crate::model::{Item, Model, ModelError, Request, ToolSpec};
+use crate::model::{Item, Model, ModelError, Request, Response, ToolSpec};
 use crate::usage::{Meter, Purpose};
 
 /// What a compaction call is asked to do.
@@ -126,6 +126,25 @@ pub fn clean(answer: &str) -> String {
     line.trim_matches('"').trim().to_string()
 }
 
+/// Sends one compaction request and stores what the provider billed for it
+/// through `meter`, answered or failed; a refusal comes back as the answer
+/// it is, for the caller to judge.
+pub async fn complete_metered(
+    model: &Model,
+    meter: &Meter,
+    request: &Request,
+) -> Result<Response, ModelError> {
+    let mut bills = Vec::new();
+    let response = model
+        .complete(request, &mut |_| {}, &mut |_| {}, &mut bills)
+        .await;
+    if let Err(err) = meter.record(Purpose::Compaction, &bills).await {
+        // The keeper stops on the log's next failure; the answer is still good.
+        tracing::error!("cannot store a compaction's usage: {err}");
+    }
+    response
+}
+
 /// Runs the tries of one compaction, each sending `request` (see
 /// [`request`]); the shortest answer wins, cut at the guard. Every try the
 /// provider billed, answered or failed, is stored through `meter`.
@@ -138,15 +157,7 @@ pub async fn compact(
     let mut best: Option<String> = None;
     let mut refused = false;
     for _ in 0..layout.compactor_tries {
-        let mut bills = Vec::new();
-        let response = model
-            .complete(request, &mut |_| {}, &mut |_| {}, &mut bills)
-            .await;
-        if let Err(err) = meter.record(Purpose::Compaction, &bills).await {
-            // The keeper stops on the log's next failure; the line is still good.
-            tracing::error!("cannot store a compaction's usage: {err}");
-        }
-        let response = response?;
+        let response = complete_metered(model, meter, request).await?;
         // A refusal's words are no summary of the node.
         if response.ending == crate::model::Ending::Refused {
             refused = true;
