@@ -117,13 +117,12 @@ pub fn request(
         "</chat>\n{}",
         prompt(tasks, layout.line_budget, false)
     )));
-    let last = items.len() - 1;
     Request {
         instructions: instructions.to_string(),
         tools: tools.to_vec(),
+        cache_marks: super::compactor::context_marks(&items),
         items,
         cache_key: Some(crate::request::cache_key(agent)),
-        cache_marks: vec![last],
     }
 }
 

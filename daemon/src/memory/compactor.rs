@@ -14,6 +14,28 @@ use crate::layout::Layout;
 use crate::model::{Item, Model, ModelError, Request, Response, ToolSpec};
 use crate::usage::{Meter, Purpose};
 
+/// The instructions of compaction calls sent to a memory model of their
+/// own (`[memory] model`, a cheaper one than the turns'), when the layout
+/// names no `compaction_prompt`: such calls cannot share the turns' cached
+/// prefix, so they carry a short prompt of their own and no tools.
+pub const PROMPT: &str = "You write the one-line summaries that stand for older parts of a \
+     conversation in an assistant's memory. Keep names, numbers, dates, decisions and anything \
+     still to do; drop pleasantries. Answer with the lines only, each after its item's number \
+     when several are asked for: no preamble, no quotes, no line breaks within a line.";
+
+/// The instructions of compaction calls on a memory model of their own:
+/// the layout's `compaction_prompt`, or [`PROMPT`].
+pub fn own_prompt(layout: &Layout) -> &str {
+    layout.compaction_prompt.as_deref().unwrap_or(PROMPT)
+}
+
+/// The request's cache marks: the end of `context`'s last block, whose
+/// prefix the next call shares, not the task, which no call repeats (a
+/// mark there would pay to write it). None when there is no context.
+pub(crate) fn context_marks(items: &[Item]) -> Vec<usize> {
+    items.len().checked_sub(2).into_iter().collect()
+}
+
 /// What a compaction call is asked to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Task {
@@ -95,13 +117,12 @@ pub fn request(
         "</chat>\n{}",
         task.prompt(layout.line_budget)
     )));
-    let last = items.len() - 1;
     Request {
         instructions: instructions.to_string(),
         tools: tools.to_vec(),
+        cache_marks: context_marks(&items),
         items,
         cache_key: Some(crate::request::cache_key(agent)),
-        cache_marks: vec![last],
     }
 }
 
