@@ -23,7 +23,10 @@ mod store;
 mod tree;
 mod view;
 
-pub use compactor::{clean as clean_answer, request as compaction_request, Task};
+pub use compactor::{
+    clean as clean_answer, own_prompt as own_compaction_prompt, request as compaction_request,
+    Task, PROMPT as COMPACTION_PROMPT,
+};
 pub(crate) use facts::create as create_facts_table;
 pub use facts::{Change as FactChange, FactError, Pinned, FACTS_LIMIT, FACT_LIMIT};
 pub use huge::{ceil_boundary, floor_boundary, head_and_tail, task_line};
