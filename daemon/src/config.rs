@@ -8,6 +8,10 @@
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
+mod memory;
+
+pub use memory::MemorySettings;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
@@ -130,16 +134,6 @@ pub struct SubagentConfig {
     /// agent gets every server).
     #[serde(default)]
     pub mcp: Vec<String>,
-}
-
-/// `[memory]`: how summaries are written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MemorySettings {
-    /// The model that writes summaries, on the same provider, address and key
-    /// as `[model]` (a cheaper one, say); `[model]`'s own when absent.
-    #[serde(default)]
-    pub model: Option<String>,
 }
 
 /// Which wire protocol a model speaks.
@@ -448,6 +442,7 @@ impl Config {
         if let Some(model) = &config.model {
             model.check(path, "model")?;
         }
+        config.check_memory(path)?;
         Ok(config)
     }
 }
@@ -458,42 +453,55 @@ impl ModelConfig {
     /// `max_tokens` with no room for the smallest budget. `key` is this
     /// model's place in the file; fallbacks are checked too.
     fn check(&self, path: &Path, key: &str) -> Result<(), ConfigError> {
+        if let Some(effort) = &self.effort {
+            self.check_effort(path, effort, &format!("{key}.effort"), key)?;
+        }
+        for (position, fallback) in self.fallback.iter().enumerate() {
+            fallback.check(path, &format!("{key}.fallback[{position}]"))?;
+        }
+        Ok(())
+    }
+
+    /// Refuses `effort` on this model as the provider would: `effort_key`
+    /// names where the effort is, `key` where this model's `max_tokens` is.
+    fn check_effort(
+        &self,
+        path: &Path,
+        effort: &str,
+        effort_key: &str,
+        key: &str,
+    ) -> Result<(), ConfigError> {
         let invalid = |key: String, message: String| ConfigError::Invalid {
             path: path.to_path_buf(),
             key,
             message,
         };
-        if let Some(effort) = &self.effort {
-            let allowed = crate::model::thinking::efforts(self.provider, &self.model);
-            if !allowed.contains(&effort.as_str()) {
-                return Err(invalid(
-                    format!("{key}.effort"),
-                    format!(
-                        "is \"{effort}\", which {} `{}` does not take; use one of {}",
-                        self.provider.name(),
-                        self.model,
-                        allowed.join(", ")
-                    ),
-                ));
-            }
-            let form = crate::model::thinking::form(&self.model, self.thinking);
-            let budgeted = self.provider == ProviderKind::Anthropic
-                && form == crate::model::ThinkingForm::Enabled;
-            let max_tokens = self.max_tokens_or_default();
-            if budgeted && crate::model::thinking::budget(effort, max_tokens).is_none() {
-                return Err(invalid(
-                    format!("{key}.max_tokens"),
-                    format!(
-                        "is {max_tokens}, which leaves no room for thinking: `{}` thinks with a \
-                         budget of at least {} tokens below max_tokens; raise max_tokens or remove effort",
-                        self.model,
-                        crate::model::thinking::MIN_BUDGET
-                    ),
-                ));
-            }
+        let allowed = crate::model::thinking::efforts(self.provider, &self.model);
+        if !allowed.contains(&effort) {
+            return Err(invalid(
+                effort_key.to_string(),
+                format!(
+                    "is \"{effort}\", which {} `{}` does not take; use one of {}",
+                    self.provider.name(),
+                    self.model,
+                    allowed.join(", ")
+                ),
+            ));
         }
-        for (position, fallback) in self.fallback.iter().enumerate() {
-            fallback.check(path, &format!("{key}.fallback[{position}]"))?;
+        let form = crate::model::thinking::form(&self.model, self.thinking);
+        let budgeted =
+            self.provider == ProviderKind::Anthropic && form == crate::model::ThinkingForm::Enabled;
+        let max_tokens = self.max_tokens_or_default();
+        if budgeted && crate::model::thinking::budget(effort, max_tokens).is_none() {
+            return Err(invalid(
+                format!("{key}.max_tokens"),
+                format!(
+                    "is {max_tokens}, which leaves no room for thinking: `{}` thinks with a \
+                     budget of at least {} tokens below max_tokens; raise max_tokens or remove effort",
+                    self.model,
+                    crate::model::thinking::MIN_BUDGET
+                ),
+            ));
         }
         Ok(())
     }

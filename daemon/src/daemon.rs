@@ -255,15 +255,16 @@ impl Running<'_> {
                     .chain(&self.config.agents)
                     .find(|child| child.name == handle.name);
                 let name = child.and_then(|child| child.model.as_ref());
-                // Unchanged, [model] names the compactor's model as it runs.
-                let compactor = models.named(new.memory.model.as_ref().or(name));
+                // Unchanged, [model] names the memory model as it runs.
+                let compactor = models.memory(&new.memory, name);
                 if reread.changed("model") {
                     settings.model = models.named(name);
                 }
                 settings.limits = new.limits.clone();
                 if let Some(fit) = self.fits.get(&handle.name) {
                     let own_bytes = new.limits.tool_output_chars;
-                    fit.check(settings.model.as_ref(), compactor.as_ref(), own_bytes)
+                    let memory = compactor.as_ref().map(|memory| &memory.model);
+                    fit.check(settings.model.as_ref(), memory, own_bytes)
                         .map_err(|err| refused(&err))?;
                 }
                 updates.push((handle, settings, compactor));

@@ -8,7 +8,8 @@
 //! - `reload.rs`: what a reread `config.toml` changes in a running daemon.
 //! - `activity.rs`: what each agent is doing, broadcast live, never logged.
 //! - `bridges.rs`: the bridge processes the config enables (`hearth telegram`).
-//! - `config.rs`: `config.toml`, read at start and at each reload.
+//! - `config.rs`: `config.toml`, read at start and at each reload;
+//!   `config/memory.rs`: `[memory]`, the model that writes summaries.
 //! - `layout.rs`: the built-in layouts that size the view.
 //! - `log.rs`: the append-only SQLite log and its one writer thread (`log/schema.rs` its tables, `log/chain.rs` its hash chain).
 //! - `images.rs`: images stored once by their SHA-256, named from the log.

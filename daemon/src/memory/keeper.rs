@@ -12,8 +12,9 @@
 //! tree, never of timing. It is saved after each change and loaded at start.
 //!
 //! How lines are asked for is in `keeper/calls.rs`: in batches answered as
-//! numbered lines, a turn's long messages at its end in its own chain, and
-//! merges riding the calls that go anyway. How failed calls wait is in
+//! numbered lines, a turn's long messages at its end (in its own chain when
+//! the memory model is the turn's), and merges riding the calls that go
+//! anyway. How failed calls wait is in
 //! `keeper/failures.rs`: an outage of the provider never gives a node a
 //! mechanical line.
 
@@ -53,12 +54,23 @@ pub enum MemoryError {
 /// Reads the agent's tools as they are now.
 pub type ToolList = Arc<dyn Fn() -> Vec<ToolSpec> + Send + Sync>;
 
+/// The model that writes an agent's summaries.
+#[derive(Debug, Clone)]
+pub struct MemoryModel {
+    pub model: Model,
+    /// Another model than the turns' (`[memory] model`, or the provider's
+    /// small one): no cache holds the turns' prefix for it, so its calls
+    /// carry a prompt of their own and no tools, and never extend a turn's
+    /// chain.
+    pub own: bool,
+}
+
 /// What the keeper needs to know about its agent.
 pub struct MemoryConfig {
     pub agent: String,
     pub layout: Layout,
-    /// The compactor's model; none writes mechanical lines.
-    pub model: Option<Model>,
+    /// The memory model; none writes mechanical lines.
+    pub model: Option<MemoryModel>,
     /// The turn's prompt file, so compaction requests share the turn's prefix.
     pub prompt_file: PathBuf,
     /// The agent's tools as a turn would offer them now, read at each
@@ -118,8 +130,8 @@ enum Input {
     },
     /// The running turn ended, with its chain when it replied.
     TurnOver(Option<TurnChain>),
-    /// The configuration was reloaded: the compactor's model from now on.
-    Model(Option<Model>),
+    /// The configuration was reloaded: the memory model from now on.
+    Model(Option<MemoryModel>),
 }
 
 impl Memory {
@@ -175,7 +187,7 @@ impl Memory {
     }
 
     /// Writes summaries with `model` from now on (a reloaded configuration).
-    pub fn set_model(&self, model: Option<Model>) {
+    pub fn set_model(&self, model: Option<MemoryModel>) {
         let _ = self.inputs.send(Input::Model(model));
     }
 
@@ -195,8 +207,9 @@ impl Memory {
     }
 
     /// The running turn ended: with its chain when it replied, so the lines
-    /// of the long messages it carried are asked for in one call that
-    /// extends its last request; without, they are asked the ordinary way.
+    /// of the long messages it carried are asked for at once — in one call
+    /// that extends its last request when the memory model is the turn's;
+    /// without, they are asked the ordinary way.
     pub fn turn_ended(&self, chain: Option<TurnChain>) {
         let _ = self.inputs.send(Input::TurnOver(chain));
     }
@@ -220,8 +233,8 @@ struct Pending {
 struct Keeper {
     log: Log,
     config: Arc<MemoryConfig>,
-    /// The compactor's model: the configured one, until a reload changes it.
-    model: Option<Model>,
+    /// The memory model: the configured one, until a reload changes it.
+    model: Option<MemoryModel>,
     /// Where the size and backlog are published after each step.
     gauge: watch::Sender<MemoryGauge>,
     lines: Lines_,

@@ -6,7 +6,8 @@
 //! - `compactor.rs`: one compaction call: its request and its tries.
 //! - `batch.rs`: several lines in one call, at a turn's end or before it.
 //! - `keeper.rs`: the task that owns an agent's tree and views;
-//!   `keeper/calls.rs`: how it asks for lines (batches, a turn's chain);
+//!   `keeper/calls.rs`: how it asks for lines (batches, a turn's chain,
+//!   a memory model of its own);
 //!   `keeper/failures.rs`: how failed calls wait (an outage cuts no line).
 //! - `search.rs`: the full-text index of messages and lines, and `search`.
 //! - `facts.rs`: the pinned facts, bounded (pure), and their table.
@@ -31,7 +32,9 @@ pub(crate) use facts::create as create_facts_table;
 pub use facts::{Change as FactChange, FactError, Pinned, FACTS_LIMIT, FACT_LIMIT};
 pub use huge::{ceil_boundary, floor_boundary, head_and_tail, task_line};
 pub use inspect::{answer as answer_frame, hits_text};
-pub use keeper::{Memory, MemoryConfig, MemoryError, MemoryGauge, ToolList, TurnChain};
+pub use keeper::{
+    Memory, MemoryConfig, MemoryError, MemoryGauge, MemoryModel, ToolList, TurnChain,
+};
 pub(crate) use search::{backfill as backfill_index, create as create_index};
 pub use store::{Built, ViewName};
 pub use tree::{cut, free_join, message_line, one_line, Node};

@@ -20,6 +20,8 @@
 //! - `bill.rs`: [`Bill`], what one try cost, reported or estimated.
 //! - `thinking.rs`: the effort values each provider takes, and how each
 //!   Anthropic model is asked to think.
+//! - `small.rs`: the memory model's defaults: each provider's small model,
+//!   and the least reasoning a model takes.
 //! - `http.rs`: what the providers share: the POST, reading bodies and
 //!   streams, reading error bodies.
 
@@ -32,6 +34,7 @@ mod http;
 mod provider;
 mod responses;
 mod retry;
+pub mod small;
 mod sse;
 pub mod thinking;
 pub mod window;

@@ -12,7 +12,7 @@ use crate::images::ImageStore;
 use crate::inputs::{self, AgentInputs, Inbox};
 use crate::layout::Layout;
 use crate::log::Log;
-use crate::memory::{Memory, MemoryConfig};
+use crate::memory::{Memory, MemoryConfig, MemoryModel};
 use crate::model::Model;
 use crate::subagents::{Child, Subagents};
 use crate::tools::{Processes, Tools, WhatsAppContacts, Workspace};
@@ -64,7 +64,7 @@ struct AgentSpec<'a> {
     layout: &'a str,
     workdir: Option<&'a Path>,
     model: Option<Model>,
-    compactor_model: Option<Model>,
+    compactor_model: Option<MemoryModel>,
     family: Family,
     /// Who `whatsapp_send` may write to: the top agent's, never a child's.
     whatsapp: Option<WhatsAppContacts>,
@@ -120,8 +120,7 @@ impl Starter<'_> {
                 name: &child.name,
                 layout: &child.layout,
                 workdir: child.workdir.as_deref(),
-                compactor_model: models
-                    .named(config.memory.model.as_ref().or(child.model.as_ref())),
+                compactor_model: models.memory(&config.memory, child.model.as_ref()),
                 model: models.named(child.model.as_ref()),
                 family: Family::Child(subagents.clone()),
                 whatsapp: None,
@@ -141,7 +140,7 @@ impl Starter<'_> {
             name: &config.agent.name,
             layout: &config.agent.layout,
             workdir: config.agent.workdir.as_deref(),
-            compactor_model: models.named(config.memory.model.as_ref()),
+            compactor_model: models.memory(&config.memory, None),
             model,
             family,
             whatsapp,
@@ -190,7 +189,7 @@ impl Starter<'_> {
         });
         fit.check(
             spec.model.as_ref(),
-            spec.compactor_model.as_ref(),
+            spec.compactor_model.as_ref().map(|memory| &memory.model),
             own_bytes,
         )?;
         let meter = self.meter.for_agent(spec.name);

@@ -3,8 +3,9 @@
 
 use super::error::StartError;
 use super::secrets;
-use crate::config::{Config, ModelConfig};
+use crate::config::{Config, MemorySettings, ModelConfig};
 use crate::log::{Log, NewMessage};
+use crate::memory::MemoryModel;
 use crate::model::Model;
 use hearth_protocol::home::Home;
 use std::path::PathBuf;
@@ -51,7 +52,28 @@ impl Models {
         if let Some(name) = name {
             config.model = name.clone();
         }
-        Some(Model::new(config, |env: &str| {
+        Some(self.open(config))
+    }
+
+    /// The memory model of an agent whose turns run the model named `turn`
+    /// (or `[model]`'s own): `[memory] model`, or the provider's small one
+    /// (`config/memory.rs`); none when no model is configured.
+    pub fn memory(&self, settings: &MemorySettings, turn: Option<&String>) -> Option<MemoryModel> {
+        let mut config = self.config.clone()?;
+        if let Some(name) = turn {
+            config.model = name.clone();
+        }
+        let memory = settings.model_for(&config);
+        Some(MemoryModel {
+            model: self.open(memory.config),
+            own: memory.own,
+        })
+    }
+
+    /// A model of `config`, its key looked up in the environment or
+    /// secrets.env.
+    fn open(&self, config: ModelConfig) -> Model {
+        Model::new(config, |env: &str| {
             let key = secrets::find(&self.secrets_file, env);
             let mut said = self
                 .said
@@ -61,7 +83,7 @@ impl Models {
                 tracing::info!("no API key in ${env} or secrets.env; sending requests without one");
             }
             key
-        }))
+        })
     }
 
     /// `[model]`'s own, logged at start.

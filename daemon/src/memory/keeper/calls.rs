@@ -3,11 +3,19 @@
 //!
 //! - **At a turn's end**, the turn loop hands the keeper its last request
 //!   and its reply ([`TurnChain`]); the long messages that request carried
-//!   and the merges ready then are asked for in one call that extends it,
-//!   so its prefix is in the cache and no long message is sent twice.
-//!   While a turn runs, its own long messages wait for that call. (A
-//!   layout with its own `compaction_prompt` skips this call: the chain
-//!   carries the turn's prompt.)
+//!   and the merges ready then are asked for at once. When the memory model
+//!   is the turn's (the same configured name) and the layout names no
+//!   `compaction_prompt`, in one call that extends that request, so its
+//!   prefix is in the cache and no long message is sent twice. Otherwise
+//!   (a memory model of its own, which no cache of the turn's serves, or a
+//!   compaction prompt, which the chain would not carry) in ordinary
+//!   batches after the compaction view, so the next turn finds them built.
+//!   While a turn runs, its own long messages wait for its end.
+//! - **A memory model of its own** gets the layout's `compaction_prompt`
+//!   or the built-in one ([`crate::memory::COMPACTION_PROMPT`]) and no
+//!   tools; the turn's model gets the turn's instructions (or the layout's
+//!   compaction prompt) and tools, so the cache serves the prefix it shares
+//!   with the turns.
 //! - **Otherwise** (a long message a turn takes, a note, one logged after
 //!   the turn's last request, after a restart), the messages that need a
 //!   line wait for the next turn that asks for its view, and go with the
@@ -23,12 +31,12 @@
 //!   batch queued as it was.
 
 use super::failures::Failure;
-use super::{Input, Keeper};
+use super::{Input, Keeper, MemoryConfig, MemoryModel};
 use crate::log::LogError;
 use crate::memory::batch::{self, BATCH};
 use crate::memory::compactor::{self, Task};
 use crate::memory::tree::Node;
-use crate::model::{Model, Request};
+use crate::model::{Request, ToolSpec};
 use crate::request;
 use std::collections::HashSet;
 use tokio::time::Instant;
@@ -137,19 +145,19 @@ impl Keeper {
         Ok(())
     }
 
-    /// A turn ended: with a reply, its chain asks for the lines of the long
-    /// messages it carried and the ready merges; every other message of the
-    /// turn goes the ordinary way from now on.
+    /// A turn ended: with a reply, the lines of the long messages it
+    /// carried and the ready merges are asked for now, in its chain when
+    /// the memory model can read it from the cache; every other message of
+    /// the turn goes the ordinary way from now on.
     pub(super) async fn turn_over(&mut self, chain: Option<TurnChain>) -> Result<(), LogError> {
         self.open_turn = None;
         let (Some(chain), Some(model)) = (chain, self.model.clone()) else {
             return Ok(());
         };
-        // A layout with a compaction prompt of its own keeps the turn's
-        // prompt out of compaction: its lines go the ordinary way.
-        if self.config.layout.compaction_prompt.is_some() {
-            return Ok(());
-        }
+        // The chain is the turn's request: only the turn's model finds it in
+        // the cache, and only with the turn's prompt, which a layout's
+        // compaction prompt keeps out of compaction.
+        let chained = !model.own && self.config.layout.compaction_prompt.is_none();
         // The reply was logged before the turn handed its chain over.
         self.ingest().await?;
         let now = Instant::now();
@@ -192,8 +200,8 @@ impl Keeper {
             if nodes.is_empty() {
                 return Ok(());
             }
-            let chained = Some((&chain.request, chain.reply.as_str()));
-            self.send_batch(nodes, chained, &model).await?;
+            let turn = chained.then_some((&chain.request, chain.reply.as_str()));
+            self.send_batch(nodes, turn, &model).await?;
             if messages.is_empty() {
                 return Ok(());
             }
@@ -236,7 +244,7 @@ impl Keeper {
     }
 
     /// One call for one node, with the single call's tries.
-    fn send_one(&mut self, node: Node, task: Task, model: &Model) {
+    fn send_one(&mut self, node: Node, task: Task, model: &MemoryModel) {
         self.running.insert(node);
         self.calls += 1;
         let context = self.context(node.first());
@@ -244,19 +252,16 @@ impl Keeper {
         let inputs = self.inputs.clone();
         let model = model.clone();
         tokio::spawn(async move {
-            let instructions = match &config.layout.compaction_prompt {
-                Some(prompt) => prompt.clone(),
-                None => request::instructions(&config.prompt_file),
-            };
+            let (instructions, tools) = prefix(&config, &model);
             let request = compactor::request(
                 &config.agent,
                 &instructions,
-                &(config.tools)(),
+                &tools,
                 &context,
                 &config.layout,
                 &task,
             );
-            let result = compactor::compact(&model, &config.meter, &request, &config.layout)
+            let result = compactor::compact(&model.model, &config.meter, &request, &config.layout)
                 .await
                 .map_err(|err| Failure::of(&err));
             let _ = inputs.send(Input::Finished { node, result });
@@ -269,7 +274,7 @@ impl Keeper {
         &mut self,
         nodes: Vec<Node>,
         chain: Option<(&Request, &str)>,
-        model: &Model,
+        model: &MemoryModel,
     ) -> Result<(), LogError> {
         let mut tasks = Vec::new();
         for node in nodes {
@@ -288,14 +293,11 @@ impl Keeper {
             Some((turn, reply)) => batch::chain_request(turn, reply, &tasks, &config.layout),
             None => {
                 let first = nodes.iter().map(|n| n.first()).min().unwrap_or(0);
-                let instructions = match &config.layout.compaction_prompt {
-                    Some(prompt) => prompt.clone(),
-                    None => request::instructions(&config.prompt_file),
-                };
+                let (instructions, tools) = prefix(&config, model);
                 batch::request(
                     &config.agent,
                     &instructions,
-                    &(config.tools)(),
+                    &tools,
                     &self.context(first),
                     &config.layout,
                     &tasks,
@@ -305,9 +307,15 @@ impl Keeper {
         let inputs = self.inputs.clone();
         let model = model.clone();
         tokio::spawn(async move {
-            let result = batch::ask(&model, &config.meter, &request, &tasks, &config.layout)
-                .await
-                .map_err(|err| Failure::of(&err));
+            let result = batch::ask(
+                &model.model,
+                &config.meter,
+                &request,
+                &tasks,
+                &config.layout,
+            )
+            .await
+            .map_err(|err| Failure::of(&err));
             let _ = inputs.send(Input::Batch { nodes, result });
         });
         Ok(())
@@ -357,4 +365,22 @@ impl Keeper {
             }
         }
     }
+}
+
+/// The instructions and tools a compaction request outside a turn's chain
+/// starts with: on a memory model of its own, its own prompt and no tools;
+/// on the turn's model, the turn's instructions (or the layout's
+/// compaction prompt) and tools, as its turns send them.
+fn prefix(config: &MemoryConfig, model: &MemoryModel) -> (String, Vec<ToolSpec>) {
+    if model.own {
+        return (
+            compactor::own_prompt(&config.layout).to_string(),
+            Vec::new(),
+        );
+    }
+    let instructions = match &config.layout.compaction_prompt {
+        Some(prompt) => prompt.clone(),
+        None => request::instructions(&config.prompt_file),
+    };
+    (instructions, (config.tools)())
 }

@@ -1,0 +1,176 @@
+//! End-to-end: which model writes the summaries, and in what form. A
+//! memory model of its own (`[memory] model`) gets ordinary batches at a
+//! turn's end, with its own prompt and no tools, never the turn's chain; a
+//! layout's compaction prompt on the turn's model likewise goes at the
+//! turn's end. A real `hearthd`, a fake model that serves both names.
+
+// Test code fails by panicking: unwrap and expect name what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use hearth_protocol::EventKind;
+use hearth_tests::bins;
+use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
+use hearth_tests::harness::{Client, TestHome};
+
+/// A layout with small budgets: a file read is a long message.
+fn layout(extra: &str) -> String {
+    "block_lines = 4\nline_budget = 80\nline_guard = 160\nhigh_budget = 4000\nlow_budget = 2000\n\
+     compaction_high_budget = 4000\ncompaction_low_budget = 2000\ncompactor_concurrency = 1\n\
+     compactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\ncompactor_backoff_ms = 1\n"
+        .to_string()
+        + extra
+}
+
+/// A home on the fake model (`fake`), with `layout_text` and `more` after
+/// `[agent]`, and the notes file the turn reads.
+fn home_with(model: &FakeModel, layout_text: &str, more: &str) -> TestHome {
+    let home = TestHome::new(bins!());
+    let layout_file = home.path().join("test-layout.toml");
+    std::fs::write(&layout_file, layout_text).unwrap();
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake\"\nbase_url = \"{}\"\neffort = \"high\"\n\n\
+         [agent]\nlayout = \"{}\"\n\n{more}",
+        model.base_url(),
+        layout_file.display()
+    ));
+    let work = home.path().join("agents/hearth/work");
+    std::fs::create_dir_all(&work).unwrap();
+    let notes = "the plumber comes on tuesday at nine; call ahead on 555 0199. ".repeat(6);
+    std::fs::write(work.join("notes.txt"), notes).unwrap();
+    home
+}
+
+/// The text of every message of a Chat Completions request, in order.
+fn contents(request: &Recorded) -> Vec<String> {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// One turn that reads the notes (a long tool output) and replies.
+async fn read_the_notes(model: &FakeModel, client: &mut Client) -> u64 {
+    model.push(Reply::ToolCalls {
+        text: None,
+        calls: vec![("read_file".into(), r#"{"path": "notes.txt"}"#.into())],
+    });
+    model.push(Reply::Text("Tuesday at nine.".into()));
+    let ask = "please read my notes file and tell me when the plumber comes";
+    let (id, _) = client.submit(ask, "terminal", None).await;
+    client.reply_to(id).await;
+    client
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Tool)
+        .find_map(|e| e.id)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_memory_model_of_its_own_gets_its_prompt_no_tools_and_no_chain_at_the_turns_end() {
+    let model = FakeModel::start().await;
+    let home = home_with(&model, &layout(""), "[memory]\nmodel = \"fake-small\"\n");
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    let line = "plumber due tuesday at nine, phone 555 0199 before; notes.txt read";
+    model.push_for("fake-small", Reply::Text(format!("1. {line}")));
+    let tool = read_the_notes(&model, &mut client).await;
+    // Asked at the turn's end: before the next turn asks for anything.
+    let requests = model.wait_for_requests(3).await;
+    for turn in &requests[..2] {
+        assert_eq!(turn.body["model"], "fake");
+        assert_eq!(turn.body["reasoning_effort"], "high");
+        assert!(turn.body["tools"].as_array().is_some_and(|t| !t.is_empty()));
+    }
+    let summary = &requests[2];
+    assert_eq!(summary.body["model"], "fake-small");
+    // Not the turns' effort; with a base_url, none at all.
+    assert!(
+        summary.body.get("reasoning_effort").is_none(),
+        "{}",
+        summary.body
+    );
+    assert!(
+        summary.body.get("tools").is_none(),
+        "no tools: {}",
+        summary.body
+    );
+    let all = contents(summary);
+    assert_eq!(all[0], hearth_daemon::memory::COMPACTION_PROMPT);
+    assert_eq!(summary.body["messages"][0]["role"], "system");
+    // No copy of the turn's chain: neither its reply nor its state; the
+    // compaction view, then the tool output whole in the task.
+    assert!(!all.iter().any(|c| c == "Tuesday at nine."), "{all:?}");
+    assert!(
+        summary.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["role"] != "assistant" && m["role"] != "tool"),
+        "{all:?}"
+    );
+    let task = all.last().unwrap();
+    assert!(task.starts_with("</chat>\nWrite the lines"), "{task}");
+    assert!(
+        task.contains(&format!("1. Message {tool}, whole")),
+        "{task}"
+    );
+    assert!(task.contains("call ahead on 555 0199"), "{task}");
+    assert!(
+        all[1].starts_with("<chat>\n"),
+        "the compaction view: {all:?}"
+    );
+
+    // The next turn finds the line built: no call runs before it. Its end
+    // asks the memory model for the merge that was waiting.
+    model.push(Reply::Text("You're welcome.".into()));
+    let merged = "asked when the plumber comes: tuesday at nine";
+    model.push_for("fake-small", Reply::Text(format!("1. {merged}")));
+    let (next, _) = client.submit("thanks", "terminal", None).await;
+    client.reply_to(next).await;
+    let requests = model.wait_for_requests(5).await;
+    assert_eq!(requests[3].body["model"], "fake");
+    let view = contents(&requests[3]).join("\n");
+    assert!(view.contains(&format!("{tool}+1|{line}")), "{view}");
+    let merge = &requests[4];
+    assert_eq!(merge.body["model"], "fake-small");
+    assert!(merge.body.get("tools").is_none());
+    let task = contents(merge).pop().unwrap();
+    assert!(task.contains("1. Two lines that cover messages"), "{task}");
+}
+
+#[tokio::test]
+async fn a_layouts_compaction_prompt_on_the_turns_model_is_asked_at_the_turns_end() {
+    let model = FakeModel::start().await;
+    let prompt = "You summarize this assistant's conversation in short lines.";
+    let layout_text = layout(&format!("compaction_prompt = \"{prompt}\"\n"));
+    let home = home_with(&model, &layout_text, "");
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    let line = "plumber due tuesday at nine, phone 555 0199 before";
+    model.push(Reply::ToolCalls {
+        text: None,
+        calls: vec![("read_file".into(), r#"{"path": "notes.txt"}"#.into())],
+    });
+    model.push(Reply::Text("Tuesday at nine.".into()));
+    model.push(Reply::Text(format!("1. {line}")));
+    let ask = "please read my notes file and tell me when the plumber comes";
+    let (id, _) = client.submit(ask, "terminal", None).await;
+    client.reply_to(id).await;
+    let requests = model.wait_for_requests(3).await;
+    let summary = &requests[2];
+    assert_eq!(summary.body["model"], "fake");
+    let all = contents(summary);
+    assert_eq!(all[0], prompt);
+    assert!(
+        !all.iter().any(|c| c == "Tuesday at nine."),
+        "not the chain"
+    );
+    assert!(all.last().unwrap().contains("whole"), "{all:?}");
+    // The turn's model keeps the turns' tools, so their prefix is shared.
+    assert_eq!(summary.body["tools"], requests[1].body["tools"]);
+}
