@@ -140,6 +140,14 @@ async fn a_memory_model_of_its_own_gets_its_prompt_no_tools_and_no_chain_at_the_
     assert!(merge.body.get("tools").is_none());
     let task = contents(merge).pop().unwrap();
     assert!(task.contains("1. Two lines that cover messages"), "{task}");
+
+    // `hearth status` names the memory model, since it is not the turns'.
+    let status = home.hearth_async(&["status"]).await;
+    let said = String::from_utf8_lossy(&status.stdout);
+    assert!(said.contains("written by openai-chat/fake-small"), "{said}");
+    let status = home.hearth_async(&["status", "--json"]).await;
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["memory"]["model"], "openai-chat/fake-small");
 }
 
 #[tokio::test]
@@ -173,4 +181,9 @@ async fn a_layouts_compaction_prompt_on_the_turns_model_is_asked_at_the_turns_en
     assert!(all.last().unwrap().contains("whole"), "{all:?}");
     // The turn's model keeps the turns' tools, so their prefix is shared.
     assert_eq!(summary.body["tools"], requests[1].body["tools"]);
+    // The turns' own model is no memory model to name apart.
+    let status = home.hearth_async(&["status", "--json"]).await;
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert!(status["memory"]["lines"].is_u64(), "{status}");
+    assert!(status["memory"].get("model").is_none(), "{status}");
 }

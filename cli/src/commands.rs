@@ -334,8 +334,14 @@ pub fn status_text(status: &Status) -> String {
         ));
     }
     if let Some(memory) = &status.memory {
+        // The memory model, named when it is not the turns' own.
+        let by = memory
+            .model
+            .as_deref()
+            .map(|model| format!(", written by {model}"))
+            .unwrap_or_default();
         extra.push_str(&format!(
-            "memory   {} lines, {} of {} bytes in view, {} summaries pending\n",
+            "memory   {} lines, {} of {} bytes in view, {} summaries pending{by}\n",
             memory.lines, memory.bytes, memory.high_budget, memory.pending
         ));
     }

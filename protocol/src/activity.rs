@@ -146,6 +146,10 @@ pub struct MemoryStatus {
     pub high_budget: u64,
     /// Summaries not written yet.
     pub pending: u64,
+    /// The model that writes the summaries (`provider/model`), when it is
+    /// not the turns' own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A bridge the configuration enables, as `status` reports it.

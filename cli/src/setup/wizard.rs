@@ -87,6 +87,11 @@ pub async fn run(
         asker.say("The model's window is small: the agent uses the `small` layout.");
     }
     asker.say(&format!("✓ saved [model] in {}", config_file.display()));
+    if let Some(memory) = memory_model(&config_file, &text) {
+        asker.say(&format!(
+            "Summaries of the agent's memory are written by {memory} ([memory] model changes it)."
+        ));
+    }
 
     // Telegram, when wanted.
     if !options.no_telegram && telegram::wanted(&mut asker, &options)? {
@@ -107,6 +112,17 @@ pub async fn run(
     let service = service_step(&mut asker, &options, home, explicit_home)?;
     daemon_step(&mut asker, home, service).await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The memory model of the configuration `text`, as `provider/model`,
+/// when it is not the turns' own (`[memory]` in the README).
+fn memory_model(path: &std::path::Path, text: &str) -> Option<String> {
+    let config = hearth_daemon::config::Config::parse(path, text).ok()?;
+    let memory = config.memory.model_for(&config.turn_model(None)?);
+    let model = &memory.config;
+    memory
+        .own
+        .then(|| format!("{}/{}", model.provider.name(), model.model))
 }
 
 /// What setup says about WhatsApp, which it does not configure itself.
@@ -194,5 +210,24 @@ fn clip(text: &str) -> String {
         format!("“{cut}…”")
     } else {
         format!("“{safe}”")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memory_model;
+    use std::path::Path;
+
+    #[test]
+    fn setup_names_the_memory_model_only_when_it_is_not_the_turns() {
+        let path = Path::new("config.toml");
+        let own = "[model]\nprovider = \"openai\"\nmodel = \"gpt-5-mini\"\n";
+        assert_eq!(
+            memory_model(path, own).as_deref(),
+            Some("openai/gpt-5-nano")
+        );
+        let local = "[model]\nprovider = \"openai-chat\"\nmodel = \"qwen3:8b\"\n\
+                     base_url = \"http://127.0.0.1:11434/v1\"\n";
+        assert_eq!(memory_model(path, local), None);
     }
 }

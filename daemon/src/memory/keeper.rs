@@ -109,6 +109,8 @@ pub struct MemoryGauge {
 pub struct Memory {
     inputs: mpsc::UnboundedSender<Input>,
     gauge: watch::Receiver<MemoryGauge>,
+    /// The memory model's label when it is of its own, for `status`.
+    own_model: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 enum Input {
@@ -153,6 +155,7 @@ impl Memory {
         let (inputs, receiver) = mpsc::unbounded_channel();
         let appended = config.events.subscribe();
         let (gauge_tx, gauge) = watch::channel(MemoryGauge::default());
+        let own_model = Arc::new(std::sync::Mutex::new(own_label(config.model.as_ref())));
         let mut keeper = Keeper {
             log,
             model: config.model.clone(),
@@ -178,7 +181,11 @@ impl Memory {
         };
         keeper.recover_queues();
         tokio::spawn(keeper.run(receiver, appended));
-        Ok(Memory { inputs, gauge })
+        Ok(Memory {
+            inputs,
+            gauge,
+            own_model,
+        })
     }
 
     /// The memory's size and backlog now.
@@ -188,7 +195,19 @@ impl Memory {
 
     /// Writes summaries with `model` from now on (a reloaded configuration).
     pub fn set_model(&self, model: Option<MemoryModel>) {
+        *self
+            .own_model
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = own_label(model.as_ref());
         let _ = self.inputs.send(Input::Model(model));
+    }
+
+    /// The memory model (`provider/model`) when it is not the turns' own.
+    pub fn own_model(&self) -> Option<String> {
+        self.own_model
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The rendered view of every message before `through`, once every line
@@ -213,6 +232,11 @@ impl Memory {
     pub fn turn_ended(&self, chain: Option<TurnChain>) {
         let _ = self.inputs.send(Input::TurnOver(chain));
     }
+}
+
+/// The label of `model` when it is a memory model of its own.
+fn own_label(model: Option<&MemoryModel>) -> Option<String> {
+    model.filter(|m| m.own).map(|m| m.model.label())
 }
 
 /// Built lines by node.

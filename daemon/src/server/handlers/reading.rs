@@ -123,6 +123,7 @@ fn memory_status(handle: &crate::turn::AgentHandle) -> hearth_protocol::MemorySt
         bytes: gauge.bytes,
         high_budget: gauge.high_budget,
         pending: gauge.pending,
+        model: handle.memory.own_model(),
     }
 }
 
