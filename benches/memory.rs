@@ -42,13 +42,17 @@ fn main() {
          user messages, replies, tool calls with outputs up to 30,000 characters) replayed \
          through hearth's real tree, views and `request::build` with a fake summarizer, and \
          through three baselines, on a simulated OpenAI prefix cache (longest fresh prefix in \
-         128-token steps, nothing under 1,024 tokens). hearth's compaction calls take the \
-         batched form: a turn's long messages and the merges ready then asked for at the \
-         turn's end in one request that extends the turn's own chain, the long messages \
-         before a turn (those it takes, notes) in batches before its first request, merges \
+         128-token steps, nothing under 1,024 tokens). hearth's compaction calls are batched: \
+         the long messages of a turn and the merges ready then asked for at the turn's end, \
+         those before a turn (the ones it takes, notes) before its first request, merges \
          answered as numbered lines — the form the daemon's keeper sends \
-         (`memory/keeper/calls.rs`); the second hearth row is the form before, one call per \
-         line after the compaction view and every merge as soon as ready.\n"
+         (`memory/keeper/calls.rs`). The first hearth row is the default: the lines written \
+         by the provider's small model (`[memory] model`), whose calls carry a short prompt of \
+         their own, no tools and the compaction view, and have a cache of their own (another \
+         model's cache holds nothing of the turns). The second row has the turns' model write \
+         them, each turn's batch extending the turn's own cached chain; the third is the form \
+         before batches, one call per line after the compaction view and every merge as soon \
+         as ready.\n"
     );
     println!("{LEGEND}");
     for ttl in 0..ttls.len() {

@@ -299,6 +299,18 @@ impl RequestBody {
         self.body.push(&out);
         &mut self.body
     }
+
+    /// Where the last cache mark of `request` (the body's last one set)
+    /// ends, in bytes: the end of its marked item, or the head's end when
+    /// it has no mark.
+    pub fn marked(&self, request: &Request) -> usize {
+        request
+            .cache_marks
+            .iter()
+            .max()
+            .and_then(|&item| self.ends.get(item).copied())
+            .unwrap_or(self.head_end)
+    }
 }
 
 /// A JSON string literal.

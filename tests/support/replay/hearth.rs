@@ -17,9 +17,13 @@
 //! notes) are asked for before its first request, with the ready merges,
 //! after the compaction view; a batch of the view that waits for a parent
 //! asks for it with the other ready merges. Merges wait for one of those
-//! calls. [`Hearth::one_call_per_line`] gives the form before it — one call
-//! per line, each after the compaction view, merges as soon as ready — for
-//! comparison.
+//! calls. [`Hearth::lines_by_memory_model`] is the daemon's default: a
+//! memory model of its own writes the lines, so its calls carry the
+//! compaction prompt and no tools, and a turn's batch follows the
+//! compaction view rather than the turn's chain, which that model never
+//! cached. [`Hearth::one_call_per_line`] gives the form before batches —
+//! one call per line, each after the compaction view, merges as soon as
+//! ready — for comparison.
 
 use super::cache::RequestBody;
 use super::report::Meter;
@@ -27,8 +31,8 @@ use super::strategies::{Strategy, AGENT};
 use hearth_daemon::layout::Layout;
 use hearth_daemon::log::{Entry, TurnRecord};
 use hearth_daemon::memory::{
-    batch, clean_answer, compaction_request, cut, free_join, message_line, render_line, task_line,
-    Built, Lines, Node, Progress, Task, View,
+    batch, clean_answer, compaction_request, cut, free_join, message_line, own_compaction_prompt,
+    render_line, task_line, Built, Lines, Node, Progress, Task, View,
 };
 use hearth_daemon::model::{Request, ToolSpec};
 use hearth_daemon::request::{self, TurnContext};
@@ -95,6 +99,11 @@ pub struct Hearth {
     pub calls: u64,
     /// The batched form; off: one call per line, merges as soon as ready.
     batched: bool,
+    /// The lines are written by a memory model of its own: its calls carry
+    /// the compaction prompt and no tools, and a turn's long messages are
+    /// asked for at its end after the compaction view, not in its chain
+    /// (another model's cache holds nothing of the turn).
+    own_model: bool,
     /// Long messages that wait for a call before the next turn, as their
     /// tasks' text (batched form).
     before_turn: Vec<(u64, String)>,
@@ -134,6 +143,7 @@ impl Hearth {
             chain_body: RequestBody::default(),
             calls: 0,
             batched: true,
+            own_model: false,
             before_turn: Vec::new(),
             in_chain: Vec::new(),
             running: None,
@@ -145,6 +155,24 @@ impl Hearth {
     pub fn one_call_per_line(mut self) -> Hearth {
         self.batched = false;
         self
+    }
+
+    /// Lines by a memory model of its own, as the daemon sends them when
+    /// `[memory] model` differs from `[model]`.
+    pub fn lines_by_memory_model(mut self) -> Hearth {
+        self.own_model = true;
+        self
+    }
+
+    /// The instructions and tools a call after the compaction view begins
+    /// with: the turns' own, so the cache serves them, or, on a memory
+    /// model of its own, the compaction prompt alone.
+    fn compaction_head(&self) -> (String, Vec<ToolSpec>) {
+        if self.own_model {
+            (own_compaction_prompt(&self.layout).to_string(), Vec::new())
+        } else {
+            (self.instructions.clone(), self.tools.clone())
+        }
     }
 
     /// Every built line of the tree, to store in a real log.
@@ -266,20 +294,17 @@ impl Hearth {
     /// shortest is kept, cut at the guard.
     fn compact(&mut self, task: Task, meter: &mut Meter) {
         let node = task.node();
+        let mut marked = 0;
         if self.metered {
             if let Task::Merge { left, right, .. } = &task {
                 meter.floors.merge += (left.len() + right.len()) as u64;
             }
             let context = self.compaction_context(node, meter);
-            let request = compaction_request(
-                AGENT,
-                &self.instructions,
-                &self.tools,
-                &context,
-                &self.layout,
-                &task,
-            );
+            let (instructions, tools) = self.compaction_head();
+            let request =
+                compaction_request(AGENT, &instructions, &tools, &context, &self.layout, &task);
             self.compaction_body.set(&request);
+            marked = self.compaction_body.marked(&request);
         }
         let budget = self.layout.line_budget;
         let mut best: Option<String> = None;
@@ -287,7 +312,7 @@ impl Hearth {
             self.calls += 1;
             if self.metered {
                 let compress = matches!(task, Task::Compress { .. });
-                meter.compaction(&mut self.compaction_body.body, compress);
+                meter.compaction_marked(&mut self.compaction_body.body, compress, marked);
             }
             let answer = fake_answer(&task, attempt, budget);
             if self.metered {
@@ -354,15 +379,18 @@ impl Hearth {
                 _ => {
                     let first = tasks.iter().map(|t| t.node().first()).min().unwrap_or(0);
                     let context = self.compaction_context(Node::message(first), meter);
+                    let (instructions, tools) = self.compaction_head();
                     let request = batch::request(
                         AGENT,
-                        &self.instructions,
-                        &self.tools,
+                        &instructions,
+                        &tools,
                         &context,
                         &self.layout,
                         &tasks,
                     );
-                    meter.compaction(self.compaction_body.set(&request), compress);
+                    self.compaction_body.set(&request);
+                    let marked = self.compaction_body.marked(&request);
+                    meter.compaction_marked(&mut self.compaction_body.body, compress, marked);
                 }
             }
         }
@@ -540,7 +568,7 @@ impl Strategy for Hearth {
             let line = task_line(&entry.message, self.layout.huge_limit());
             let in_chain =
                 self.batched && self.running.as_ref().is_some_and(|(start, _)| id >= *start);
-            if !in_chain {
+            if !in_chain || self.own_model {
                 // Sent once more whole, by the call that compresses it.
                 meter.floors.compress += text_bytes;
             }
@@ -598,7 +626,9 @@ impl Strategy for Hearth {
             if tasks.is_empty() {
                 break;
             }
-            self.batch(tasks, Some(&reply), meter);
+            // Another model's cache holds nothing of the turn's chain.
+            let chain = (!self.own_model).then_some(reply.as_str());
+            self.batch(tasks, chain, meter);
             if self.in_chain.is_empty() {
                 break;
             }

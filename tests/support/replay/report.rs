@@ -33,11 +33,18 @@ pub struct Tally {
 
 impl Tally {
     fn add(&mut self, input: u64, cached: u64) {
+        self.add_marked(input, cached, input);
+    }
+
+    /// A request whose last cache mark ends `marked` tokens in: what it
+    /// writes is its uncached input up to there (a provider with explicit
+    /// marks writes nothing after the last one).
+    fn add_marked(&mut self, input: u64, cached: u64, marked: u64) {
         self.requests += 1;
         self.input += input;
         self.cached += cached;
-        if input >= MIN_TOKENS {
-            self.written += input - cached;
+        if input >= MIN_TOKENS && marked >= MIN_TOKENS {
+            self.written += marked.min(input).saturating_sub(cached);
         }
         self.largest = self.largest.max(input);
     }
@@ -128,6 +135,12 @@ impl Floors {
 pub struct Meter {
     pub name: String,
     caches: Vec<Cache>,
+    /// The compaction calls' own caches, when a memory model of its own
+    /// writes the lines: its cache holds nothing the turns' model warmed.
+    compaction_caches: Option<Vec<Cache>>,
+    /// Whether the lines are written by the memory model (priced at its
+    /// list prices) rather than the turns' model.
+    pub memory_model: bool,
     pub tallies: Vec<Tallies>,
     /// Messages logged, and their text's bytes: what is new.
     pub messages: u64,
@@ -170,6 +183,8 @@ impl Meter {
         Meter {
             name: name.into(),
             caches: ttls.iter().map(|&ttl| Cache::new(ttl)).collect(),
+            compaction_caches: None,
+            memory_model: false,
             tallies: vec![Tallies::default(); ttls.len()],
             messages: 0,
             new_bytes: 0,
@@ -190,6 +205,14 @@ impl Meter {
             arrived_bytes: 0,
             last_bodies: None,
         }
+    }
+
+    /// The compaction calls go to a memory model of their own: a cache of
+    /// their own, priced at its list prices.
+    pub fn lines_by_memory_model(mut self) -> Meter {
+        self.compaction_caches = Some(self.ttls().iter().map(|&ttl| Cache::new(ttl)).collect());
+        self.memory_model = true;
+        self
     }
 
     /// Also measures the bytes the cache's block steps leave unserved.
@@ -264,25 +287,33 @@ impl Meter {
     /// message. Warm when the compaction call before it, which shares its
     /// prefix (the compaction view), was within the time-to-live.
     pub fn compaction(&mut self, body: &mut Body, compress: bool) {
-        self.call(body, compress, false);
+        self.call(body, compress, false, None);
+    }
+
+    /// A compaction call whose last cache mark ends `marked` bytes in (its
+    /// context, not its task): a provider with explicit marks writes only
+    /// up to there.
+    pub fn compaction_marked(&mut self, body: &mut Body, compress: bool, marked: usize) {
+        self.call(body, compress, false, Some(marked));
     }
 
     /// One of hearth's calls at the end of a turn, extending its chain: it
     /// shares its prefix with the turn requests, so it is warm when the
     /// turn request before it was.
     pub fn chained(&mut self, body: &mut Body, compress: bool) {
-        self.call(body, compress, true);
+        self.call(body, compress, true, None);
     }
 
     /// The threshold baseline's summary call, sent just before the turn
     /// request it makes room for: it shares its prefix with the turn
     /// requests, so it is warm when that turn request is.
     pub fn summary(&mut self, body: &mut Body) {
-        self.call(body, false, true);
+        self.call(body, false, true, None);
     }
 
-    fn call(&mut self, body: &mut Body, compress: bool, after_turns: bool) {
+    fn call(&mut self, body: &mut Body, compress: bool, after_turns: bool, marked: Option<usize>) {
         let input = tokens(body.len() as u64);
+        let marked = marked.map_or(input, |bytes| tokens(bytes as u64));
         let shared = self.shared_with_last(body, 1);
         for at in 0..self.caches.len() {
             let warm = if after_turns {
@@ -291,11 +322,15 @@ impl Meter {
                 self.last_compaction
                     .is_some_and(|last| self.now.saturating_sub(last) <= self.caches[at].ttl)
             };
-            let cached = self.caches[at].serve(body, self.now);
+            let cache = match &mut self.compaction_caches {
+                Some(caches) => &mut caches[at],
+                None => &mut self.caches[at],
+            };
+            let cached = cache.serve(body, self.now);
             let tally = &mut self.tallies[at];
-            tally.compaction.add(input, cached);
+            tally.compaction.add_marked(input, cached, marked);
             if compress {
-                tally.compress.add(input, cached);
+                tally.compress.add_marked(input, cached, marked);
             }
             if self.steady && warm {
                 tally.warm_compaction.add(input, cached);

@@ -13,7 +13,7 @@
 //! its figures are an estimate of the same shape.
 
 use super::report::{Meter, Tally};
-use super::strategies::NAMES;
+use super::strategies::THRESHOLD;
 use hearth_daemon::usage::{Price, Prices};
 use std::fmt::Write;
 
@@ -22,6 +22,10 @@ use std::fmt::Write;
 pub struct Pricing {
     pub model: &'static str,
     pub price: Price,
+    /// The provider's small model, which writes hearth's lines by default
+    /// (`[memory] model`), and its prices.
+    pub memory_model: &'static str,
+    pub memory_price: Price,
     /// Seconds an entry lives after its last use.
     pub ttl: u64,
     /// Cache writes as a multiple of the input price; none when writing
@@ -41,6 +45,11 @@ write premium. The same cache time-to-live holds for every strategy in a row; \
 Anthropic's figures use the same simulated prefix cache, an estimate of the \
 same shape. *compaction ÷ turns*: what compaction adds to the turns' spend.";
 
+/// The small models that write the lines by default beside gpt-5-mini and
+/// claude-sonnet-4-5.
+pub const OPENAI_MEMORY: &str = "gpt-5-nano";
+pub const ANTHROPIC_MEMORY: &str = "claude-haiku-4-5";
+
 /// The priced columns: gpt-5-mini with its in-memory retention (up to
 /// about ten minutes, an hour when the cache is quiet) and the extended
 /// one of 24 hours; claude-sonnet-4-5 with the five-minute and the
@@ -48,21 +57,30 @@ same shape. *compaction ÷ turns*: what compaction adds to the turns' spend.";
 pub fn pricings() -> Vec<Pricing> {
     let prices = Prices::default();
     let mut out = Vec::new();
-    if let Some(price) = prices.lookup("gpt-5-mini") {
+    if let (Some(price), Some(memory_price)) =
+        (prices.lookup("gpt-5-mini"), prices.lookup(OPENAI_MEMORY))
+    {
         for ttl in [600, 3_600, 86_400] {
             out.push(Pricing {
                 model: "gpt-5-mini",
                 price,
+                memory_model: OPENAI_MEMORY,
+                memory_price,
                 ttl,
                 writes: None,
             });
         }
     }
-    if let Some(price) = prices.lookup("claude-sonnet-4-5") {
+    if let (Some(price), Some(memory_price)) = (
+        prices.lookup("claude-sonnet-4-5"),
+        prices.lookup(ANTHROPIC_MEMORY),
+    ) {
         for (ttl, writes) in [(300, 1.25), (3_600, 2.0)] {
             out.push(Pricing {
                 model: "claude-sonnet-4-5",
                 price,
+                memory_model: ANTHROPIC_MEMORY,
+                memory_price,
                 ttl,
                 writes: Some(writes),
             });
@@ -135,9 +153,17 @@ impl Priced {
     pub fn of(meter: &Meter, pricing: &Pricing) -> Option<Priced> {
         let at = meter.ttls().iter().position(|&ttl| ttl == pricing.ttl)?;
         let tally = &meter.tallies[at];
+        let lines = if meter.memory_model {
+            Pricing {
+                price: pricing.memory_price,
+                ..*pricing
+            }
+        } else {
+            *pricing
+        };
         Some(Priced {
             turns: Spend::of(&tally.turns, meter.turn_output, pricing),
-            compaction: Spend::of(&tally.compaction, meter.compaction_output, pricing),
+            compaction: Spend::of(&tally.compaction, meter.compaction_output, &lines),
         })
     }
 
@@ -169,7 +195,7 @@ pub const COMPACTION_GOAL: f64 = 0.15;
 impl SpendGoals {
     pub fn of(meters: &[Meter], pricing: &Pricing) -> Option<SpendGoals> {
         let hearth = Priced::of(meters.first()?, pricing)?;
-        let threshold = meters.iter().find(|meter| meter.name == NAMES[3])?;
+        let threshold = meters.iter().find(|meter| meter.name == THRESHOLD)?;
         let threshold = Priced::of(threshold, pricing)?;
         Some(SpendGoals {
             compaction_share: hearth.compaction_share(),
@@ -196,6 +222,16 @@ fn usd(value: f64) -> String {
     format!("${value:.2}")
 }
 
+/// A price per million tokens, to the cent or to the tenth of a cent
+/// below a dime ($0.025).
+fn rate(value: f64) -> String {
+    if value < 0.1 {
+        format!("${value:.3}")
+    } else {
+        format!("${value:.2}")
+    }
+}
+
 /// The spend tables, one per priced model, and the goals under each.
 pub fn tables(meters: &[Meter]) -> String {
     let mut out = String::new();
@@ -214,7 +250,7 @@ pub fn tables(meters: &[Meter]) -> String {
                 .map(|p| {
                     format!(
                         "{} at {}",
-                        usd(price.input * p.writes.unwrap_or(1.0)),
+                        rate(price.input * p.writes.unwrap_or(1.0)),
                         ttl_text(p.ttl)
                     )
                 })
@@ -222,13 +258,19 @@ pub fn tables(meters: &[Meter]) -> String {
                 .join(", "),
             None => "no write premium".to_string(),
         };
+        let memory = first.memory_price;
         let _ = writeln!(
             out,
             "Spend at list prices, {model} (per million tokens: input {}, cached input {}, \
-             cache writes {writes}, output {}):\n",
-            usd(price.input),
-            usd(price.cached_input),
-            usd(price.output),
+             cache writes {writes}, output {}); the first hearth row's lines by {} (input {}, \
+             cached input {}, output {}, writes at the same multipliers):\n",
+            rate(price.input),
+            rate(price.cached_input),
+            rate(price.output),
+            first.memory_model,
+            rate(memory.input),
+            rate(memory.cached_input),
+            rate(memory.output),
         );
         out.push_str(
             "| strategy | cache time-to-live | uncached input | cache reads | cache writes | \
@@ -242,7 +284,7 @@ pub fn tables(meters: &[Meter]) -> String {
                 };
                 let threshold = meters
                     .iter()
-                    .find(|m| m.name == NAMES[3])
+                    .find(|m| m.name == THRESHOLD)
                     .and_then(|m| Priced::of(m, pricing));
                 let all = priced.all();
                 let ratio = threshold.map_or("—".to_string(), |t| {

@@ -388,20 +388,29 @@ impl Strategy for Sliding {
     }
 }
 
-/// The comparison's rows, in order: hearth as the daemon runs it, hearth with
-/// one compaction call per line (the form before batches), and the three
-/// baselines.
-pub const NAMES: [&str; 5] = [
-    "hearth (default layout)",
+/// The comparison's rows, in order: hearth as the daemon runs it by default
+/// (the lines written by the provider's small model, `[memory] model`),
+/// hearth with the turns' own model writing the lines at the end of each
+/// turn's chain, hearth with one compaction call per line (the form before
+/// batches), and the three baselines.
+pub const NAMES: [&str; 6] = [
+    "hearth (default: lines by the small model)",
+    "hearth, lines by the turns' model (in the turn's chain)",
     "hearth, one compaction call per line (before)",
     "whole history",
     "compact at 80% of 200k",
     "sliding window (128 kB)",
 ];
 
+/// The baseline that spend is compared with.
+pub const THRESHOLD: &str = NAMES[4];
+
+/// The rows shown only when `compare` is asked for its diagnostics.
+const DIAGNOSTIC: std::ops::Range<usize> = 1..3;
+
 /// Replays one history of at least `messages` messages through every
 /// strategy in lockstep; one meter per strategy, in [`NAMES`] order (without
-/// the second row, the form before, unless `diagnostic`), each with one cache per
+/// hearth's other forms unless `diagnostic`), each with one cache per
 /// time-to-live in `ttls` (seconds).
 pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<Meter> {
     let layout = match Layout::find("default") {
@@ -410,7 +419,9 @@ pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<
     };
     let instructions = super::history::instructions();
     let tools = super::history::tools();
-    let mut hearth = Hearth::new(layout.clone(), &instructions, &tools, true, false);
+    let mut hearth =
+        Hearth::new(layout.clone(), &instructions, &tools, true, false).lines_by_memory_model();
+    let mut chained = Hearth::new(layout.clone(), &instructions, &tools, true, false);
     let mut retimed =
         Hearth::new(layout.clone(), &instructions, &tools, true, false).one_call_per_line();
     let mut unbounded = Unbounded::new(&instructions, &tools);
@@ -418,24 +429,28 @@ pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<
     let mut sliding = Sliding::new(&instructions, &tools, layout.high_budget);
     let mut strategies: Vec<&mut dyn Strategy> = vec![
         &mut hearth,
+        &mut chained,
         &mut retimed,
         &mut unbounded,
         &mut compacting,
         &mut sliding,
     ];
-    // hearth's two rows (the first two names) keep their last request of
+    // hearth's rows (the first three names) keep their last request of
     // each kind, which is small enough to copy at every request.
     let mut meters: Vec<Meter> = NAMES
         .iter()
         .enumerate()
         .map(|(at, name)| match Meter::new(*name, ttls) {
-            meter if at < 2 => meter.measuring_blocks(),
+            meter if at == 0 => meter.measuring_blocks().lines_by_memory_model(),
+            meter if at < 3 => meter.measuring_blocks(),
             meter => meter,
         })
         .collect();
     if !diagnostic {
-        strategies.remove(1);
-        meters.remove(1);
+        for at in DIAGNOSTIC.rev() {
+            strategies.remove(at);
+            meters.remove(at);
+        }
     }
     let mut replay = Replay::new(messages / 10);
     for episode in Generator::new(seed, messages) {
