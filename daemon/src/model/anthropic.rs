@@ -420,9 +420,11 @@ fn tool_input(arguments: &str) -> Value {
 
 /// Marks the last tool, the system block, and the ends of the marked items,
 /// keeping the latest item marks when there are more than [`MAX_MARKS`].
-/// Every mark but the request's last takes `lasting` (their prefixes
-/// outlive five minutes: the tools, the instructions, the view's settled
-/// blocks); the last, the request's end, the default five minutes.
+/// Every mark but one at the request's end takes `lasting` (their
+/// prefixes outlive five minutes: the tools, the instructions, the view's
+/// settled blocks, a compaction call's context); a mark at the request's
+/// end, which the next request of the chain extends within minutes, the
+/// default five minutes.
 /// Anthropic wants longer entries before shorter ones, as they are here.
 fn place_marks(
     body: &mut MessagesBody,
@@ -448,8 +450,13 @@ fn place_marks(
     marks.dedup();
     let dropped = marks.len().saturating_sub(budget);
     let kept = &marks[dropped..];
-    for (at, &(message, block)) in kept.iter().enumerate() {
-        let control = if at + 1 == kept.len() {
+    let end = body
+        .messages
+        .len()
+        .checked_sub(1)
+        .map(|last| (last, body.messages[last].content.len().saturating_sub(1)));
+    for &(message, block) in kept {
+        let control = if Some((message, block)) == end {
             EPHEMERAL
         } else {
             lasting

@@ -116,6 +116,27 @@ fn streaming_request_serializes_exactly() {
 }
 
 #[test]
+fn a_mark_before_the_request_end_lives_an_hour() {
+    // A compaction call marks its context, not the task after it, which no
+    // call repeats: that mark's prefix outlives five minutes.
+    let mut request = request();
+    request.cache_marks = vec![1];
+    let sent = body(&config(""), &request);
+    assert!(
+        sent.contains(
+            r#""text":"1+1|reply: hello","cache_control":{"type":"ephemeral","ttl":"1h"}"#
+        ),
+        "{sent}"
+    );
+    assert_eq!(
+        sent.matches(r#""cache_control":{"type":"ephemeral"}"#)
+            .count(),
+        0,
+        "{sent}"
+    );
+}
+
+#[test]
 fn one_hour_writes_are_read_from_the_usage_and_priced_at_twice_the_input() {
     let wire: WireUsage = serde_json::from_value(serde_json::json!({
         "input_tokens": 10,
