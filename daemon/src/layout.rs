@@ -18,8 +18,14 @@ const BUILT_IN: &[(&str, &str)] = &[
 pub struct Layout {
     /// Lines of the view per request message.
     pub block_lines: usize,
-    /// Bytes a one-line summary may take …
+    /// Bytes a line may take: a message this short is its own line, and
+    /// two lines that fit together are their parent …
     pub line_budget: usize,
+    /// … the length a summary the compactor writes is asked for (its
+    /// ruler); none: the line budget. Half of it lets two summaries side
+    /// by side be their parent with no call.
+    #[serde(default)]
+    pub summary_budget: Option<usize>,
     /// … and where a line still too long after every try is cut.
     pub line_guard: usize,
     /// The turn view's budgets.
@@ -98,6 +104,12 @@ impl Layout {
                 "`line_budget` must be at least 16 bytes",
             ),
             (
+                layout
+                    .summary_budget
+                    .is_some_and(|bytes| bytes < 16 || bytes > layout.line_budget),
+                "`summary_budget` must be at least 16 bytes and at most `line_budget`",
+            ),
+            (
                 layout.line_guard < layout.line_budget,
                 "`line_guard` must be at least `line_budget`",
             ),
@@ -130,6 +142,11 @@ impl Layout {
             Some((_, why)) => Err(broken(why.to_string())),
             None => Ok(layout),
         }
+    }
+
+    /// The length a summary is asked for: its ruler.
+    pub fn summary_budget(&self) -> usize {
+        self.summary_budget.unwrap_or(self.line_budget)
     }
 
     /// Where a message is too large to go into a request whole.
@@ -171,6 +188,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("mine.toml") && err.contains("foo"), "{err}");
+    }
+
+    #[test]
+    fn a_summary_is_asked_for_at_most_a_line() {
+        let default = Layout::find("default").unwrap();
+        // Two summaries and the newline between them fit one line.
+        assert!(2 * default.summary_budget() + 1 <= default.line_budget);
+        let text = include_str!("../../layouts/default.toml")
+            .replace("summary_budget = 255", "summary_budget = 600");
+        let err = Layout::parse("mine.toml", &text).unwrap_err().to_string();
+        assert!(err.contains("`summary_budget` must be"), "{err}");
+        // A layout that names none asks for lines as long as the budget.
+        let small = Layout::find("small").unwrap();
+        assert_eq!(small.summary_budget(), small.line_budget);
     }
 }
 

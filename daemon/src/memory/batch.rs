@@ -30,7 +30,7 @@ pub const BATCH: usize = 16;
 /// it means.
 const QUOTE: usize = 60;
 
-/// The tasks' text: what to write and a ruler as long as the line budget
+/// The tasks' text: what to write and a ruler as long as the summary budget
 /// (models cannot count bytes), then the numbered items. `in_chain`: the
 /// request is the turn's own chain, which holds the messages whole.
 pub fn prompt(tasks: &[Task], budget: usize, in_chain: bool) -> String {
@@ -89,7 +89,7 @@ pub fn chain_request(turn: &Request, reply: &str, tasks: &[Task], layout: &Layou
     });
     request
         .items
-        .push(Item::user(prompt(tasks, layout.line_budget, true)));
+        .push(Item::user(prompt(tasks, layout.summary_budget(), true)));
     // The turn's end is cached already; the new end is worth a mark too.
     let last = request.items.len() - 1;
     request.cache_marks = turn
@@ -115,7 +115,7 @@ pub fn request(
     let mut items = crate::request::view_items(context, layout.block_lines);
     items.push(Item::user(format!(
         "</chat>\n{}",
-        prompt(tasks, layout.line_budget, false)
+        prompt(tasks, layout.summary_budget(), false)
     )));
     Request {
         instructions: instructions.to_string(),
@@ -270,6 +270,40 @@ mod tests {
         let lines = lines(&answer, &tasks, &layout);
         assert_eq!(lines[0], (Node::message(3), Some("fine".to_string())));
         assert_eq!(lines[1], (Node::message(4), None));
+    }
+
+    #[test]
+    fn a_summary_is_asked_for_at_the_summary_budget_and_kept_up_to_the_line_budget() {
+        let layout = layout();
+        let tasks = [
+            Task::Compress {
+                id: 3,
+                line: "user: a".into(),
+            },
+            Task::Compress {
+                id: 4,
+                line: "user: b".into(),
+            },
+        ];
+        let context = vec!["0+1|user: hi".to_string()];
+        let request = request("a", "instr", &[], &context, &layout, &tasks);
+        let Some(Item::User { text, .. }) = request.items.last() else {
+            panic!("no tasks");
+        };
+        let ruler = "-".repeat(layout.summary_budget());
+        assert!(text.contains(&format!("\n{ruler}\n")), "{text}");
+        assert!(
+            !text.contains(&format!("{ruler}-")),
+            "the ruler is the summary budget"
+        );
+        assert!(text.contains(&format!("at most {} bytes", layout.summary_budget())));
+        // The context is marked for the cache; the task, sent once, is not.
+        assert_eq!(request.cache_marks, vec![request.items.len() - 2]);
+        // An answer past the ruler but within a line is kept.
+        let long = "x".repeat(layout.summary_budget() + 100);
+        let answer = format!("1. {long}\n2. short");
+        let lines = lines(&answer, &tasks, &layout);
+        assert_eq!(lines[0].1.as_deref(), Some(long.as_str()));
     }
 
     #[test]

@@ -115,7 +115,7 @@ pub fn request(
     let mut items = crate::request::view_items(context, layout.block_lines);
     items.push(Item::user(format!(
         "</chat>\n{}",
-        task.prompt(layout.line_budget)
+        task.prompt(layout.summary_budget())
     )));
     Request {
         instructions: instructions.to_string(),

@@ -389,12 +389,15 @@ impl Strategy for Sliding {
 }
 
 /// The comparison's rows, in order: hearth as the daemon runs it by default
-/// (the lines written by the provider's small model, `[memory] model`),
-/// hearth with the turns' own model writing the lines at the end of each
-/// turn's chain, hearth with one compaction call per line (the form before
-/// batches), and the three baselines.
-pub const NAMES: [&str; 6] = [
+/// (the lines written by the provider's small model, `[memory] model`, and
+/// asked for at half the line budget, `summary_budget`); the same with
+/// summaries asked for as long as a line; the turns' own model writing
+/// full-length lines at the end of each turn's chain (the default before);
+/// one compaction call per line (the form before batches); and the three
+/// baselines.
+pub const NAMES: [&str; 7] = [
     "hearth (default: lines by the small model)",
+    "hearth, small model, summaries as long as a line",
     "hearth, lines by the turns' model (in the turn's chain)",
     "hearth, one compaction call per line (before)",
     "whole history",
@@ -403,10 +406,10 @@ pub const NAMES: [&str; 6] = [
 ];
 
 /// The baseline that spend is compared with.
-pub const THRESHOLD: &str = NAMES[4];
+pub const THRESHOLD: &str = NAMES[5];
 
 /// The rows shown only when `compare` is asked for its diagnostics.
-const DIAGNOSTIC: std::ops::Range<usize> = 1..3;
+const DIAGNOSTIC: std::ops::Range<usize> = 1..4;
 
 /// Replays one history of at least `messages` messages through every
 /// strategy in lockstep; one meter per strategy, in [`NAMES`] order (without
@@ -421,28 +424,35 @@ pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<
     let tools = super::history::tools();
     let mut hearth =
         Hearth::new(layout.clone(), &instructions, &tools, true, false).lines_by_memory_model();
-    let mut chained = Hearth::new(layout.clone(), &instructions, &tools, true, false);
-    let mut retimed =
-        Hearth::new(layout.clone(), &instructions, &tools, true, false).one_call_per_line();
+    // Summaries asked for as long as a line, as before `summary_budget`.
+    let long = Layout {
+        summary_budget: None,
+        ..layout.clone()
+    };
+    let mut long_lines =
+        Hearth::new(long.clone(), &instructions, &tools, true, false).lines_by_memory_model();
+    let mut chained = Hearth::new(long.clone(), &instructions, &tools, true, false);
+    let mut retimed = Hearth::new(long, &instructions, &tools, true, false).one_call_per_line();
     let mut unbounded = Unbounded::new(&instructions, &tools);
     let mut compacting = Compacting::new(&instructions, &tools);
     let mut sliding = Sliding::new(&instructions, &tools, layout.high_budget);
     let mut strategies: Vec<&mut dyn Strategy> = vec![
         &mut hearth,
+        &mut long_lines,
         &mut chained,
         &mut retimed,
         &mut unbounded,
         &mut compacting,
         &mut sliding,
     ];
-    // hearth's rows (the first three names) keep their last request of
+    // hearth's rows (the first four names) keep their last request of
     // each kind, which is small enough to copy at every request.
     let mut meters: Vec<Meter> = NAMES
         .iter()
         .enumerate()
         .map(|(at, name)| match Meter::new(*name, ttls) {
-            meter if at == 0 => meter.measuring_blocks().lines_by_memory_model(),
-            meter if at < 3 => meter.measuring_blocks(),
+            meter if at < 2 => meter.measuring_blocks().lines_by_memory_model(),
+            meter if at < 4 => meter.measuring_blocks(),
             meter => meter,
         })
         .collect();
