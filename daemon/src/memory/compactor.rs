@@ -236,7 +236,7 @@ mod tests {
         assert!(text.starts_with("</chat>\nWrite the one line"));
         assert!(text.contains(&format!(
             "\n{}\nTwo lines that cover messages 6 to 7",
-            "-".repeat(512)
+            "-".repeat(layout.summary_budget())
         )));
         assert!(text.ends_with("6+1|left line\n7+1|right line"));
         assert_eq!(request.items[0], Item::user("<chat>\n0+4|older\n4+2|old"));

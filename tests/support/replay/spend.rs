@@ -6,9 +6,11 @@
 //! OpenAI bills cached input at its discount and charges nothing to write
 //! the cache. Anthropic bills reads at a tenth of the input price and
 //! writes at 1.25 times it for its five-minute entries, twice it for its
-//! one-hour entries; every request here is taken to carry a mark at its end
-//! (as hearth's do), so all its uncached input is written, unless it is
-//! too short to be cached at all. The simulated cache is OpenAI's (a
+//! one-hour entries; every turn request here is taken to carry a mark at
+//! its end (as hearth's do), so all its uncached input is written, unless
+//! it is too short to be cached at all; hearth's compaction calls write up
+//! to their last mark, the end of their context. Where a memory model of
+//! its own writes the lines, its calls are priced at its prices. The simulated cache is OpenAI's (a
 //! prefix in 128-token steps); Anthropic serves a prefix up to a mark, so
 //! its figures are an estimate of the same shape.
 
@@ -39,11 +41,17 @@ Spend: every request of the replay priced at list prices, turns and compaction \
 calls (every try) alike, with output at 4 bytes per token (replies, echoes, tool \
 calls, every compaction answer). *Uncached input*: input neither read from the \
 cache nor written to it; *cache writes*: Anthropic's, at its multiplier for the \
-entry's lifetime (every request is taken to carry a mark at its end, so all its \
-uncached input is written unless it is under 1,024 tokens); OpenAI charges no \
+entry's lifetime (every turn request is taken to carry a mark at its end, so all \
+its uncached input is written unless it is under 1,024 tokens); OpenAI charges no \
 write premium. The same cache time-to-live holds for every strategy in a row; \
 Anthropic's figures use the same simulated prefix cache, an estimate of the \
-same shape. *compaction ÷ turns*: what compaction adds to the turns' spend.";
+same shape. hearth's compaction calls write only up to their last mark (their \
+context: the task after it is input, not a write). Where the provider's small \
+model writes the lines, its calls are priced at its own list prices and served \
+by a cache of their own. Reasoning tokens are not counted: hearth asks the \
+memory model for the least reasoning it takes (`minimal` for gpt-5-nano; \
+Claude without thinking). *compaction ÷ turns*: what compaction adds to the \
+turns' spend.";
 
 /// The small models that write the lines by default beside gpt-5-mini and
 /// claude-sonnet-4-5.
