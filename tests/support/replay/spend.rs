@@ -270,7 +270,7 @@ pub fn tables(meters: &[Meter]) -> String {
         let _ = writeln!(
             out,
             "Spend at list prices, {model} (per million tokens: input {}, cached input {}, \
-             cache writes {writes}, output {}); the first hearth row's lines by {} (input {}, \
+             cache writes {writes}, output {}); the lines of the small model's rows by {} (input {}, \
              cached input {}, output {}, writes at the same multipliers):\n",
             rate(price.input),
             rate(price.cached_input),
