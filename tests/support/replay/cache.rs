@@ -122,14 +122,23 @@ impl Hasher for Identity {
 pub struct Cache {
     /// Seconds of simulated time after its last use that an entry goes cold.
     pub ttl: u64,
+    /// Below this many tokens a request is neither served nor cached.
+    pub min_tokens: u64,
     /// Chain hash → when it was last used.
     seen: HashMap<u64, u64, BuildHasherDefault<Identity>>,
 }
 
 impl Cache {
     pub fn new(ttl: u64) -> Cache {
+        Cache::with_minimum(ttl, MIN_TOKENS)
+    }
+
+    /// A cache that skips prefixes under `min_tokens` (Anthropic's minimum
+    /// cacheable length depends on the model).
+    pub fn with_minimum(ttl: u64, min_tokens: u64) -> Cache {
         Cache {
             ttl,
+            min_tokens,
             seen: HashMap::default(),
         }
     }
@@ -137,7 +146,7 @@ impl Cache {
     /// Sends `body` at `now`: returns the cached input tokens and keeps the
     /// body's blocks fresh for later requests.
     pub fn serve(&mut self, body: &mut Body, now: u64) -> u64 {
-        if tokens(body.len() as u64) < MIN_TOKENS {
+        if tokens(body.len() as u64) < self.min_tokens {
             return 0;
         }
         let ttl = self.ttl;
@@ -154,7 +163,7 @@ impl Cache {
             self.seen.insert(hash, now);
         }
         let cached = fresh as u64 * (BLOCK as u64 / BYTES_PER_TOKEN);
-        if cached < MIN_TOKENS {
+        if cached < self.min_tokens {
             0
         } else {
             cached

@@ -17,6 +17,11 @@
 use super::cache::{common_prefix, tokens, Body, Cache, BYTES_PER_TOKEN, MIN_TOKENS};
 use std::fmt::Write;
 
+/// Claude Haiku 4.5's minimum cacheable prompt, in tokens: a shorter
+/// prefix is neither written nor read (reference/wire.md, Anthropic prompt
+/// caching: 4,096 for Haiku 4.5 in the 2026 sources).
+pub const HAIKU_MIN_TOKENS: u64 = 4_096;
+
 /// Input counted over a set of requests, in tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -33,17 +38,18 @@ pub struct Tally {
 
 impl Tally {
     fn add(&mut self, input: u64, cached: u64) {
-        self.add_marked(input, cached, input);
+        self.add_marked(input, cached, input, MIN_TOKENS);
     }
 
     /// A request whose last cache mark ends `marked` tokens in: what it
     /// writes is its uncached input up to there (a provider with explicit
-    /// marks writes nothing after the last one).
-    fn add_marked(&mut self, input: u64, cached: u64, marked: u64) {
+    /// marks writes nothing after the last one, nor a prefix shorter than
+    /// the model's minimum, `min_tokens`).
+    fn add_marked(&mut self, input: u64, cached: u64, marked: u64, min_tokens: u64) {
         self.requests += 1;
         self.input += input;
         self.cached += cached;
-        if input >= MIN_TOKENS && marked >= MIN_TOKENS {
+        if input >= min_tokens && marked >= min_tokens {
             self.written += marked.min(input).saturating_sub(cached);
         }
         self.largest = self.largest.max(input);
@@ -76,6 +82,10 @@ pub struct Tallies {
     /// follows it.)
     pub warm_new_bytes: u64,
     pub compaction: Tally,
+    /// The same calls on a cache that skips prefixes under Claude Haiku
+    /// 4.5's minimum ([`HAIKU_MIN_TOKENS`]): how they are priced when it
+    /// writes the lines (counted only for a memory model of its own).
+    pub compaction_haiku: Tally,
     /// Of the compaction calls, those that compress one message (the rest
     /// merge two lines, or summarize the history).
     pub compress: Tally,
@@ -138,6 +148,8 @@ pub struct Meter {
     /// The compaction calls' own caches, when a memory model of its own
     /// writes the lines: its cache holds nothing the turns' model warmed.
     compaction_caches: Option<Vec<Cache>>,
+    /// The same with Claude Haiku 4.5's minimum cacheable length.
+    haiku_caches: Option<Vec<Cache>>,
     /// Whether the lines are written by the memory model (priced at its
     /// list prices) rather than the turns' model.
     pub memory_model: bool,
@@ -184,6 +196,7 @@ impl Meter {
             name: name.into(),
             caches: ttls.iter().map(|&ttl| Cache::new(ttl)).collect(),
             compaction_caches: None,
+            haiku_caches: None,
             memory_model: false,
             tallies: vec![Tallies::default(); ttls.len()],
             messages: 0,
@@ -211,6 +224,12 @@ impl Meter {
     /// their own, priced at its list prices.
     pub fn lines_by_memory_model(mut self) -> Meter {
         self.compaction_caches = Some(self.ttls().iter().map(|&ttl| Cache::new(ttl)).collect());
+        self.haiku_caches = Some(
+            self.ttls()
+                .iter()
+                .map(|&ttl| Cache::with_minimum(ttl, HAIKU_MIN_TOKENS))
+                .collect(),
+        );
         self.memory_model = true;
         self
     }
@@ -328,9 +347,17 @@ impl Meter {
             };
             let cached = cache.serve(body, self.now);
             let tally = &mut self.tallies[at];
-            tally.compaction.add_marked(input, cached, marked);
+            tally
+                .compaction
+                .add_marked(input, cached, marked, MIN_TOKENS);
             if compress {
-                tally.compress.add_marked(input, cached, marked);
+                tally.compress.add_marked(input, cached, marked, MIN_TOKENS);
+            }
+            if let Some(caches) = &mut self.haiku_caches {
+                let cached = caches[at].serve(body, self.now);
+                tally
+                    .compaction_haiku
+                    .add_marked(input, cached, marked, HAIKU_MIN_TOKENS);
             }
             if self.steady && warm {
                 tally.warm_compaction.add(input, cached);

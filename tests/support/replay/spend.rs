@@ -50,7 +50,9 @@ context: the task after it is input, not a write). Where the provider's small \
 model writes the lines, its calls are priced at its own list prices and served \
 by a cache of their own. Reasoning tokens are not counted: hearth asks the \
 memory model for the least reasoning it takes (`minimal` for gpt-5-nano; \
-Claude without thinking). *compaction ÷ turns*: what compaction adds to the \
+Claude without thinking); claude-haiku-4-5 caches no prefix under its minimum \
+of 4,096 tokens, so its calls are counted on a cache that skips shorter ones \
+(the others' minimum is 1,024). *compaction ÷ turns*: what compaction adds to the \
 turns' spend.";
 
 /// The small models that write the lines by default beside gpt-5-mini and
@@ -169,9 +171,15 @@ impl Priced {
         } else {
             *pricing
         };
+        // Claude Haiku 4.5 caches no prefix under its larger minimum.
+        let calls = if meter.memory_model && pricing.memory_model == ANTHROPIC_MEMORY {
+            &tally.compaction_haiku
+        } else {
+            &tally.compaction
+        };
         Some(Priced {
             turns: Spend::of(&tally.turns, meter.turn_output, pricing),
-            compaction: Spend::of(&tally.compaction, meter.compaction_output, &lines),
+            compaction: Spend::of(calls, meter.compaction_output, &lines),
         })
     }
 
@@ -331,7 +339,7 @@ pub fn tables(meters: &[Meter]) -> String {
                 out,
                 "- {model}, {}: compaction adds {:.0}% to hearth's turns' spend (goal at most \
                  {:.0}%) — {}; of that, the lines' output alone (every line the model writes, \
-                 whatever the requests' form) {:.0}%; hearth's total is {:.2} of \
+                 whatever the requests' form) {:.0}%; hearth's total is {:.3} of \
                  compact-at-threshold's (goal at most {:.2}) — {}.",
                 ttl_text(pricing.ttl),
                 100.0 * goals.compaction_share,
