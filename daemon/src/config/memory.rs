@@ -35,6 +35,11 @@ pub struct MemoryModelConfig {
     /// Whether it is another model than the turns' (by configured name):
     /// its calls cannot be served from the turns' cache.
     pub own: bool,
+    /// When the model is the provider's small one by default (no
+    /// `[memory] model`): the turns' model in the form `[memory] model`
+    /// naming it would give, which writes the summaries instead when the
+    /// provider refuses the small one to this key.
+    pub fallback: Option<ModelConfig>,
 }
 
 impl MemorySettings {
@@ -63,7 +68,33 @@ impl MemorySettings {
         }
         config.model = name;
         config.effort = effort;
-        MemoryModelConfig { config, own }
+        let fallback = (own && self.model.is_none()).then(|| self.turns_form(turn));
+        MemoryModelConfig {
+            config,
+            own,
+            fallback,
+        }
+    }
+
+    /// The turns' model as the memory model: the same model, so the
+    /// turn-end call extends the turn's chain; the settings' effort when
+    /// that model takes it, else its own default.
+    fn turns_form(&self, turn: &ModelConfig) -> ModelConfig {
+        let mut settings = MemorySettings {
+            model: Some(turn.model.clone()),
+            effort: self.effort.clone(),
+        };
+        let config = settings.model_for(turn).config;
+        let fits = |effort: &String| {
+            config
+                .check_effort(Path::new("config.toml"), effort, "memory.effort", "model")
+                .is_ok()
+        };
+        if settings.effort.as_ref().is_none_or(fits) {
+            return config;
+        }
+        settings.effort = None;
+        settings.model_for(turn).config
     }
 }
 
@@ -129,6 +160,39 @@ mod tests {
         assert_eq!(memory.config.effort, None);
         assert_eq!(memory.config.thinking, None);
         assert!(memory.own);
+    }
+
+    #[test]
+    fn a_default_small_model_falls_back_to_the_turns_own() {
+        let memory = memory_of(
+            "[model]\nprovider = \"openai\"\nmodel = \"gpt-5-mini\"\neffort = \"high\"\n",
+        );
+        let fallback = memory.fallback.unwrap();
+        assert_eq!(fallback.model, "gpt-5-mini");
+        // The form `[memory] model = "gpt-5-mini"` gives.
+        assert_eq!(fallback.effort.as_deref(), Some("minimal"));
+        let memory = memory_of(
+            "[model]\nprovider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\neffort = \"low\"\n",
+        );
+        let fallback = memory.fallback.unwrap();
+        assert_eq!(fallback.model, "claude-sonnet-4-5");
+        assert_eq!(fallback.effort.as_deref(), Some("low"));
+        // The settings' effort goes with it.
+        let memory = memory_of(
+            "[model]\nprovider = \"openai\"\nmodel = \"gpt-5-mini\"\n\n[memory]\neffort = \"low\"\n",
+        );
+        assert_eq!(memory.fallback.unwrap().effort.as_deref(), Some("low"));
+        // A model the user chose is never replaced; the turns' own needs no
+        // fallback.
+        let chosen = memory_of(
+            "[model]\nprovider = \"openai\"\nmodel = \"gpt-5-mini\"\n\n[memory]\nmodel = \"gpt-5-nano\"\n",
+        );
+        assert!(chosen.own && chosen.fallback.is_none());
+        let local = memory_of(
+            "[model]\nprovider = \"openai-chat\"\nmodel = \"gpt-5-mini\"\n\
+             base_url = \"http://127.0.0.1:11434/v1\"\n",
+        );
+        assert!(local.fallback.is_none());
     }
 
     #[test]

@@ -63,6 +63,11 @@ pub struct MemoryModel {
     /// carry a prompt of their own and no tools, and never extend a turn's
     /// chain.
     pub own: bool,
+    /// When `model` is the provider's small model by default (the user
+    /// chose none): the turns' model, which writes the summaries from the
+    /// first call the provider refuses `model` to this key
+    /// (`keeper/failures.rs`).
+    pub turns: Option<Model>,
 }
 
 /// What the keeper needs to know about its agent.
@@ -178,6 +183,9 @@ impl Memory {
             urgent: None,
             inputs: inputs.clone(),
             outage: None,
+            refused_defaults: HashSet::new(),
+            refusals_said: HashSet::new(),
+            own_model: own_model.clone(),
         };
         keeper.recover_queues();
         tokio::spawn(keeper.run(receiver, appended));
@@ -292,6 +300,13 @@ struct Keeper {
     /// While the provider is down, rate-limited or out of budget: why, and
     /// when to try again. Every queued node waits meanwhile.
     outage: Option<Outage>,
+    /// Default memory models the provider refused this run: a reload that
+    /// names one again gets the turns' model at once.
+    refused_defaults: HashSet<String>,
+    /// Chosen memory models whose refusal was said.
+    refusals_said: HashSet<String>,
+    /// The memory model's label for `status` when it is of its own.
+    own_model: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Keeper {
@@ -364,12 +379,15 @@ impl Keeper {
                         self.recovered();
                         self.build(vec![(node, text, false)]).await?
                     }
-                    Err(failure) => self.failed(node, failure).await?,
+                    Err(failure) => match self.refused(&failure) {
+                        Some(model) => self.again(vec![node], &model).await?,
+                        None => self.failed(node, failure).await?,
+                    },
                 }
             }
             Input::Batch { nodes, result } => self.answered(nodes, result).await?,
             Input::TurnOver(chain) => self.turn_over(chain).await?,
-            Input::Model(model) => self.model = model,
+            Input::Model(model) => self.set_model(model),
         }
         Ok(())
     }

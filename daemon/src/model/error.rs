@@ -44,6 +44,19 @@ pub enum ModelError {
         /// The model's window in tokens, when configured or well known.
         window: Option<u32>,
     },
+    /// The provider does not know the model, or does not let this key use
+    /// it: OpenAI's `model_not_found` (404, or 403 for a project without
+    /// access), Anthropic's 404 `not_found_error`, any other 404.
+    #[error(
+        "{provider} does not offer {model} to this key ({status}: {message}); check the \
+         model's name, and that the key's account or project may use it"
+    )]
+    UnknownModel {
+        provider: &'static str,
+        model: String,
+        status: u16,
+        message: String,
+    },
     /// Any other HTTP error. 408, 409, 429 and 5xx are transient.
     #[error("{provider} answered {status}: {message}")]
     Status {
@@ -87,6 +100,7 @@ impl ModelError {
             | ModelError::Timeout(_)
             | ModelError::Cut => true,
             ModelError::Auth { .. }
+            | ModelError::UnknownModel { .. }
             | ModelError::Quota { .. }
             | ModelError::ContextLength { .. }
             | ModelError::Garbage(_)
@@ -153,6 +167,9 @@ const QUOTA_MARKS: &[&str] = &[
 
 /// Error types and codes that mean the request is too long.
 const CONTEXT_MARKS: &[&str] = &["context_length_exceeded", "request_too_large"];
+
+/// Error types and codes that mean the model is unknown or not this key's.
+const UNKNOWN_MODEL_MARKS: &[&str] = &["model_not_found", "not_found_error"];
 
 /// Error types and codes of passing failures reported inside an answer.
 const TRANSIENT_MARKS: &[&str] = &[
@@ -223,6 +240,18 @@ pub fn classify(
             model: source.model.to_string(),
             message,
             window: source.window,
+        };
+    }
+    // A request to a model endpoint finds nothing only when the model is
+    // not there (or not there for this key).
+    if status == Some(404)
+        || (matches!(status, None | Some(400) | Some(403)) && marked(UNKNOWN_MODEL_MARKS))
+    {
+        return ModelError::UnknownModel {
+            provider: source.provider,
+            model: source.model.to_string(),
+            status: status.unwrap_or(404),
+            message,
         };
     }
     let auth_marks = [
@@ -356,6 +385,36 @@ mod tests {
         assert!(matches!(
             classify(&source(), Some(429), &rate, None),
             ModelError::Status { status: 429, .. }
+        ));
+    }
+
+    #[test]
+    fn a_model_the_key_cannot_use_is_an_unknown_model() {
+        let openai = wire(
+            Some("invalid_request_error"),
+            Some("model_not_found"),
+            "The model `gpt-5-nano` does not exist or you do not have access to it.",
+        );
+        for status in [404, 403, 400] {
+            let err = classify(&source(), Some(status), &openai, None);
+            assert!(
+                matches!(err, ModelError::UnknownModel { status: s, .. } if s == status),
+                "{err:?}"
+            );
+            assert!(!err.is_transient());
+            assert!(err.to_string().contains("claude-test"), "{err}");
+        }
+        let anthropic = wire(Some("not_found_error"), None, "model: claude-haiku-4-5");
+        let err = classify(&source(), Some(404), &anthropic, None);
+        assert!(
+            matches!(err, ModelError::UnknownModel { status: 404, .. }),
+            "{err:?}"
+        );
+        // A 403 that says nothing of the model is a refused key.
+        let denied = wire(Some("permission_error"), None, "not allowed");
+        assert!(matches!(
+            classify(&source(), Some(403), &denied, None),
+            ModelError::Auth { status: 403, .. }
         ));
     }
 

@@ -67,6 +67,7 @@ impl Models {
         Some(MemoryModel {
             model: self.open(memory.config),
             own: memory.own,
+            turns: memory.fallback.map(|config| self.open(config)),
         })
     }
 

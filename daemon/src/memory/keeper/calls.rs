@@ -263,7 +263,7 @@ impl Keeper {
             );
             let result = compactor::compact(&model.model, &config.meter, &request, &config.layout)
                 .await
-                .map_err(|err| Failure::of(&err));
+                .map_err(|err| Failure::of(&err, model.model.label()));
             let _ = inputs.send(Input::Finished { node, result });
         });
     }
@@ -315,9 +315,33 @@ impl Keeper {
                 &config.layout,
             )
             .await
-            .map_err(|err| Failure::of(&err));
+            .map_err(|err| Failure::of(&err, model.model.label()));
             let _ = inputs.send(Input::Batch { nodes, result });
         });
+        Ok(())
+    }
+
+    /// The nodes of a call the provider refused for its model, asked again
+    /// at once with `model`: in one batch, and those asked alone alone.
+    pub(super) async fn again(
+        &mut self,
+        nodes: Vec<Node>,
+        model: &MemoryModel,
+    ) -> Result<(), LogError> {
+        if let Some(why) = self.config.meter.refusal().await? {
+            self.spent(why);
+            return Ok(());
+        }
+        let (alone, batch): (Vec<Node>, Vec<Node>) =
+            nodes.into_iter().partition(|node| self.solo.contains(node));
+        for node in alone {
+            if let Some(task) = self.task(node).await? {
+                self.send_one(node, task, model);
+            }
+        }
+        if !batch.is_empty() {
+            self.send_batch(batch, None, model).await?;
+        }
         Ok(())
     }
 
@@ -346,6 +370,13 @@ impl Keeper {
                 }
                 self.build(built).await
             }
+            Err(failure) if failure.refusal.is_some() => match self.refused(&failure) {
+                Some(model) => self.again(nodes, &model).await,
+                None => {
+                    self.out(failure.why, None);
+                    Ok(())
+                }
+            },
             // A batch of one failed for that node's own reason: it counts
             // as the node's failure, as a single call's would.
             Err(failure) if failure.own && nodes.len() == 1 => self.failed(nodes[0], failure).await,

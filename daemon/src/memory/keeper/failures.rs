@@ -14,11 +14,19 @@
 //!   `compactor_failures` tries the node gets a mechanical line (its text
 //!   cut at the line budget), and an `error` event says so in words, so one
 //!   bad message never freezes the agent.
+//!
+//! A third is neither: **the provider refuses the model** (it does not
+//! know it, or this key may not use it). When the memory model is the
+//! provider's small one by default, the turns' model writes the summaries
+//! from then on, said once in an `error` event, and the call's nodes are
+//! asked again at once: no node is cut for it. A model the user chose in
+//! `[memory] model` is never replaced: its refusal is said once, and the
+//! nodes wait as in an outage until a reload names a model the key may use.
 
-use super::Keeper;
+use super::{Keeper, MemoryModel};
 use crate::log::LogError;
 use crate::memory::tree::Node;
-use crate::model::ModelError;
+use crate::model::{Model, ModelError};
 use hearth_protocol::{Event, EventKind};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -36,10 +44,27 @@ pub struct Failure {
     /// The node itself cannot be summarized by this model (refused
     /// content, too long, nothing usable); otherwise the provider is out.
     pub own: bool,
+    /// The model the call asked (`provider/model`).
+    pub model: String,
+    /// The provider does not know that model or does not let this key use
+    /// it: its status and words.
+    pub refusal: Option<String>,
 }
 
 impl Failure {
-    pub fn of(err: &ModelError) -> Failure {
+    /// The failure `err` of a call to the model labelled `model`.
+    pub fn of(err: &ModelError, model: String) -> Failure {
+        let refusal = match err {
+            ModelError::UnknownModel {
+                status, message, ..
+            }
+            | ModelError::Auth {
+                status: status @ 403,
+                message,
+                ..
+            } => Some(format!("{status}: {message}")),
+            _ => None,
+        };
         let own = match err {
             ModelError::ContextLength { .. } | ModelError::Failed(_) | ModelError::Garbage(_) => {
                 true
@@ -47,6 +72,7 @@ impl Failure {
             // A request the provider will never take, whatever the wait.
             ModelError::Status { status, .. } => matches!(status, 400 | 413 | 422),
             ModelError::Auth { .. }
+            | ModelError::UnknownModel { .. }
             | ModelError::Quota { .. }
             | ModelError::Unavailable { .. }
             | ModelError::Network { .. }
@@ -56,6 +82,8 @@ impl Failure {
         Failure {
             why: err.to_string(),
             own,
+            model,
+            refusal,
         }
     }
 }
@@ -111,6 +139,79 @@ impl Keeper {
             )),
         ));
         self.build(vec![(node, line, true)]).await
+    }
+
+    /// A call failed for `failure`: when the provider refused the model it
+    /// asked, the model to ask its nodes again with now — the turns' model
+    /// in place of a default one (said once), or the model a reload or a
+    /// switch put in place while the call ran. None when the nodes are to
+    /// wait: the refused model is one the user chose, said once.
+    pub(super) fn refused(&mut self, failure: &Failure) -> Option<MemoryModel> {
+        let refusal = failure.refusal.as_ref()?;
+        let current = self.model.clone()?;
+        let label = current.model.label();
+        if label != failure.model {
+            return Some(current);
+        }
+        let agent = &self.config.agent;
+        let Some(turns) = current.turns else {
+            if self.refusals_said.insert(label.clone()) {
+                let said = format!(
+                    "summaries wait: {label} is not available to this key ({refusal}); set \
+                     [memory] model to a model this key may use, or remove it to have the \
+                     provider's small model or the turns' own write them"
+                );
+                tracing::warn!(agent = %agent, "{said}");
+                let _ = self
+                    .config
+                    .events
+                    .send(Event::signal(EventKind::Error, agent, Some(said)));
+            }
+            return None;
+        };
+        let said = format!(
+            "summaries: {label} is not available to this key ({refusal}); the turns' model \
+             {} writes them from now on. Set [memory] model to choose the model that writes \
+             summaries.",
+            turns.label()
+        );
+        tracing::warn!(agent = %agent, "{said}");
+        let _ = self
+            .config
+            .events
+            .send(Event::signal(EventKind::Error, agent, Some(said)));
+        self.refused_defaults.insert(label);
+        Some(self.write_with(turns))
+    }
+
+    /// The memory model from now on (a reload's): a default one this run
+    /// already found refused gives way to the turns' model at once.
+    pub(super) fn set_model(&mut self, model: Option<MemoryModel>) {
+        self.model = match model {
+            Some(MemoryModel {
+                model,
+                turns: Some(turns),
+                ..
+            }) if self.refused_defaults.contains(&model.label()) => Some(self.write_with(turns)),
+            model => model,
+        };
+    }
+
+    /// The turns' model writes the summaries, in the same-model form: the
+    /// turn-end call extends the turn's chain, and `status` names no memory
+    /// model of its own.
+    fn write_with(&mut self, turns: Model) -> MemoryModel {
+        let model = MemoryModel {
+            model: turns,
+            own: false,
+            turns: None,
+        };
+        *self
+            .own_model
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        self.model = Some(model.clone());
+        model
     }
 
     /// The daemon's budget refuses calls: every node waits until it allows
@@ -178,7 +279,8 @@ mod tests {
             },
         ];
         for err in &outages {
-            assert!(!Failure::of(err).own, "{err}");
+            let failure = Failure::of(err, "openai/m".into());
+            assert!(!failure.own && failure.refusal.is_none(), "{err}");
         }
         let own = [
             ModelError::Failed("the model refused to summarize it".into()),
@@ -189,7 +291,43 @@ mod tests {
             },
         ];
         for err in &own {
-            assert!(Failure::of(err).own, "{err}");
+            assert!(Failure::of(err, "openai/m".into()).own, "{err}");
         }
+    }
+
+    #[test]
+    fn a_refused_model_is_no_outage_and_no_failure_of_the_node() {
+        let refused = [
+            ModelError::UnknownModel {
+                provider: "openai",
+                model: "gpt-5-nano".into(),
+                status: 404,
+                message: "The model `gpt-5-nano` does not exist".into(),
+            },
+            ModelError::Auth {
+                provider: "openai",
+                status: 403,
+                message: "not for this project".into(),
+                hint: "check $OPENAI_API_KEY".into(),
+            },
+        ];
+        for err in &refused {
+            let failure = Failure::of(err, "openai/gpt-5-nano".into());
+            assert!(!failure.own, "{err}");
+            assert!(failure.refusal.is_some(), "{err}");
+        }
+        let failure = Failure::of(&refused[0], "openai/gpt-5-nano".into());
+        assert_eq!(
+            failure.refusal.as_deref(),
+            Some("404: The model `gpt-5-nano` does not exist")
+        );
+        // A key refused outright is not a refusal of the model.
+        let key = ModelError::Auth {
+            provider: "openai",
+            status: 401,
+            message: "bad key".into(),
+            hint: String::new(),
+        };
+        assert!(Failure::of(&key, "openai/m".into()).refusal.is_none());
     }
 }
