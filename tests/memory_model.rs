@@ -3,14 +3,28 @@
 //! turn's end, with its own prompt and no tools, never the turn's chain; a
 //! layout's compaction prompt on the turn's model likewise goes at the
 //! turn's end. A real `hearthd`, a fake model that serves both names.
+//!
+//! A memory model the provider refuses to the key: a default one gives
+//! way to the turns' model (tested on the keeper through the library, since
+//! the default applies only on the provider's own address, which a test
+//! cannot point at the fake); one the user chose stays, and its refusal is
+//! said (a real `hearthd`).
 
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth_protocol::EventKind;
+use hearth_daemon::activity::ActivityBoard;
+use hearth_daemon::config::{Config, MemorySettings};
+use hearth_daemon::layout::Layout;
+use hearth_daemon::log::{Log, NewMessage};
+use hearth_daemon::memory::{Memory, MemoryConfig, MemoryModel};
+use hearth_daemon::model::Model;
+use hearth_daemon::usage::{Budget, Meter, Prices};
+use hearth_protocol::{Activity, Doing, Event, EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
 use hearth_tests::harness::{Client, TestHome};
+use std::path::Path;
 
 /// A layout with small budgets: a file read is a long message.
 fn layout(extra: &str) -> String {
@@ -186,4 +200,185 @@ async fn a_layouts_compaction_prompt_on_the_turns_model_is_asked_at_the_turns_en
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert!(status["memory"]["lines"].is_u64(), "{status}");
     assert!(status["memory"].get("model").is_none(), "{status}");
+}
+
+/// Whether `event` is an `error` event whose text has all of `words`.
+fn error_saying(event: &Event, words: &[&str]) -> bool {
+    event.kind == EventKind::Error
+        && event
+            .text
+            .as_deref()
+            .is_some_and(|text| words.iter().all(|word| text.contains(word)))
+}
+
+/// The view of every message before `through`, once it is settled; a
+/// keeper that waits for ever fails the test instead of hanging it.
+async fn settled(memory: &Memory, through: u64) -> Vec<String> {
+    let settle = memory.settle(through, Vec::new());
+    tokio::time::timeout(std::time::Duration::from_secs(60), settle)
+        .await
+        .expect("the view settles: the summaries are not waiting for ever")
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_default_memory_model_the_key_cannot_use_gives_way_to_the_turns_model() {
+    let model = FakeModel::start().await;
+    model.refuse_model("fake-small");
+    let dir = tempfile::tempdir().unwrap();
+    let (events, mut seen) = tokio::sync::broadcast::channel(256);
+    let log = Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
+    let config = Config::parse(
+        Path::new("config.toml"),
+        &format!(
+            "[model]\nprovider = \"openai-chat\"\nmodel = \"fake\"\nbase_url = \"{}\"\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let turn = config.turn_model(None).unwrap();
+    // The provider's small model as the default gives it (`[memory]` set
+    // nothing): its own model, with the turns' model to fall back on.
+    let settings = MemorySettings {
+        model: Some("fake-small".into()),
+        effort: None,
+    };
+    let small = settings.model_for(&turn);
+    assert!(small.own);
+    let memory_model = MemoryModel {
+        model: Model::new(small.config, |_| None),
+        own: true,
+        turns: Some(Model::new(turn.clone(), |_| None)),
+    };
+    let meter = Meter::new(
+        log.clone(),
+        "hearth",
+        Prices::default(),
+        Budget::default(),
+        dir.path().join("config.toml"),
+    );
+    let memory = Memory::start(
+        log.clone(),
+        MemoryConfig {
+            agent: "hearth".into(),
+            layout: Layout::parse("test-layout.toml", &layout("")).unwrap(),
+            model: Some(memory_model),
+            prompt_file: dir.path().join("prompt.md"),
+            tools: std::sync::Arc::new(Vec::new),
+            events: events.clone(),
+            meter,
+            activity: ActivityBoard::new("hearth", events.clone()),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        memory.own_model().as_deref(),
+        Some("openai-chat/fake-small")
+    );
+
+    let notes = "the plumber comes on tuesday at nine; call ahead on 555 0199. ".repeat(6);
+    let long = NewMessage::new(Kind::User, "terminal", notes);
+    let id = log.append("hearth", long).await.unwrap().id;
+    let line = "plumber due tuesday at nine, phone 555 0199 before";
+    model.push_for("fake", Reply::Text(format!("1. {line}")));
+    // A turn asks for its view: the small model is refused, the turns'
+    // model writes the line at once, and the view shows it.
+    let view = settled(&memory, id + 1).await;
+    assert!(view.iter().any(|l| l.contains(line)), "{view:?}");
+    let requests = model.requests();
+    let models: Vec<&str> = requests
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(models, ["fake-small", "fake"]);
+    // The turns' model is asked as the turns' own: their prompt, no prompt
+    // of its own.
+    assert_ne!(
+        contents(&requests[1])[0],
+        hearth_daemon::memory::COMPACTION_PROMPT
+    );
+    // Said once, in words: which model, why, which one writes now.
+    let words = [
+        "openai-chat/fake-small is not available to this key",
+        "404",
+        "does not exist or you do not have access to it",
+        "the turns' model openai-chat/fake writes them from now on",
+        "[memory] model",
+    ];
+    let mut said = 0;
+    while let Ok(event) = seen.try_recv() {
+        if error_saying(&event, &words) {
+            said += 1;
+        }
+    }
+    assert_eq!(said, 1);
+    // `status` names no memory model of its own any more.
+    assert_eq!(memory.own_model(), None);
+
+    // The next long message goes to the turns' model straight away.
+    let next = NewMessage::new(Kind::User, "terminal", "and the electrician? ".repeat(8));
+    let next = log.append("hearth", next).await.unwrap().id;
+    model.push_for(
+        "fake",
+        Reply::Text("1. asks when the electrician comes".into()),
+    );
+    let view = settled(&memory, next + 1).await;
+    assert!(
+        view.iter().any(|l| l.contains("electrician comes")),
+        "{view:?}"
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].body["model"], "fake");
+    // No line was cut mechanically for the refusal.
+    assert!(
+        !view.iter().any(|l| l.contains("call ahead on 555 0199")),
+        "{view:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_memory_model_the_user_chose_is_not_replaced_and_its_refusal_is_said() {
+    let model = FakeModel::start().await;
+    model.refuse_model("fake-small");
+    let home = home_with(&model, &layout(""), "[memory]\nmodel = \"fake-small\"\n");
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    read_the_notes(&model, &mut client).await;
+    let words = [
+        "summaries wait: openai-chat/fake-small is not available to this key",
+        "404",
+        "set [memory] model to a model this key may use",
+    ];
+    client.wait_for(|event| error_saying(event, &words)).await;
+    // The next turn waits for the line and says what for; the summary is
+    // asked of the chosen model again, never of the turns' one.
+    client.submit("thanks", "terminal", None).await;
+    client
+        .wait_for(|event| {
+            matches!(
+                event.activity.as_deref(),
+                Some(Activity {
+                    doing: Doing::Summaries { waiting_for: Some(why), .. },
+                    ..
+                }) if why.contains("fake-small")
+            )
+        })
+        .await;
+    // The turn's two requests, then the summaries' tries.
+    let requests = model.wait_for_requests(4).await;
+    for summary in &requests[2..] {
+        assert_eq!(summary.body["model"], "fake-small");
+    }
+    let said = client
+        .events
+        .iter()
+        .filter(|event| error_saying(event, &words))
+        .count();
+    assert_eq!(said, 1);
+    let status = home.hearth_async(&["status", "--json"]).await;
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["memory"]["model"], "openai-chat/fake-small");
 }

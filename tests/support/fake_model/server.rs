@@ -69,6 +69,9 @@ struct Script {
     context_lengths: std::collections::BTreeMap<String, u64>,
     /// The answer to every request that finds no reply queued; none: HTTP 500.
     default: Option<Reply>,
+    /// Models every request for which is refused as a provider refuses a
+    /// model the key may not use ([`FakeModel::refuse_model`]).
+    refused: std::collections::BTreeSet<String>,
 }
 
 /// The model endpoints the server answers.
@@ -142,6 +145,16 @@ impl FakeModel {
     /// cannot script every request. Queued replies still go first.
     pub fn set_default(&self, reply: Reply) {
         self.shared.lock().default = Some(reply);
+    }
+
+    /// Answers every request naming `model` as the provider answers a
+    /// model that does not exist or that the key may not use, before any
+    /// queued reply: OpenAI's 404 `model_not_found` (`{"error":{"message":
+    /// "The model `..` does not exist or you do not have access to it.",
+    /// "type":"invalid_request_error","param":null,"code":"model_not_found"}}`),
+    /// or on the Messages API Anthropic's 404 `not_found_error`.
+    pub fn refuse_model(&self, model: &str) {
+        self.shared.lock().refused.insert(model.to_string());
     }
 
     /// Makes the server answer `GET /api/tags` like an Ollama server with
@@ -230,8 +243,11 @@ impl Shared {
         let (number, reply) = {
             let mut script = self.lock();
             let model = request.body["model"].as_str().unwrap_or("").to_string();
+            let messages_api = request.path == "/v1/messages";
             script.requests.push(request);
-            let reply = if takes_reply {
+            let reply = if takes_reply && script.refused.contains(&model) {
+                Some(refusal(&model, messages_api))
+            } else if takes_reply {
                 let own = script
                     .for_model
                     .get_mut(&model)
@@ -266,6 +282,19 @@ impl Shared {
             finish: None,
             thoughts: Vec::new(),
         }
+    }
+}
+
+/// A provider's answer to a request for a model it refuses to the key.
+fn refusal(model: &str, messages_api: bool) -> Reply {
+    if messages_api {
+        return anthropic::error(404, "not_found_error", &format!("model: {model}"));
+    }
+    let message = format!("The model `{model}` does not exist or you do not have access to it.");
+    Reply::Error {
+        status: 404,
+        body: json!({"error": {"message": message, "type": "invalid_request_error",
+                               "param": null, "code": "model_not_found"}}),
     }
 }
 
