@@ -316,7 +316,13 @@ async fn a_default_memory_model_the_key_cannot_use_gives_way_to_the_turns_model(
     // `status` names no memory model of its own any more.
     assert_eq!(memory.own_model(), None);
 
-    // The next long message goes to the turns' model straight away.
+    // A reload that names the same default finds it refused already: the
+    // next long message goes to the turns' model straight away, unsaid.
+    memory.set_model(Some(MemoryModel {
+        model: Model::new(settings.model_for(&turn).config, |_| None),
+        own: true,
+        turns: Some(Model::new(turn.clone(), |_| None)),
+    }));
     let next = NewMessage::new(Kind::User, "terminal", "and the electrician? ".repeat(8));
     let next = log.append("hearth", next).await.unwrap().id;
     model.push_for(
@@ -331,6 +337,10 @@ async fn a_default_memory_model_the_key_cannot_use_gives_way_to_the_turns_model(
     let requests = model.requests();
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[2].body["model"], "fake");
+    assert_eq!(memory.own_model(), None);
+    while let Ok(event) = seen.try_recv() {
+        assert!(event.kind != EventKind::Error, "{event:?}");
+    }
     // No line was cut mechanically for the refusal.
     assert!(
         !view.iter().any(|l| l.contains("call ahead on 555 0199")),

@@ -156,10 +156,14 @@ impl Keeper {
         let agent = &self.config.agent;
         let Some(turns) = current.turns else {
             if self.refusals_said.insert(label.clone()) {
+                let fix = if current.own {
+                    "set [memory] model to a model this key may use, or remove it to have \
+                     the provider's small model or the turns' own write them"
+                } else {
+                    "it is the turns' model too: set [model] model to a model this key may use"
+                };
                 let said = format!(
-                    "summaries wait: {label} is not available to this key ({refusal}); set \
-                     [memory] model to a model this key may use, or remove it to have the \
-                     provider's small model or the turns' own write them"
+                    "summaries wait: {label} is not available to this key ({refusal}); {fix}"
                 );
                 tracing::warn!(agent = %agent, "{said}");
                 let _ = self
