@@ -365,7 +365,7 @@ async fn a_memory_model_the_user_chose_is_not_replaced_and_its_refusal_is_said()
     client.wait_for(|event| error_saying(event, &words)).await;
     // The next turn waits for the line and says what for; the summary is
     // asked of the chosen model again, never of the turns' one.
-    client.submit("thanks", "terminal", None).await;
+    let (thanks, _) = client.submit("thanks", "terminal", None).await;
     client
         .wait_for(|event| {
             matches!(
@@ -391,4 +391,34 @@ async fn a_memory_model_the_user_chose_is_not_replaced_and_its_refusal_is_said()
     let status = home.hearth_async(&["status", "--json"]).await;
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status["memory"]["model"], "openai-chat/fake-small");
+
+    // The fix: without `[memory] model` the turns' model writes them (with
+    // a base_url, no small model is the default). A reload applies it at
+    // once, and the waiting turn goes on with the line in its view.
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    home.write_config(&config.replace("[memory]\nmodel = \"fake-small\"\n", ""));
+    let line = "plumber due tuesday at nine, phone 555 0199 before";
+    model.push(Reply::Text(format!("1. {line}")));
+    model.push(Reply::Text("You're welcome.".into()));
+    let reloaded = home.hearth_async(&["reload"]).await;
+    assert!(reloaded.status.success(), "{reloaded:?}");
+    assert!(
+        String::from_utf8_lossy(&reloaded.stdout).contains("memory"),
+        "{reloaded:?}"
+    );
+    client.reply_to(thanks).await;
+    // The turn's request: the last that asks for no lines (its end may ask
+    // for a merge).
+    let requests = model.requests();
+    let turn = requests
+        .iter()
+        .rev()
+        .find(|r| !contents(r).last().unwrap().contains("Write the lines"))
+        .unwrap();
+    assert_eq!(turn.body["model"], "fake");
+    let view = contents(turn).join("\n");
+    assert!(view.contains(line), "{view}");
+    let status = home.hearth_async(&["status", "--json"]).await;
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert!(status["memory"].get("model").is_none(), "{status}");
 }

@@ -244,7 +244,8 @@ impl Running<'_> {
         let reread = crate::reload::reread(&home.config_file(), &self.tables)
             .map_err(|err| refused(&err))?;
         let new = &reread.config;
-        if reread.changed("model") || reread.changed("limits") {
+        let memory = reread.changed("model") || reread.changed("memory");
+        if memory || reread.changed("limits") {
             let models = Models::new(new, home);
             let mut updates = Vec::new();
             for handle in self.shared.agents.values() {
@@ -271,12 +272,13 @@ impl Running<'_> {
             }
             // Every agent fits: the new model and limits apply to all.
             for (handle, settings, compactor) in updates {
-                if reread.changed("model") {
+                if memory {
                     handle.memory.set_model(compactor);
                 }
                 handle.update(settings);
             }
             self.config.model = new.model.clone();
+            self.config.memory = new.memory.clone();
             self.config.limits = new.limits.clone();
         }
         let config = &mut self.config;

@@ -5,7 +5,8 @@
 //! or does not parse is refused with its file and line, and the daemon keeps
 //! the configuration it runs. Otherwise its tables are compared with the
 //! ones the daemon runs: those that can change live apply at once (the
-//! model and its fallbacks for the next request, budgets and prices, which
+//! model and its fallbacks for the next request, the memory model for the
+//! next summary, budgets and prices, which
 //! calls need approval, the limits, a bridge's table — that bridge is
 //! started again), the others are named as waiting for a restart. The
 //! comparison is a pure function of the two files' tables.
@@ -14,8 +15,9 @@ use crate::config::{Config, ConfigError};
 use std::path::Path;
 
 /// Tables that apply while the daemon runs.
-pub const LIVE_TABLES: [&str; 7] = [
+pub const LIVE_TABLES: [&str; 8] = [
     "model",
+    "memory",
     "budget",
     "prices",
     "approvals",

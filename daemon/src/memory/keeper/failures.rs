@@ -189,8 +189,13 @@ impl Keeper {
     }
 
     /// The memory model from now on (a reload's): a default one this run
-    /// already found refused gives way to the turns' model at once.
+    /// already found refused gives way to the turns' model at once. Another
+    /// model than the one that waits is tried at once: it may be the fix.
     pub(super) fn set_model(&mut self, model: Option<MemoryModel>) {
+        let label = |model: Option<&MemoryModel>| model.map(|m| m.model.label());
+        if label(model.as_ref()) != label(self.model.as_ref()) {
+            self.outage = None;
+        }
         self.model = match model {
             Some(MemoryModel {
                 model,
