@@ -1,6 +1,6 @@
 //! End-to-end: a real `hearthd` speaking the Anthropic Messages API to a fake
 //! server, retrying what may pass, failing at once on what the user must
-//! fix, keeping the log whole when an answer is unreadable, and handing over
+//! fix (a refused key, a model the key cannot use), keeping the log whole when an answer is unreadable, and handing over
 //! to a fallback model that says so in a note.
 
 // Test code fails by panicking: unwrap and expect name what was expected.
@@ -284,6 +284,26 @@ async fn a_rejected_key_ends_the_turn_at_once_and_says_where_the_key_comes_from(
     let log = home.history().await;
     assert!(log.iter().any(|m| m.id == id && m.text == "hello"));
     assert!(!log.iter().any(|m| m.kind == Kind::Reply));
+}
+
+#[tokio::test]
+async fn a_model_the_key_cannot_use_ends_the_turn_at_once_and_is_named() {
+    let model = FakeModel::start().await;
+    model.refuse_model("claude-fake");
+    let home = home();
+    home.write_config(&anthropic_model(&model.base_url()));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    let (id, _) = client.submit("hello", "terminal", None).await;
+    let said = error_for(&mut client, id).await;
+    assert!(
+        said.contains("anthropic does not offer claude-fake to this key (404: model: claude-fake)"),
+        "{said}"
+    );
+    assert!(said.contains("check the model's name"), "{said}");
+    client.wait_for(|e| e.kind == EventKind::Idle).await;
+    assert_eq!(model.requests().len(), 1, "no retry");
 }
 
 #[tokio::test]
