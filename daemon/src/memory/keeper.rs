@@ -16,7 +16,8 @@
 //! the memory model is the turn's), and merges riding the calls that go
 //! anyway. How failed calls wait is in
 //! `keeper/failures.rs`: an outage of the provider never gives a node a
-//! mechanical line.
+//! mechanical line, and a default memory model the provider refuses to the
+//! key gives way to the turns' model.
 
 mod calls;
 mod failures;
