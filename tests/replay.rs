@@ -6,6 +6,10 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use hearth_daemon::config::ProviderKind;
+use hearth_daemon::layout::Layout;
+use hearth_daemon::model::small::small_model;
+use hearth_tests::replay::spend::{pricings, ANTHROPIC_MEMORY, OPENAI_MEMORY};
 use hearth_tests::replay::{compare, Meter};
 
 const TEN_MINUTES: u64 = 600;
@@ -104,4 +108,28 @@ fn every_canary_is_found_by_search_and_reachable_by_zoom() {
         );
     }
     assert_eq!(recall.rate(), 1.0);
+}
+
+#[test]
+fn the_replay_prices_the_memory_model_and_summary_length_the_daemon_uses_by_default() {
+    // The default row's lines are priced at the small model the daemon
+    // picks for the priced turn models on their providers' own APIs.
+    assert_eq!(
+        small_model(ProviderKind::OpenAiResponses, "gpt-5-mini"),
+        Some(OPENAI_MEMORY)
+    );
+    assert_eq!(
+        small_model(ProviderKind::Anthropic, "claude-sonnet-4-5"),
+        Some(ANTHROPIC_MEMORY)
+    );
+    for pricing in pricings() {
+        let expected = match pricing.model {
+            "gpt-5-mini" => OPENAI_MEMORY,
+            _ => ANTHROPIC_MEMORY,
+        };
+        assert_eq!(pricing.memory_model, expected, "{}", pricing.model);
+    }
+    // The default layout asks for summaries two of which fit one line.
+    let layout = Layout::find("default").unwrap();
+    assert!(2 * layout.summary_budget() < layout.line_budget);
 }
