@@ -38,19 +38,9 @@ fn home_with_model(model: &FakeModel, layout_text: &str, model_lines: &str) -> T
     home
 }
 
-/// The text of every message of a Chat Completions request, in order.
-fn contents(request: &Recorded) -> Vec<String> {
-    request.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect()
-}
-
 /// The view part of a turn request: the user messages from `<chat>` up to the state.
 fn view_text(request: &Recorded) -> String {
-    let all = contents(request);
+    let all = request.contents();
     let start = all.iter().position(|c| c.starts_with("<chat>")).unwrap();
     let end = all.iter().position(|c| c.starts_with("</chat>")).unwrap();
     all[start..end].join("\n")
@@ -74,7 +64,7 @@ fn has_adjacent_siblings(view: &str) -> bool {
 /// A compaction request: one line asked for alone, or several after the
 /// compaction view (a turn's chain is told apart by [`batch_task`]).
 fn is_compaction(request: &Recorded) -> bool {
-    contents(request).last().is_some_and(|last| {
+    request.contents().last().is_some_and(|last| {
         last.starts_with("</chat>\nWrite the one line")
             || last.starts_with("</chat>\nWrite the lines")
     })
@@ -82,7 +72,8 @@ fn is_compaction(request: &Recorded) -> bool {
 
 /// A compaction request that asks for one line alone, with its tries.
 fn is_alone(request: &Recorded) -> bool {
-    contents(request)
+    request
+        .contents()
         .last()
         .is_some_and(|last| last.starts_with("</chat>\nWrite the one line"))
 }
@@ -107,7 +98,7 @@ async fn a_long_message_is_summarized_and_the_view_shows_its_line() {
     let requests = model.requests();
     assert_eq!(requests.len(), 3);
     assert!(is_compaction(&requests[0]), "the summary is written first");
-    let task = contents(&requests[0]).last().unwrap().clone();
+    let task = requests[0].contents().last().unwrap().clone();
     assert!(task.contains(&"-".repeat(80)), "a ruler of the line budget");
     assert!(task.contains("garden"));
     // The summary is routed to the cache the agent's turns use.
@@ -115,7 +106,7 @@ async fn a_long_message_is_summarized_and_the_view_shows_its_line() {
     assert!(key.is_string(), "the turn has a cache key");
     assert_eq!(&requests[0].body["prompt_cache_key"], key);
     // The turn that took the long message has it whole, not in its view.
-    assert!(contents(&requests[1]).iter().any(|c| c.contains(&long)));
+    assert!(requests[1].contents().iter().any(|c| c.contains(&long)));
     // The next turn sees its summary line, and the long text nowhere.
     let view = view_text(&requests[2]);
     assert!(
@@ -344,7 +335,7 @@ async fn a_crash_mid_compaction_loses_no_summary_and_builds_none_twice() {
 
 /// The last message of a batched compaction request (`memory/batch.rs`).
 fn batch_task(request: &Recorded) -> Option<String> {
-    let last = contents(request).pop()?;
+    let last = request.contents().pop()?;
     let task = last.strip_prefix("</chat>\n").unwrap_or(&last);
     task.starts_with("Write the lines")
         .then(|| task.to_string())
@@ -406,8 +397,8 @@ async fn a_turns_long_messages_and_ready_merges_are_asked_for_in_its_own_chain()
     let requests = model.wait_for_requests(3).await;
     assert!(requests[..2].iter().all(|r| batch_task(r).is_none()));
     let chain = &requests[2];
-    let turn = contents(&requests[1]);
-    let all = contents(chain);
+    let turn = requests[1].contents();
+    let all = chain.contents();
     assert_eq!(
         all[..turn.len()],
         turn[..],
@@ -454,8 +445,8 @@ async fn a_turns_long_messages_and_ready_merges_are_asked_for_in_its_own_chain()
     );
     assert!(!task.contains("2. "), "one task: {task}");
     assert_eq!(
-        contents(&requests[4])[..contents(&requests[3]).len()],
-        contents(&requests[3])[..]
+        requests[4].contents()[..requests[3].contents().len()],
+        requests[3].contents()[..]
     );
     let (merged, mechanical) = stored(&home, 1, id).await;
     assert_eq!(merged, "asked when the plumber comes: tuesday at nine");
@@ -514,7 +505,8 @@ async fn a_garbled_batch_answer_asks_again_alone_for_each_line_it_lacks() {
     assert!(task.contains(&format!("2. Message {}", tools[1])), "{task}");
     // The line the answer lacked is asked again alone, in the single form.
     assert!(is_alone(&requests[3]));
-    assert!(contents(&requests[3])
+    assert!(requests[3]
+        .contents()
         .last()
         .unwrap()
         .contains("about the garden"));
@@ -578,7 +570,7 @@ async fn an_outage_of_a_turns_chain_call_leaves_its_lines_to_the_ordinary_calls(
     );
     assert!(batch_task(&requests[2]).is_some_and(|t| t.contains("above in full")));
     // Asked again after the compaction view, the message whole.
-    let retry = contents(&requests[3]).pop().unwrap();
+    let retry = requests[3].contents().pop().unwrap();
     assert!(
         retry.contains(&format!("1. Message {tool}, whole")),
         "{retry}"

@@ -22,7 +22,7 @@ use hearth_daemon::model::Model;
 use hearth_daemon::usage::{Budget, Meter, Prices};
 use hearth_protocol::{Activity, Doing, Event, EventKind, Kind};
 use hearth_tests::bins;
-use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
+use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::{Client, TestHome};
 use std::path::Path;
 
@@ -52,16 +52,6 @@ fn home_with(model: &FakeModel, layout_text: &str, more: &str) -> TestHome {
     let notes = "the plumber comes on tuesday at nine; call ahead on 555 0199. ".repeat(6);
     std::fs::write(work.join("notes.txt"), notes).unwrap();
     home
-}
-
-/// The text of every message of a Chat Completions request, in order.
-fn contents(request: &Recorded) -> Vec<String> {
-    request.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect()
 }
 
 /// One turn that reads the notes (a long tool output) and replies.
@@ -112,7 +102,7 @@ async fn a_memory_model_of_its_own_gets_its_prompt_no_tools_and_no_chain_at_the_
         "no tools: {}",
         summary.body
     );
-    let all = contents(summary);
+    let all = summary.contents();
     assert_eq!(all[0], hearth_daemon::memory::COMPACTION_PROMPT);
     assert_eq!(summary.body["messages"][0]["role"], "system");
     // No copy of the turn's chain: neither its reply nor its state; the
@@ -147,12 +137,12 @@ async fn a_memory_model_of_its_own_gets_its_prompt_no_tools_and_no_chain_at_the_
     client.reply_to(next).await;
     let requests = model.wait_for_requests(5).await;
     assert_eq!(requests[3].body["model"], "fake");
-    let view = contents(&requests[3]).join("\n");
+    let view = requests[3].contents().join("\n");
     assert!(view.contains(&format!("{tool}+1|{line}")), "{view}");
     let merge = &requests[4];
     assert_eq!(merge.body["model"], "fake-small");
     assert!(merge.body.get("tools").is_none());
-    let task = contents(merge).pop().unwrap();
+    let task = merge.contents().pop().unwrap();
     assert!(task.contains("1. Two lines that cover messages"), "{task}");
 
     // `hearth status` names the memory model, since it is not the turns'.
@@ -186,7 +176,7 @@ async fn a_layouts_compaction_prompt_on_the_turns_model_is_asked_at_the_turns_en
     let requests = model.wait_for_requests(3).await;
     let summary = &requests[2];
     assert_eq!(summary.body["model"], "fake");
-    let all = contents(summary);
+    let all = summary.contents();
     assert_eq!(all[0], prompt);
     assert!(
         !all.iter().any(|c| c == "Tuesday at nine."),
@@ -295,7 +285,7 @@ async fn a_default_memory_model_the_key_cannot_use_gives_way_to_the_turns_model(
     // The turns' model is asked as the turns' own: their prompt, no prompt
     // of its own.
     assert_ne!(
-        contents(&requests[1])[0],
+        requests[1].contents()[0],
         hearth_daemon::memory::COMPACTION_PROMPT
     );
     // Said once, in words: which model, why, which one writes now.
@@ -413,10 +403,10 @@ async fn a_memory_model_the_user_chose_is_not_replaced_and_its_refusal_is_said()
     let turn = requests
         .iter()
         .rev()
-        .find(|r| !contents(r).last().unwrap().contains("Write the lines"))
+        .find(|r| !r.contents().last().unwrap().contains("Write the lines"))
         .unwrap();
     assert_eq!(turn.body["model"], "fake");
-    let view = contents(turn).join("\n");
+    let view = turn.contents().join("\n");
     assert!(view.contains(line), "{view}");
     let status = home.hearth_async(&["status", "--json"]).await;
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();

@@ -219,6 +219,14 @@ mod tests {
         }
     }
 
+    /// Two messages to compress, 3 and 4.
+    fn two_messages() -> [Task; 2] {
+        [3, 4].map(|id| Task::Compress {
+            id,
+            line: format!("user: message {id}"),
+        })
+    }
+
     #[test]
     fn numbered_answers_are_read_in_any_order_and_wrapped_lines_joined() {
         let answer = "2. the second\n1) the first, which\nwraps onto a second line\n\n7. too far\n3: 4+2|a copied head";
@@ -256,16 +264,7 @@ mod tests {
     #[test]
     fn a_line_over_the_budget_is_left_to_be_asked_again() {
         let layout = layout();
-        let tasks = [
-            Task::Compress {
-                id: 3,
-                line: "user: a".into(),
-            },
-            Task::Compress {
-                id: 4,
-                line: "user: b".into(),
-            },
-        ];
+        let tasks = two_messages();
         let answer = format!("1. fine\n2. {}", "long ".repeat(200));
         let lines = lines(&answer, &tasks, &layout);
         assert_eq!(lines[0], (Node::message(3), Some("fine".to_string())));
@@ -275,16 +274,7 @@ mod tests {
     #[test]
     fn a_summary_is_asked_for_at_the_summary_budget_and_kept_up_to_the_line_budget() {
         let layout = layout();
-        let tasks = [
-            Task::Compress {
-                id: 3,
-                line: "user: a".into(),
-            },
-            Task::Compress {
-                id: 4,
-                line: "user: b".into(),
-            },
-        ];
+        let tasks = two_messages();
         let context = vec!["0+1|user: hi".to_string()];
         let request = request("a", "instr", &[], &context, &layout, &tasks);
         let Some(Item::User { text, .. }) = request.items.last() else {

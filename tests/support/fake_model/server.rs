@@ -43,6 +43,21 @@ pub struct Recorded {
     pub body: Value,
 }
 
+impl Recorded {
+    /// The text of every message of a Chat Completions request, in order.
+    pub fn contents(&self) -> Vec<String> {
+        self.body["messages"]
+            .as_array()
+            .map(|messages| {
+                messages
+                    .iter()
+                    .map(|m| m["content"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
 /// State shared by the handle and the connection tasks.
 struct Shared {
     script: Mutex<Script>,
