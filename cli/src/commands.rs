@@ -360,7 +360,7 @@ pub fn status_text(status: &Status) -> String {
         extra.push_str(&format!("shell    {confinement}\n"));
     }
     format!(
-        "agent    {}\nstate    {state}\nlast     {last}\nwaiting  {}\nmodel    {model}\nclients  {}\nuptime   {}\npid      {}\nversion  {}\n",
+        "agent    {}\nstate    {state}\nlast     {last}\nwaiting  {}\nmodel    {model}\nclients  {} besides this one\nuptime   {}\npid      {}\nversion  {}\n",
         status.agent, status.waiting, status.clients, uptime(status.uptime_secs), status.pid, status.version
     ) + &extra
 }
@@ -505,6 +505,8 @@ mod tests {
         assert!(text.contains("last     #41\n"), "{text}");
         assert!(text.contains("model    none configured\n"), "{text}");
         assert!(text.contains("pid      1234\n"), "{text}");
+        // The one who asks is not counted, and the line says so.
+        assert!(text.contains("clients  3 besides this one\n"), "{text}");
         assert!(text.contains("uptime   1h 1m\n"), "{text}");
         assert!(
             text.contains("mcp call hearth: fs read_file (3 s)\n"),
