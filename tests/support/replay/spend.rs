@@ -14,6 +14,7 @@
 //! prefix in 128-token steps); Anthropic serves a prefix up to a mark, so
 //! its figures are an estimate of the same shape.
 
+use super::cache::tokens;
 use super::report::{Meter, Tally};
 use super::strategies::THRESHOLD;
 use hearth_daemon::usage::{Price, Prices};
@@ -203,6 +204,16 @@ pub struct SpendGoals {
     pub ratio: f64,
     /// The most hearth's total may be, as a share of the baseline's.
     pub ratio_goal: f64,
+    /// hearth's compaction spend; what the ratio goal leaves for it after
+    /// hearth's turns; and the least it could cost under the memory's
+    /// rules on this history: its lines' output and the uncached input no
+    /// form of request avoids ([`super::report::Floors::compaction`]), at
+    /// the input price of the model that writes the lines.
+    pub compaction: f64,
+    pub room: f64,
+    pub floor: f64,
+    /// That uncached input, in tokens.
+    pub floor_tokens: u64,
 }
 
 /// The most compaction may add to hearth's turns' spend.
@@ -210,14 +221,26 @@ pub const COMPACTION_GOAL: f64 = 0.15;
 
 impl SpendGoals {
     pub fn of(meters: &[Meter], pricing: &Pricing) -> Option<SpendGoals> {
-        let hearth = Priced::of(meters.first()?, pricing)?;
+        let meter = meters.first()?;
+        let hearth = Priced::of(meter, pricing)?;
         let threshold = meters.iter().find(|meter| meter.name == THRESHOLD)?;
         let threshold = Priced::of(threshold, pricing)?;
+        let ratio_goal = if pricing.ttl >= 86_400 { 0.45 } else { 0.4 };
+        let input = if meter.memory_model {
+            pricing.memory_price.input
+        } else {
+            pricing.price.input
+        };
+        let floor_tokens = tokens(meter.floors.compaction());
         Some(SpendGoals {
             compaction_share: hearth.compaction_share(),
             output_share: hearth.compaction.output / hearth.turns.total().max(f64::MIN_POSITIVE),
             ratio: hearth.all().total() / threshold.all().total().max(f64::MIN_POSITIVE),
-            ratio_goal: if pricing.ttl >= 86_400 { 0.45 } else { 0.4 },
+            ratio_goal,
+            compaction: hearth.compaction.total(),
+            room: ratio_goal * threshold.all().total() - hearth.turns.total(),
+            floor: hearth.compaction.output + floor_tokens as f64 * input / 1e6,
+            floor_tokens,
         })
     }
 
@@ -349,6 +372,18 @@ pub fn tables(meters: &[Meter]) -> String {
                 goals.ratio,
                 goals.ratio_goal,
                 mark(goals.ratio <= goals.ratio_goal),
+            );
+            let _ = writeln!(
+                out,
+                "  Compaction costs {}; the {:.2} goal leaves it {} after hearth's turns; under \
+                 the memory's rules it cannot cost less than {} on this history (its lines' \
+                 output, and {:.1}M tokens of input no form of request avoids, at the input \
+                 price, before any cache read).",
+                usd(goals.compaction),
+                goals.ratio_goal,
+                usd(goals.room),
+                usd(goals.floor),
+                goals.floor_tokens as f64 / 1e6,
             );
         }
         out.push('\n');
