@@ -120,7 +120,7 @@ pub fn request(
     Request {
         instructions: instructions.to_string(),
         tools: tools.to_vec(),
-        cache_marks: super::compactor::context_marks(&items),
+        cache_marks: super::compactor::context_marks(context.len(), layout.block_lines),
         items,
         cache_key: Some(crate::request::cache_key(agent)),
     }
@@ -275,7 +275,8 @@ mod tests {
     fn a_summary_is_asked_for_at_the_summary_budget_and_kept_up_to_the_line_budget() {
         let layout = layout();
         let tasks = two_messages();
-        let context = vec!["0+1|user: hi".to_string()];
+        // Six lines in blocks of four: one whole block, then two lines.
+        let context: Vec<String> = (0..6).map(|id| format!("{id}+1|user: hi {id}")).collect();
         let request = request("a", "instr", &[], &context, &layout, &tasks);
         let Some(Item::User { text, .. }) = request.items.last() else {
             panic!("no tasks");
@@ -287,8 +288,13 @@ mod tests {
             "the ruler is the summary budget"
         );
         assert!(text.contains(&format!("at most {} bytes", layout.summary_budget())));
-        // The context is marked for the cache; the task, sent once, is not.
-        assert_eq!(request.cache_marks, vec![request.items.len() - 2]);
+        // The context's whole block is marked for the cache; its partial
+        // block, which the next call's longer one no longer matches, and
+        // the task, sent once, are not.
+        assert_eq!(request.items.len(), 3);
+        assert_eq!(request.cache_marks, vec![0]);
+        let short = super::request("a", "instr", &[], &context[..3], &layout, &tasks);
+        assert!(short.cache_marks.is_empty(), "no whole block, no mark");
         // An answer past the ruler but within a line is kept.
         let long = "x".repeat(layout.summary_budget() + 100);
         let answer = format!("1. {long}\n2. short");

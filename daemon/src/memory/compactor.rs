@@ -29,11 +29,17 @@ pub fn own_prompt(layout: &Layout) -> &str {
     layout.compaction_prompt.as_deref().unwrap_or(PROMPT)
 }
 
-/// The request's cache marks: the end of `context`'s last block, whose
-/// prefix the next call shares, not the task, which no call repeats (a
-/// mark there would pay to write it). None when there is no context.
-pub(crate) fn context_marks(items: &[Item]) -> Vec<usize> {
-    items.len().checked_sub(2).into_iter().collect()
+/// A compaction request's cache mark: the context's last whole block (of
+/// `context` lines in blocks of `block_lines`), whose prefix the next call
+/// shares, as a turn marks its view's. Not the task, which no call
+/// repeats (a mark there would pay to write it), nor a partial block,
+/// which the next call's longer block no longer matches. None when the
+/// context has no whole block.
+pub(crate) fn context_marks(context: usize, block_lines: usize) -> Vec<usize> {
+    (context / block_lines.max(1))
+        .checked_sub(1)
+        .into_iter()
+        .collect()
 }
 
 /// What a compaction call is asked to do.
@@ -120,7 +126,7 @@ pub fn request(
     Request {
         instructions: instructions.to_string(),
         tools: tools.to_vec(),
-        cache_marks: context_marks(&items),
+        cache_marks: context_marks(context.len(), layout.block_lines),
         items,
         cache_key: Some(crate::request::cache_key(agent)),
     }
