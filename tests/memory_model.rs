@@ -183,8 +183,10 @@ async fn a_layouts_compaction_prompt_on_the_turns_model_is_asked_at_the_turns_en
         "not the chain"
     );
     assert!(all.last().unwrap().contains("whole"), "{all:?}");
-    // The turn's model keeps the turns' tools, so their prefix is shared.
+    // The turn's model keeps the turns' tools and reasoning, so their
+    // prefix is shared.
     assert_eq!(summary.body["tools"], requests[1].body["tools"]);
+    assert_eq!(summary.body["reasoning_effort"], "high");
     // The turns' own model is no memory model to name apart.
     let status = home.hearth_async(&["status", "--json"]).await;
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();

@@ -2,7 +2,7 @@
 //! reasons — by default the provider's small model at its least reasoning
 //! (`model/small.rs`).
 
-use super::{Config, ConfigError, ModelConfig, ProviderKind};
+use super::{Config, ConfigError, ModelConfig};
 use crate::model::small::{least_effort, small_model};
 use serde::Deserialize;
 use std::path::Path;
@@ -20,10 +20,10 @@ pub struct MemorySettings {
     pub model: Option<String>,
     /// The memory model's reasoning effort (the values `model.effort`
     /// takes). When absent: the least the memory model takes on the
-    /// provider's own API (`minimal` for `gpt-5-mini`, none sent for
+    /// provider's own API (`minimal` for `gpt-5-nano`, none sent for
     /// Claude), never the turns' `effort` — except that the turns' own
-    /// Anthropic model keeps it, since a change of thinking loses the
-    /// turn's cached messages that its summaries ride.
+    /// model keeps it, since its summaries continue the turn's cached
+    /// request, whose start a change of reasoning can change.
     #[serde(default)]
     pub effort: Option<String>,
 }
@@ -57,7 +57,10 @@ impl MemorySettings {
         let own = name != turn.model;
         let effort = match &self.effort {
             Some(effort) => Some(effort.clone()),
-            None if !own && turn.provider == ProviderKind::Anthropic => turn.effort.clone(),
+            // The turns' own model continues their chain: the same effort
+            // keeps the request's start the turn's (a change of reasoning
+            // can change it, and Anthropic drops cached messages for it).
+            None if !own => turn.effort.clone(),
             None if own_api => least_effort(turn.provider, &name).map(str::to_string),
             None => None,
         };
@@ -169,8 +172,8 @@ mod tests {
         );
         let fallback = memory.fallback.unwrap();
         assert_eq!(fallback.model, "gpt-5-mini");
-        // The form `[memory] model = "gpt-5-mini"` gives.
-        assert_eq!(fallback.effort.as_deref(), Some("minimal"));
+        // The form `[memory] model = "gpt-5-mini"` gives: the turns' effort.
+        assert_eq!(fallback.effort.as_deref(), Some("high"));
         let memory = memory_of(
             "[model]\nprovider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\neffort = \"low\"\n",
         );
@@ -196,13 +199,13 @@ mod tests {
     }
 
     #[test]
-    fn a_base_url_keeps_the_turns_model_without_its_effort() {
+    fn a_base_url_keeps_the_turns_model_and_its_effort() {
         let memory = memory_of(
             "[model]\nprovider = \"openai-chat\"\nmodel = \"gpt-5-mini\"\n\
              base_url = \"http://127.0.0.1:11434/v1\"\neffort = \"high\"\n",
         );
         assert_eq!(memory.config.model, "gpt-5-mini");
-        assert_eq!(memory.config.effort, None);
+        assert_eq!(memory.config.effort.as_deref(), Some("high"));
         assert!(!memory.own);
         assert_eq!(memory.config.base_url(), "http://127.0.0.1:11434/v1");
     }
@@ -214,13 +217,13 @@ mod tests {
                     [memory]\nmodel = \"gpt-5-mini\"\n";
         let memory = memory_of(text);
         assert_eq!(memory.config.model, "gpt-5-mini");
-        assert_eq!(memory.config.effort.as_deref(), Some("minimal"));
+        assert_eq!(memory.config.effort.as_deref(), Some("high"));
         assert!(!memory.own);
         // The fallbacks are the turns'.
         assert_eq!(memory.config.fallback.len(), 1);
         let memory = memory_of(&format!("{text}effort = \"low\"\n"));
         assert_eq!(memory.config.effort.as_deref(), Some("low"));
-        // The turns' own Anthropic model keeps their thinking.
+        // The turns' own model keeps their reasoning, Anthropic's too.
         let memory = memory_of(
             "[model]\nprovider = \"anthropic\"\nmodel = \"claude-haiku-4-5\"\neffort = \"low\"\n",
         );
