@@ -302,16 +302,12 @@ impl Meter {
         }
     }
 
-    /// One of hearth's compaction calls; `compress` when it compresses one
-    /// message. Warm when the compaction call before it, which shares its
-    /// prefix (the compaction view), was within the time-to-live.
-    pub fn compaction(&mut self, body: &mut Body, compress: bool) {
-        self.call(body, compress, false, None);
-    }
-
-    /// A compaction call whose last cache mark ends `marked` bytes in (its
-    /// context, not its task): a provider with explicit marks writes only
-    /// up to there.
+    /// One of hearth's compaction calls after the compaction view;
+    /// `compress` when it compresses a message. Warm when the compaction
+    /// call before it, which shares its prefix (the compaction view), was
+    /// within the time-to-live. Its last cache mark ends `marked` bytes in
+    /// (its context, not its task): a provider with explicit marks writes
+    /// only up to there.
     pub fn compaction_marked(&mut self, body: &mut Body, compress: bool, marked: usize) {
         self.call(body, compress, false, Some(marked));
     }
