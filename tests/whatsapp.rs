@@ -468,7 +468,20 @@ async fn a_refused_access_token_stops_the_bridge_with_a_note() {
     let webhook = Webhook::of(&daemon, 1).await;
 
     model.push(Reply::text("Hello."));
-    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.T1", "hi")]).await;
+    // The reply's send is refused and the bridge stops, which can be before
+    // it has written its answer to this delivery (Meta delivers again when
+    // a webhook drops the connection): the answer is not what this test
+    // checks, so a panic on an empty one is let go with its task.
+    let body = delivery(
+        PHONE_NUMBER_ID,
+        &OWNER,
+        vec![text(&OWNER, "wamid.T1", "hi")],
+    );
+    let hook = Webhook {
+        addr: webhook.addr,
+        path: webhook.path.clone(),
+    };
+    let _ = tokio::spawn(async move { hook.deliver(&body).await }).await;
     // A bridge that cannot run says so in the daemon's log and in status,
     // never as a message in the agent's conversation.
     let home_ref = &home;
