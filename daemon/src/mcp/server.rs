@@ -3,8 +3,9 @@
 //!
 //! A task per server (its supervisor) owns the connection. Calls take the
 //! connection's peer and wait at most the server's `timeout_secs`; a call
-//! that waits longer wakes the supervisor, which takes the server as hung
-//! and restarts it. Every failure is an error the model can act on, never a
+//! that waits longer is cancelled (`notifications/cancelled`) and wakes the
+//! supervisor, which takes the server as hung: it closes a stdio server's
+//! input, gives it [`GRACE`] to exit, kills it and restarts it. Every failure is an error the model can act on, never a
 //! failure of the turn: the server's name, what happened, and whether the
 //! call may have taken effect.
 //!
@@ -37,6 +38,10 @@ const STABLE: Duration = Duration::from_secs(60);
 
 /// The longest wait between two attempts to start a server.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// How long a hung stdio server has to exit once its input is closed
+/// before it is killed.
+const GRACE: Duration = Duration::from_secs(2);
 
 /// Finds a secret by its name.
 pub type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
@@ -435,6 +440,7 @@ impl Server {
     ) -> Option<String> {
         let Connection { service, mut child } = connection;
         let peer = service.peer().clone();
+        let token = service.cancellation_token();
         self.set_offer(offer, "it restarted with other tools");
         self.update(|state| {
             state.status = Status::Ready;
@@ -464,7 +470,20 @@ impl Server {
                             )),
                         }
                     }
-                    Some(Wake::Hung(on, why)) if on == epoch => return Some(why),
+                    Some(Wake::Hung(on, why)) if on == epoch => {
+                        // The stdio shutdown of the MCP spec: close the
+                        // server's input and let it exit (reading the
+                        // cancellation first); kill it only after the grace.
+                        token.cancel();
+                        let _ = tokio::time::timeout(GRACE, async {
+                            let _ = (&mut closed).await;
+                            if let Some(child) = &mut child {
+                                let _ = (&mut child.exit).await;
+                            }
+                        })
+                        .await;
+                        return Some(why);
+                    }
                     Some(_) => {}
                     None => return None,
                 },
