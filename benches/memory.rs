@@ -49,10 +49,14 @@ fn main() {
          (`memory/keeper/calls.rs`). The first hearth row is the default: the lines written \
          by the provider's small model (`[memory] model`), whose calls carry a short prompt of \
          their own, no tools and the compaction view, and have a cache of their own (another \
-         model's cache holds nothing of the turns). The second row has the turns' model write \
-         them, each turn's batch extending the turn's own cached chain; the third is the form \
-         before batches, one call per line after the compaction view and every merge as soon \
-         as ready.\n"
+         model's cache holds nothing of the turns); a message logged an idle hour after the \
+         one before starts the view's batch past 120,000 bytes rather than 128,000 (the \
+         layout's `idle_secs` and `idle_budget`, read from the messages' times as the keeper \
+         reads them), since the cache has let the request go. The other hearth rows change one \
+         thing each: no early batch; summaries as long as a line; the turns' model writing \
+         them, each turn's batch extending the turn's own cached chain; the form before \
+         batches, one call per line after the compaction view and every merge as soon as \
+         ready.\n"
     );
     println!("{LEGEND}");
     for ttl in 0..ttls.len() {

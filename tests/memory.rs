@@ -658,3 +658,59 @@ async fn the_merges_ready_at_a_turns_end_are_asked_for_together_in_one_call() {
     assert_eq!(requests.len(), 4);
     assert!(requests.iter().filter(|r| batch_task(r).is_some()).count() == 1);
 }
+
+/// Stores `count` replies of the agent at time `at`, as an earlier run
+/// would have logged them (the next start links them into the log's chain).
+fn seed_replies(home: &TestHome, count: u64, at: &str) {
+    let database = hearth_protocol::home::Home::at(home.path()).database();
+    let connection = rusqlite::Connection::open(database).unwrap();
+    for id in 0..count {
+        connection
+            .execute(
+                "INSERT INTO messages (agent, id, kind, source, text, at) \
+                 VALUES ('hearth', ?1, 'reply', 'hearth', ?2, ?3)",
+                rusqlite::params![id as i64, format!("an earlier answer, number {id}"), at],
+            )
+            .unwrap();
+    }
+}
+
+/// Whether a view line covers more than one message.
+fn has_merged_line(view: &str) -> bool {
+    view.lines()
+        .filter_map(|line| line.trim_start_matches("<chat>").split_once('|'))
+        .any(|(name, _)| name.split_once('+').is_some_and(|(_, n)| n != "1"))
+}
+
+#[tokio::test]
+async fn a_message_after_an_idle_hour_starts_the_batch_the_view_would_soon_need() {
+    // 30 replies of about 45 bytes: past the idle budget (1,000 bytes),
+    // well within the high one (4,000). Any lines fit together: no call.
+    let text = layout(4000, 4000, 500) + "idle_secs = 3600\nidle_budget = 1000\n";
+    let mut views = Vec::new();
+    for gap in [false, true] {
+        let model = FakeModel::start().await;
+        let home = home_with(&model, &text);
+        home.start().stop();
+        let at = if gap {
+            "2026-01-01T08:00:00.000+00:00".to_string()
+        } else {
+            chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
+        };
+        seed_replies(&home, 30, &at);
+        let _daemon = home.start();
+        let mut client = home.connect("terminal", None).await;
+        model.push(Reply::Text("hello again".into()));
+        let (id, _) = client.submit("are you there?", "terminal", None).await;
+        client.reply_to(id).await;
+        let requests = model.requests();
+        assert!(requests.iter().all(|r| !is_compaction(r)));
+        views.push(view_text(&requests[0]));
+    }
+    // Logged a minute after the replies, the message changes nothing but
+    // the view's end; logged long after them, it starts the batch.
+    assert!(!has_merged_line(&views[0]), "{}", views[0]);
+    assert!(views[0].len() > 1000, "{} bytes", views[0].len());
+    assert!(has_merged_line(&views[1]), "{}", views[1]);
+    assert!(views[1].len() < views[0].len());
+}

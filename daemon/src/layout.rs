@@ -31,6 +31,14 @@ pub struct Layout {
     /// The turn view's budgets.
     pub high_budget: usize,
     pub low_budget: usize,
+    /// A message logged more than `idle_secs` after the one before it finds
+    /// the provider's cache empty: taking it, the turn view starts its batch
+    /// once past `idle_budget` rather than `high_budget`, so the batch due
+    /// soon breaks no warm cache. None: no early batch.
+    #[serde(default)]
+    pub idle_secs: Option<u64>,
+    #[serde(default)]
+    pub idle_budget: Option<usize>,
     /// The compaction view's budgets.
     pub compaction_high_budget: usize,
     pub compaction_low_budget: usize,
@@ -118,6 +126,20 @@ impl Layout {
                 "`low_budget` must be at most `high_budget`",
             ),
             (
+                layout.idle_secs.is_some() != layout.idle_budget.is_some(),
+                "`idle_secs` and `idle_budget` go together",
+            ),
+            (
+                layout
+                    .idle_budget
+                    .is_some_and(|bytes| bytes < layout.low_budget || bytes > layout.high_budget),
+                "`idle_budget` must be at least `low_budget` and at most `high_budget`",
+            ),
+            (
+                layout.idle_secs.is_some_and(|secs| secs < 60),
+                "`idle_secs` must be at least 60",
+            ),
+            (
                 layout.compaction_low_budget > layout.compaction_high_budget,
                 "`compaction_low_budget` must be at most `compaction_high_budget`",
             ),
@@ -147,6 +169,12 @@ impl Layout {
     /// The length a summary is asked for: its ruler.
     pub fn summary_budget(&self) -> usize {
         self.summary_budget.unwrap_or(self.line_budget)
+    }
+
+    /// The idle gap, in seconds, after which a message may start the turn
+    /// view's batch early; none when the layout has no early batch.
+    pub fn idle_gap(&self) -> Option<u64> {
+        self.idle_budget.and(self.idle_secs)
     }
 
     /// Where a message is too large to go into a request whole.
@@ -202,6 +230,42 @@ mod tests {
         // A layout that names none asks for lines as long as the budget.
         let small = Layout::find("small").unwrap();
         assert_eq!(small.summary_budget(), small.line_budget);
+    }
+
+    #[test]
+    fn an_early_batch_needs_both_its_keys_and_a_budget_between_the_two() {
+        let default = Layout::find("default").unwrap();
+        assert_eq!(default.idle_gap(), Some(3600));
+        assert!(Layout::find("small").unwrap().idle_gap().is_none());
+        let text = include_str!("../../layouts/default.toml");
+        for (from, to, said) in [
+            (
+                "idle_secs = 3600",
+                "",
+                "`idle_secs` and `idle_budget` go together",
+            ),
+            (
+                "idle_budget = 120000",
+                "idle_budget = 130000",
+                "`idle_budget` must be at least",
+            ),
+            (
+                "idle_budget = 120000",
+                "idle_budget = 1000",
+                "`idle_budget` must be at least",
+            ),
+            (
+                "idle_secs = 3600",
+                "idle_secs = 5",
+                "`idle_secs` must be at least 60",
+            ),
+        ] {
+            assert!(text.contains(from));
+            let err = Layout::parse("mine.toml", &text.replace(from, to))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(said), "{err}");
+        }
     }
 }
 

@@ -27,7 +27,7 @@ pub use calls::TurnChain;
 use super::compactor::Task;
 use super::store::{Built, ViewName};
 use super::tree::{free_join, message_line, Node};
-use super::view::{Lines, Progress, View};
+use super::view::{idle_gap, Lines, Progress, View};
 use crate::activity::ActivityBoard;
 use crate::layout::Layout;
 use crate::log::{Log, LogError};
@@ -179,6 +179,8 @@ impl Memory {
             failures: HashMap::new(),
             not_before: HashMap::new(),
             turn,
+            gaps: BTreeSet::new(),
+            last_at: None,
             compaction,
             settles: Vec::new(),
             urgent: None,
@@ -293,6 +295,11 @@ struct Keeper {
     /// A failed node is tried again only after this.
     not_before: HashMap<Node, Instant>,
     turn: View,
+    /// Messages the turn view has not taken that were logged an idle gap
+    /// (the layout's `idle_secs`) after the one before them.
+    gaps: BTreeSet<u64>,
+    /// When the last message read was logged.
+    last_at: Option<String>,
     compaction: View,
     settles: Vec<Pending>,
     /// The node the turn view waits for: built first.
@@ -430,6 +437,14 @@ impl Keeper {
             for entry in page {
                 let id = entry.message.id;
                 self.known = id + 1;
+                if let Some(secs) = self.config.layout.idle_gap() {
+                    let before = self.last_at.replace(entry.message.at.clone());
+                    if id >= self.turn.applied
+                        && before.is_some_and(|before| idle_gap(&before, &entry.message.at, secs))
+                    {
+                        self.gaps.insert(id);
+                    }
+                }
                 let node = Node::message(id);
                 if self.lines.line(node).is_some() {
                     continue;
@@ -575,9 +590,14 @@ impl Keeper {
             return Ok(());
         };
         let before = self.turn.clone();
-        let progress = self
-            .turn
-            .advance(target, self.config.layout.turn_budgets(), &self.lines);
+        let gaps = &self.gaps;
+        let progress = self.turn.advance_with_gaps(
+            target,
+            self.config.layout.turn_budgets(),
+            &self.lines,
+            |id| gaps.contains(&id),
+        );
+        self.gaps = self.gaps.split_off(&self.turn.applied);
         if self.turn != before {
             self.log
                 .save_view(&agent, ViewName::Turn, &self.turn)

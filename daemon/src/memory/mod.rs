@@ -38,4 +38,4 @@ pub use keeper::{
 pub(crate) use search::{backfill as backfill_index, create as create_index};
 pub use store::{Built, ViewName};
 pub use tree::{cut, free_join, message_line, one_line, Node};
-pub use view::{line_size, render_line, Budgets, Lines, Progress, View};
+pub use view::{idle_gap, line_size, render_line, Budgets, Lines, Progress, View};

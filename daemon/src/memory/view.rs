@@ -15,11 +15,14 @@ use crate::layout::Layout;
 /// The bytes of `<chat>\n` and `</chat>` around the lines.
 const TAGS: usize = "<chat>\n".len() + "</chat>".len();
 
-/// A view's high and low budgets, in rendered bytes.
+/// A view's budgets, in rendered bytes: past `high` a batch starts, and it
+/// ends within `low`; taking a message that follows an idle gap, a batch
+/// starts past `idle` already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budgets {
     pub high: usize,
     pub low: usize,
+    pub idle: usize,
 }
 
 /// The budgets a layout gives the two views. Here, not in `layout.rs`, so
@@ -29,6 +32,7 @@ impl Layout {
         Budgets {
             high: self.high_budget,
             low: self.low_budget,
+            idle: self.idle_budget.unwrap_or(self.high_budget),
         }
     }
 
@@ -36,6 +40,7 @@ impl Layout {
         Budgets {
             high: self.compaction_high_budget,
             low: self.compaction_low_budget,
+            idle: self.compaction_high_budget,
         }
     }
 }
@@ -67,6 +72,17 @@ pub struct View {
     pub batching: bool,
 }
 
+/// Whether a message logged at `at` (RFC 3339, as the log stores it) came
+/// more than `secs` after one logged at `before`. A time that does not read
+/// is no gap.
+pub fn idle_gap(before: &str, at: &str, secs: u64) -> bool {
+    let parse = |text: &str| chrono::DateTime::parse_from_rfc3339(text).ok();
+    match (parse(before), parse(at)) {
+        (Some(before), Some(at)) => (at - before).num_seconds() > secs as i64,
+        _ => false,
+    }
+}
+
 /// The rendered size of one line: `id+n|text` and its newline.
 pub fn line_size(node: Node, text: &str) -> usize {
     node.to_string().len() + 1 + one_line(text).len() + 1
@@ -90,6 +106,20 @@ impl View {
     /// Takes messages into the view up to (not including) `through`, running
     /// batches as the budgets require, until done or a node is missing.
     pub fn advance(&mut self, through: u64, budgets: Budgets, lines: &impl Lines) -> Progress {
+        self.advance_with_gaps(through, budgets, lines, |_| false)
+    }
+
+    /// [`View::advance`], where `after_gap(T)` tells whether message T was
+    /// logged after an idle gap ([`idle_gap`]): taking one, a batch starts
+    /// past the idle budget. The gaps are read from the log's times, so the
+    /// view stays a function of the log and the tree.
+    pub fn advance_with_gaps(
+        &mut self,
+        through: u64,
+        budgets: Budgets,
+        lines: &impl Lines,
+        after_gap: impl Fn(u64) -> bool,
+    ) -> Progress {
         let mut size = self.size(lines);
         loop {
             if self.batching {
@@ -123,7 +153,12 @@ impl View {
             size += line_size(node, text);
             self.nodes.push(node);
             self.applied += 1;
-            if size > budgets.high {
+            let high = if after_gap(node.first()) {
+                budgets.idle.min(budgets.high)
+            } else {
+                budgets.high
+            };
+            if size > high {
                 self.batching = true;
             }
         }
@@ -214,7 +249,11 @@ mod tests {
             let budgets = Budgets {
                 high: 2_000,
                 low: 1_000,
+                idle: 1_700,
             };
+            // One message in ten follows an idle gap.
+            let gaps: Vec<bool> = (0..600).map(|_| random.next().is_multiple_of(10)).collect();
+            let after_gap = |id: u64| gaps[id as usize];
             let mut view = View::default();
             for t in 0..600u64 {
                 lines.insert(
@@ -224,7 +263,7 @@ mod tests {
                 let before = view.clone();
                 // Build every parent the batch could ask for, as the compactor would.
                 loop {
-                    match view.advance(t + 1, budgets, &Random(&lines)) {
+                    match view.advance_with_gaps(t + 1, budgets, &Random(&lines), after_gap) {
                         Progress::Settled => break,
                         Progress::Waiting(node) => {
                             let len = 10 + random.next() as usize % 60;
@@ -239,11 +278,94 @@ mod tests {
                 if merged {
                     // A batch ran: it ends within the low budget, or with no pair left.
                     assert!(size <= budgets.low || view.most_due_pair().is_none());
+                } else if after_gap(t) {
+                    assert!(size <= budgets.idle, "seed {seed} t {t}: {size}");
                 } else {
                     assert!(size <= budgets.high);
                 }
             }
         }
+    }
+
+    #[test]
+    fn how_far_each_advance_goes_never_changes_the_view() {
+        // The same log and tree, taken a message at a time or in runs of
+        // any length (a turn takes several), give the same nodes.
+        for seed in 1..6 {
+            let mut random = Lcg(seed);
+            let budgets = Budgets {
+                high: 1_500,
+                low: 700,
+                idle: 1_200,
+            };
+            let gaps: Vec<bool> = (0..400).map(|_| random.next().is_multiple_of(7)).collect();
+            let mut lines = HashMap::new();
+            for t in 0..400u64 {
+                lines.insert(
+                    Node::message(t),
+                    "y".repeat(1 + random.next() as usize % 60),
+                );
+            }
+            // Every parent built, as the compactor would build it.
+            for level in 1..10u8 {
+                for i in 0..(400u64 >> level) {
+                    lines.insert(Node::new(level, i), "p".repeat(10 + (i % 40) as usize));
+                }
+            }
+            // The view at the end, and how many batches ran.
+            let advance = |steps: &mut dyn FnMut() -> u64, gapped: bool| {
+                let mut view = View::default();
+                let mut batches = 0;
+                while view.applied < 400 {
+                    let through = (view.applied + steps()).min(400);
+                    let before = view.nodes.len();
+                    let progress =
+                        view.advance_with_gaps(through, budgets, &Random(&lines), |id| {
+                            gapped && gaps[id as usize]
+                        });
+                    assert_eq!(progress, Progress::Settled);
+                    batches += usize::from(view.nodes.len() < before);
+                }
+                (view, batches)
+            };
+            let one_by_one = advance(&mut || 1, true);
+            let mut runs = Lcg(seed + 100);
+            let in_runs = advance(&mut || 1 + runs.next() % 9, true);
+            assert_eq!(one_by_one.0, in_runs.0, "seed {seed}");
+            let no_gaps = advance(&mut || 1, false);
+            assert!(
+                one_by_one.1 > no_gaps.1,
+                "seed {seed}: the gaps changed nothing"
+            );
+        }
+    }
+
+    #[test]
+    fn a_message_after_an_idle_gap_starts_the_batch_past_the_idle_budget() {
+        let budgets = Budgets {
+            high: 400,
+            low: 200,
+            idle: 300,
+        };
+        let mut quiet = View::default();
+        let mut idle = View::default();
+        // 34 lines and the tags: 344 bytes, past the idle budget only.
+        quiet.advance(34, budgets, &Uniform(4));
+        idle.advance_with_gaps(34, budgets, &Uniform(4), |id| id == 33);
+        assert_eq!(quiet.size(&Uniform(4)), 344);
+        assert_eq!(quiet.nodes.len(), 34);
+        assert!(idle.nodes.len() < 34 && idle.size(&Uniform(4)) <= budgets.low);
+        assert!(idle_gap(
+            "2026-12-01T08:00:00+01:00",
+            "2026-12-01T08:00:01+00:00",
+            3_600
+        ));
+        assert!(!idle_gap(
+            "2026-12-01T08:00:00.000+00:00",
+            "2026-12-01T09:00:00.000+00:00",
+            3_600
+        ));
+        assert!(!idle_gap("yesterday", "2026-12-01T09:00:00+00:00", 60));
     }
 
     #[test]
@@ -253,6 +375,7 @@ mod tests {
         let budgets = Budgets {
             high: 400,
             low: 200,
+            idle: 400,
         };
         let mut view = View::default();
         let mut changes_at_start = 0;
@@ -278,7 +401,11 @@ mod tests {
         for t in 0..4 {
             lines.insert(Node::message(t), "a".repeat(30));
         }
-        let budgets = Budgets { high: 100, low: 60 };
+        let budgets = Budgets {
+            high: 100,
+            low: 60,
+            idle: 100,
+        };
         let mut view = View::default();
         let progress = view.advance(4, budgets, &Random(&lines));
         assert_eq!(progress, Progress::Waiting(Node::new(1, 0)));
@@ -295,6 +422,7 @@ mod tests {
         let budgets = Budgets {
             high: 10_000,
             low: 5_000,
+            idle: 10_000,
         };
         view.advance(3, budgets, &Uniform(2));
         assert_eq!(

@@ -31,8 +31,8 @@ use super::strategies::{Strategy, AGENT};
 use hearth_daemon::layout::Layout;
 use hearth_daemon::log::{Entry, TurnRecord};
 use hearth_daemon::memory::{
-    batch, clean_answer, compaction_request, cut, free_join, message_line, own_compaction_prompt,
-    render_line, task_line, Built, Lines, Node, Progress, Task, View,
+    batch, clean_answer, compaction_request, cut, free_join, idle_gap, message_line,
+    own_compaction_prompt, render_line, task_line, Built, Lines, Node, Progress, Task, View,
 };
 use hearth_daemon::model::{Request, ToolSpec};
 use hearth_daemon::request::{self, TurnContext};
@@ -112,6 +112,11 @@ pub struct Hearth {
     /// The running turn's first message of its own (after what it took)
     /// and its last request, once it sent one.
     running: Option<(u64, Option<Request>)>,
+    /// Messages the turn view has not taken that were logged an idle gap
+    /// after the one before (the layout's `idle_secs`), as the keeper
+    /// finds them, and when the last message was logged.
+    gaps: BTreeSet<u64>,
+    last_at: Option<String>,
 }
 
 impl Hearth {
@@ -147,6 +152,8 @@ impl Hearth {
             before_turn: Vec::new(),
             in_chain: Vec::new(),
             running: None,
+            gaps: BTreeSet::new(),
+            last_at: None,
         }
     }
 
@@ -473,10 +480,15 @@ impl Hearth {
     ) {
         loop {
             let budgets = self.layout.turn_budgets();
-            match self
-                .turn_view
-                .advance(context_turn.start_id, budgets, &self.tree)
-            {
+            let gaps = &self.gaps;
+            let progress = self.turn_view.advance_with_gaps(
+                context_turn.start_id,
+                budgets,
+                &self.tree,
+                |id| gaps.contains(&id),
+            );
+            self.gaps = self.gaps.split_off(&self.turn_view.applied);
+            match progress {
                 Progress::Settled => break,
                 Progress::Waiting(node) => match self.merge_task(node) {
                     Some(task) if self.batched => {
@@ -556,6 +568,12 @@ impl Strategy for Hearth {
     fn logged(&mut self, entry: &Entry, meter: &mut Meter) {
         let id = entry.message.id;
         self.known = id + 1;
+        if let Some(secs) = self.layout.idle_gap() {
+            let before = self.last_at.replace(entry.message.at.clone());
+            if before.is_some_and(|before| idle_gap(&before, &entry.message.at, secs)) {
+                self.gaps.insert(id);
+            }
+        }
         let line = message_line(entry.message.kind.as_str(), &entry.message.text);
         // A huge message is sent (and compressed) as its head and tail.
         let text_bytes = entry.message.text.len().min(self.layout.huge_limit()) as u64;

@@ -514,8 +514,6 @@ pub fn tools() -> Vec<ToolSpec> {
 
 /// `at` (seconds since the start) as the daemon's state shows local time.
 pub fn clock_text(at: u64) -> String {
-    let days = at / DAY;
-    let (year, month, day) = civil_from_days(days as i64 + 20_703); // 2026-09-07, a Monday
     let weekday = [
         "Monday",
         "Tuesday",
@@ -524,10 +522,17 @@ pub fn clock_text(at: u64) -> String {
         "Friday",
         "Saturday",
         "Sunday",
-    ][(days % 7) as usize];
+    ][(at / DAY % 7) as usize];
+    format!("{} ({weekday})", log_time(at))
+}
+
+/// `at` as the log stores a message's time (RFC 3339).
+pub fn log_time(at: u64) -> String {
+    let days = at / DAY;
+    let (year, month, day) = civil_from_days(days as i64 + 20_703); // 2026-09-07, a Monday
     let secs = at % DAY;
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}+00:00 ({weekday})",
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}+00:00",
         secs / HOUR,
         secs % HOUR / 60,
         secs % 60

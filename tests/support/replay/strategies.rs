@@ -13,7 +13,7 @@
 
 use super::cache::{self, Body};
 use super::hearth::Hearth;
-use super::history::{clock_text, Episode, Generator, Message};
+use super::history::{clock_text, log_time, Episode, Generator, Message};
 use super::report::Meter;
 use hearth_daemon::layout::Layout;
 use hearth_daemon::log::{Entry, MessageData, TurnRecord};
@@ -158,7 +158,7 @@ pub fn entry(id: u64, message: &Message) -> Entry {
             source: message.source.to_string(),
             text: message.text.clone(),
             status: (message.kind == Kind::Tool).then(|| "ok".to_string()),
-            at: clock_text(message.at),
+            at: log_time(message.at),
             answers: vec![],
             images: vec![],
             outbox: None,
@@ -395,8 +395,9 @@ impl Strategy for Sliding {
 /// full-length lines at the end of each turn's chain (the default before);
 /// one compaction call per line (the form before batches); and the three
 /// baselines.
-pub const NAMES: [&str; 7] = [
+pub const NAMES: [&str; 8] = [
     "hearth (default: lines by the small model)",
+    "hearth, no early batch after an idle hour",
     "hearth, small model, summaries as long as a line",
     "hearth, lines by the turns' model (in the turn's chain)",
     "hearth, one compaction call per line (before)",
@@ -406,10 +407,10 @@ pub const NAMES: [&str; 7] = [
 ];
 
 /// The baseline that spend is compared with.
-pub const THRESHOLD: &str = NAMES[5];
+pub const THRESHOLD: &str = NAMES[6];
 
 /// The rows shown only when `compare` is asked for its diagnostics.
-const DIAGNOSTIC: std::ops::Range<usize> = 1..4;
+const DIAGNOSTIC: std::ops::Range<usize> = 1..5;
 
 /// Replays one history of at least `messages` messages through every
 /// strategy in lockstep; one meter per strategy, in [`NAMES`] order (without
@@ -424,6 +425,13 @@ pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<
     let tools = super::history::tools();
     let mut hearth =
         Hearth::new(layout.clone(), &instructions, &tools, true, false).lines_by_memory_model();
+    // Every batch past the high budget, as before `idle_secs`.
+    let no_idle = Layout {
+        idle_secs: None,
+        idle_budget: None,
+        ..layout.clone()
+    };
+    let mut busy = Hearth::new(no_idle, &instructions, &tools, true, false).lines_by_memory_model();
     // Summaries asked for as long as a line, as before `summary_budget`.
     let long = Layout {
         summary_budget: None,
@@ -438,6 +446,7 @@ pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<
     let mut sliding = Sliding::new(&instructions, &tools, layout.high_budget);
     let mut strategies: Vec<&mut dyn Strategy> = vec![
         &mut hearth,
+        &mut busy,
         &mut long_lines,
         &mut chained,
         &mut retimed,
@@ -445,14 +454,14 @@ pub fn compare(seed: u64, messages: u64, ttls: &[u64], diagnostic: bool) -> Vec<
         &mut compacting,
         &mut sliding,
     ];
-    // hearth's rows (the first four names) keep their last request of
+    // hearth's rows (the first five names) keep their last request of
     // each kind, which is small enough to copy at every request.
     let mut meters: Vec<Meter> = NAMES
         .iter()
         .enumerate()
         .map(|(at, name)| match Meter::new(*name, ttls) {
-            meter if at < 2 => meter.measuring_blocks().lines_by_memory_model(),
-            meter if at < 4 => meter.measuring_blocks(),
+            meter if at < 3 => meter.measuring_blocks().lines_by_memory_model(),
+            meter if at < 5 => meter.measuring_blocks(),
             meter => meter,
         })
         .collect();
