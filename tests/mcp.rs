@@ -652,3 +652,106 @@ async fn status_names_a_running_call_and_a_crash_of_hearthd_logs_it_as_interrupt
         .await;
     assert_eq!(tool.status.as_deref(), Some("interrupted"), "{}", tool.text);
 }
+
+/// The misbehaving server as `name`, trusted to only read, each start
+/// logged to `starts`.
+fn logged_as(name: &str, starts: &std::path::Path, timeout: u64) -> String {
+    format!(
+        "[[mcp]]\nname = \"{name}\"\ncommand = \"node\"\nargs = [\"{}\", \"--log\", \"{}\"]\n\
+         trust = \"read\"\ntimeout_secs = {timeout}\n",
+        servers().join("misbehaving.js").display(),
+        starts.display()
+    )
+}
+
+#[tokio::test]
+async fn a_reload_starts_new_servers_stops_removed_ones_and_restarts_changed_ones() {
+    let (one_log, gone_log, two_log) = (
+        tempfile::NamedTempFile::new().unwrap(),
+        tempfile::NamedTempFile::new().unwrap(),
+        tempfile::NamedTempFile::new().unwrap(),
+    );
+    let one = logged_as("one", one_log.path(), 5);
+    let gone = logged_as("gone", gone_log.path(), 5);
+    let mut t = start(&format!("{one}{gone}")).await;
+    t.model.push(Reply::text("hello"));
+    turn(&mut t, "hello").await;
+    let first = tool_names(&t.model, 0);
+    assert!(first.contains(&"mcp__gone__echo".to_string()), "{first:?}");
+    let (one_pid, gone_pid) = (last_started(one_log.path()), last_started(gone_log.path()));
+
+    // `gone` removed, `one` changed, `two` added.
+    let config_file = t.home.path().join("config.toml");
+    let config = std::fs::read_to_string(&config_file).unwrap();
+    let changed = config
+        .replace(&gone, &logged_as("two", two_log.path(), 5))
+        .replace(&one, &logged_as("one", one_log.path(), 6));
+    t.home.write_config(&changed);
+    let output = t.home.hearth_async(&["reload"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("mcp"), "{stdout}");
+    eventually("the removed and the changed servers ended", || async {
+        (!alive(gone_pid) && !alive(one_pid)).then_some(())
+    })
+    .await;
+    let status = eventually("the new and the changed servers are ready", || async {
+        let status = mcp_status(&t.home).await;
+        (status.contains("two: ready") && status.contains("one: ready")).then_some(status)
+    })
+    .await;
+    assert!(!status.contains("gone"), "{status}");
+    assert_ne!(last_started(one_log.path()), one_pid, "`one` restarted");
+
+    // The next turn is offered the new set, calls the new server, and its
+    // note says why the tools changed.
+    let seen = t.model.request_count();
+    t.model
+        .push(Reply::tool_call("mcp__two__echo", r#"{"text": "new"}"#));
+    t.model.push(Reply::text("done"));
+    let tools = turn(&mut t, "echo").await;
+    assert!(
+        tools[0].text.as_deref().unwrap().contains("echo: new"),
+        "{tools:?}"
+    );
+    let offered_now = tool_names(&t.model, seen);
+    assert!(
+        offered_now.contains(&"mcp__two__echo".to_string()),
+        "{offered_now:?}"
+    );
+    assert!(
+        offered_now.contains(&"mcp__one__echo".to_string()),
+        "{offered_now:?}"
+    );
+    assert!(!offered_now
+        .iter()
+        .any(|name| name.starts_with("mcp__gone__")));
+    let notes: Vec<String> = t
+        .home
+        .history()
+        .await
+        .into_iter()
+        .filter(|m| m.kind == hearth_protocol::Kind::Note)
+        .map(|m| m.text)
+        .collect();
+    let said = |words: &str| notes.iter().any(|n| n.contains(words));
+    assert!(
+        said("`gone` was removed from the configuration"),
+        "{notes:?}"
+    );
+    assert!(said("`two` now offers 5 tool(s)"), "{notes:?}");
+
+    // A table that is wrong is refused whole: the servers run on.
+    t.home.write_config(&format!(
+        "{changed}[[mcp]]\nname = \"bad__name\"\ncommand = \"node\"\n"
+    ));
+    let output = t.home.hearth_async(&["reload"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("bad__name") && stderr.contains("keeps the configuration"),
+        "{stderr}"
+    );
+    assert!(alive(last_started(two_log.path())));
+    assert!(t.daemon.is_running());
+}

@@ -244,6 +244,16 @@ impl Running<'_> {
         let reread = crate::reload::reread(&home.config_file(), &self.tables)
             .map_err(|err| refused(&err))?;
         let new = &reread.config;
+        if reread.changed("mcp") {
+            // The agents' own lists of servers change only with a restart.
+            let agents = self
+                .config
+                .agents
+                .iter()
+                .map(|agent| (agent.name.as_str(), agent.mcp.as_slice()));
+            crate::mcp::check_config(&new.mcp, agents)
+                .map_err(|err| refused(&format!("{}: {err}", home.config_file().display())))?;
+        }
         let memory = reread.changed("model") || reread.changed("memory");
         if memory || reread.changed("limits") {
             let models = Models::new(new, home);
@@ -300,6 +310,16 @@ impl Running<'_> {
             config.telegram = new.telegram.clone();
             config.whatsapp = new.whatsapp.clone();
             bridges.restart(&changed_bridges, config, home).await;
+        }
+        if reread.changed("mcp") {
+            let reloaded = self.shared.mcp.reload(&new.mcp).await;
+            tracing::info!(
+                "MCP servers started: {}; restarted: {}; stopped: {}",
+                list_or_none(&reloaded.started),
+                list_or_none(&reloaded.restarted),
+                list_or_none(&reloaded.stopped)
+            );
+            config.mcp = new.mcp.clone();
         }
         for name in &reread.applied {
             match reread.tables.get(name) {

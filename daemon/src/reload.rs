@@ -8,14 +8,15 @@
 //! model and its fallbacks for the next request, the memory model for the
 //! next summary, budgets and prices, which
 //! calls need approval, the limits, a bridge's table — that bridge is
-//! started again), the others are named as waiting for a restart. The
+//! started again — and the `[[mcp]]` servers: new ones start, removed ones
+//! stop, changed ones restart), the others are named as waiting for a restart. The
 //! comparison is a pure function of the two files' tables.
 
 use crate::config::{Config, ConfigError};
 use std::path::Path;
 
 /// Tables that apply while the daemon runs.
-pub const LIVE_TABLES: [&str; 8] = [
+pub const LIVE_TABLES: [&str; 9] = [
     "model",
     "memory",
     "budget",
@@ -24,6 +25,7 @@ pub const LIVE_TABLES: [&str; 8] = [
     "limits",
     "telegram",
     "whatsapp",
+    "mcp",
 ];
 
 /// A configuration read again, and how it differs from the running one.

@@ -22,5 +22,5 @@ mod stdio;
 pub use config::{check as check_config, McpConfigError, McpServerConfig, Trust};
 pub use frames::{frame, running_calls};
 pub use names::{offered_name, Offer, OfferedTool, SkippedTool};
-pub use registry::{Mcp, McpTools, RunningCall};
+pub use registry::{Mcp, McpTools, Reloaded, RunningCall};
 pub use server::{Context, Snapshot, Status};

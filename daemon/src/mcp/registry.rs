@@ -6,6 +6,11 @@
 //! ones, sorted by name. [`McpTools::changes`] says, once, which servers'
 //! tools changed since the agent last looked: the next request differs
 //! there, and the turn logs why.
+//!
+//! `hearth reload` changes the servers live ([`Mcp::reload`]): a new table
+//! starts its server, a removed one stops it, a changed one restarts it;
+//! the others run on untouched. An agent finds the servers by name at
+//! every request, so it sees the new set at its next one.
 
 use super::config::{McpServerConfig, Trust};
 use super::content;
@@ -17,8 +22,11 @@ use crate::tools::Outcome;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use tokio::sync::watch;
+
+/// How long a reload waits for a server it stops to end.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A call that runs now, for `hearth status`.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,9 +40,55 @@ pub struct RunningCall {
 /// Every configured server. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct Mcp {
-    servers: Arc<BTreeMap<String, Arc<Server>>>,
+    servers: Arc<RwLock<BTreeMap<String, Supervised>>>,
+    /// What starting a server takes; none in a registry with no servers
+    /// that was never started.
+    spawner: Option<Arc<Spawner>>,
     running: Arc<Mutex<BTreeMap<u64, RunningCall>>>,
     next_call: Arc<AtomicU64>,
+}
+
+/// A server and what stops its supervisor alone.
+struct Supervised {
+    server: Arc<Server>,
+    stop: watch::Sender<bool>,
+}
+
+/// The context servers start in, and hearthd's stop.
+struct Spawner {
+    context: Arc<Context>,
+    stop: watch::Receiver<bool>,
+}
+
+impl Spawner {
+    /// Starts `config`'s supervisor; it stops with hearthd or on its own
+    /// stop.
+    fn start(&self, config: &McpServerConfig) -> Supervised {
+        let (stop, stopped) = watch::channel(*self.stop.borrow());
+        let mut all = self.stop.clone();
+        let forward = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = all.wait_for(|stop| *stop) => {
+                    let _ = forward.send(true);
+                }
+                // The supervisor ended and dropped its receiver.
+                _ = forward.closed() => {}
+            }
+        });
+        Supervised {
+            server: Server::start(config.clone(), self.context.clone(), stopped),
+            stop,
+        }
+    }
+}
+
+/// What a reload changed in the servers, by name.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    pub started: Vec<String>,
+    pub restarted: Vec<String>,
+    pub stopped: Vec<String>,
 }
 
 impl Mcp {
@@ -44,39 +98,104 @@ impl Mcp {
         context: Context,
         stop: watch::Receiver<bool>,
     ) -> Mcp {
-        let context = Arc::new(context);
+        let spawner = Arc::new(Spawner {
+            context: Arc::new(context),
+            stop,
+        });
         let servers = configs
             .iter()
-            .map(|config| {
-                let server = Server::start(config.clone(), context.clone(), stop.clone());
-                (config.name.clone(), server)
-            })
+            .map(|config| (config.name.clone(), spawner.start(config)))
             .collect();
         Mcp {
-            servers: Arc::new(servers),
+            servers: Arc::new(RwLock::new(servers)),
+            spawner: Some(spawner),
             ..Mcp::default()
         }
+    }
+
+    /// Makes the running servers those of `configs`: starts the new ones,
+    /// stops the removed ones and restarts those whose table changed (the
+    /// old one stopped first, so the two never run at once). It does not
+    /// wait for the new ones: an agent finds their tools once listed.
+    pub async fn reload(&self, configs: &[McpServerConfig]) -> Reloaded {
+        let Some(spawner) = &self.spawner else {
+            return Reloaded::default();
+        };
+        let mut reloaded = Reloaded::default();
+        let mut stopping = Vec::new();
+        {
+            let mut servers = self.write();
+            servers.retain(|name, running| {
+                let kept = configs.iter().any(|config| config.name == *name);
+                if !kept {
+                    let _ = running.stop.send(true);
+                    stopping.push(running.server.clone());
+                    reloaded.stopped.push(name.clone());
+                }
+                kept
+            });
+            for config in configs {
+                match servers.get(&config.name) {
+                    // Its tools stay offered until the new one lists its own.
+                    Some(running) if running.server.config() != config => {
+                        let _ = running.stop.send(true);
+                        stopping.push(running.server.clone());
+                        reloaded.restarted.push(config.name.clone());
+                    }
+                    Some(_) => {}
+                    None => reloaded.started.push(config.name.clone()),
+                }
+            }
+        }
+        for server in stopping {
+            let _ = tokio::time::timeout(STOP_WAIT, server.until_stopped()).await;
+        }
+        let mut servers = self.write();
+        for name in reloaded.started.iter().chain(&reloaded.restarted) {
+            if let Some(config) = configs.iter().find(|config| config.name == *name) {
+                servers.insert(name.clone(), spawner.start(config));
+            }
+        }
+        drop(servers);
+        reloaded
     }
 
     /// Waits until every server's first attempt to start has ended (each is
     /// bounded by its timeout), so the first turn's tools are the same as
     /// at every start.
     pub async fn settled(&self) {
-        for server in self.servers.values() {
+        for server in self.servers() {
             server.settled().await;
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
-    }
-
     /// Every server's state, by name.
     pub fn snapshots(&self) -> Vec<Snapshot> {
-        self.servers
-            .values()
+        self.servers()
+            .iter()
             .map(|server| server.snapshot())
             .collect()
+    }
+
+    /// The servers running now, by name.
+    fn servers(&self) -> Vec<Arc<Server>> {
+        self.read()
+            .values()
+            .map(|running| running.server.clone())
+            .collect()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Supervised>> {
+        // Each change is an insert or a remove.
+        self.servers
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Supervised>> {
+        self.servers
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The MCP calls that run now, oldest first.
@@ -93,16 +212,10 @@ impl Mcp {
 
     /// The servers `names` lists (every server for none), as `agent`'s tools.
     pub fn for_agent(&self, agent: &str, names: Option<&[String]>) -> McpTools {
-        let servers = self
-            .servers
-            .values()
-            .filter(|server| names.is_none_or(|names| names.iter().any(|n| n == server.name())))
-            .cloned()
-            .collect();
         McpTools {
             agent: agent.to_string(),
             mcp: self.clone(),
-            servers,
+            names: names.map(<[String]>::to_vec),
             seen: Arc::default(),
         }
     }
@@ -113,16 +226,37 @@ impl Mcp {
 pub struct McpTools {
     agent: String,
     mcp: Mcp,
-    servers: Vec<Arc<Server>>,
-    /// The generation of each server's tools the agent last looked at.
-    seen: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// The servers the agent gets by name; none: every server.
+    names: Option<Vec<String>>,
+    seen: Arc<Mutex<Seen>>,
+}
+
+/// What an agent last looked at: each server's offered tools.
+#[derive(Default)]
+struct Seen {
+    looked: bool,
+    tools: BTreeMap<String, Vec<OfferedTool>>,
 }
 
 impl McpTools {
+    /// The agent's servers running now.
+    fn servers(&self) -> Vec<Arc<Server>> {
+        self.mcp
+            .read()
+            .iter()
+            .filter(|(name, _)| {
+                self.names
+                    .as_ref()
+                    .is_none_or(|names| names.iter().any(|n| n == *name))
+            })
+            .map(|(_, running)| running.server.clone())
+            .collect()
+    }
+
     /// The servers' offered tools, sorted by name.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self
-            .servers
+            .servers()
             .iter()
             .flat_map(|server| server.offer().0.tools)
             .map(|tool| tool.spec)
@@ -137,13 +271,13 @@ impl McpTools {
     }
 
     fn find(&self, name: &str) -> Option<(Arc<Server>, OfferedTool)> {
-        self.servers.iter().find_map(|server| {
+        self.servers().into_iter().find_map(|server| {
             let (offer, _) = server.offer();
             offer
                 .tools
                 .into_iter()
                 .find(|tool| tool.spec.name == name)
-                .map(|tool| (server.clone(), tool))
+                .map(|tool| (server, tool))
         })
     }
 
@@ -164,17 +298,35 @@ impl McpTools {
     }
 
     /// One sentence per server whose tools changed since the last call (the
-    /// first call only records what is offered).
+    /// first call only records what is offered), and per server a reload
+    /// added or removed.
     pub fn changes(&self) -> Vec<String> {
         let mut seen = self
             .seen
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let looked = std::mem::replace(&mut seen.looked, true);
+        let servers = self.servers();
         let mut changes = Vec::new();
-        for server in &self.servers {
-            let (_, generation) = server.offer();
-            let before = seen.insert(server.name().to_string(), generation);
-            if before.is_some_and(|before| before != generation) {
+        seen.tools.retain(|name, _| {
+            let kept = servers.iter().any(|server| server.name() == name);
+            if !kept {
+                changes.push(format!(
+                    "the MCP server `{name}` was removed from the configuration: its tools \
+                     are no longer offered"
+                ));
+            }
+            kept
+        });
+        for server in &servers {
+            let (offer, _) = server.offer();
+            let changed = match seen.tools.get(server.name()) {
+                Some(before) => *before != offer.tools,
+                // A server a reload added, once it offers tools.
+                None => looked && !offer.tools.is_empty(),
+            };
+            seen.tools.insert(server.name().to_string(), offer.tools);
+            if changed {
                 changes.extend(server.change());
             }
         }

@@ -208,6 +208,16 @@ impl Server {
         }
     }
 
+    /// Waits until the supervisor has stopped (its child is gone by then).
+    pub async fn until_stopped(&self) {
+        let mut ticks = self.ticks.subscribe();
+        while self.state().status != Status::Stopped {
+            if ticks.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     pub fn snapshot(&self) -> Snapshot {
         let state = self.state();
         Snapshot {

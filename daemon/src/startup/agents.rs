@@ -270,9 +270,8 @@ impl Starter<'_> {
         if let Some(contacts) = &spec.whatsapp {
             tools = tools.with_whatsapp(contacts.clone());
         }
-        if !self.mcp.is_empty() {
-            tools = tools.with_mcp(self.mcp.for_agent(spec.name, spec.mcp));
-        }
+        // Even with no server yet: a reload may start some.
+        tools = tools.with_mcp(self.mcp.for_agent(spec.name, spec.mcp));
         // Last: it checks the names in `[approvals]` against every tool.
         Ok(tools.with_approvals(self.approvals.clone()))
     }
