@@ -444,14 +444,7 @@ async fn a_changed_tool_list_changes_the_next_requests_with_a_note() {
             compaction.body
         );
     }
-    let notes: Vec<String> = t
-        .home
-        .history()
-        .await
-        .into_iter()
-        .filter(|m| m.kind == hearth_protocol::Kind::Note)
-        .map(|m| m.text)
-        .collect();
+    let notes = notes(&t.home).await;
     assert!(
         notes
             .iter()
@@ -653,6 +646,16 @@ async fn status_names_a_running_call_and_a_crash_of_hearthd_logs_it_as_interrupt
     assert_eq!(tool.status.as_deref(), Some("interrupted"), "{}", tool.text);
 }
 
+/// The texts of the notes in the log.
+async fn notes(home: &hearth_tests::harness::TestHome) -> Vec<String> {
+    home.history()
+        .await
+        .into_iter()
+        .filter(|m| m.kind == hearth_protocol::Kind::Note)
+        .map(|m| m.text)
+        .collect()
+}
+
 /// The misbehaving server as `name`, trusted to only read, each start
 /// logged to `starts`.
 fn logged_as(name: &str, starts: &std::path::Path, timeout: u64) -> String {
@@ -726,14 +729,7 @@ async fn a_reload_starts_new_servers_stops_removed_ones_and_restarts_changed_one
     assert!(!offered_now
         .iter()
         .any(|name| name.starts_with("mcp__gone__")));
-    let notes: Vec<String> = t
-        .home
-        .history()
-        .await
-        .into_iter()
-        .filter(|m| m.kind == hearth_protocol::Kind::Note)
-        .map(|m| m.text)
-        .collect();
+    let notes = notes(&t.home).await;
     let said = |words: &str| notes.iter().any(|n| n.contains(words));
     assert!(
         said("`gone` was removed from the configuration"),
