@@ -2,35 +2,12 @@
 """The daemon's module graph from `crate::` paths in non-test code: prints
 each cycle (a knot of modules) and, with --order, the modules in dependency
 order. Usage: scripts/module-order.py daemon/src [--order]"""
-import os, re, sys
-from collections import defaultdict
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from module_graph import edges, modules
 src = sys.argv[1]
-mods = set()
-for name in os.listdir(src):
-    if name.endswith('.rs') and name not in ('lib.rs', 'main.rs'):
-        mods.add(name[:-3])
-    elif os.path.isdir(os.path.join(src, name)):
-        mods.add(name)
-deps = defaultdict(set)
-for root, _, files in os.walk(src):
-    for f in files:
-        if not f.endswith('.rs'): continue
-        path = os.path.join(root, f)
-        rel = os.path.relpath(path, src)
-        top = rel.split(os.sep)[0]
-        top = top[:-3] if top.endswith('.rs') else top
-        if top in ('lib', 'main'): continue
-        text = open(path).read()
-        # drop test modules roughly: everything after #[cfg(test)]
-        cut = text.find('#[cfg(test)]')
-        if cut >= 0: text = text[:cut]
-        if rel.endswith('tests.rs'): continue
-        for m in re.finditer(r'crate::(\w+)', text):
-            if m.group(1) in mods and m.group(1) != top:
-                deps[top].add(m.group(1))
-        for m in re.finditer(r'use crate::\{([^}]*)\}', text):
-            for part in re.findall(r'(\w+)', m.group(1)):
-                if part in mods and part != top: deps[top].add(part)
+mods = modules(src)
+deps = edges(src)
 # strongly connected components (Tarjan)
 index = {}; low = {}; stack = []; on = set(); sccs = []; i = [0]
 def strong(v):
