@@ -165,8 +165,23 @@ const QUOTA_MARKS: &[&str] = &[
     "billing_not_active",
 ];
 
-/// Error types and codes that mean the request is too long.
-const CONTEXT_MARKS: &[&str] = &["context_length_exceeded", "request_too_large"];
+/// Error types and codes that mean the request is too long (llama.cpp's
+/// server says `exceed_context_size_error`).
+const CONTEXT_MARKS: &[&str] = &[
+    "context_length_exceeded",
+    "request_too_large",
+    "exceed_context_size_error",
+];
+
+/// llama.cpp's server's words for a conversation past its slot's window:
+/// a 400 before the answer ("request (N tokens) exceeds the available
+/// context size (M tokens)"), or a server error inside the stream when
+/// the answer itself runs out of room ("Context size has been exceeded.").
+/// Said with any status, they mean the window, never an outage.
+const WINDOW_FULL_PROSE: &[&str] = &[
+    "exceeds the available context size",
+    "context size has been exceeded",
+];
 
 /// Error types and codes that mean the model is unknown or not this key's.
 const UNKNOWN_MODEL_MARKS: &[&str] = &["model_not_found", "not_found_error"];
@@ -231,10 +246,14 @@ pub fn classify(
         "exceed context limit",
         "context_length_exceeded",
     ];
-    if refused
-        && (marked(CONTEXT_MARKS)
-            || status == Some(413)
-            || context_prose.iter().any(|phrase| prose.contains(phrase)))
+    let window_full = WINDOW_FULL_PROSE
+        .iter()
+        .any(|phrase| prose.contains(phrase));
+    if window_full
+        || (refused
+            && (marked(CONTEXT_MARKS)
+                || status == Some(413)
+                || context_prose.iter().any(|phrase| prose.contains(phrase))))
     {
         return ModelError::ContextLength {
             model: source.model.to_string(),
@@ -386,6 +405,29 @@ mod tests {
             classify(&source(), Some(429), &rate, None),
             ModelError::Status { status: 429, .. }
         ));
+    }
+
+    #[test]
+    fn llama_cpp_servers_window_errors_are_too_long_requests_not_outages() {
+        let before = wire(
+            Some("exceed_context_size_error"),
+            None,
+            "request (9120 tokens) exceeds the available context size (8192 tokens), try increasing it",
+        );
+        let err = classify(&source(), Some(400), &before, None);
+        assert!(matches!(err, ModelError::ContextLength { .. }), "{err:?}");
+        assert!(err.to_string().contains("layout = \"small\""), "{err}");
+        // Inside the stream, as a server error: still the window.
+        let during = wire(
+            Some("server_error"),
+            None,
+            "Context size has been exceeded.",
+        );
+        for status in [None, Some(500)] {
+            let err = classify(&source(), status, &during, None);
+            assert!(matches!(err, ModelError::ContextLength { .. }), "{err:?}");
+            assert!(!err.is_transient());
+        }
     }
 
     #[test]
