@@ -128,6 +128,30 @@ async fn hearth_restart_says_restarting_to_clients_and_waits_for_the_new_daemon(
 }
 
 #[tokio::test]
+async fn hearth_restart_with_a_broken_config_leaves_the_running_daemon_and_says_why_once() {
+    let home = home();
+    let daemon = home.start();
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap_or_default();
+    home.write_config(&format!("{config}\n[budget\ndaily_usd = 1.0\n"));
+    let output = home.hearth_async(&["restart"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("config.toml line"), "{stderr}");
+    assert!(stderr.contains("was not restarted"), "{stderr}");
+    assert_eq!(
+        stderr.matches("config.toml line").count(),
+        1,
+        "the error is said once: {stderr}"
+    );
+    // The daemon that ran still runs, the same process.
+    let mut client = home.connect("after", None).await;
+    let ServerFrame::Status(status) = client.request(ClientFrame::Status).await else {
+        panic!("a status")
+    };
+    assert_eq!(status.pid, daemon.pid());
+}
+
+#[tokio::test]
 async fn reload_applies_a_changed_budget_and_refuses_a_broken_file_keeping_the_old_one() {
     let model = FakeModel::start().await;
     let home = home();
@@ -174,6 +198,51 @@ async fn reload_applies_a_changed_budget_and_refuses_a_broken_file_keeping_the_o
         "{error:?}"
     );
     assert_eq!(model.request_count(), requests, "no request was sent");
+}
+
+#[tokio::test]
+async fn reload_reads_a_key_fixed_in_secrets_env_with_the_config_unchanged() {
+    let model = FakeModel::start().await;
+    let home = home();
+    home.use_model("openai-chat", &model.base_url());
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    // The key comes from secrets.env, under a name the harness does not set.
+    home.write_config(&config.replace("HEARTH_TEST_KEY", "HEARTH_RELOADED_KEY"));
+    let secrets = home.path().join("secrets.env");
+    let write_secrets = |key: &str| {
+        std::fs::write(&secrets, format!("HEARTH_RELOADED_KEY={key}\n")).unwrap();
+        std::fs::set_permissions(
+            &secrets,
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+    };
+    write_secrets("sk-the-mistyped-key-0001");
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    let bearer =
+        |model: &FakeModel| model.requests().pop().unwrap().headers["authorization"].clone();
+
+    model.push(Reply::text("first"));
+    let (first, _) = client.submit("one", "terminal", None).await;
+    client.reply_to(first).await;
+    assert_eq!(bearer(&model), "Bearer sk-the-mistyped-key-0001");
+
+    // The key fixed in secrets.env, config.toml untouched: reload takes it.
+    write_secrets("sk-the-right-key-0002");
+    let output = home.hearth_async(&["reload"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("the model's key"), "{stdout}");
+    model.push(Reply::text("second"));
+    let (second, _) = client.submit("two", "terminal", None).await;
+    client.reply_to(second).await;
+    assert_eq!(bearer(&model), "Bearer sk-the-right-key-0002");
+
+    // Nothing changed since: nothing is applied.
+    let output = home.hearth_async(&["reload"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("nothing changed"), "{stdout}");
 }
 
 #[tokio::test]

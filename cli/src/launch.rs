@@ -127,6 +127,24 @@ pub fn verify(explicit_home: Option<&Path>) -> Result<std::process::ExitCode, Te
     })
 }
 
+/// Runs `hearthd --check-config` on the home: `Err` with what it said when
+/// the configuration would not start a daemon. A `hearthd` that cannot be
+/// run is no verdict (starting it would say why), so that passes.
+pub fn check_config(explicit_home: Option<&Path>) -> Result<(), String> {
+    let mut command = Command::new(hearthd_program());
+    command.arg("--check-config");
+    if let Some(home) = explicit_home {
+        command.arg("--home").arg(home);
+    }
+    match command.stdin(Stdio::null()).output() {
+        Ok(output) if !output.status.success() => {
+            let said = String::from_utf8_lossy(&output.stderr).trim().to_string();
+            Err(said)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `hearthd` beside the running executable when it is there, else the name,
 /// for a PATH lookup.
 fn hearthd_program() -> PathBuf {

@@ -41,6 +41,9 @@ pub enum LifeError {
         "`systemctl --user restart hearthd` failed ({0}); see `systemctl --user status hearthd`"
     )]
     Systemctl(String),
+    /// The configuration would not start: the running daemon is left alone.
+    #[error("{0}\nhearthd was not restarted: the one running keeps its configuration; fix the file and run `hearth restart` again")]
+    BadConfig(String),
 }
 
 /// Stops the home's daemon and waits until it has exited.
@@ -65,6 +68,8 @@ pub async fn restart(
     out: &mut dyn Write,
 ) -> Result<ExitCode, LifeError> {
     if let Some(pid) = running_pid(home).await {
+        // A file the new daemon would refuse leaves the running one be.
+        crate::launch::check_config(explicit_home).map_err(LifeError::BadConfig)?;
         if in_service(pid) {
             return restart_service(home, out).await;
         }

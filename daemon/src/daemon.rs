@@ -34,6 +34,22 @@ pub use crate::startup::StartError;
 /// of an idle daemon's memory.
 const EVENT_BUFFER: usize = 1024;
 
+/// The configuration, read and checked as start-up does before it opens
+/// anything: `config.toml` (its syntax and values), `secrets.env` (private),
+/// the agents' names, the `[[mcp]]` tables and the WhatsApp contacts.
+/// `hearthd --check-config` runs this alone, so that `hearth restart`
+/// refuses a broken file while the running daemon still runs.
+pub fn read_configuration(
+    home: &Home,
+) -> Result<(Config, Option<crate::tools::WhatsAppContacts>), StartError> {
+    let config = Config::load(&home.config_file())?;
+    secrets::check_file(&home.secrets_file())?;
+    checks::agent_names(&config)?;
+    mcp::check(&config, home)?;
+    let whatsapp = checks::whatsapp_contacts(&config, home)?;
+    Ok((config, whatsapp))
+}
+
 /// Runs the daemon on `home` until `shutdown` completes or a client asks
 /// it to stop; each message on `hangups` (SIGHUP) reads the configuration
 /// again. Call [`crate::private::restrict_umask`] first.
@@ -58,13 +74,9 @@ pub async fn run(
     for tightened in crate::private::tighten(&home) {
         tracing::warn!("others could use {tightened}; made it private");
     }
-    let mut config = Config::load(&home.config_file())?;
+    let (mut config, whatsapp) = read_configuration(&home)?;
     let running_tables = crate::reload::tables_of(&home.config_file());
-    secrets::check_file(&home.secrets_file())?;
     crate::redact::hold(secrets::values(&config, &home.secrets_file()));
-    checks::agent_names(&config)?;
-    mcp::check(&config, &home)?;
-    let whatsapp = checks::whatsapp_contacts(&config, &home)?;
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let log = Log::open(&home.database(), events.clone())?;
     models::use_local_when_none(&mut config, &log).await?;
@@ -167,6 +179,7 @@ pub async fn run(
 
     let mut running = Running {
         home: &home,
+        keys: crate::startup::models::key_digest(&config, &home),
         config,
         tables: running_tables,
         fits,
@@ -225,6 +238,9 @@ struct Running<'a> {
     /// file's, the others stay as they started, so the next reload still
     /// names them as waiting for a restart.
     tables: toml::Table,
+    /// A digest of the model keys the agents' models were opened with: a
+    /// reload that finds other keys (`secrets.env` fixed) opens them again.
+    keys: [u8; 32],
     /// What each agent sends besides its memory: a new model must fit it.
     fits: std::collections::BTreeMap<String, crate::startup::Fit>,
     shared: &'a Shared,
@@ -258,7 +274,16 @@ impl Running<'_> {
             crate::mcp::check_config(&new.mcp, agents)
                 .map_err(|err| refused(&format!("{}: {err}", home.config_file().display())))?;
         }
-        let memory = reread.changed("model") || reread.changed("memory");
+        // A key fixed in `secrets.env` applies like a changed [model].
+        let keys = crate::startup::models::key_digest(new, home);
+        let new_keys = keys != self.keys;
+        let mut applied = reread.applied.clone();
+        if new_keys {
+            crate::redact::hold(secrets::values(new, &home.secrets_file()));
+            applied.push("the model's key".to_string());
+        }
+        let model_changed = reread.changed("model") || new_keys;
+        let memory = model_changed || reread.changed("memory");
         if memory || reread.changed("limits") {
             let models = Models::new(new, home);
             let mut updates = Vec::new();
@@ -272,7 +297,7 @@ impl Running<'_> {
                 let name = child.and_then(|child| child.model.as_ref());
                 // Unchanged, [model] names the memory model as it runs.
                 let compactor = models.memory(&new.memory, name);
-                if reread.changed("model") {
+                if model_changed {
                     settings.model = models.named(name);
                 }
                 settings.limits = new.limits.clone();
@@ -294,6 +319,7 @@ impl Running<'_> {
             self.config.model = new.model.clone();
             self.config.memory = new.memory.clone();
             self.config.limits = new.limits.clone();
+            self.keys = keys;
         }
         let config = &mut self.config;
         if reread.changed("budget") || reread.changed("prices") {
@@ -334,10 +360,10 @@ impl Running<'_> {
         tracing::info!(
             "reloaded {}: applied {}; waiting for a restart: {}",
             home.config_file().display(),
-            list_or_none(&reread.applied),
+            list_or_none(&applied),
             list_or_none(&reread.needs_restart)
         );
-        Ok((reread.applied, reread.needs_restart))
+        Ok((applied, reread.needs_restart))
     }
 }
 

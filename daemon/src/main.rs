@@ -27,6 +27,11 @@ struct Args {
     /// integrity. Read-only; works while a daemon runs. Exits 1 on a problem.
     #[arg(long)]
     verify: bool,
+    /// Check the configuration as start-up would, without starting: exits 0
+    /// when it would start, 78 with what is wrong when it would not.
+    /// `hearth restart` asks this before it stops the running daemon.
+    #[arg(long)]
+    check_config: bool,
 }
 
 fn main() {
@@ -69,6 +74,9 @@ fn main() {
             std::env::set_var("TZ", zone);
         }
     }
+    if args.check_config {
+        std::process::exit(check_config(&home));
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -90,6 +98,25 @@ fn raise_descriptor_limit() {
         {
             limit.rlim_cur = limit.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+/// `hearthd --check-config`: says whether the configuration would start;
+/// the exit code.
+fn check_config(home: &Home) -> i32 {
+    match hearth_daemon::daemon::read_configuration(home) {
+        Ok(_) => {
+            println!("{}: ok", home.config_file().display());
+            0
+        }
+        Err(err) => {
+            eprintln!("{err}");
+            if err.is_config() {
+                EXIT_CONFIG_CODE
+            } else {
+                1
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! number for the provider, Enter for a default, a key pasted unseen, and
 //! Ctrl-C at the hidden prompt leaving a terminal that echoes again.
 
-use crate::pty::Pty;
+use super::pty::Pty;
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::TestHome;

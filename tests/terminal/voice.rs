@@ -3,8 +3,8 @@
 //! says it follows on (`↳`), each once, live and in the history shown on
 //! attach. `/file` attaches a document and a voice note from the terminal.
 
-use crate::pty::{count, Pty};
-use crate::{idle, key_env};
+use super::pty::{count, Pty};
+use super::{idle, key_env};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::fake_transcription::{send_voice_note, Answer, FakeTranscription};

@@ -26,6 +26,30 @@ pub async fn use_local_when_none(config: &mut Config, log: &Log) -> Result<(), S
     Ok(())
 }
 
+/// A digest of the keys `[model]` and its fallbacks read now (from the
+/// environment, else `secrets.env`): a reload compares it with the one the
+/// models run with, so a key fixed in `secrets.env` applies without a change
+/// to `config.toml`. Only the digest is kept, never the keys.
+pub fn key_digest(config: &Config, home: &Home) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    let file = home.secrets_file();
+    for model in config.model.iter().flat_map(ModelConfig::chain) {
+        let env = model.key_env();
+        digest.update(env.as_bytes());
+        digest.update([0]);
+        match secrets::find(&file, env) {
+            Some(key) => {
+                digest.update([1]);
+                digest.update(key.as_bytes());
+            }
+            None => digest.update([0]),
+        }
+        digest.update([0]);
+    }
+    digest.finalize().into()
+}
+
 /// Opens models on `[model]`'s provider, address and key.
 pub struct Models {
     /// `[model]`, or none.

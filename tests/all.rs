@@ -1,0 +1,52 @@
+//! The end-to-end tests, one binary: each file of `tests/` is a module of
+//! this one (a directory's is its `mod.rs`), so the suite links once, not
+//! once per file. The shared scaffolding is the root package's library
+//! (`tests/support/`, `hearth_tests`). Run one file's tests with
+//! `cargo test --test all daemon::` (its module name, then `::`).
+//!
+//! `.ci/test-modules` fails when a file of `tests/` is not declared here,
+//! so a new test file cannot be left out of the suite.
+
+mod adversarial;
+mod approvals;
+mod browser;
+mod browser_pages;
+mod browser_voice;
+mod cli;
+mod conformance;
+mod conformance_bridges;
+mod crash;
+mod daemon;
+mod documents;
+mod fake_model;
+mod faults;
+mod image_fit;
+mod images;
+mod inbox;
+mod life;
+mod mcp;
+mod mcp_http;
+mod memory;
+mod memory_model;
+mod models;
+mod phone_media;
+mod private;
+mod recall;
+mod replay;
+mod scripts;
+mod security;
+mod service;
+mod setup;
+mod subagents;
+mod tamper;
+mod telegram;
+mod terminal;
+mod tools;
+mod untrusted;
+mod usage;
+mod voice;
+mod web;
+mod whatsapp;
+mod whatsapp_user_ids;
+mod whatsapp_web;
+mod wire;
