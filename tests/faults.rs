@@ -76,6 +76,26 @@ async fn a_stalled_model_times_out_and_the_next_message_is_answered() {
 }
 
 #[tokio::test]
+async fn a_stream_reset_mid_answer_is_a_cut_answer_not_a_server_out_of_reach() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    use_model(&home, &model, "stream = true\nmax_retries = 0\n");
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+
+    model.push(Reply::broken("Half an ans"));
+    let why = turn(&mut client, "tell me").await.unwrap_err();
+    assert!(why.contains("ended before it was complete"), "{why}");
+    assert!(!why.contains("cannot reach"), "{why}");
+
+    model.push(Reply::text("Whole this time."));
+    assert_eq!(
+        turn(&mut client, "again").await.as_deref(),
+        Ok("Whole this time.")
+    );
+}
+
+#[tokio::test]
 async fn a_misbehaving_model_fails_or_retries_by_the_rules_and_the_agent_recovers() {
     let model = FakeModel::start().await;
     let home = TestHome::new(bins!());

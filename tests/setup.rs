@@ -98,14 +98,16 @@ async fn setup_without_questions_writes_a_config_whose_daemon_answers() {
 
     let written = config(&home);
     assert!(written.contains("provider = \"openai-chat\""), "{written}");
+    // A compatible server's key has its own name: an exported OpenAI key
+    // is never sent to it.
     assert!(
-        written.contains("api_key_env = \"OPENAI_API_KEY\""),
+        written.contains("api_key_env = \"HEARTH_MODEL_API_KEY\""),
         "{written}"
     );
     assert!(!written.contains("sk-from-setup"), "{written}");
     let secrets = home.path().join("secrets.env");
     let stored = std::fs::read_to_string(&secrets).unwrap();
-    assert_eq!(stored, "OPENAI_API_KEY=sk-from-setup\n");
+    assert_eq!(stored, "HEARTH_MODEL_API_KEY=sk-from-setup\n");
     assert_eq!(mode(&secrets), 0o600);
     assert_eq!(mode(&home.path().join("config.toml")), 0o600);
     assert_eq!(mode(home.path()), 0o700);

@@ -189,8 +189,10 @@ pub struct ModelConfig {
     #[serde(default)]
     pub base_url: Option<String>,
     /// The environment variable (or `secrets.env` entry) holding the API key;
-    /// `OPENAI_API_KEY` (`ANTHROPIC_API_KEY` for `anthropic`) when absent. A
-    /// missing key is sent as no key at all, which local servers accept.
+    /// when absent `OPENAI_API_KEY` (`ANTHROPIC_API_KEY` for `anthropic`),
+    /// and for `openai-chat` at another address `HEARTH_MODEL_API_KEY` (see
+    /// [`ModelConfig::key_env`]). A missing key is sent as no key at all,
+    /// which local servers accept.
     #[serde(default)]
     pub api_key_env: Option<String>,
     /// Reasoning effort, when the model takes one; the values depend on the
@@ -293,6 +295,10 @@ fn default_retry_delay_ms() -> u64 {
     500
 }
 
+/// Where an `openai-chat` model at another address than OpenAI's finds its
+/// key when the config names no variable (a local server needs none).
+pub const COMPATIBLE_KEY_ENV: &str = "HEARTH_MODEL_API_KEY";
+
 /// Anthropic's `max_tokens` when the config sets none.
 const ANTHROPIC_MAX_TOKENS: u32 = 8192;
 
@@ -325,13 +331,25 @@ impl ModelConfig {
         )
     }
 
+    /// The variable (or `secrets.env` entry) the key is read from: the one
+    /// the config names; else the provider's own (`OPENAI_API_KEY`,
+    /// `ANTHROPIC_API_KEY`); else, for `openai-chat` at another address than
+    /// OpenAI's, [`COMPATIBLE_KEY_ENV`], so that an OpenAI key exported for
+    /// other programs is never sent to whatever server the address names.
     pub fn key_env(&self) -> &str {
-        self.api_key_env
-            .as_deref()
-            .unwrap_or(self.provider.default_key_env())
+        if let Some(env) = self.api_key_env.as_deref() {
+            return env;
+        }
+        if self.provider == ProviderKind::OpenAiChat
+            && !self.base_url().starts_with("https://api.openai.com")
+        {
+            return COMPATIBLE_KEY_ENV;
+        }
+        self.provider.default_key_env()
     }
 
-    /// The output limit sent to providers that require one.
+    /// The output limit sent to providers that require one (Anthropic), and
+    /// to compatible servers that otherwise let a model run on.
     pub fn max_tokens_or_default(&self) -> u32 {
         self.max_tokens.unwrap_or(ANTHROPIC_MAX_TOKENS)
     }
@@ -529,6 +547,23 @@ mod tests {
         let said = err.to_string();
         assert!(said.starts_with("config.toml line 5:"), "{said}");
         assert!(said.contains("openai-chat"), "{said}");
+    }
+
+    #[test]
+    fn a_compatible_servers_key_is_never_openais_by_default() {
+        let key_env = |lines: &str| {
+            let text = format!("[model]\nmodel = \"m\"\n{lines}");
+            let config = Config::parse(Path::new("c"), &text).unwrap();
+            config.model.unwrap().key_env().to_string()
+        };
+        let other = "provider = \"openai-chat\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n";
+        assert_eq!(key_env(other), COMPATIBLE_KEY_ENV);
+        assert_eq!(
+            key_env(&format!("{other}api_key_env = \"OPENROUTER_API_KEY\"\n")),
+            "OPENROUTER_API_KEY"
+        );
+        assert_eq!(key_env("provider = \"openai-chat\"\n"), "OPENAI_API_KEY");
+        assert_eq!(key_env("provider = \"openai\"\n"), "OPENAI_API_KEY");
     }
 
     #[test]

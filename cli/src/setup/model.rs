@@ -89,7 +89,10 @@ impl Provider {
 
     fn default_key_env(self) -> &'static str {
         match self {
-            Provider::OpenAi | Provider::Compatible => "OPENAI_API_KEY",
+            Provider::OpenAi => "OPENAI_API_KEY",
+            // Never an OpenAI key exported for other programs: it would be
+            // sent to whatever server the address names.
+            Provider::Compatible => hearth_daemon::config::COMPATIBLE_KEY_ENV,
             Provider::Anthropic => "ANTHROPIC_API_KEY",
             Provider::Ollama => "OLLAMA_API_KEY",
         }

@@ -57,9 +57,14 @@ struct ChatBody<'a> {
     messages: Vec<Message<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
-    /// The output limit, when the config sets one.
+    /// The output limit on OpenAI's own API, when the config sets one.
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
+    /// The output limit on any other server (llama.cpp, Ollama, vLLM, LM
+    /// Studio read `max_tokens`), always sent: a local model left without
+    /// one can ramble until the request times out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -203,6 +208,7 @@ fn request_body<'a>(config: &'a ModelConfig, request: &'a Request, stream: bool)
             content: output,
         },
     }));
+    let on_openai = config.base_url().starts_with("https://api.openai.com");
     ChatBody {
         model: &config.model,
         messages,
@@ -218,7 +224,8 @@ fn request_body<'a>(config: &'a ModelConfig, request: &'a Request, stream: bool)
                 },
             })
             .collect(),
-        max_completion_tokens: config.max_tokens,
+        max_completion_tokens: config.max_tokens.filter(|_| on_openai),
+        max_tokens: (!on_openai).then(|| config.max_tokens_or_default()),
         reasoning_effort: config.effort.as_deref(),
         prompt_cache_key: request.cache_key.as_deref(),
         prompt_cache_retention: config.openai_retention(),

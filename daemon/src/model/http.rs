@@ -197,7 +197,15 @@ pub(super) async fn read_events(
             return Err(ModelError::Timeout(provider.config.timeout_secs));
         };
         let Some(chunk) = next else { break };
-        let chunk = chunk.map_err(|err| transport_error(provider, &url, err))?;
+        // The server was reached and answered: a connection that breaks
+        // now is an answer cut short, not a server out of reach.
+        let chunk = chunk.map_err(|err| match transport_error(provider, &url, err) {
+            ModelError::Network { message, .. } => {
+                tracing::warn!("the answer's stream from {url} broke: {message}");
+                ModelError::Cut
+            }
+            other => other,
+        })?;
         if !any_event && head.len() < GARBAGE_CHARS * 4 {
             head.extend_from_slice(&chunk[..chunk.len().min(GARBAGE_CHARS * 4)]);
         }

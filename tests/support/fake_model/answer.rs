@@ -144,6 +144,9 @@ pub(crate) enum StreamEnd {
     Hold,
     /// Up to the last text delta, and then the connection closes.
     Drop,
+    /// Up to the last text delta, and then the connection is reset (a
+    /// server or a proxy that died mid-answer).
+    Reset,
 }
 
 impl StreamEnd {

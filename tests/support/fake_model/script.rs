@@ -58,6 +58,9 @@ pub enum Reply {
     /// connection without the stream's end (no usage, no terminator): a
     /// stream cut off mid-answer. Not streamed: closes without a byte.
     Dropped { text_before: String },
+    /// Streamed: sends `text_before` as text deltas, then resets the
+    /// connection mid-answer. Not streamed: resets without a byte.
+    Broken { text_before: String },
     /// `reply` preceded by the model's reasoning, in each API's form:
     /// Anthropic `thinking` blocks with their signatures (streamed as
     /// `thinking_delta` and `signature_delta`) and `redacted_thinking`;
@@ -180,6 +183,13 @@ impl Reply {
     /// A stream that sends `text_before` and is then cut off.
     pub fn dropped(text_before: impl Into<String>) -> Reply {
         Reply::Dropped {
+            text_before: text_before.into(),
+        }
+    }
+
+    /// A stream that sends `text_before` and is then reset.
+    pub fn broken(text_before: impl Into<String>) -> Reply {
+        Reply::Broken {
             text_before: text_before.into(),
         }
     }

@@ -489,6 +489,13 @@ async fn answer(
                 }
                 break (shared.answer(text_before, Vec::new()), StreamEnd::Drop);
             }
+            Reply::Broken { text_before } => {
+                if !streaming {
+                    let _ = stream.set_zero_linger();
+                    return Ok(());
+                }
+                break (shared.answer(text_before, Vec::new()), StreamEnd::Reset);
+            }
             Reply::ToolCalls { text, calls } => {
                 break (
                     shared.answer(text.unwrap_or_default(), calls),
@@ -536,6 +543,11 @@ async fn answer(
     }
     match end {
         StreamEnd::Complete | StreamEnd::Drop => stream.shutdown().await,
+        StreamEnd::Reset => {
+            // Zero linger: closing sends a reset, not an orderly end.
+            let _ = stream.set_zero_linger();
+            Ok(())
+        }
         StreamEnd::Hold => {
             http::client_gone(stream).await;
             Ok(())

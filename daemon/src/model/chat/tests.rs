@@ -366,6 +366,28 @@ fn retention(lines: &str) -> Option<String> {
 }
 
 #[test]
+fn another_server_gets_an_output_limit_openai_only_the_configured_one() {
+    let limits = |lines: &str| {
+        let body = serde_json::to_value(request_body(&config(lines), &request(), true)).unwrap();
+        (
+            body.get("max_completion_tokens")
+                .and_then(serde_json::Value::as_u64),
+            body.get("max_tokens").and_then(serde_json::Value::as_u64),
+        )
+    };
+    // OpenAI's own API: only what the config sets, under OpenAI's name.
+    assert_eq!(limits(""), (None, None));
+    assert_eq!(limits("max_tokens = 2000\n"), (Some(2000), None));
+    // A local server: `max_tokens`, 8,192 when the config sets none.
+    let local = "base_url = \"http://127.0.0.1:8080/v1\"\n";
+    assert_eq!(limits(local), (None, Some(8192)));
+    assert_eq!(
+        limits(&format!("{local}max_tokens = 512\n")),
+        (None, Some(512))
+    );
+}
+
+#[test]
 fn extended_cache_retention_is_asked_where_openai_offers_it() {
     // OpenAI's own API, a model with extended retention: a day.
     assert_eq!(retention("model = \"gpt-5.1\"\n").as_deref(), Some("24h"));
