@@ -9,7 +9,6 @@ use crate::fake_model::FakeModel;
 use crate::harness::{TestHome, DEADLINE};
 use std::collections::BTreeMap;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// A layout whose lines never need a summary, so every request the fake
 /// model sees is a turn's.
