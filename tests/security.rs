@@ -512,6 +512,29 @@ async fn the_owners_hello_gets_in_past_64_idle_tcp_connections() {
     drop(idle);
 }
 
+/// Up to `count` connections to `address`, each from another loopback
+/// address, every third sending `start` (half a request) and then nothing.
+/// A daemon out of descriptors stops accepting, and the flood ends there.
+async fn flood_from_many(address: &str, count: usize, start: &[u8]) -> Vec<TcpStream> {
+    use tokio::io::AsyncWriteExt;
+    let target: std::net::SocketAddr = address.parse().unwrap();
+    let mut flood = Vec::new();
+    for n in 0..count {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        let from = [127, 1, (n / 200) as u8, (n % 200) as u8 + 2];
+        socket.bind((from, 0).into()).unwrap();
+        let wait = std::time::Duration::from_secs(1);
+        let Ok(Ok(mut stream)) = tokio::time::timeout(wait, socket.connect(target)).await else {
+            break;
+        };
+        if n % 3 == 0 {
+            let _ = stream.write_all(start).await;
+        }
+        flood.push(stream);
+    }
+    flood
+}
+
 /// Lowers the soft descriptor limit of process `pid` to `limit`.
 fn lower_descriptor_limit(pid: u32, limit: u64) {
     let pid = libc::pid_t::try_from(pid).unwrap();
@@ -541,32 +564,16 @@ fn descriptors(pid: u32) -> usize {
 #[tokio::test]
 async fn a_flood_of_web_connections_never_locks_the_owner_out_of_the_socket_or_the_page() {
     use hearth_tests::web::{free_port, log_in, login_url, page_upgrade_headers, request};
-    use tokio::io::AsyncWriteExt;
-    let home = home_with_tcp();
+    let home = TestHome::new(bins!());
     let port = free_port();
-    home.write_config(&format!(
-        "[listen]\ntcp = \"127.0.0.1:0\"\n\n[web]\nlisten = \"127.0.0.1:{port}\"\n"
-    ));
+    home.write_config(&format!("[web]\nlisten = \"127.0.0.1:{port}\"\n"));
     let daemon = home.start();
-    let tcp = tcp_address(&daemon.log_text());
     let web = format!("127.0.0.1:{port}");
     // A daemon with few descriptors: the flood below is far more.
     lower_descriptor_limit(daemon.pid(), 256);
     let before = descriptors(daemon.pid());
-    let mut flood = Vec::new();
-    for n in 0..600usize {
-        let from = [127, 0, (n / 200) as u8, (n % 200) as u8 + 2];
-        let mut stream = idle_from(&web, from, 1).await.pop().unwrap();
-        if n % 3 == 0 {
-            // Half a request, never finished.
-            stream
-                .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
-                .await
-                .unwrap();
-        }
-        flood.push(stream);
-    }
-    flood.extend(idle_from(&tcp, [127, 0, 0, 1], 200).await);
+    let mut flood = flood_from_many(&web, 600, b"GET / HTTP/1.1\r\nHost: x\r\n").await;
+    assert_eq!(flood.len(), 600, "the web port stopped accepting");
 
     // The owner's socket answers.
     let status = tokio::time::timeout(DEADLINE, home.hearth_async(&["status"]))
