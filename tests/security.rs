@@ -603,3 +603,30 @@ async fn a_flood_of_web_connections_never_locks_the_owner_out_of_the_socket_or_t
     );
     drop(flood);
 }
+
+#[tokio::test]
+async fn idle_connections_on_the_unix_socket_never_keep_the_owners_hello_out() {
+    let home = TestHome::new(bins!());
+    let _daemon = home.start();
+    // More than may wait for their hello, as a process the owner runs (a
+    // tool's, say) could open, and never say a word.
+    let mut idle = Vec::new();
+    for _ in 0..100 {
+        idle.push(
+            tokio::net::UnixStream::connect(home.socket())
+                .await
+                .unwrap(),
+        );
+    }
+    let mut owner = home.connect("terminal", None).await;
+    assert_eq!(owner.submit("still here", "terminal", None).await.0, 0);
+    // The oldest idle ones made room.
+    use tokio::io::AsyncReadExt;
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(DEADLINE, idle[0].read(&mut byte)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the oldest stays open"
+    );
+    drop(idle);
+}
