@@ -630,3 +630,41 @@ async fn idle_connections_on_the_unix_socket_never_keep_the_owners_hello_out() {
     );
     drop(idle);
 }
+
+#[tokio::test]
+async fn a_silent_or_half_sent_web_connection_is_closed_at_its_deadline() {
+    use hearth_tests::web::{free_port, log_in, login_url};
+    use tokio::io::AsyncWriteExt;
+    let home = TestHome::new(bins!());
+    let port = free_port();
+    home.write_config(&format!("[web]\nlisten = \"127.0.0.1:{port}\"\n"));
+    let _daemon = hearth_tests::harness::Daemon::start_with_env(
+        &home,
+        &[("HEARTH_TEST_HELLO_DEADLINE_MS", "500")],
+    );
+    let web = format!("127.0.0.1:{port}");
+    let mut silent = TcpStream::connect(&web).await.unwrap();
+    let mut half = TcpStream::connect(&web).await.unwrap();
+    half.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    // A replayed cookie fetches the page's files, but keeps no connection.
+    let login = log_in(port, &login_url(&home).await).await;
+    let mut replayed = TcpStream::connect(&web).await.unwrap();
+    let keep = format!(
+        "GET /app.css HTTP/1.1\r\nHost: {web}\r\nCookie: {}\r\n\r\n",
+        login.cookie
+    );
+    replayed.write_all(keep.as_bytes()).await.unwrap();
+    for stream in [&mut silent, &mut half] {
+        assert!(
+            closed_by_daemon(stream).await,
+            "a web connection stays open"
+        );
+    }
+    use tokio::io::AsyncReadExt;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(DEADLINE, replayed.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "a kept-alive connection stays open");
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
+}
