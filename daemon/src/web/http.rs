@@ -351,13 +351,13 @@ async fn upgrade(
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
         .iter()
         .filter_map(|v| v.to_str().ok());
-    let (key, hearth) = auth::offered_key(protocols);
+    let (session_key, hearth) = auth::offered_key(protocols);
     // Without a key nothing is looked up: a cookie alone proves nothing
     // here, whoever replays it.
-    let Some(key) = key else {
+    let Some(session_key) = session_key else {
         return text(StatusCode::UNAUTHORIZED, page::LOGIN_AGAIN);
     };
-    let Some(id) = session(&site, headers, Some(key)).await else {
+    let Some(id) = session(&site, headers, Some(session_key)).await else {
         return text(StatusCode::UNAUTHORIZED, page::LOGIN_AGAIN);
     };
     let headers = request.headers();
