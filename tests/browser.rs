@@ -5,7 +5,8 @@
 //! stop a turn, allow a tool call, attach an image, follow a restart, find
 //! an old message with the conversation's search box and open it in
 //! context; and the refusals hold in the browser: no cookie, a wrong or used code, a
-//! WebSocket opened by another site's page, a message that carries HTML.
+//! WebSocket opened by another site's page, the cookie that Chromium sends to
+//! another local server replayed by that server, a message that carries HTML.
 //!
 //! Screenshots of the conversation and the costs page at 360 px wide are
 //! written to `target/web-artifacts/` for review.
@@ -23,7 +24,9 @@ use hearth_protocol::{ClientFrame, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Finish, Reply, Usage};
 use hearth_tests::harness::TestHome;
-use hearth_tests::web::{browser, free_port, login_url, png, send, shown, web_home};
+use hearth_tests::web::{
+    browser, free_port, login_url, png, request, send, shown, upgrade_headers, web_home,
+};
 use std::path::PathBuf;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -71,6 +74,14 @@ async fn the_page_logs_in_streams_approves_shows_images_and_follows_a_restart() 
     assert_eq!(session["httpOnly"], true, "{session}");
     assert_eq!(session["sameSite"], "Strict", "{session}");
     assert_eq!(browser.eval(&page, "document.cookie").await, "");
+    // The session's key left the address bar for this origin's storage.
+    assert_eq!(browser.eval(&page, "location.hash").await, "");
+    assert_eq!(
+        browser
+            .eval(&page, "localStorage.getItem('hearth-key').length")
+            .await,
+        64
+    );
 
     // A reply streams in as the model writes it; Stop ends the turn.
     model.push(Reply::hang("Thinking **out loud**"));
@@ -273,6 +284,42 @@ async fn the_page_logs_in_streams_approves_shows_images_and_follows_a_restart() 
     drop(daemon);
 }
 
+/// Another local user's server on another port: it answers every request
+/// with a page and hands over the `Cookie` header each one carried.
+async fn cookie_thief() -> (u16, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (cookies, stolen) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buffer = [0u8; 8192];
+            let read = stream.read(&mut buffer).await.unwrap_or(0);
+            let head = String::from_utf8_lossy(&buffer[..read]).to_string();
+            let cookie = head
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("cookie")
+                        .then(|| value.trim().to_string())
+                })
+                .unwrap_or_default();
+            if head.starts_with("GET / ") {
+                let _ = cookies.send(cookie);
+            }
+            let body = "<!doctype html><title>thanks</title>";
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    (port, stolen)
+}
+
 /// Serves one page with an inline script on another port: another site's
 /// page, which tries the daemon's WebSocket.
 async fn evil_site(target_port: u16) -> u16 {
@@ -372,6 +419,40 @@ async fn the_page_refuses_strangers_pages_back_to_the_first_message_and_finds_an
         .wait_for(&beside, "document.title !== 'waiting' && document.title")
         .await;
     assert_eq!(title, "refused");
+
+    // Another local user's server on another port, which the owner visits:
+    // Chromium sends it the session cookie (cookies know no ports), but not
+    // the key, and the cookie replayed to hearthd opens no WebSocket.
+    let (thief, mut stolen) = cookie_thief().await;
+    browser
+        .navigate(&beside, &format!("http://127.0.0.1:{thief}/"))
+        .await;
+    let cookie = tokio::time::timeout(hearth_tests::harness::DEADLINE, stolen.recv())
+        .await
+        .expect("the thief was visited")
+        .expect("a request");
+    assert!(
+        cookie.contains("hearth_session="),
+        "Chromium kept the cookie from the other port: {cookie:?}"
+    );
+    assert_eq!(
+        browser
+            .eval(&beside, "localStorage.getItem('hearth-key')")
+            .await,
+        serde_json::Value::Null
+    );
+    let replayed = request(port, "/ws", &upgrade_headers(&base, &cookie)).await;
+    assert_eq!(
+        replayed.status, 401,
+        "the replayed cookie opened the socket: {replayed:?}"
+    );
+    // The owner's page is live still.
+    browser
+        .wait_for(
+            &owner,
+            "document.querySelector('#state').className === 'live'",
+        )
+        .await;
 
     // The page speaks the socket's protocol but cannot mint logins.
     let refused = browser

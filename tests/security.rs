@@ -463,3 +463,208 @@ async fn a_key_echoed_by_a_model_reaches_no_log_no_summary_and_no_stderr() {
         "stderr holds the key"
     );
 }
+
+/// `count` connections to `address` from the loopback address `from` that
+/// never say anything.
+async fn idle_from(address: &str, from: [u8; 4], count: usize) -> Vec<TcpStream> {
+    let target: std::net::SocketAddr = address.parse().unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..count {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind((from, 0).into()).unwrap();
+        idle.push(socket.connect(target).await.unwrap());
+    }
+    idle
+}
+
+/// Connects from `from`, says hello with the token; whether it is welcomed.
+async fn welcomed_from(address: &str, from: [u8; 4]) -> bool {
+    let stream = idle_from(address, from, 1).await.pop().unwrap();
+    let Ok((socket, _)) = tokio_tungstenite::client_async(format!("ws://{address}/"), stream).await
+    else {
+        return false;
+    };
+    let mut tcp = Tcp(socket);
+    tcp.send(&hello(Some(TOKEN))).await;
+    matches!(tcp.frame().await, Some(ServerFrame::Welcome { .. }))
+}
+
+#[tokio::test]
+async fn the_owners_hello_gets_in_past_64_idle_tcp_connections() {
+    let home = home_with_tcp();
+    // The hello deadline stays ten seconds: the owner does not wait it out.
+    let daemon = home.start();
+    let address = tcp_address(&daemon.log_text());
+    // Every place that waits for a hello is taken: eight addresses at their
+    // cap, eight more from the owner's own address.
+    let mut idle = Vec::new();
+    for host in 2..10u8 {
+        idle.extend(idle_from(&address, [127, 0, 0, host], 8).await);
+    }
+    idle.extend(idle_from(&address, [127, 0, 0, 1], 8).await);
+    assert!(
+        welcomed_from(&address, [127, 0, 0, 1]).await,
+        "the owner's hello was refused behind idle connections"
+    );
+    assert!(welcomed_from(&address, [127, 0, 0, 20]).await);
+    // The oldest idle ones made room; the daemon closed them.
+    assert!(closed_by_daemon(&mut idle[0]).await);
+    drop(idle);
+}
+
+/// Up to `count` connections to `address`, each from another loopback
+/// address, every third sending `start` (half a request) and then nothing.
+/// A daemon out of descriptors stops accepting, and the flood ends there.
+async fn flood_from_many(address: &str, count: usize, start: &[u8]) -> Vec<TcpStream> {
+    use tokio::io::AsyncWriteExt;
+    let target: std::net::SocketAddr = address.parse().unwrap();
+    let mut flood = Vec::new();
+    for n in 0..count {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        let from = [127, 1, (n / 200) as u8, (n % 200) as u8 + 2];
+        socket.bind((from, 0).into()).unwrap();
+        let wait = std::time::Duration::from_secs(1);
+        let Ok(Ok(mut stream)) = tokio::time::timeout(wait, socket.connect(target)).await else {
+            break;
+        };
+        if n % 3 == 0 {
+            let _ = stream.write_all(start).await;
+        }
+        flood.push(stream);
+    }
+    flood
+}
+
+/// Lowers the soft descriptor limit of process `pid` to `limit`.
+fn lower_descriptor_limit(pid: u32, limit: u64) {
+    let pid = libc::pid_t::try_from(pid).unwrap();
+    let mut now = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a read of our child's limit into a live `rlimit`.
+    let read = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut now) };
+    assert_eq!(read, 0, "reading hearthd's descriptor limit");
+    let lower = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: now.rlim_max,
+    };
+    // SAFETY: as above, a write from a live `rlimit`.
+    let set = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &lower, std::ptr::null_mut()) };
+    assert_eq!(set, 0, "lowering hearthd's descriptor limit");
+}
+
+/// How many descriptors process `pid` holds.
+fn descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+#[tokio::test]
+async fn a_flood_of_web_connections_never_locks_the_owner_out_of_the_socket_or_the_page() {
+    use hearth_tests::web::{free_port, log_in, login_url, page_upgrade_headers, request};
+    let home = TestHome::new(bins!());
+    let port = free_port();
+    home.write_config(&format!("[web]\nlisten = \"127.0.0.1:{port}\"\n"));
+    let daemon = home.start();
+    let web = format!("127.0.0.1:{port}");
+    // A daemon with few descriptors: the flood below is far more.
+    lower_descriptor_limit(daemon.pid(), 256);
+    let before = descriptors(daemon.pid());
+    let mut flood = flood_from_many(&web, 600, b"GET / HTTP/1.1\r\nHost: x\r\n").await;
+    assert_eq!(flood.len(), 600, "the web port stopped accepting");
+
+    // The owner's socket answers.
+    let status = tokio::time::timeout(DEADLINE, home.hearth_async(&["status"]))
+        .await
+        .expect("hearth status answers under the flood");
+    assert!(status.status.success(), "{status:?}");
+    let mut owner = home.connect("terminal", None).await;
+    assert_eq!(owner.submit("still here", "terminal", None).await.0, 0);
+    // The owner's browser logs in and its socket is welcomed.
+    let login = log_in(port, &login_url(&home).await).await;
+    let protocols = login.protocols();
+    let origin = format!("http://{web}");
+    let upgraded = request(
+        port,
+        "/ws",
+        &page_upgrade_headers(&origin, &login, &protocols),
+    )
+    .await;
+    assert_eq!(upgraded.status, 101, "{upgraded:?}");
+    // The daemon holds a bounded part of the flood (an eighth of its
+    // descriptors per door): the oldest were closed.
+    assert!(closed_by_daemon(&mut flood[0]).await);
+    let open = descriptors(daemon.pid());
+    assert!(
+        open <= before + 2 * 256 / 8 + 8,
+        "{open} descriptors open, {before} before the flood"
+    );
+    drop(flood);
+}
+
+#[tokio::test]
+async fn idle_connections_on_the_unix_socket_never_keep_the_owners_hello_out() {
+    let home = TestHome::new(bins!());
+    let _daemon = home.start();
+    // More than may wait for their hello, as a process the owner runs (a
+    // tool's, say) could open, and never say a word.
+    let mut idle = Vec::new();
+    for _ in 0..100 {
+        idle.push(
+            tokio::net::UnixStream::connect(home.socket())
+                .await
+                .unwrap(),
+        );
+    }
+    let mut owner = home.connect("terminal", None).await;
+    assert_eq!(owner.submit("still here", "terminal", None).await.0, 0);
+    // The oldest idle ones made room.
+    use tokio::io::AsyncReadExt;
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(DEADLINE, idle[0].read(&mut byte)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the oldest stays open"
+    );
+    drop(idle);
+}
+
+#[tokio::test]
+async fn a_silent_or_half_sent_web_connection_is_closed_at_its_deadline() {
+    use hearth_tests::web::{free_port, log_in, login_url};
+    use tokio::io::AsyncWriteExt;
+    let home = TestHome::new(bins!());
+    let port = free_port();
+    home.write_config(&format!("[web]\nlisten = \"127.0.0.1:{port}\"\n"));
+    let _daemon = hearth_tests::harness::Daemon::start_with_env(
+        &home,
+        &[("HEARTH_TEST_HELLO_DEADLINE_MS", "500")],
+    );
+    let web = format!("127.0.0.1:{port}");
+    let mut silent = TcpStream::connect(&web).await.unwrap();
+    let mut half = TcpStream::connect(&web).await.unwrap();
+    half.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    // A replayed cookie fetches the page's files, but keeps no connection.
+    let login = log_in(port, &login_url(&home).await).await;
+    let mut replayed = TcpStream::connect(&web).await.unwrap();
+    let keep = format!(
+        "GET /app.css HTTP/1.1\r\nHost: {web}\r\nCookie: {}\r\n\r\n",
+        login.cookie
+    );
+    replayed.write_all(keep.as_bytes()).await.unwrap();
+    for stream in [&mut silent, &mut half] {
+        assert!(
+            closed_by_daemon(stream).await,
+            "a web connection stays open"
+        );
+    }
+    use tokio::io::AsyncReadExt;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(DEADLINE, replayed.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "a kept-alive connection stays open");
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
+}

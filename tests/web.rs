@@ -1,6 +1,7 @@
 //! End-to-end: the browser client's HTTP side, attacked with hand-written
 //! requests against a real `hearthd` — the login on every request, the
-//! one-time code, the cookie, the Origin check, the rate limit, revoking.
+//! one-time code, the cookie and the key, the Origin check, the rate limit
+//! per address, revoking.
 //! `tests/browser.rs` drives the page itself in a real Chromium.
 //!
 //! The daemon listens on loopback here. A login is required on every
@@ -16,7 +17,10 @@ use hearth_protocol::{ClientFrame, ErrorCode, ServerFrame, PROTOCOL_VERSION};
 use hearth_tests::bins;
 use hearth_tests::fake_model::FakeModel;
 use hearth_tests::harness::{TestHome, DEADLINE};
-use hearth_tests::web::{free_port, log_in, login_url, request, upgrade_headers, web_home_with};
+use hearth_tests::web::{
+    free_port, key_of, log_in, login_url, page_upgrade_headers, request, request_from,
+    upgrade_headers, web_home_with, Login,
+};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -89,7 +93,7 @@ async fn every_request_without_a_session_is_refused() {
 async fn every_response_carries_the_security_headers() {
     let site = site().await;
     let url = login_url(&site.home).await;
-    let cookie = log_in(site.port, &url).await;
+    let cookie = log_in(site.port, &url).await.cookie;
     for (path, cookie) in [
         ("/", cookie.as_str()),
         ("/", ""),
@@ -193,22 +197,34 @@ async fn a_login_code_works_once_and_a_wrong_one_never() {
 }
 
 #[tokio::test]
-async fn too_many_failed_logins_refuse_even_the_right_code() {
+async fn too_many_failed_logins_refuse_that_address_but_never_the_owners() {
     let site = site().await;
+    let stranger = [127, 0, 0, 2].into();
     for n in 0..5 {
-        let answer = request(site.port, &format!("/login?code=guess{n}"), &[]).await;
+        let guess = format!("/login?code=guess{n}");
+        let answer = request_from(stranger, site.port, &guess, &[]).await;
         assert_eq!(answer.status, 403);
     }
+    // Even the right code is refused from the guessing address, and not spent.
     let url = login_url(&site.home).await;
-    let answer = request(site.port, &path_of(&url, site.port), &[]).await;
+    let path = path_of(&url, site.port);
+    let answer = request_from(stranger, site.port, &path, &[]).await;
     assert_eq!(answer.status, 429, "{answer:?}");
     assert!(!answer.headers.contains_key("set-cookie"));
+    // The owner's browser, from its own address, logs in at once.
+    let owner = request(site.port, &path, &[]).await;
+    assert_eq!(
+        owner.status, 200,
+        "the stranger's failures refused the owner: {owner:?}"
+    );
+    assert!(owner.headers.contains_key("set-cookie"));
 }
 
 #[tokio::test]
 async fn the_websocket_needs_the_pages_own_origin_and_a_session() {
     let site = site().await;
-    let cookie = log_in(site.port, &login_url(&site.home).await).await;
+    let login = log_in(site.port, &login_url(&site.home).await).await;
+    let protocols = login.protocols();
     let own = format!("http://127.0.0.1:{}", site.port);
     for origin in [
         "",
@@ -217,11 +233,87 @@ async fn the_websocket_needs_the_pages_own_origin_and_a_session() {
         "http://127.0.0.1:1",
         "http://localhost",
     ] {
-        let answer = request(site.port, "/ws", &upgrade_headers(origin, &cookie)).await;
+        let headers = page_upgrade_headers(origin, &login, &protocols);
+        let answer = request(site.port, "/ws", &headers).await;
         assert_eq!(answer.status, 403, "origin {origin:?}: {answer:?}");
     }
-    let answer = request(site.port, "/ws", &upgrade_headers(&own, &cookie)).await;
+    let headers = page_upgrade_headers(&own, &login, &protocols);
+    let answer = request(site.port, "/ws", &headers).await;
     assert_eq!(answer.status, 101, "{answer:?}");
+    assert_eq!(
+        answer
+            .headers
+            .get("sec-websocket-protocol")
+            .map(String::as_str),
+        Some("hearth")
+    );
+}
+
+/// What another local user's server on another loopback port gets when
+/// the owner's browser visits it: the cookie (a browser sends it to every
+/// port of the host; `tests/browser.rs` shows Chromium doing so), never the
+/// key. Replayed to hearthd, with any headers a server can forge, it opens
+/// nothing of the conversation.
+#[tokio::test]
+async fn a_session_cookie_replayed_from_another_port_opens_nothing_of_the_conversation() {
+    let site = site().await;
+    let login = log_in(site.port, &login_url(&site.home).await).await;
+    let own = format!("http://127.0.0.1:{}", site.port);
+    let stolen = Login {
+        cookie: login.cookie.clone(),
+        key: String::new(),
+    };
+    let without_key = upgrade_headers(&own, &stolen.cookie);
+    let answer = request(site.port, "/ws", &without_key).await;
+    assert_eq!(
+        answer.status, 401,
+        "the cookie alone opened the socket: {answer:?}"
+    );
+    for protocols in [
+        "hearth".to_string(),
+        "hearth, hearth-key.".to_string(),
+        format!("hearth, hearth-key.{}", "0".repeat(64)),
+        // The cookie's own value as the key.
+        format!(
+            "hearth, hearth-key.{}",
+            stolen.cookie.trim_start_matches("hearth_session=")
+        ),
+    ] {
+        let headers = page_upgrade_headers(&own, &stolen, &protocols);
+        let answer = request(site.port, "/ws", &headers).await;
+        assert_eq!(answer.status, 401, "{protocols}: {answer:?}");
+    }
+    // The key without the cookie opens nothing either.
+    let protocols = login.protocols();
+    let mut keyed = upgrade_headers(&own, "");
+    keyed.push(("Sec-WebSocket-Protocol", &protocols));
+    assert_eq!(request(site.port, "/ws", &keyed).await.status, 401);
+    // Another session's key does not fit this cookie.
+    let other = log_in(site.port, &login_url(&site.home).await).await;
+    let crossed = Login {
+        cookie: login.cookie.clone(),
+        key: other.key.clone(),
+    };
+    let protocols = crossed.protocols();
+    let headers = page_upgrade_headers(&own, &crossed, &protocols);
+    assert_eq!(request(site.port, "/ws", &headers).await.status, 401);
+    // The page's own script, with its key, still connects.
+    let mut socket = browser_socket(site.port, &login).await;
+    say(&mut socket, &hello()).await;
+    assert!(matches!(
+        next(&mut socket).await,
+        Some(ServerFrame::Welcome { .. })
+    ));
+}
+
+fn hello() -> ClientFrame {
+    ClientFrame::Hello {
+        client: "web".into(),
+        version: PROTOCOL_VERSION,
+        since: None,
+        agent: None,
+        token: None,
+    }
 }
 
 #[tokio::test]
@@ -236,29 +328,35 @@ async fn a_proxy_address_in_url_is_the_pages_origin_and_keeps_the_cookie_secure(
     let answer = request(site.port, path, &[]).await;
     let set = answer.headers.get("set-cookie").expect("a session cookie");
     assert!(set.ends_with("; Secure"), "{set}");
-    let cookie = set.split(';').next().unwrap();
+    let login = Login {
+        cookie: set.split(';').next().unwrap().to_string(),
+        key: key_of(&answer),
+    };
+    let protocols = login.protocols();
     let proxied = request(
         site.port,
         "/ws",
-        &upgrade_headers("https://hearth.example.org", cookie),
+        &page_upgrade_headers("https://hearth.example.org", &login, &protocols),
     )
     .await;
     assert_eq!(proxied.status, 101, "{proxied:?}");
     let other = request(
         site.port,
         "/ws",
-        &upgrade_headers("https://evil.example.org", cookie),
+        &page_upgrade_headers("https://evil.example.org", &login, &protocols),
     )
     .await;
     assert_eq!(other.status, 403, "{other:?}");
 }
 
-async fn browser_socket(port: u16, cookie: &str) -> tokio_tungstenite::WebSocketStream<TcpStream> {
+/// A WebSocket as the page opens it: the cookie, and the key as a subprotocol.
+async fn browser_socket(port: u16, login: &Login) -> tokio_tungstenite::WebSocketStream<TcpStream> {
     let mut request = format!("ws://127.0.0.1:{port}/ws")
         .into_client_request()
         .unwrap();
     let headers = request.headers_mut();
-    headers.insert("cookie", cookie.parse().unwrap());
+    headers.insert("cookie", login.cookie.parse().unwrap());
+    headers.insert("sec-websocket-protocol", login.protocols().parse().unwrap());
     headers.insert(
         "origin",
         format!("http://127.0.0.1:{port}").parse().unwrap(),
@@ -293,8 +391,8 @@ async fn say(socket: &mut tokio_tungstenite::WebSocketStream<TcpStream>, frame: 
 #[tokio::test]
 async fn the_websocket_speaks_the_sockets_protocol_but_not_its_logins() {
     let site = site().await;
-    let cookie = log_in(site.port, &login_url(&site.home).await).await;
-    let mut socket = browser_socket(site.port, &cookie).await;
+    let login = log_in(site.port, &login_url(&site.home).await).await;
+    let mut socket = browser_socket(site.port, &login).await;
     say(&mut socket, &ClientFrame::Status).await;
     assert!(matches!(
         next(&mut socket).await,
@@ -355,8 +453,8 @@ async fn the_websocket_speaks_the_sockets_protocol_but_not_its_logins() {
 #[tokio::test]
 async fn a_revoked_session_is_disconnected_and_refused() {
     let site = site().await;
-    let cookie = log_in(site.port, &login_url(&site.home).await).await;
-    let mut socket = browser_socket(site.port, &cookie).await;
+    let login = log_in(site.port, &login_url(&site.home).await).await;
+    let mut socket = browser_socket(site.port, &login).await;
     let hello = ClientFrame::Hello {
         client: "web".into(),
         version: PROTOCOL_VERSION,
@@ -384,9 +482,15 @@ async fn a_revoked_session_is_disconnected_and_refused() {
         assert!(matches!(frame, ServerFrame::Event(_)), "{frame:?}");
     }
     assert_eq!(
-        request(site.port, "/", &[("Cookie", &cookie)]).await.status,
+        request(site.port, "/", &[("Cookie", &login.cookie)])
+            .await
+            .status,
         401
     );
+    let protocols = login.protocols();
+    let own = format!("http://127.0.0.1:{}", site.port);
+    let headers = page_upgrade_headers(&own, &login, &protocols);
+    assert_eq!(request(site.port, "/ws", &headers).await.status, 401);
     let unknown = site.home.hearth_async(&["web", "revoke", "999"]).await;
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no such web session"));

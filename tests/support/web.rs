@@ -9,7 +9,6 @@ use crate::fake_model::FakeModel;
 use crate::harness::{TestHome, DEADLINE};
 use std::collections::BTreeMap;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// A layout whose lines never need a summary, so every request the fake
 /// model sees is a turn's.
@@ -74,7 +73,23 @@ pub struct Answer {
 /// `Host`, `Connection: close`) and reads the whole answer. An upgrade that
 /// succeeds is read up to the end of its head.
 pub async fn request(port: u16, path: &str, headers: &[(&str, &str)]) -> Answer {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))
+    request_from([127, 0, 0, 1].into(), port, path, headers).await
+}
+
+/// [`request`] from the loopback address `from` (any of 127.0.0.0/8): as
+/// another machine would, for what counts per address.
+pub async fn request_from(
+    from: std::net::Ipv4Addr,
+    port: u16,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Answer {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind((from, 0).into())
+        .expect("a loopback source address");
+    let mut stream = socket
+        .connect(([127, 0, 0, 1], port).into())
         .await
         .expect("the web client accepts");
     let mut head = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
@@ -156,15 +171,59 @@ pub fn upgrade_headers<'a>(origin: &'a str, cookie: &'a str) -> Vec<(&'static st
     headers
 }
 
-/// Logs in with `url` over plain HTTP; the `Cookie` header value to send.
-pub async fn log_in(port: u16, url: &str) -> String {
+/// What a login gives a browser: the cookie, and the key the page keeps.
+#[derive(Debug, Clone)]
+pub struct Login {
+    /// The `Cookie` header value to send.
+    pub cookie: String,
+    /// The session's key, from the fragment of the address the login
+    /// answer moves on to (`/#key=…`).
+    pub key: String,
+}
+
+impl Login {
+    /// The `Sec-WebSocket-Protocol` header the page sends with its key.
+    pub fn protocols(&self) -> String {
+        format!("hearth, hearth-key.{}", self.key)
+    }
+}
+
+/// The key in a login answer's body (the page it moves on to).
+pub fn key_of(answer: &Answer) -> String {
+    let start = answer
+        .body
+        .find("/#key=")
+        .expect("a key in the login's answer")
+        + 6;
+    answer.body[start..]
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect()
+}
+
+/// Logs in with `url` over plain HTTP: the cookie and the key.
+pub async fn log_in(port: u16, url: &str) -> Login {
     let path = url
         .split_once(&format!("{port}"))
         .map_or(url, |(_, path)| path);
     let answer = request(port, path, &[]).await;
     assert_eq!(answer.status, 200, "{answer:?}");
     let set = answer.headers.get("set-cookie").expect("a session cookie");
-    set.split(';').next().expect("name=value").to_string()
+    let cookie = set.split(';').next().expect("name=value").to_string();
+    let key = key_of(&answer);
+    assert_eq!(key.len(), 64, "{answer:?}");
+    Login { cookie, key }
+}
+
+/// [`upgrade_headers`] with the login's cookie and key, as the page sends them.
+pub fn page_upgrade_headers<'a>(
+    origin: &'a str,
+    login: &'a Login,
+    protocols: &'a str,
+) -> Vec<(&'static str, &'a str)> {
+    let mut headers = upgrade_headers(origin, &login.cookie);
+    headers.push(("Sec-WebSocket-Protocol", protocols));
+    headers
 }
 
 /// A PNG of `width` × `height` pixels in two colours, stored uncompressed.

@@ -46,7 +46,8 @@ pub async fn serve_browser(stream: Stream, shared: Arc<Shared>) {
 }
 
 /// Accepts clients until `shutdown` turns true. Connections that wait for
-/// their hello are bounded ([`preauth`]); one more is closed at once.
+/// their hello are bounded ([`preauth`]): past the bound the oldest waiting
+/// one is closed to make room.
 pub async fn serve(
     mut listener: Listener,
     shared: Arc<Shared>,
@@ -78,11 +79,7 @@ pub async fn serve(
                 }
             }
         };
-        let Some(admitted) = pending.admit(address) else {
-            tracing::debug!("too many connections wait for their hello; one more closed");
-            drop(stream);
-            continue;
-        };
+        let (admitted, closed) = pending.admit(address);
         let shared = shared.clone();
         tokio::spawn(async move {
             shared.clients.fetch_add(1, Ordering::SeqCst);
@@ -91,12 +88,22 @@ pub async fn serve(
                 (None, Some(keeper)) => Door::FromTool(keeper),
                 (None, None) => Door::Unix,
             };
-            if let Err(err) = connection::run(stream, door, &shared, Some(admitted)).await {
-                tracing::debug!("client connection ended: {err}");
+            tokio::select! {
+                ended = connection::run(stream, door, &shared, Some(admitted)) => {
+                    if let Err(err) = ended {
+                        tracing::debug!("client connection ended: {err}");
+                    }
+                }
+                () = closed => {
+                    tracing::debug!("too many connections wait for their hello; the oldest closed");
+                }
             }
             shared.clients.fetch_sub(1, Ordering::SeqCst);
             shared.client_left.notify_waiters();
         });
+        // Lets a connection closed for room give its descriptor back before
+        // the next accept.
+        tokio::task::yield_now().await;
     }
 }
 

@@ -1,18 +1,33 @@
-//! The login's pure parts: random codes and tokens, their digests, the
-//! session cookie, the Origin rule and the login rate limit.
+//! The login's pure parts: random codes, tokens and keys, their digests,
+//! the session cookie, the session key's place in the WebSocket upgrade,
+//! the Origin rule and the login rate limit.
 
+use crate::server::preauth;
 use sha2::{Digest, Sha256};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::Read;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "hearth_session";
 
-/// Failed logins allowed per [`LOGIN_WINDOW`]; past it every login is
-/// refused until the window has moved on.
+/// The WebSocket subprotocol the page asks for, and the daemon answers with.
+pub const SUBPROTOCOL: &str = "hearth";
+
+/// The prefix of the second subprotocol the page offers, whose rest is the
+/// session's key: `Sec-WebSocket-Protocol: hearth, hearth-key.<key>`. A
+/// header, so the key is sent only by a script of the page's own origin
+/// (which holds it), never by the browser on its own as a cookie is.
+pub const KEY_PROTOCOL_PREFIX: &str = "hearth-key.";
+
+/// Failed logins allowed per address per [`LOGIN_WINDOW`]; past it that
+/// address's logins are refused until the window has moved on.
 pub const LOGIN_FAILURES: usize = 5;
 pub const LOGIN_WINDOW: Duration = Duration::from_secs(60);
+/// Addresses whose failures are remembered at once; past it the address
+/// that failed least recently is forgotten.
+pub const LOGIN_ADDRESSES: usize = 1024;
 
 /// `bytes` random bytes from the kernel, as lowercase hex.
 pub fn random_hex(bytes: usize) -> std::io::Result<String> {
@@ -50,6 +65,22 @@ pub fn session_cookie(token: &str, secure: bool, max_age: Duration) -> String {
     )
 }
 
+/// The session key among the subprotocols a WebSocket upgrade offers
+/// (every `Sec-WebSocket-Protocol` header's comma-separated list), and
+/// whether it offered [`SUBPROTOCOL`].
+pub fn offered_key<'a>(headers: impl Iterator<Item = &'a str>) -> (Option<&'a str>, bool) {
+    let mut key = None;
+    let mut hearth = false;
+    for offered in headers.flat_map(|header| header.split(',')).map(str::trim) {
+        if offered == SUBPROTOCOL {
+            hearth = true;
+        } else if let Some(rest) = offered.strip_prefix(KEY_PROTOCOL_PREFIX) {
+            key = Some(rest);
+        }
+    }
+    (key, hearth)
+}
+
 /// Whether an `Origin` header names the same host and port as the `Host`
 /// header: the page's own origin. `null`, a missing host or any other
 /// origin is not.
@@ -64,30 +95,70 @@ pub fn same_origin(origin: &str, host: &str) -> bool {
         && authority.eq_ignore_ascii_case(host)
 }
 
-/// Counts failed logins over a sliding window. Failures are counted for
-/// everyone at once: behind a proxy every browser has the same address, and
-/// a code is guessed no faster from many addresses than from one.
+/// Counts failed logins per address (an IPv6 address by its /64) over a
+/// sliding window, so that a stranger's failures never refuse the owner's
+/// code from another address. Guessing stays hopeless either way: a code
+/// is 128 random bits, works once and for ten minutes, and each address
+/// may fail [`LOGIN_FAILURES`] times a minute. Behind a proxy every
+/// browser has the proxy's address and shares its count.
 #[derive(Debug, Default)]
 pub struct LoginLimiter {
-    failures: VecDeque<Instant>,
+    failures: HashMap<IpAddr, VecDeque<Instant>>,
 }
 
 impl LoginLimiter {
-    /// Whether a login may be tried at `now`.
-    pub fn allows(&mut self, now: Instant) -> bool {
-        while self
-            .failures
-            .front()
-            .is_some_and(|&at| now.duration_since(at) >= LOGIN_WINDOW)
-        {
-            self.failures.pop_front();
+    /// Whether a login from `address` may be tried at `now`.
+    pub fn allows(&mut self, address: IpAddr, now: Instant) -> bool {
+        let address = preauth::counted_as(address);
+        let Some(failures) = self.failures.get_mut(&address) else {
+            return true;
+        };
+        forget_before(failures, now);
+        if failures.is_empty() {
+            self.failures.remove(&address);
+            return true;
         }
-        self.failures.len() < LOGIN_FAILURES
+        failures.len() < LOGIN_FAILURES
     }
 
-    /// Counts a failed login.
-    pub fn failed(&mut self, now: Instant) {
-        self.failures.push_back(now);
+    /// Counts a failed login from `address`.
+    pub fn failed(&mut self, address: IpAddr, now: Instant) {
+        let address = preauth::counted_as(address);
+        self.failures.entry(address).or_default().push_back(now);
+        if self.failures.len() > LOGIN_ADDRESSES {
+            self.failures.retain(|_, failures| {
+                forget_before(failures, now);
+                !failures.is_empty()
+            });
+        }
+        while self.failures.len() > LOGIN_ADDRESSES {
+            let stalest = self
+                .failures
+                .iter()
+                .filter(|(at, _)| **at != address)
+                .min_by_key(|(_, failures)| failures.back().copied())
+                .map(|(at, _)| *at);
+            match stalest {
+                Some(stalest) => self.failures.remove(&stalest),
+                None => break,
+            };
+        }
+    }
+
+    /// How many addresses' failures are remembered.
+    #[cfg(test)]
+    fn addresses(&self) -> usize {
+        self.failures.len()
+    }
+}
+
+/// Drops the failures that the window has moved past.
+fn forget_before(failures: &mut VecDeque<Instant>, now: Instant) {
+    while failures
+        .front()
+        .is_some_and(|&at| now.duration_since(at) >= LOGIN_WINDOW)
+    {
+        failures.pop_front();
     }
 }
 
@@ -126,14 +197,58 @@ mod tests {
     #[test]
     fn logins_stop_after_too_many_failures_until_the_window_moves() {
         let mut limiter = LoginLimiter::default();
+        let stranger: IpAddr = "192.0.2.7".parse().unwrap();
         let start = Instant::now();
         for _ in 0..LOGIN_FAILURES {
-            assert!(limiter.allows(start));
-            limiter.failed(start);
+            assert!(limiter.allows(stranger, start));
+            limiter.failed(stranger, start);
         }
-        assert!(!limiter.allows(start));
-        assert!(!limiter.allows(start + LOGIN_WINDOW - Duration::from_millis(1)));
-        assert!(limiter.allows(start + LOGIN_WINDOW));
+        assert!(!limiter.allows(stranger, start));
+        let almost = start + LOGIN_WINDOW - Duration::from_millis(1);
+        assert!(!limiter.allows(stranger, almost));
+        assert!(limiter.allows(stranger, start + LOGIN_WINDOW));
+    }
+
+    #[test]
+    fn one_addresss_failures_never_refuse_another() {
+        let mut limiter = LoginLimiter::default();
+        let start = Instant::now();
+        let stranger: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        for _ in 0..LOGIN_FAILURES {
+            limiter.failed(stranger, start);
+        }
+        // Another address in the same /64 is the same host.
+        assert!(!limiter.allows("2001:db8:1:2::99".parse().unwrap(), start));
+        assert!(limiter.allows("2001:db8:1:3::1".parse().unwrap(), start));
+        assert!(limiter.allows("127.0.0.1".parse().unwrap(), start));
+    }
+
+    #[test]
+    fn the_addresses_remembered_are_bounded_and_the_newest_kept() {
+        let mut limiter = LoginLimiter::default();
+        let start = Instant::now();
+        let guesser: IpAddr = "198.51.100.1".parse().unwrap();
+        for _ in 0..LOGIN_FAILURES {
+            limiter.failed(guesser, start);
+        }
+        for n in 0..(LOGIN_ADDRESSES as u32 * 2) {
+            let address = IpAddr::from((0x0a00_0000 + n).to_be_bytes());
+            limiter.failed(address, start + Duration::from_millis(u64::from(n) + 1));
+        }
+        assert_eq!(limiter.addresses(), LOGIN_ADDRESSES);
+        let last = IpAddr::from((0x0a00_0000 + LOGIN_ADDRESSES as u32 * 2 - 1).to_be_bytes());
+        limiter.failed(last, start + Duration::from_secs(1));
+        assert!(limiter.failures.contains_key(&last));
+    }
+
+    #[test]
+    fn the_key_is_read_from_the_offered_subprotocols() {
+        let (key, hearth) = offered_key(["hearth, hearth-key.abc"].into_iter());
+        assert_eq!((key, hearth), (Some("abc"), true));
+        let (key, hearth) = offered_key(["hearth", "hearth-key.abc"].into_iter());
+        assert_eq!((key, hearth), (Some("abc"), true));
+        assert_eq!(offered_key(["chat"].into_iter()), (None, false));
+        assert_eq!(offered_key(std::iter::empty()), (None, false));
     }
 
     #[test]

@@ -4,19 +4,22 @@
 //! Every response carries the security headers ([`secure`]): a strict
 //! Content-Security-Policy (this origin only, no inline script or style,
 //! never framed), `nosniff`, no referrer. Every request but `/login` and
-//! the icon needs a live session cookie. `/ws` also needs an `Origin` that
-//! is the page's own (the `Host` it was asked for, or `[web] url`), so
-//! another site's page — which the browser would let send the cookie to a
-//! loopback port — is refused.
+//! the icon needs a live session cookie. `/ws` — the only way to anything
+//! of the conversation — also needs the session's key, which the login
+//! handed to the page's own origin alone (a browser sends the cookie to
+//! every port of the host, so another local server the owner visits gets
+//! it), and an `Origin` that is the page's own (the `Host` it was asked
+//! for, or `[web] url`), so another site's page is refused.
 
 use super::auth::{self, LoginLimiter};
+use super::door::{Door, Visit};
 use super::page;
 use super::settings::WebConfig;
 use super::store::{Codes, SESSION_IDLE_LIFETIME};
 use crate::log::{Log, LogError};
 use crate::server::Shared;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -175,7 +178,8 @@ pub async fn serve(
             }
         }
     };
-    if let Err(err) = axum::serve(listener, routes)
+    let routes = routes.into_make_service_with_connect_info::<Visit>();
+    if let Err(err) = axum::serve(Door::new(listener), routes)
         .with_graceful_shutdown(stopped)
         .await
     {
@@ -217,14 +221,20 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> &str {
         .unwrap_or("")
 }
 
-/// The live session the request's cookie names.
-async fn session(site: &Site, headers: &HeaderMap) -> Option<i64> {
+/// The live session the request's cookie names, and whose key is `key`
+/// when one is asked for.
+async fn session(site: &Site, headers: &HeaderMap, key: Option<&str>) -> Option<i64> {
     let token = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .find_map(|cookie| auth::cookie(cookie, auth::COOKIE))?;
-    match site.web.codes.session(token, chrono::Local::now()).await {
+    match site
+        .web
+        .codes
+        .session(token, key, chrono::Local::now())
+        .await
+    {
         Ok(id) => id,
         Err(err) => {
             tracing::warn!("cannot check a web session: {err}");
@@ -234,13 +244,20 @@ async fn session(site: &Site, headers: &HeaderMap) -> Option<i64> {
 }
 
 /// `GET /login?code=…`: spends the code, sets the session cookie and sends
-/// the browser on to the page (which drops the code from the address bar).
-async fn login(State(site): State<Site>, request: Request) -> Response {
+/// the browser on to the page with the session's key in the address's
+/// fragment, which no browser sends to a server; the page keeps the key in
+/// its origin's storage and drops it from the address bar.
+async fn login(
+    State(site): State<Site>,
+    ConnectInfo(visit): ConnectInfo<Visit>,
+    request: Request,
+) -> Response {
+    let address = visit.address.ip();
     let allowed = site
         .web
         .limiter
         .lock()
-        .map(|mut limiter| limiter.allows(Instant::now()))
+        .map(|mut limiter| limiter.allows(address, Instant::now()))
         .unwrap_or(false);
     if !allowed {
         return text(StatusCode::TOO_MANY_REQUESTS, page::TOO_MANY);
@@ -266,21 +283,27 @@ async fn login(State(site): State<Site>, request: Request) -> Response {
             None
         }
     };
-    let Some((id, token)) = used else {
+    let Some(session) = used else {
         if let Ok(mut limiter) = site.web.limiter.lock() {
-            limiter.failed(Instant::now());
+            limiter.failed(address, Instant::now());
         }
         return text(StatusCode::FORBIDDEN, page::BAD_CODE);
     };
+    let id = session.id;
     tracing::info!("web session {id} logged in");
     let forwarded = header::HeaderName::from_static("x-forwarded-proto");
     let https = site.web.url.starts_with("https://")
         || header_str(headers, forwarded).eq_ignore_ascii_case("https");
-    let cookie = auth::session_cookie(&token, https, SESSION_IDLE_LIFETIME);
+    let cookie = auth::session_cookie(&session.token, https, SESSION_IDLE_LIFETIME);
     // A page that moves on to `/` rather than a redirect: a login link
     // opened from another site's page would otherwise arrive at `/` as that
     // site's navigation, without the SameSite=Strict cookie.
-    let mut response = text(StatusCode::OK, page::LOGGED_IN);
+    let mut response = (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page::logged_in(&session.key),
+    )
+        .into_response();
     if let Ok(cookie) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
@@ -295,7 +318,7 @@ async fn file(State(site): State<Site>, request: Request) -> Response {
     let Some(asset) = page::find(request.uri().path()) else {
         return text(StatusCode::NOT_FOUND, page::NOT_FOUND);
     };
-    if !asset.public && session(&site, request.headers()).await.is_none() {
+    if !asset.public && session(&site, request.headers(), None).await.is_none() {
         return text(StatusCode::UNAUTHORIZED, page::LOGIN_NEEDED);
     }
     (
@@ -309,9 +332,14 @@ async fn file(State(site): State<Site>, request: Request) -> Response {
         .into_response()
 }
 
-/// `GET /ws`: the page's own origin and a live session, then the socket's
-/// protocol over the upgraded connection.
-async fn upgrade(State(site): State<Site>, mut request: Request) -> Response {
+/// `GET /ws`: the page's own origin and a live session, proved by its
+/// cookie and its key, then the socket's protocol over the upgraded
+/// connection.
+async fn upgrade(
+    State(site): State<Site>,
+    ConnectInfo(visit): ConnectInfo<Visit>,
+    mut request: Request,
+) -> Response {
     let headers = request.headers();
     let host = header_str(headers, header::HOST);
     let origin = header_str(headers, header::ORIGIN);
@@ -319,8 +347,18 @@ async fn upgrade(State(site): State<Site>, mut request: Request) -> Response {
     if !auth::same_origin(origin, host) && origin != site.web.url {
         return text(StatusCode::FORBIDDEN, page::CROSS_ORIGIN);
     }
-    let Some(id) = session(&site, headers).await else {
-        return text(StatusCode::UNAUTHORIZED, page::LOGIN_NEEDED);
+    let protocols = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    let (session_key, hearth) = auth::offered_key(protocols);
+    // Without a key nothing is looked up: a cookie alone proves nothing
+    // here, whoever replays it.
+    let Some(session_key) = session_key else {
+        return text(StatusCode::UNAUTHORIZED, page::LOGIN_AGAIN);
+    };
+    let Some(id) = session(&site, headers, Some(session_key)).await else {
+        return text(StatusCode::UNAUTHORIZED, page::LOGIN_AGAIN);
     };
     let headers = request.headers();
     let is_websocket = header_str(headers, header::UPGRADE).eq_ignore_ascii_case("websocket")
@@ -330,6 +368,7 @@ async fn upgrade(State(site): State<Site>, mut request: Request) -> Response {
         return text(StatusCode::BAD_REQUEST, page::NOT_WEBSOCKET);
     }
     let accept = derive_accept_key(key.as_bytes());
+    visit.greeted();
     let upgraded = hyper::upgrade::on(&mut request);
     let Site { shared, web } = site;
     tokio::spawn(async move {
@@ -352,6 +391,12 @@ async fn upgrade(State(site): State<Site>, mut request: Request) -> Response {
     headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
     if let Ok(accept) = HeaderValue::from_str(&accept) {
         headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    if hearth {
+        headers.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static(auth::SUBPROTOCOL),
+        );
     }
     response
 }

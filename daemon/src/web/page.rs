@@ -76,10 +76,21 @@ pub const TOO_MANY: &str = "<!doctype html><title>hearth: wait</title>\
 <h1>Too many failed logins</h1><p>Wait a minute, then open a new link from \
 <code>hearth web</code>.</p>\n";
 
-/// The answer to a good code: moves on to the page.
-pub const LOGGED_IN: &str = "<!doctype html><title>hearth</title>\
-<meta http-equiv=\"refresh\" content=\"0;url=/\">\
-<p>Logged in. <a href=\"/\">Open hearth</a>.</p>\n";
+/// The answer to a good code: moves on to the page, with the session's
+/// key (hex) in the fragment, which the browser keeps to itself.
+pub fn logged_in(key: &str) -> String {
+    format!(
+        "<!doctype html><title>hearth</title>\
+<meta http-equiv=\"refresh\" content=\"0;url=/#key={key}\">\
+<p>Logged in. <a href=\"/#key={key}\">Open hearth</a>.</p>\n"
+    )
+}
+
+/// The answer to a WebSocket without the session's cookie and key: a page
+/// that lost its key (another browser profile, cleared storage) logs in again.
+pub const LOGIN_AGAIN: &str = "<!doctype html><title>hearth: log in again</title>\
+<h1>Log in again</h1><p>This connection does not carry the session's key. \
+Run <code>hearth web</code> and open the link it prints.</p>\n";
 
 /// The answer to a WebSocket upgrade from another site's page.
 pub const CROSS_ORIGIN: &str = "<!doctype html><title>hearth: refused</title>\

@@ -1,7 +1,9 @@
 //! One-time login codes and browser sessions, in the log's database.
 //!
 //! Only digests are stored (`auth::digest`): a copy of the database logs no
-//! one in. A code works once and for [`CODE_LIFETIME`]; using it and
+//! one in. A session has a token (the cookie, which a browser also sends
+//! to any other port of the same host) and a key (held by the page's own
+//! origin alone); the WebSocket needs both. A code works once and for [`CODE_LIFETIME`]; using it and
 //! creating the session are one transaction, so two browsers racing with
 //! the same code get one session. A session ends when revoked, or after
 //! [`SESSION_IDLE_LIFETIME`] without use.
@@ -38,8 +40,22 @@ CREATE TABLE IF NOT EXISTS web_sessions (
     last_seen TEXT NOT NULL,
     last_seen_unix INTEGER NOT NULL,
     browser TEXT NOT NULL,
-    revoked INTEGER NOT NULL DEFAULT 0
+    revoked INTEGER NOT NULL DEFAULT 0,
+    key_sha256 TEXT
 );";
+
+/// Sessions made before keys existed have none, and never open the WebSocket.
+const ADD_KEYS: &str = "ALTER TABLE web_sessions ADD COLUMN key_sha256 TEXT";
+
+/// A session just made by a login: what the browser is given, once.
+#[derive(Debug, PartialEq, Eq)]
+pub struct NewSession {
+    pub id: i64,
+    /// The cookie's value.
+    pub token: String,
+    /// The page's own secret, handed over in the address's fragment.
+    pub key: String,
+}
 
 /// The codes and sessions of the web client. Cheap to clone.
 #[derive(Clone)]
@@ -50,7 +66,19 @@ pub struct Codes {
 impl Codes {
     /// Creates the tables when they are missing.
     pub async fn open(log: Log) -> Result<Codes, LogError> {
-        log.run(|tx, _| tx.execute_batch(SCHEMA)).await?;
+        log.run(|tx, _| {
+            tx.execute_batch(SCHEMA)?;
+            let has_keys: bool = tx.query_row(
+                "SELECT count(*) FROM pragma_table_info('web_sessions') WHERE name = 'key_sha256'",
+                [],
+                |row| row.get::<_, i64>(0).map(|n| n > 0),
+            )?;
+            if !has_keys {
+                tx.execute_batch(ADD_KEYS)?;
+            }
+            Ok(())
+        })
+        .await?;
         Ok(Codes { log })
     }
 
@@ -81,14 +109,16 @@ impl Codes {
     }
 
     /// Uses `code`: when it is known, unused and unexpired, it is spent and
-    /// a session is created for `browser`; returns the session's id and token.
+    /// a session is created for `browser`; returns it with its token and key.
     pub async fn use_code(
         &self,
         code: &str,
         browser: &str,
         now: DateTime<Local>,
-    ) -> Result<Option<(i64, String)>, LogError> {
-        let token = auth::random_hex(32).map_err(|err| LogError::Commit(err.to_string()))?;
+    ) -> Result<Option<NewSession>, LogError> {
+        let random =
+            |bytes| auth::random_hex(bytes).map_err(|err| LogError::Commit(err.to_string()));
+        let (token, key) = (random(32)?, random(32)?);
         let code = auth::digest(code);
         let browser: String = browser.chars().take(BROWSER_CHARS).collect();
         self.log
@@ -103,30 +133,36 @@ impl Codes {
                 }
                 let at = now.to_rfc3339();
                 tx.execute(
-                    "INSERT INTO web_sessions (token_sha256, created, last_seen, last_seen_unix, browser)
-                     VALUES (?1, ?2, ?2, ?3, ?4)",
-                    params![auth::digest(&token), at, now.timestamp(), browser],
+                    "INSERT INTO web_sessions (token_sha256, created, last_seen, last_seen_unix, browser, key_sha256)
+                     VALUES (?1, ?2, ?2, ?3, ?4, ?5)",
+                    params![auth::digest(&token), at, now.timestamp(), browser, auth::digest(&key)],
                 )?;
-                Ok(Some((tx.last_insert_rowid(), token)))
+                let id = tx.last_insert_rowid();
+                Ok(Some(NewSession { id, token, key }))
             })
             .await
     }
 
-    /// The live session whose token is `token`, by id; its use is noted.
+    /// The live session whose token is `token` and, when `key` is given,
+    /// whose key is `key`, by id; its use is noted. The page's files ask
+    /// for the token alone; everything of the conversation for both.
     pub async fn session(
         &self,
         token: &str,
+        key: Option<&str>,
         now: DateTime<Local>,
     ) -> Result<Option<i64>, LogError> {
         let digest = auth::digest(token);
+        let key = key.map(auth::digest);
         let oldest = now.timestamp() - SESSION_IDLE_LIFETIME.as_secs() as i64;
         self.log
             .run(move |tx, _| {
                 let found: Option<(i64, i64)> = tx
                     .query_row(
                         "SELECT id, last_seen_unix FROM web_sessions
-                         WHERE token_sha256 = ?1 AND revoked = 0 AND last_seen_unix > ?2",
-                        params![digest, oldest],
+                         WHERE token_sha256 = ?1 AND revoked = 0 AND last_seen_unix > ?2
+                           AND (?3 IS NULL OR key_sha256 = ?3)",
+                        params![digest, oldest, key],
                         |row| Ok((row.get(0)?, row.get(1)?)),
                     )
                     .optional()?;
@@ -196,8 +232,12 @@ mod tests {
         let (codes, _dir) = codes().await;
         let now = Local::now();
         let (code, _) = codes.new_code(now).await.unwrap();
-        let (id, token) = codes.use_code(&code, "test", now).await.unwrap().unwrap();
-        assert_eq!(codes.session(&token, now).await.unwrap(), Some(id));
+        let new = codes.use_code(&code, "test", now).await.unwrap().unwrap();
+        let key = Some(new.key.as_str());
+        assert_eq!(
+            codes.session(&new.token, key, now).await.unwrap(),
+            Some(new.id)
+        );
         assert_eq!(codes.use_code(&code, "test", now).await.unwrap(), None);
     }
 
@@ -221,7 +261,38 @@ mod tests {
                 .unwrap(),
             None
         );
-        assert_eq!(codes.session(&code, now).await.unwrap(), None);
+        assert_eq!(codes.session(&code, None, now).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn the_cookie_without_the_key_opens_only_the_pages_files() {
+        let (codes, _dir) = codes().await;
+        let now = Local::now();
+        let (code, _) = codes.new_code(now).await.unwrap();
+        let new = codes.use_code(&code, "test", now).await.unwrap().unwrap();
+        assert_eq!(
+            codes.session(&new.token, None, now).await.unwrap(),
+            Some(new.id)
+        );
+        let wrong = format!("{}0", new.key);
+        assert_eq!(
+            codes.session(&new.token, Some(&wrong), now).await.unwrap(),
+            None
+        );
+        assert_eq!(
+            codes.session(&new.token, Some(""), now).await.unwrap(),
+            None
+        );
+        // Another session's key does not fit this one's cookie.
+        let (code, _) = codes.new_code(now).await.unwrap();
+        let other = codes.use_code(&code, "test", now).await.unwrap().unwrap();
+        assert_eq!(
+            codes
+                .session(&new.token, Some(&other.key), now)
+                .await
+                .unwrap(),
+            None
+        );
     }
 
     #[tokio::test]
@@ -229,17 +300,17 @@ mod tests {
         let (codes, dir) = codes().await;
         let now = Local::now();
         let (code, _) = codes.new_code(now).await.unwrap();
-        let (_, token) = codes.use_code(&code, "test", now).await.unwrap().unwrap();
+        let new = codes.use_code(&code, "test", now).await.unwrap().unwrap();
         let database = rusqlite::Connection::open(dir.path().join("hearth.db")).unwrap();
         let dump: String = database
             .query_row(
-                "SELECT group_concat(code_sha256) || (SELECT group_concat(token_sha256) FROM web_sessions) FROM web_codes",
+                "SELECT group_concat(code_sha256) || (SELECT group_concat(token_sha256 || key_sha256) FROM web_sessions) FROM web_codes",
                 [],
                 |row| row.get(0),
             )
             .unwrap();
-        assert!(!dump.contains(&code) && !dump.contains(&token));
-        assert!(dump.contains(&auth::digest(&token)));
+        assert!(!dump.contains(&code) && !dump.contains(&new.token) && !dump.contains(&new.key));
+        assert!(dump.contains(&auth::digest(&new.token)) && dump.contains(&auth::digest(&new.key)));
     }
 
     #[tokio::test]
@@ -247,16 +318,20 @@ mod tests {
         let (codes, _dir) = codes().await;
         let now = Local::now();
         let (code, _) = codes.new_code(now).await.unwrap();
-        let (id, token) = codes
+        let NewSession { id, token, key } = codes
             .use_code(&code, "Firefox", now)
             .await
             .unwrap()
             .unwrap();
         let later = now + SESSION_IDLE_LIFETIME;
-        assert_eq!(codes.session(&token, later).await.unwrap(), None);
+        assert_eq!(
+            codes.session(&token, Some(&key), later).await.unwrap(),
+            None
+        );
         let revoked = codes.revoke(id).await.unwrap().unwrap();
         assert!(revoked.revoked && revoked.browser == "Firefox");
-        assert_eq!(codes.session(&token, now).await.unwrap(), None);
+        assert_eq!(codes.session(&token, Some(&key), now).await.unwrap(), None);
+        assert_eq!(codes.session(&token, None, now).await.unwrap(), None);
         assert_eq!(codes.revoke(id + 1).await.unwrap(), None);
     }
 }

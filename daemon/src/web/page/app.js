@@ -2,7 +2,7 @@
 // the tabs between them, and the service worker that keeps the page (never
 // the conversation) for offline starts.
 
-import { Connection } from "./connection.js";
+import { Connection, sessionKey } from "./connection.js";
 import { Chat } from "./chat.js";
 import * as pages from "./pages.js";
 
@@ -11,7 +11,8 @@ let chat = null;
 const connection = new Connection({
   onState(state) {
     const badge = document.querySelector("#state");
-    badge.textContent = state === "live" ? "live" : state === "offline" ? "reconnecting…" : "connecting…";
+    const words = { live: "live", offline: "reconnecting…", login: "log in again: run hearth web" };
+    badge.textContent = words[state] ?? "connecting…";
     badge.className = state;
   },
   onWelcome(frame, first) {
@@ -39,6 +40,9 @@ function show(name) {
   document.querySelector("#bottom").hidden = name !== "chat";
   openers[name]?.(document.querySelector(`#${name}`));
 }
+
+// The login's key leaves the address bar at once, before anything else runs.
+sessionKey();
 
 document.addEventListener("DOMContentLoaded", () => {
   chat = new Chat(connection, document.body);

@@ -4,6 +4,24 @@
 // queue. After a drop (a daemon restart, a network change) it reconnects
 // and says `since` = the last message id it saw, so nothing is missed and
 // nothing comes twice.
+//
+// The socket needs the session's key as well as its cookie: the browser
+// sends the cookie to every port of this host, so another local server the
+// owner visits gets it, but the key lives in this origin's storage alone.
+// The login hands it over in the address's fragment (`/#key=…`, never sent
+// to a server); it is kept here and dropped from the address bar.
+
+const KEY = "hearth-key";
+
+// The session's key: taken from the address once, then from storage.
+export function sessionKey() {
+  const handed = /^#key=([0-9a-f]{64})$/.exec(location.hash);
+  if (handed) {
+    localStorage.setItem(KEY, handed[1]);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return localStorage.getItem(KEY);
+}
 
 const ANSWERS = new Set([
   "ack", "interrupted", "history", "status", "receipt", "schedules",
@@ -27,7 +45,12 @@ export class Connection {
 
   open() {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    const socket = new WebSocket(`${scheme}//${location.host}/ws`);
+    const key = sessionKey();
+    if (!key) {
+      this.handlers.onState("login");
+      return;
+    }
+    const socket = new WebSocket(`${scheme}//${location.host}/ws`, ["hearth", `hearth-key.${key}`]);
     this.socket = socket;
     this.greeted = false;
     this.handlers.onState("connecting");
