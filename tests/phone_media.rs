@@ -169,6 +169,12 @@ async fn a_pdf_bomb_from_telegram_is_refused_and_the_daemon_answers_on() {
     let peak = peak_memory(daemon.pid());
     assert!(peak < 200 * 1024 * 1024, "hearthd peaked at {peak} bytes");
 
+    // The message the file came with is answered without it, then the next.
+    telegram
+        .wait_until("a reply to the file's message", |calls| {
+            calls.sent.iter().any(|sent| sent.text == "on it")
+        })
+        .await;
     telegram.write(&OWNER, "are you still there?");
     logged(&home, "are you still there?").await;
     telegram

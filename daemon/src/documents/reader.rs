@@ -168,8 +168,11 @@ fn ending(status: &std::process::ExitStatus, said: &str) -> Option<DocumentError
     match status.signal() {
         // An allocation past the data limit aborts the process.
         Some(libc::SIGABRT) => return Some(DocumentError::TooMuchMemory),
-        // The soft limit sends SIGXCPU, the hard one a second later SIGKILL.
-        Some(libc::SIGXCPU | libc::SIGKILL) => return Some(DocumentError::TooMuchProcessorTime),
+        // The processor-time limit sends SIGXCPU, which ends the reader.
+        Some(libc::SIGXCPU) => return Some(DocumentError::TooMuchProcessorTime),
+        // Killed by no one in hearthd (a reader past its time is answered
+        // before its ending is read): the kernel's out-of-memory killer.
+        Some(libc::SIGKILL) => return Some(DocumentError::TooMuchMemory),
         // The stack grown past the address space left.
         Some(libc::SIGSEGV) if said.is_empty() => return Some(DocumentError::TooMuchMemory),
         Some(signal) => {
@@ -328,13 +331,19 @@ type Resource = libc::__rlimit_resource_t;
 #[cfg(not(target_env = "gnu"))]
 type Resource = libc::c_int;
 
-/// Sets the soft and hard limit of `resource`.
+/// Sets the soft and hard limit of `resource`, never above the hard limit
+/// the reader was started with (a limit may only be lowered).
 fn limit(resource: Resource, soft: u64, hard: u64) -> Result<(), String> {
+    // SAFETY: getrlimit and setrlimit fill in and read a plain C struct.
+    let mut current: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(resource, &mut current) } != 0 {
+        current.rlim_max = libc::RLIM_INFINITY;
+    }
     let value = libc::rlimit {
-        rlim_cur: soft,
-        rlim_max: hard,
+        rlim_cur: soft.min(current.rlim_max),
+        rlim_max: hard.min(current.rlim_max),
     };
-    // SAFETY: setrlimit reads a plain C struct.
+    // SAFETY: as above.
     if unsafe { libc::setrlimit(resource, &value) } != 0 {
         return Err(format!(
             "cannot set limit {resource}: {}",
