@@ -15,7 +15,7 @@ use hearth_protocol::image::encode;
 use hearth_protocol::{ClientFrame, ErrorCode, EventKind, Kind, MediaKind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{Client, Daemon, TestHome};
+use hearth_tests::harness::{eventually, Client, Daemon, TestHome};
 
 fn home(model: &FakeModel) -> TestHome {
     let home = TestHome::new(bins!());
@@ -195,7 +195,67 @@ async fn a_pdf_bomb_fails_alone_and_the_daemon_stays_small() {
         ServerFrame::MediaStored(stored) => assert_eq!(stored.pages, Some(1)),
         other => panic!("expected media_stored, got {other:?}"),
     }
-    assert!(home.history().await.iter().all(|m| !m.text.contains("bomb")));
+    assert!(home
+        .history()
+        .await
+        .iter()
+        .all(|m| !m.text.contains("bomb")));
+}
+
+/// The document reader hearthd `pid` started, once one runs.
+async fn reader_of(pid: u32) -> u32 {
+    eventually("a document reader to run", || async move {
+        std::fs::read_dir("/proc")
+            .ok()?
+            .flatten()
+            .find_map(|entry| {
+                let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).ok()?;
+                let args: Vec<&[u8]> = cmdline.split(|byte| *byte == 0).collect();
+                let ours = args.get(1) == Some(&&b"--document-reader"[..])
+                    && args.get(2) == Some(&pid.to_string().as_bytes());
+                ours.then_some(child)
+            })
+    })
+    .await
+}
+
+/// Whether process `pid` is gone (or a zombie no one has reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// A stop while a bomb is being read ends hearthd cleanly and the reader
+/// with it; so does a SIGKILL of hearthd (the reader's parent-death
+/// signal).
+#[tokio::test]
+async fn the_reader_dies_with_the_daemon_stopped_or_killed() {
+    let model = FakeModel::start().await;
+    let home = home(&model);
+    for kill9 in [false, true] {
+        let mut daemon = Daemon::start(&home);
+        let mut client = home.connect("bridge", None).await;
+        let putting = tokio::spawn(async move {
+            let _ = put(&mut client, "application/pdf", &bomb_pdf(4), "bomb.pdf").await;
+        });
+        let reader = reader_of(daemon.pid()).await;
+        if kill9 {
+            daemon.kill9();
+        } else {
+            // Waits for the exit: a stop does not wait for the reading.
+            assert!(daemon.stop(), "{}", daemon.log_text());
+        }
+        eventually("the reader to be gone", || {
+            std::future::ready(gone(reader).then_some(()))
+        })
+        .await;
+        putting.abort();
+    }
 }
 
 #[tokio::test]

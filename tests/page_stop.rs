@@ -85,7 +85,10 @@ async fn a_page_of_ampersands_is_reduced_and_a_stop_after_it_is_prompt() {
     // Today's decoding looked for a `;` from every `&`: 16 MB of them is
     // 10^14 bytes looked at.
     let (url, server) = serve("&".repeat(size)).await;
-    model.push(Reply::tool_call("web_fetch", format!(r#"{{"url": "{url}"}}"#)));
+    model.push(Reply::tool_call(
+        "web_fetch",
+        format!(r#"{{"url": "{url}"}}"#),
+    ));
     model.push(Reply::text("a page of ampersands"));
     let (id, _) = client.submit("read this page", "terminal", None).await;
     server.await.unwrap();
@@ -101,7 +104,10 @@ async fn a_stop_while_a_reduction_runs_ends_the_daemon() {
     let mut daemon = Daemon::start_with_env(&home, &[(TEST_HOLD_REDUCTION_ENV, "1")]);
     let mut client = home.connect("terminal", None).await;
     let (url, server) = serve("<p>a page</p>".to_string()).await;
-    model.push(Reply::tool_call("web_fetch", format!(r#"{{"url": "{url}"}}"#)));
+    model.push(Reply::tool_call(
+        "web_fetch",
+        format!(r#"{{"url": "{url}"}}"#),
+    ));
     model.push(Reply::text("never said"));
     client.submit("read this page", "terminal", None).await;
     server.await.unwrap();

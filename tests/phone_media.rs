@@ -179,7 +179,12 @@ async fn a_pdf_bomb_from_telegram_is_refused_and_the_daemon_answers_on() {
     logged(&home, "are you still there?").await;
     telegram
         .wait_until("a reply to the next message", |calls| {
-            calls.sent.iter().filter(|sent| sent.text == "on it").count() >= 2
+            calls
+                .sent
+                .iter()
+                .filter(|sent| sent.text == "on it")
+                .count()
+                >= 2
         })
         .await;
 }

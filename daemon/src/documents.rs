@@ -52,9 +52,15 @@ pub enum DocumentError {
     TooLarge(usize),
     #[error("reading the document took longer than {} seconds; it was not read", READ_TIMEOUT.as_secs())]
     TimedOut,
-    #[error("the PDF needed more than {} MB to read; it was not read", reader::MEMORY_MB)]
+    #[error(
+        "the PDF needed more than {} MB to read; it was not read",
+        reader::MEMORY_MB
+    )]
     TooMuchMemory,
-    #[error("the PDF needed more than {} seconds of processor time to read; it was not read", reader::CPU_SECS)]
+    #[error(
+        "the PDF needed more than {} seconds of processor time to read; it was not read",
+        reader::CPU_SECS
+    )]
     TooMuchProcessorTime,
     #[error("the PDF reader failed: {0}; it was not read")]
     ReaderFailed(String),
@@ -239,7 +245,8 @@ fn pdf_of(contents: Vec<(String, Vec<u8>)>) -> Vec<u8> {
             "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
             5 + 2 * i
         ).into_bytes());
-        let mut object = format!("<< /Length {}{dictionary} >>\nstream\n", stream.len()).into_bytes();
+        let mut object =
+            format!("<< /Length {}{dictionary} >>\nstream\n", stream.len()).into_bytes();
         object.extend(stream);
         object.extend(b"\nendstream");
         objects.push(object);

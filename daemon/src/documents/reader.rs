@@ -91,9 +91,10 @@ pub async fn read_pdf(bytes: Vec<u8>) -> Result<Vec<String>, DocumentError> {
         DocumentError::ReaderFailed("hearthd could not find its own binary to start it".into())
     })?;
     // The semaphore is never closed, so a permit always comes.
-    let _permit = READERS.acquire().await.map_err(|_| {
-        DocumentError::ReaderFailed("the daemon is stopping".to_string())
-    })?;
+    let _permit = READERS
+        .acquire()
+        .await
+        .map_err(|_| DocumentError::ReaderFailed("the daemon is stopping".to_string()))?;
     let mut child = tokio::process::Command::new(program)
         .arg(READER_ARG)
         .arg(std::process::id().to_string())
@@ -197,7 +198,9 @@ fn decode(mut answer: &[u8]) -> Result<Vec<String>, DocumentError> {
     let mut pages = Vec::new();
     while let Some((&tag, rest)) = answer.split_first() {
         let (code, rest) = if tag == Frame::Error as u8 {
-            rest.split_first().map(|(code, rest)| (Some(*code), rest)).ok_or_else(cut)?
+            rest.split_first()
+                .map(|(code, rest)| (Some(*code), rest))
+                .ok_or_else(cut)?
         } else if tag == Frame::Page as u8 {
             (None, rest)
         } else {
@@ -218,7 +221,9 @@ fn decode(mut answer: &[u8]) -> Result<Vec<String>, DocumentError> {
         }
     }
     if pages.is_empty() {
-        return Err(DocumentError::ReaderFailed("it answered nothing".to_string()));
+        return Err(DocumentError::ReaderFailed(
+            "it answered nothing".to_string(),
+        ));
     }
     Ok(pages)
 }
@@ -245,9 +250,7 @@ fn encode(read: &Result<Vec<String>, DocumentError>) -> Vec<u8> {
         out.extend(text.as_bytes());
     };
     match read {
-        Ok(pages) => pages
-            .iter()
-            .for_each(|page| frame(Frame::Page, None, page)),
+        Ok(pages) => pages.iter().for_each(|page| frame(Frame::Page, None, page)),
         Err(err) => {
             let (code, message) = match err {
                 DocumentError::Encrypted => (ENCRYPTED, String::new()),
