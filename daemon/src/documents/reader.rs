@@ -111,6 +111,7 @@ pub async fn read_pdf(bytes: Vec<u8>) -> Result<Vec<String>, DocumentError> {
     else {
         return Err(DocumentError::ReaderFailed("its pipes are missing".into()));
     };
+    // Feeding, reading back and the reader's end, all within the time.
     let reading = async {
         let feed = async {
             // A reader that dies early closes its stdin: its ending says why.
@@ -122,17 +123,15 @@ pub async fn read_pdf(bytes: Vec<u8>) -> Result<Vec<String>, DocumentError> {
             read_bounded(stdout, MAX_ANSWER_BYTES),
             read_bounded(stderr, MAX_STDERR_BYTES)
         );
-        (answer, said)
+        (answer, said, child.wait().await)
     };
-    let Ok((answer, said)) = tokio::time::timeout(READ_TIMEOUT, reading).await else {
+    let Ok(((answer, too_long), said, status)) = tokio::time::timeout(READ_TIMEOUT, reading).await
+    else {
         let _ = child.kill().await;
         return Err(DocumentError::TimedOut);
     };
-    let (answer, too_long) = answer;
-    let status = child
-        .wait()
-        .await
-        .map_err(|err| DocumentError::ReaderFailed(format!("cannot wait for it: {err}")))?;
+    let status =
+        status.map_err(|err| DocumentError::ReaderFailed(format!("cannot wait for it: {err}")))?;
     let said = String::from_utf8_lossy(&said.0).trim().to_string();
     if !said.is_empty() {
         tracing::debug!("the PDF reader said: {said}");
