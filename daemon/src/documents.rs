@@ -67,14 +67,16 @@ pub enum DocumentError {
 }
 
 impl DocumentError {
-    /// Whether the reading passed one of its limits (then hearthd's log
-    /// says so: it may be an attack rather than a broken file).
+    /// Whether the reading passed one of its limits or its reader failed
+    /// (then hearthd's log says so: it may be an attack rather than a
+    /// broken file).
     pub fn is_limit(&self) -> bool {
         matches!(
             self,
             DocumentError::TimedOut
                 | DocumentError::TooMuchMemory
                 | DocumentError::TooMuchProcessorTime
+                | DocumentError::ReaderFailed(_)
         )
     }
 }
