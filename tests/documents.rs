@@ -4,16 +4,18 @@
 //! with `read_attachment`; reading it taints the turn, so an acting tool
 //! then needs a person's yes. An encrypted or broken PDF is refused with
 //! the reason and nothing is logged; `hearth send --file` attaches a text
-//! file.
+//! file. A PDF bomb (a few kilobytes that parse into gigabytes) is read in
+//! the reader process and refused there: hearthd stays small and answers
+//! the next message.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth_daemon::documents::tiny_pdf;
+use hearth_daemon::documents::{bomb_pdf, tiny_pdf};
 use hearth_protocol::image::encode;
 use hearth_protocol::{ClientFrame, ErrorCode, EventKind, Kind, MediaKind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{Client, Daemon, TestHome};
+use hearth_tests::harness::{eventually, Client, Daemon, TestHome};
 
 fn home(model: &FakeModel) -> TestHome {
     let home = TestHome::new(bins!());
@@ -137,6 +139,128 @@ async fn an_encrypted_or_broken_pdf_is_refused_with_the_reason() {
         }
     }
     assert!(home.history().await.iter().all(|m| m.kind != Kind::User));
+}
+
+/// The peak resident memory of process `pid` (`VmHWM`), in bytes.
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmHWM:"))
+        .unwrap();
+    let kb: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|kb| kb.parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[tokio::test]
+async fn a_pdf_bomb_fails_alone_and_the_daemon_stays_small() {
+    let model = FakeModel::start().await;
+    model.set_default(Reply::text("still here"));
+    let home = home(&model);
+    let daemon = Daemon::start(&home);
+    let mut client = home.connect("bridge", None).await;
+
+    let bomb = bomb_pdf(4);
+    assert!(bomb.len() < 200_000, "{} bytes", bomb.len());
+    match put(&mut client, "application/pdf", &bomb, "bomb.pdf").await {
+        ServerFrame::Error { code, message } => {
+            assert_eq!(code, ErrorCode::Refused);
+            assert!(
+                message.contains("the PDF needed more than 512 MB to read; it was not read"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    // The reading happened in the reader, not in hearthd.
+    let peak = peak_memory(daemon.pid());
+    assert!(peak < 200 * 1024 * 1024, "hearthd peaked at {peak} bytes");
+    // The log is read from hearthd's stderr as it comes: waited for.
+    eventually("the refusal in the daemon's log", || {
+        let logged = daemon.log_text();
+        std::future::ready(
+            logged
+                .contains("a document was refused: the PDF needed more than 512 MB")
+                .then_some(()),
+        )
+    })
+    .await;
+
+    // The daemon goes on: the next message is answered, and an ordinary
+    // PDF still reads.
+    let (id, _) = client.submit("are you there?", "whatsapp", None).await;
+    let reply = client.reply_to(id).await;
+    assert_eq!(reply.text.as_deref(), Some("still here"));
+    let pdf = tiny_pdf(&["An ordinary page."]);
+    match put(&mut client, "application/pdf", &pdf, "ok.pdf").await {
+        ServerFrame::MediaStored(stored) => assert_eq!(stored.pages, Some(1)),
+        other => panic!("expected media_stored, got {other:?}"),
+    }
+    assert!(home
+        .history()
+        .await
+        .iter()
+        .all(|m| !m.text.contains("bomb")));
+}
+
+/// The document reader hearthd `pid` started, once one runs.
+async fn reader_of(pid: u32) -> u32 {
+    eventually("a document reader to run", || async move {
+        std::fs::read_dir("/proc")
+            .ok()?
+            .flatten()
+            .find_map(|entry| {
+                let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).ok()?;
+                let args: Vec<&[u8]> = cmdline.split(|byte| *byte == 0).collect();
+                let ours = args.get(1) == Some(&&b"--document-reader"[..])
+                    && args.get(2) == Some(&pid.to_string().as_bytes());
+                ours.then_some(child)
+            })
+    })
+    .await
+}
+
+/// Whether process `pid` is gone (or a zombie no one has reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// A stop while a bomb is being read ends hearthd cleanly and the reader
+/// with it; so does a SIGKILL of hearthd (the reader's parent-death
+/// signal).
+#[tokio::test]
+async fn the_reader_dies_with_the_daemon_stopped_or_killed() {
+    let model = FakeModel::start().await;
+    let home = home(&model);
+    for kill9 in [false, true] {
+        let mut daemon = Daemon::start(&home);
+        let mut client = home.connect("bridge", None).await;
+        let putting = tokio::spawn(async move {
+            let _ = put(&mut client, "application/pdf", &bomb_pdf(4), "bomb.pdf").await;
+        });
+        let reader = reader_of(daemon.pid()).await;
+        if kill9 {
+            daemon.kill9();
+        } else {
+            // Waits for the exit: a stop does not wait for the reading.
+            assert!(daemon.stop(), "{}", daemon.log_text());
+        }
+        eventually("the reader to be gone", || {
+            std::future::ready(gone(reader).then_some(()))
+        })
+        .await;
+        putting.abort();
+    }
 }
 
 #[tokio::test]

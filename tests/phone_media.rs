@@ -3,11 +3,12 @@
 //! by `getFile` and the download; a WhatsApp Cloud API voice note and
 //! document come by their media URL. Each is stored in the daemon, the
 //! voice note transcribed by the fake transcription endpoint and answered,
-//! the document said with its pages.
+//! the document said with its pages. A PDF bomb from the phone is refused
+//! with the limit it passed, and the daemon answers the next message.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth_daemon::documents::tiny_pdf;
+use hearth_daemon::documents::{bomb_pdf, tiny_pdf};
 use hearth_protocol::Kind;
 use hearth_tests::bins;
 use hearth_tests::fake_graph::{FakeGraph, ACCESS_TOKEN, PHONE_NUMBER_ID};
@@ -120,6 +121,72 @@ async fn a_telegram_voice_note_is_answered_as_if_typed_and_a_document_is_read() 
         "[file: lease.pdf, 1 page] what is the deposit?"
     );
     assert_eq!(telegram.calls().downloads.len(), 2);
+}
+
+/// The peak resident memory of process `pid` (`VmHWM`), in bytes.
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[tokio::test]
+async fn a_pdf_bomb_from_telegram_is_refused_and_the_daemon_answers_on() {
+    let model = FakeModel::start().await;
+    model.set_default(Reply::text("on it"));
+    let transcription = FakeTranscription::start().await;
+    let telegram = FakeTelegram::start().await;
+    let table = format!(
+        "[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
+        OWNER.id,
+        telegram.api_base()
+    );
+    let secrets = format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n");
+    let home = home(&model, &transcription, &table, &secrets);
+    let daemon = home.start();
+
+    let bomb = bomb_pdf(4);
+    telegram.send_file(
+        &OWNER,
+        "document",
+        json!({"file_id": "bomb-1", "file_unique_id": "u9", "file_name": "invoice.pdf",
+               "mime_type": "application/pdf", "file_size": bomb.len()}),
+        &bomb,
+        Some("please pay this"),
+    );
+    let refused = "the PDF needed more than 512 MB to read; it was not read";
+    eventually("the note that the file was refused", || async {
+        home.history()
+            .await
+            .into_iter()
+            .find(|message| message.text.contains(refused))
+    })
+    .await;
+    let peak = peak_memory(daemon.pid());
+    assert!(peak < 200 * 1024 * 1024, "hearthd peaked at {peak} bytes");
+
+    // The message the file came with is answered without it, then the next.
+    telegram
+        .wait_until("a reply to the file's message", |calls| {
+            calls.sent.iter().any(|sent| sent.text == "on it")
+        })
+        .await;
+    telegram.write(&OWNER, "are you still there?");
+    logged(&home, "are you still there?").await;
+    telegram
+        .wait_until("a reply to the next message", |calls| {
+            calls
+                .sent
+                .iter()
+                .filter(|sent| sent.text == "on it")
+                .count()
+                >= 2
+        })
+        .await;
 }
 
 #[tokio::test]

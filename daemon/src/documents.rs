@@ -2,13 +2,25 @@
 //! them, a text file cut into pages of about [`TEXT_PAGE_CHARS`]
 //! characters at line ends.
 //!
-//! Reading is bounded: the file is at most `MAX_MEDIA_BYTES`, each PDF
-//! page's decompressed content at most [`MAX_PAGE_CONTENT_BYTES`], the
-//! document at most [`MAX_PAGES`] pages and [`MAX_TEXT_BYTES`] of text, and
-//! the whole read at most [`READ_TIMEOUT`] (the reading thread is then
-//! abandoned and the file refused). An encrypted or malformed PDF is
-//! refused with the reason, before anything is stored.
+//! Reading is bounded. A PDF is read in a separate process, hearthd's own
+//! binary in its reader mode ([`reader`]): a small file can inflate into
+//! gigabytes of parsed objects, so the parsing runs under its own memory
+//! ([`reader::MEMORY_MB`]), processor-time ([`reader::CPU_SECS`]) and
+//! wall-clock ([`READ_TIMEOUT`]) limits, cannot open a file or a socket,
+//! and dies with hearthd. A reading that passes a limit fails that document
+//! alone, with the reason; hearthd's own memory never holds more than the
+//! file and its text. A text file is cut into pages in hearthd (linear
+//! work over at most [`MAX_TEXT_BYTES`]).
+//!
+//! Besides: the file is at most `MAX_MEDIA_BYTES`, each PDF page's
+//! decompressed content at most [`MAX_PAGE_CONTENT_BYTES`], the document
+//! at most [`MAX_PAGES`] pages and [`MAX_TEXT_BYTES`] of text. What is
+//! plainly too large is refused before anything parses it. An encrypted or
+//! malformed PDF is refused with the reason, before anything is stored.
 
+pub mod reader;
+
+use hearth_protocol::media::MAX_MEDIA_BYTES;
 use std::time::Duration;
 
 /// About how many characters a text file's page has.
@@ -36,22 +48,64 @@ pub enum DocumentError {
     TooManyPages(usize),
     #[error("the document holds more than {MAX_TEXT_BYTES} bytes of text")]
     TooMuchText,
-    #[error("reading the document took longer than {} seconds", READ_TIMEOUT.as_secs())]
+    #[error("the document is {0} bytes, over the limit of {limit} for reading", limit = MAX_MEDIA_BYTES)]
+    TooLarge(usize),
+    #[error("reading the document took longer than {} seconds; it was not read", READ_TIMEOUT.as_secs())]
     TimedOut,
+    #[error(
+        "the PDF needed more than {} MB to read; it was not read",
+        reader::MEMORY_MB
+    )]
+    TooMuchMemory,
+    #[error(
+        "the PDF needed more than {} seconds of processor time to read; it was not read",
+        reader::CPU_SECS
+    )]
+    TooMuchProcessorTime,
+    #[error("the PDF reader failed: {0}; it was not read")]
+    ReaderFailed(String),
 }
 
-/// The text of a document of `media_type`, page by page.
-pub async fn pages(media_type: &str, bytes: Vec<u8>) -> Result<Vec<String>, DocumentError> {
-    let media_type = media_type.to_string();
-    let reading = tokio::task::spawn_blocking(move || match media_type.as_str() {
-        "application/pdf" => pdf_pages(&bytes),
-        _ => text_pages(&String::from_utf8_lossy(&bytes)),
-    });
-    match tokio::time::timeout(READ_TIMEOUT, reading).await {
-        Ok(Ok(read)) => read,
-        Ok(Err(panicked)) => Err(DocumentError::Malformed(panicked.to_string())),
-        Err(_) => Err(DocumentError::TimedOut),
+impl DocumentError {
+    /// Whether the reading passed one of its limits or its reader failed
+    /// (then hearthd's log says so: it may be an attack rather than a
+    /// broken file).
+    pub fn is_limit(&self) -> bool {
+        matches!(
+            self,
+            DocumentError::TimedOut
+                | DocumentError::TooMuchMemory
+                | DocumentError::TooMuchProcessorTime
+                | DocumentError::ReaderFailed(_)
+        )
     }
+}
+
+/// The text of a document of `media_type`, page by page. A PDF is read in
+/// a separate reader process ([`reader::read_pdf`]); a reading that passes
+/// a limit is logged and refused.
+pub async fn pages(media_type: &str, bytes: Vec<u8>) -> Result<Vec<String>, DocumentError> {
+    let read = match media_type {
+        "application/pdf" => reader::read_pdf(bytes).await,
+        _ => {
+            // Refused before it is decoded: no page of it is needed.
+            if bytes.len() > MAX_TEXT_BYTES {
+                return Err(DocumentError::TooMuchText);
+            }
+            let reading =
+                tokio::task::spawn_blocking(move || text_pages(&String::from_utf8_lossy(&bytes)));
+            match reading.await {
+                Ok(read) => read,
+                Err(failed) => Err(DocumentError::Malformed(failed.to_string())),
+            }
+        }
+    };
+    if let Err(err) = &read {
+        if err.is_limit() {
+            tracing::warn!("a document was refused: {err}");
+        }
+    }
+    read
 }
 
 /// A PDF's pages, in order.
@@ -85,7 +139,8 @@ pub fn pdf_pages(bytes: &[u8]) -> Result<Vec<String>, DocumentError> {
 }
 
 /// A text file's pages: about [`TEXT_PAGE_CHARS`] characters each, cut at
-/// a line's end where there is one.
+/// a line's end where there is one. Linear in the text: each character is
+/// counted once, and a long line is cut without counting its rest again.
 pub fn text_pages(text: &str) -> Result<Vec<String>, DocumentError> {
     if text.len() > MAX_TEXT_BYTES {
         return Err(DocumentError::TooMuchText);
@@ -94,22 +149,24 @@ pub fn text_pages(text: &str) -> Result<Vec<String>, DocumentError> {
     let mut page = String::new();
     let mut chars = 0;
     for line in text.split_inclusive('\n') {
-        let length = line.chars().count();
+        let length = chars_in(line);
         if chars + length > TEXT_PAGE_CHARS && !page.is_empty() {
             pages.push(std::mem::take(&mut page));
             chars = 0;
         }
         // A line longer than a page is cut where the page is full.
         let mut rest = line;
-        while rest.chars().count() > TEXT_PAGE_CHARS {
+        let mut left = length;
+        while left > TEXT_PAGE_CHARS {
             let cut = rest
                 .char_indices()
                 .nth(TEXT_PAGE_CHARS)
                 .map_or(rest.len(), |(at, _)| at);
             pages.push(rest[..cut].to_string());
             rest = &rest[cut..];
+            left -= TEXT_PAGE_CHARS;
         }
-        chars += rest.chars().count();
+        chars += left;
         page.push_str(rest);
     }
     if !page.is_empty() || pages.is_empty() {
@@ -121,41 +178,88 @@ pub fn text_pages(text: &str) -> Result<Vec<String>, DocumentError> {
     Ok(pages)
 }
 
+/// How many characters `text` has.
+fn chars_in(text: &str) -> usize {
+    #[cfg(test)]
+    COUNTED.with(|counted| counted.set(counted.get() + text.len()));
+    text.chars().count()
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Bytes counted by `chars_in` on this thread, for the linearity test.
+    static COUNTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// A small valid PDF with one page per text, written by hand: its objects,
 /// cross-reference table and trailer. For tests, here and end to end.
 pub fn tiny_pdf(texts: &[&str]) -> Vec<u8> {
-    let count = texts.len();
+    let contents = texts
+        .iter()
+        .map(|text| {
+            let escaped = text
+                .replace('\\', "\\\\")
+                .replace('(', "\\(")
+                .replace(')', "\\)");
+            (
+                String::new(),
+                format!("BT /F1 12 Tf 72 720 Td ({escaped}) Tj ET").into_bytes(),
+            )
+        })
+        .collect();
+    pdf_of(contents)
+}
+
+/// A PDF bomb for tests: `pages` pages whose content streams are a few
+/// kilobytes compressed and inflate to just under
+/// [`MAX_PAGE_CONTENT_BYTES`] each, of the smallest operators there are
+/// (each becomes an object of tens of bytes when parsed).
+pub fn bomb_pdf(pages: usize) -> Vec<u8> {
+    let content = b"Q\n".repeat((MAX_PAGE_CONTENT_BYTES - 1024) / 2);
+    let mut stream = lopdf::Stream::new(lopdf::Dictionary::new(), content);
+    // `compress` keeps the content as it is only when compressing does not
+    // make it smaller, which a run of one operator always does.
+    let _ = stream.compress();
+    let contents = (0..pages)
+        .map(|_| (" /Filter /FlateDecode".to_string(), stream.content.clone()))
+        .collect();
+    pdf_of(contents)
+}
+
+/// A PDF with one page per content stream (the text after `/Length` in
+/// its dictionary, and its bytes).
+fn pdf_of(contents: Vec<(String, Vec<u8>)>) -> Vec<u8> {
+    let count = contents.len();
     // Objects: 1 catalog, 2 pages, 3 font, then a page and its content
     // stream for each text.
     let kids: Vec<String> = (0..count).map(|i| format!("{} 0 R", 4 + 2 * i)).collect();
-    let mut objects = vec![
-        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+    let mut objects: Vec<Vec<u8>> = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
         format!(
             "<< /Type /Pages /Kids [{}] /Count {count} >>",
             kids.join(" ")
-        ),
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
+        )
+        .into_bytes(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
     ];
-    for (i, text) in texts.iter().enumerate() {
+    for (i, (dictionary, stream)) in contents.into_iter().enumerate() {
         objects.push(format!(
             "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
             5 + 2 * i
-        ));
-        let escaped = text
-            .replace('\\', "\\\\")
-            .replace('(', "\\(")
-            .replace(')', "\\)");
-        let stream = format!("BT /F1 12 Tf 72 720 Td ({escaped}) Tj ET");
-        objects.push(format!(
-            "<< /Length {} >>\nstream\n{stream}\nendstream",
-            stream.len()
-        ));
+        ).into_bytes());
+        let mut object =
+            format!("<< /Length {}{dictionary} >>\nstream\n", stream.len()).into_bytes();
+        object.extend(stream);
+        object.extend(b"\nendstream");
+        objects.push(object);
     }
     let mut pdf = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
     for (i, object) in objects.iter().enumerate() {
         offsets.push(pdf.len());
-        pdf.extend(format!("{} 0 obj\n{object}\nendobj\n", i + 1).bytes());
+        pdf.extend(format!("{} 0 obj\n", i + 1).bytes());
+        pdf.extend(object);
+        pdf.extend(b"\nendobj\n");
     }
     let xref = pdf.len();
     pdf.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).bytes());
@@ -221,5 +325,26 @@ mod tests {
         assert_eq!(pages.len(), 3);
         assert_eq!(pages.concat(), long);
         assert_eq!(text_pages("").unwrap(), vec![String::new()]);
+    }
+
+    /// A text of one long line (no line ends to cut at) is cut into pages
+    /// counting each character once: the work grows with the text, not
+    /// with its square.
+    #[test]
+    fn one_long_line_is_cut_in_linear_time() {
+        let counted = |text: &str| {
+            COUNTED.with(|counted| counted.set(0));
+            let pages = text_pages(text).unwrap();
+            (pages, COUNTED.with(std::cell::Cell::get))
+        };
+        let long = "é".repeat(TEXT_PAGE_CHARS * 1000);
+        let (pages, work) = counted(&long);
+        assert_eq!(pages.len(), 1000);
+        assert_eq!(pages.concat(), long);
+        assert!(
+            work <= 2 * long.len(),
+            "{work} bytes counted for {}",
+            long.len()
+        );
     }
 }

@@ -36,11 +36,14 @@ struct Args {
 
 fn main() {
     let mut argv = std::env::args_os();
-    if argv
-        .nth(1)
-        .is_some_and(|arg| arg == hearth_daemon::tools::keeper::KEEPER_ARG)
-    {
-        hearth_daemon::tools::keeper::run(argv.collect());
+    match argv.nth(1) {
+        Some(mode) if mode == hearth_daemon::tools::keeper::KEEPER_ARG => {
+            hearth_daemon::tools::keeper::run(argv.collect())
+        }
+        Some(mode) if mode == hearth_daemon::documents::reader::READER_ARG => {
+            hearth_daemon::documents::reader::run(argv.collect())
+        }
+        _ => {}
     }
     // No other process of this user may read hearthd's memory or
     // environment through /proc or ptrace (its keys are there); children
@@ -49,10 +52,14 @@ fn main() {
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong) };
     raise_descriptor_limit();
     // Tool commands run under a keeper, hearthd's own binary in its keeper
-    // mode, so nothing a tool starts outlives its call.
+    // mode, so nothing a tool starts outlives its call; PDFs are read by
+    // the same binary in its reader mode, a process with its own limits.
     match std::env::current_exe() {
-        Ok(exe) => hearth_daemon::tools::use_keeper(exe),
-        Err(err) => eprintln!("hearthd: cannot find its own binary ({err}); tool commands run without a keeper, and a process that leaves its group may outlive its call"),
+        Ok(exe) => {
+            hearth_daemon::documents::reader::use_reader(exe.clone());
+            hearth_daemon::tools::use_keeper(exe);
+        }
+        Err(err) => eprintln!("hearthd: cannot find its own binary ({err}); tool commands run without a keeper, and a process that leaves its group may outlive its call; PDFs are refused"),
     }
     // Before anything is created: the database, its WAL, the log, the
     // socket, images and backups are private whatever umask started us.
@@ -85,7 +92,14 @@ fn main() {
         }
     };
     runtime.block_on(serve(args, home));
+    // Work left on blocking threads (a page's reduction, a backup's copy)
+    // is not waited for past a short grace: a stop stays prompt whatever
+    // runs there, and what was acknowledged is already durable.
+    runtime.shutdown_timeout(STOP_GRACE);
 }
+
+/// How long a stop waits for work on blocking threads to end.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Raises the soft limit on open descriptors to the hard one: every client
 /// and every model request holds one, and the common soft default (1,024)

@@ -6,7 +6,13 @@
 //!
 //! Linear in the page's size, whatever it holds: a tag is looked for only
 //! up to the next `<` outside quotes (or [`MAX_TAG`] bytes), so a page full
-//! of stray `<` is read once, not once per `<`.
+//! of stray `<` is read once, not once per `<`; an entity's `;` is looked
+//! for only [`MAX_ENTITY`] bytes after its `&`. At most [`MAX_HTML_BYTES`]
+//! of a page are reduced.
+
+/// The most of a page [`readable`] and [`title`] look at; the rest is
+/// dropped (`web_fetch` reads less by default, `fetch_max_bytes`).
+pub const MAX_HTML_BYTES: usize = 8 * 1024 * 1024;
 
 /// The longest tag taken as one; a longer `<…` is text.
 const MAX_TAG: usize = 8192;
@@ -53,6 +59,7 @@ const BLOCKS: &[&str] = &[
 
 /// The page's title, if it has one.
 pub fn title(html: &str) -> Option<String> {
+    let html = bounded(html);
     let lower = html.to_ascii_lowercase();
     let open = lower.find("<title")?;
     let start = open + lower[open..].find('>')? + 1;
@@ -63,6 +70,7 @@ pub fn title(html: &str) -> Option<String> {
 
 /// The text of the page.
 pub fn readable(html: &str) -> String {
+    let html = bounded(html);
     // ASCII lowering keeps every byte offset, so `lower` indexes `html`.
     let lower = html.to_ascii_lowercase();
     let mut out = String::new();
@@ -122,6 +130,18 @@ pub fn readable(html: &str) -> String {
     tidy(&out)
 }
 
+/// The first [`MAX_HTML_BYTES`] of `html`, cut at a character's start.
+fn bounded(html: &str) -> &str {
+    if html.len() <= MAX_HTML_BYTES {
+        return html;
+    }
+    let mut cut = MAX_HTML_BYTES;
+    while !html.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &html[..cut]
+}
+
 /// Just past the `>` that ends the tag opening at `at`, quotes respected;
 /// `None` when there is none before the next `<` outside quotes, within
 /// [`MAX_TAG`] bytes, or before the end (then the `<` is text). An unquoted
@@ -148,20 +168,26 @@ fn tag_end(html: &str, at: usize) -> Option<usize> {
 
 #[cfg(test)]
 thread_local! {
-    /// Bytes looked at by `tag_end` on this thread, for the linearity test.
+    /// Bytes looked at by `tag_end` and `semicolon_after` on this thread,
+    /// for the linearity tests.
     static SCANNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// The longest entity name (or number) looked for after a `&`: `;` is
+/// looked for this far and no further, so a page of `&` without `;` is
+/// read once, not once per `&`.
+const MAX_ENTITY: usize = 10;
+
 /// Decodes `&amp;`-style entities and numeric references; unknown ones stay.
+/// Linear in the text: at most [`MAX_ENTITY`] bytes are looked at after
+/// each `&`.
 pub fn decode_entities(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(amp) = rest.find('&') {
         out.push_str(&rest[..amp]);
         rest = &rest[amp..];
-        let decoded = rest[1..]
-            .find(';')
-            .filter(|semi| *semi <= 10)
+        let decoded = semicolon_after(rest)
             .and_then(|semi| entity(&rest[1..1 + semi]).map(|ch| (ch, semi + 2)));
         match decoded {
             Some((ch, length)) => {
@@ -176,6 +202,15 @@ pub fn decode_entities(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Where the `;` that ends the entity starting at `entity`'s `&` is,
+/// counted from just after the `&`; `None` unless within [`MAX_ENTITY`].
+fn semicolon_after(entity: &str) -> Option<usize> {
+    let window = &entity.as_bytes()[1..entity.len().min(2 + MAX_ENTITY)];
+    #[cfg(test)]
+    SCANNED.with(|scanned| scanned.set(scanned.get() + window.len()));
+    window.iter().position(|byte| *byte == b';')
 }
 
 fn entity(name: &str) -> Option<char> {
@@ -283,6 +318,43 @@ and <b>bold</b>&nbsp;text.</p>
             big_work <= 25 * small_work,
             "20 times the page, {big_work} against {small_work}"
         );
+    }
+
+    /// A page of `&` with no `;` (and `&` before long runs of text) is
+    /// decoded looking at a few bytes per `&`, not at the rest of the page
+    /// for each.
+    #[test]
+    fn a_page_of_ampersands_is_decoded_in_linear_time() {
+        let scanned = |text: &str| {
+            SCANNED.with(|scanned| scanned.set(0));
+            let read = readable(text);
+            (read, SCANNED.with(std::cell::Cell::get))
+        };
+        for page in [
+            "&".repeat(200_000),
+            "&amp".repeat(50_000),
+            format!("{}{}", "&x ".repeat(50_000), "y".repeat(100_000)),
+        ] {
+            let (read, work) = scanned(&page);
+            assert_eq!(
+                read.matches('&').count(),
+                page.matches('&').count(),
+                "every `&` stays"
+            );
+            assert!(
+                work <= (MAX_ENTITY + 1) * page.len(),
+                "{work} bytes looked at for {}",
+                page.len()
+            );
+        }
+    }
+
+    #[test]
+    fn only_the_first_megabytes_of_a_page_are_reduced() {
+        let page = format!("<p>kept</p>{}<p>dropped</p>", " ".repeat(MAX_HTML_BYTES));
+        assert_eq!(readable(&page), "kept");
+        let late = format!("{}<title>late</title>", " ".repeat(MAX_HTML_BYTES));
+        assert_eq!(title(&late), None);
     }
 
     #[test]

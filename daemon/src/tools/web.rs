@@ -150,9 +150,11 @@ impl Fetcher {
                 }));
         if looks_html {
             // Off the async workers: a 2 MB page is a few milliseconds of
-            // work (linear), but not the workers' to spend.
+            // work (linear), but not the workers' to spend. A stop does not
+            // wait for it (`main.rs` gives blocking work a short grace).
             let html_text = text.into_owned();
             let reduced = tokio::task::spawn_blocking(move || {
+                hold_for_tests();
                 (html::title(&html_text), html::readable(&html_text))
             })
             .await;
@@ -176,6 +178,20 @@ impl Fetcher {
             ));
         }
         Ok((page, status.is_success() || status.is_redirection()))
+    }
+}
+
+/// A test hook, not a setting: with `HEARTH_TEST_HOLD_REDUCTION` set, a
+/// page's reduction never ends, so a test can stop the daemon while one
+/// runs on a blocking thread.
+pub const TEST_HOLD_REDUCTION_ENV: &str = "HEARTH_TEST_HOLD_REDUCTION";
+
+fn hold_for_tests() {
+    if std::env::var_os(TEST_HOLD_REDUCTION_ENV).is_some() {
+        tracing::warn!("{TEST_HOLD_REDUCTION_ENV} is set: this page's reduction never ends");
+        loop {
+            std::thread::park();
+        }
     }
 }
 
