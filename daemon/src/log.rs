@@ -30,6 +30,9 @@ use tokio::sync::{broadcast, oneshot};
 /// Jobs taken into one transaction at most.
 const GROUP_COMMIT: usize = 64;
 
+/// Read-only connections (searches) open at once; the others wait.
+const READERS: usize = 2;
+
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
     #[error("the log database: {0}")]
@@ -139,8 +142,11 @@ pub struct Log {
     // Declared before `_writer`: dropping the last handle drops the last
     // sender first, so the writer thread ends and can be joined.
     jobs: mpsc::Sender<Job>,
-    /// The database file, for backups through a second connection.
+    /// The database file, for backups and reads through connections of
+    /// their own.
     path: std::path::PathBuf,
+    /// Read-only connections open at once (`Log::read`).
+    readers: Arc<tokio::sync::Semaphore>,
     _writer: Arc<Writer>,
 }
 
@@ -202,6 +208,7 @@ impl Log {
         Ok(Log {
             jobs,
             path: path.to_path_buf(),
+            readers: Arc::new(tokio::sync::Semaphore::new(READERS)),
             _writer: Arc::new(Writer {
                 thread: Mutex::new(Some(thread)),
             }),
@@ -388,6 +395,34 @@ impl Log {
         .map_err(|_| LogError::Stopped)?
     }
 
+    /// Runs `read` on a read-only connection of its own, on a blocking
+    /// thread, never on the writer's: it reads what was committed when it
+    /// began (WAL keeps that snapshot), and appends are acknowledged
+    /// meanwhile. At most [`READERS`] run at once; more wait their turn
+    /// here, not on the writer.
+    pub(crate) async fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    ) -> Result<T, LogError> {
+        let _permit = self
+            .readers
+            .acquire()
+            .await
+            .map_err(|_| LogError::Stopped)?;
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || {
+            let connection = Connection::open_with_flags(
+                &path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            connection.busy_timeout(std::time::Duration::from_secs(5))?;
+            Ok(read(&connection)?)
+        })
+        .await
+        .map_err(|_| LogError::Stopped)?
+    }
+
     pub async fn get_state(&self, name: &str) -> Result<Option<String>, LogError> {
         let name = name.to_string();
         self.run(move |tx, _| {
@@ -422,6 +457,9 @@ impl Log {
 /// - 1: the tables of `create`.
 /// - 2: the full-text index of messages and lines (`memory/search.rs`),
 ///   filled from the tables on migration, and the pinned facts.
+///
+/// Since 2, changes are migrations by name (`log/migrations.rs`), run once
+/// and recorded, not version steps.
 pub const SCHEMA_VERSION: i64 = 2;
 
 /// Sets the pragmas (WAL, and full sync so that an acknowledged write
@@ -446,15 +484,17 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     // a first start's time).
     let tx = connection.unchecked_transaction()?;
     create(&tx)?;
+    migrations::create(&tx)?;
     crate::memory::create_index(&tx)?;
     crate::memory::create_facts_table(&tx)?;
-    // Migrations from older versions go here, one step per version.
+    // Migrations go here, by name: each runs once and is recorded.
     let linked = chain::link_unchained(&tx)?;
     if linked > 0 {
         tracing::info!("linked {linked} existing messages into the log's chain");
     }
-    if version < 2 {
-        crate::memory::backfill_index(&tx)?;
+    let index = crate::memory::search::WORDS_WITHOUT_COPIES;
+    if migrations::once(&tx, index, crate::memory::search::migrate)? && version > 0 {
+        tracing::info!("the search index was rebuilt without copies of the texts ({index})");
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
@@ -631,6 +671,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
 
 pub mod chain;
 mod data;
+mod migrations;
 mod schema;
 pub use data::{MessageData, Provenance};
 use schema::create;
