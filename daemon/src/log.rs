@@ -186,7 +186,7 @@ impl Log {
             path: path.display().to_string(),
             message: err.to_string(),
         })?;
-        prepare(&connection)?;
+        prepare(&connection).map_err(|err| disk_full(path, err))?;
         limit_for_tests(&connection)?;
         let report = chain::check_at_start(&connection)?;
         for problem in &report.problems {
@@ -511,6 +511,30 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(())
+}
+
+/// A failure to open the log, said as a full disk when the disk that holds
+/// it has no room left (SQLite then reports only an I/O error).
+fn disk_full(path: &Path, err: LogError) -> LogError {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let Ok(folder_c) = std::ffi::CString::new(folder.as_os_str().as_encoded_bytes()) else {
+        return err;
+    };
+    // SAFETY: statvfs fills in a plain C struct from a NUL-terminated path.
+    let full = unsafe {
+        let mut stats: libc::statvfs = std::mem::zeroed();
+        libc::statvfs(folder_c.as_ptr(), &mut stats) == 0 && stats.f_bavail == 0
+    };
+    if !full {
+        return err;
+    }
+    LogError::Open {
+        path: path.display().to_string(),
+        message: format!(
+            "the disk that holds {} is full ({err}); free some space there and start hearth again",
+            folder.display()
+        ),
+    }
 }
 
 /// A fault-injection hook for tests, not a setting: `HEARTH_TEST_MAX_PAGES=N`
