@@ -452,3 +452,76 @@ async fn ten_thousand_submits_are_logged_in_order_and_acknowledged_once() {
     assert!(others.is_empty(), "nothing else was logged: {others:?}");
     assert_eq!(logged[0], (first_id, "hold on".to_string(), None));
 }
+
+#[tokio::test]
+async fn a_daemon_whose_disk_is_full_refuses_work_and_says_so_rather_than_exit() {
+    let home = TestHome::new(bins!());
+    let mut daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    let (first, _) = client
+        .submit("before the disk filled", "terminal", None)
+        .await;
+    drop(client);
+    assert!(daemon.stop());
+
+    // The whole disk is full, as when `hearth` starts the daemon there with
+    // its output going to hearthd.log: the daemon's output cannot be
+    // written (/dev/full answers every write with ENOSPC), and the database
+    // has not one page to spare.
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let pages: i64 = open_read_only(&home)
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .unwrap();
+    let mut daemon = std::process::Command::new(&home.bins.hearthd)
+        .arg("--home")
+        .arg(home.path())
+        .env_remove("HEARTH_HOME")
+        .env("HEARTH_OLLAMA_URL", "off")
+        .env("RUST_LOG", "info")
+        .env(hearth_daemon::log::TEST_MAX_PAGES_ENV, pages.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(full())
+        .stderr(full())
+        .spawn()
+        .unwrap();
+    let socket = home.path().join("hearth.sock");
+    let started = std::time::Instant::now();
+    while UnixStream::connect(&socket).await.is_err() {
+        assert!(started.elapsed() < DEADLINE, "hearthd did not listen");
+        assert!(
+            daemon.try_wait().unwrap().is_none(),
+            "hearthd exited at start"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let mut client = home.connect("terminal", Some(first)).await;
+    let long = "words that do not fit on a full disk ".repeat(1_000);
+    for _ in 0..3 {
+        match client.request(submit_frame(&long, "terminal", None)).await {
+            ServerFrame::Error { code, message } => {
+                assert_eq!(code, ErrorCode::Storage, "{message}");
+                assert!(message.contains("full"), "{message}");
+            }
+            other => panic!("expected a storage error, got {other:?}"),
+        }
+    }
+    match client.request(hearth_protocol::ClientFrame::Status).await {
+        ServerFrame::Status(status) => assert!(status.last_id >= Some(first), "{status:?}"),
+        other => panic!("expected status, got {other:?}"),
+    }
+    let history = home.history().await;
+    assert!(history.iter().any(|m| m.id == first), "{history:?}");
+    assert!(daemon.try_wait().unwrap().is_none(), "hearthd runs on");
+    drop(client);
+    let _ = std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(daemon.id().to_string())
+        .status();
+    let exit = daemon.wait().unwrap();
+    assert!(exit.success(), "a clean stop, not a crash: {exit:?}");
+}

@@ -27,8 +27,13 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{broadcast, oneshot};
 
-/// Jobs taken into one transaction at most.
-const GROUP_COMMIT: usize = 64;
+/// Jobs taken into one transaction at most: enough for every task that
+/// waits while the last group's commit syncs (100 concurrent appenders, say)
+/// to share the next one, rather than wait for a second sync.
+const GROUP_COMMIT: usize = 256;
+
+/// Read-only connections (searches) open at once; the others wait.
+const READERS: usize = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -139,8 +144,11 @@ pub struct Log {
     // Declared before `_writer`: dropping the last handle drops the last
     // sender first, so the writer thread ends and can be joined.
     jobs: mpsc::Sender<Job>,
-    /// The database file, for backups through a second connection.
+    /// The database file, for backups and reads through connections of
+    /// their own.
     path: std::path::PathBuf,
+    /// Read-only connections open at once (`Log::read`).
+    readers: Arc<tokio::sync::Semaphore>,
     _writer: Arc<Writer>,
 }
 
@@ -178,7 +186,7 @@ impl Log {
             path: path.display().to_string(),
             message: err.to_string(),
         })?;
-        prepare(&connection)?;
+        prepare(&connection).map_err(|err| disk_full(path, err))?;
         limit_for_tests(&connection)?;
         let report = chain::check_at_start(&connection)?;
         for problem in &report.problems {
@@ -202,6 +210,7 @@ impl Log {
         Ok(Log {
             jobs,
             path: path.to_path_buf(),
+            readers: Arc::new(tokio::sync::Semaphore::new(READERS)),
             _writer: Arc::new(Writer {
                 thread: Mutex::new(Some(thread)),
             }),
@@ -234,18 +243,22 @@ impl Log {
             } else {
                 Ok(())
             };
+            // Cached statements: parsing these again for every job cost
+            // as much as a small append.
+            let savepoint = |sql: &str| tx.prepare_cached(sql)?.execute([]).map(|_| ());
             let result = result
-                .and_then(|()| tx.execute_batch("SAVEPOINT job"))
+                .and_then(|()| savepoint("SAVEPOINT job"))
                 .and_then(|()| {
                     let mut mine = Vec::new();
                     match job(tx, &mut mine) {
                         Ok(value) => {
-                            tx.execute_batch("RELEASE job")?;
+                            savepoint("RELEASE job")?;
                             appended.extend(mine);
                             Ok(value)
                         }
                         Err(err) => {
-                            tx.execute_batch("ROLLBACK TO job; RELEASE job")?;
+                            savepoint("ROLLBACK TO job")?;
+                            savepoint("RELEASE job")?;
                             Err(err)
                         }
                     }
@@ -388,6 +401,34 @@ impl Log {
         .map_err(|_| LogError::Stopped)?
     }
 
+    /// Runs `read` on a read-only connection of its own, on a blocking
+    /// thread, never on the writer's: it reads what was committed when it
+    /// began (WAL keeps that snapshot), and appends are acknowledged
+    /// meanwhile. At most [`READERS`] run at once; more wait their turn
+    /// here, not on the writer.
+    pub(crate) async fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    ) -> Result<T, LogError> {
+        let _permit = self
+            .readers
+            .acquire()
+            .await
+            .map_err(|_| LogError::Stopped)?;
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || {
+            let connection = Connection::open_with_flags(
+                &path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            connection.busy_timeout(std::time::Duration::from_secs(5))?;
+            Ok(read(&connection)?)
+        })
+        .await
+        .map_err(|_| LogError::Stopped)?
+    }
+
     pub async fn get_state(&self, name: &str) -> Result<Option<String>, LogError> {
         let name = name.to_string();
         self.run(move |tx, _| {
@@ -422,6 +463,9 @@ impl Log {
 /// - 1: the tables of `create`.
 /// - 2: the full-text index of messages and lines (`memory/search.rs`),
 ///   filled from the tables on migration, and the pinned facts.
+///
+/// Since 2, changes are migrations by name (`log/migrations.rs`), run once
+/// and recorded, not version steps.
 pub const SCHEMA_VERSION: i64 = 2;
 
 /// Sets the pragmas (WAL, and full sync so that an acknowledged write
@@ -434,6 +478,12 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     // A page cache of 1 MB, not SQLite's 2: appends touch the ends of the
     // B-trees, and the system's file cache serves the rest.
     connection.pragma_update(None, "cache_size", -1024)?;
+    // The WAL is cut back to 4 MB after a checkpoint, rather than keeping
+    // the largest size it ever reached on disk.
+    connection.pragma_update(None, "journal_size_limit", 4 * 1024 * 1024)?;
+    // Every statement an append runs stays prepared (rusqlite keeps 16 by
+    // default, fewer than the writer's jobs use, so they were prepared anew).
+    connection.set_prepared_statement_cache_capacity(64);
     let version: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if version > SCHEMA_VERSION {
         return Err(LogError::NewerSchema {
@@ -446,19 +496,45 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     // a first start's time).
     let tx = connection.unchecked_transaction()?;
     create(&tx)?;
+    migrations::create(&tx)?;
     crate::memory::create_index(&tx)?;
     crate::memory::create_facts_table(&tx)?;
-    // Migrations from older versions go here, one step per version.
+    // Migrations go here, by name: each runs once and is recorded.
     let linked = chain::link_unchained(&tx)?;
     if linked > 0 {
         tracing::info!("linked {linked} existing messages into the log's chain");
     }
-    if version < 2 {
-        crate::memory::backfill_index(&tx)?;
+    let index = crate::memory::search::WORDS_WITHOUT_COPIES;
+    if migrations::once(&tx, index, crate::memory::search::migrate)? && version > 0 {
+        tracing::info!("the search index was rebuilt without copies of the texts ({index})");
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(())
+}
+
+/// A failure to open the log, said as a full disk when the disk that holds
+/// it has no room left (SQLite then reports only an I/O error).
+fn disk_full(path: &Path, err: LogError) -> LogError {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let Ok(folder_c) = std::ffi::CString::new(folder.as_os_str().as_encoded_bytes()) else {
+        return err;
+    };
+    // SAFETY: statvfs fills in a plain C struct from a NUL-terminated path.
+    let full = unsafe {
+        let mut stats: libc::statvfs = std::mem::zeroed();
+        libc::statvfs(folder_c.as_ptr(), &mut stats) == 0 && stats.f_bavail == 0
+    };
+    if !full {
+        return err;
+    }
+    LogError::Open {
+        path: path.display().to_string(),
+        message: format!(
+            "the disk that holds {} is full ({err}); free some space there and start hearth again",
+            folder.display()
+        ),
+    }
 }
 
 /// A fault-injection hook for tests, not a setting: `HEARTH_TEST_MAX_PAGES=N`
@@ -631,6 +707,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
 
 pub mod chain;
 mod data;
+mod migrations;
 mod schema;
 pub use data::{MessageData, Provenance};
 use schema::create;

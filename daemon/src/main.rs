@@ -4,7 +4,7 @@
 use clap::Parser;
 use hearth_protocol::exit::EXIT_CONFIG_CODE;
 use hearth_protocol::home::Home;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
@@ -164,7 +164,13 @@ fn verify(home: &Home) -> i32 {
 async fn serve(args: Args, home: Home) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let subscriber = tracing_subscriber::fmt().with_env_filter(filter);
+    // A log line that cannot be written (a full disk under hearthd.log) is
+    // lost, not reported on stderr: that report is written with
+    // `eprintln!`, which panics when stderr is the same full disk, and a
+    // panic on the log's writer thread stopped the daemon (exit 101).
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .log_internal_errors(false);
     match &args.log_file {
         Some(path) => {
             let file = match std::fs::OpenOptions::new()
@@ -195,7 +201,8 @@ async fn serve(args: Args, home: Home) {
             .init(),
     }
     if let Err(err) = hearth_daemon::daemon::run(home, stop_signal(), hangups()).await {
-        eprintln!("hearthd: {err}");
+        // Not `eprintln!`, which panics when stderr cannot be written.
+        let _ = writeln!(std::io::stderr(), "hearthd: {err}");
         // A configuration to fix: a service manager must not start it again and again.
         std::process::exit(if err.is_config() { EXIT_CONFIG_CODE } else { 1 });
     }
@@ -215,7 +222,12 @@ fn hangups() -> tokio::sync::mpsc::Receiver<()> {
                 }
             });
         }
-        Err(err) => eprintln!("hearthd: cannot watch for SIGHUP ({err}); use `hearth reload`"),
+        Err(err) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "hearthd: cannot watch for SIGHUP ({err}); use `hearth reload`"
+            );
+        }
     }
     hangups
 }

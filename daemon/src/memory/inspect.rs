@@ -46,8 +46,10 @@ pub async fn answer(
                 *limit,
             );
             match read {
-                Ok(query) => ServerFrame::SearchResults {
-                    hits: log.search(agent, query).await?,
+                Ok(query) => match log.search(agent, query).await {
+                    Ok(hits) => ServerFrame::SearchResults { hits },
+                    Err(search::SearchError::Log(err)) => return Err(err),
+                    Err(err) => refuse(err.to_string()),
                 },
                 Err(err) => refuse(err.to_string()),
             }

@@ -35,7 +35,7 @@ pub use inspect::{answer as answer_frame, hits_text};
 pub use keeper::{
     Memory, MemoryConfig, MemoryError, MemoryGauge, MemoryModel, ToolList, TurnChain,
 };
-pub(crate) use search::{backfill as backfill_index, create as create_index};
+pub(crate) use search::create as create_index;
 pub use store::{Built, ViewName};
 pub use tree::{cut, free_join, message_line, one_line, Node};
 pub use view::{idle_gap, line_size, render_line, Budgets, Lines, Progress, View};

@@ -1,25 +1,20 @@
 //! Search: SQLite full-text (FTS5) over every message and every summary
-//! line, in the log's own database.
+//! line, in the log's own database (the index: `search/index.rs`).
 //!
-//! The index is kept by triggers on `messages` and `nodes`, so a row is
-//! indexed by the same statement — and so in the same transaction — that
-//! writes it: a search never misses an acknowledged message, and a line is
-//! found from the moment it is stored. The index is derived data beside the
-//! append-only tables: no trigger updates or deletes a message to keep it in
-//! step (messages never change, so none is needed), and SQLite allows no
-//! trigger on a virtual table, so nothing done to the index can reach the
-//! log. It can always be rebuilt from `messages` and `nodes`, which is what
-//! the migration to schema 2 does for a database written before it.
-//!
-//! Left out of the index, because they only repeat what it holds: the
-//! results of `search` and `zoom` calls, level-0 lines that are their
-//! message verbatim or cut, and lines that join two lines for free (they
-//! hold a line break; their halves are indexed).
+//! A search can never hold up the log: it runs on a read-only connection
+//! of its own, on a blocking thread (`Log::read`), so submits are
+//! acknowledged while it reads; a query is bounded in size and in words
+//! before it runs; only the newest matches are ranked (a word found in
+//! most messages is not ranked over all of them); and a search that still
+//! runs past its deadline is stopped with an error that says so.
 
 use crate::log::{Log, LogError};
 use hearth_protocol::memory::MAX_SEARCH_HITS;
 use hearth_protocol::SearchHit;
 use rusqlite::{params, Connection};
+use std::time::Duration;
+
+pub(crate) use index::{create, migrate, WORDS_WITHOUT_COPIES};
 
 /// Hits returned when a search names no limit.
 pub const DEFAULT_HITS: u32 = 10;
@@ -27,59 +22,20 @@ pub const DEFAULT_HITS: u32 = 10;
 /// Words of context a snippet shows around its matches.
 const SNIPPET_WORDS: i64 = 16;
 
-/// Creates the index and the triggers that keep it (schema version 2).
-pub(crate) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
-    connection.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS memory_index USING fts5(
-            text,
-            agent UNINDEXED,
-            kind UNINDEXED,
-            source UNINDEXED,
-            first UNINDEXED,
-            span UNINDEXED,
-            tokenize = 'porter unicode61 remove_diacritics 2'
-        );
-        CREATE TRIGGER IF NOT EXISTS messages_are_indexed AFTER INSERT ON messages
-            WHEN {MESSAGE_INDEXED}
-            BEGIN
-                INSERT INTO memory_index (text, agent, kind, source, first, span)
-                VALUES (new.text, new.agent, new.kind, new.source, new.id, 1);
-            END;
-        CREATE TRIGGER IF NOT EXISTS lines_are_indexed AFTER INSERT ON nodes
-            WHEN {LINE_INDEXED}
-            BEGIN
-                INSERT INTO memory_index (text, agent, kind, source, first, span)
-                VALUES (new.text, new.agent, 'line', '', new.idx << new.level, 1 << new.level);
-            END;"
-    ))
-}
+/// The longest query taken, in bytes: a question or a pasted sentence,
+/// not a document (the agent once searched with 24 kB of text).
+pub const MAX_QUERY_BYTES: usize = 1_000;
 
-/// Which new messages are indexed: all but the results of `search` and
-/// `zoom`, whose text repeats what the index already holds.
-const MESSAGE_INDEXED: &str = "NOT (new.kind = 'tool'
-    AND (substr(new.text, 1, 7) = 'search(' OR substr(new.text, 1, 5) = 'zoom('))";
+/// The most distinct words and phrases one query looks for.
+pub const MAX_TERMS: usize = 24;
 
-/// Which new lines are indexed: the compactor's own lines. Not a free
-/// join (it holds a line break), not a message's line that is the message
-/// itself or its text cut.
-const LINE_INDEXED: &str = "instr(new.text, char(10)) = 0 AND NOT (new.level = 0 AND (
-    new.mechanical OR EXISTS (SELECT 1 FROM messages m
-        WHERE m.agent = new.agent AND m.id = new.idx
-        AND new.text = m.kind || ': ' || replace(replace(m.text, char(10), ' '), char(13), ' '))))";
+/// Matches ranked at most, of each of messages and lines: the newest.
+/// Ranking every match of a word that most messages hold would read the
+/// whole index; past this many, the older ones are not ranked.
+pub const RANKED: i64 = 400;
 
-/// Fills the index from the tables, for a database written before it
-/// existed (the migration to schema 2). Runs in the migration's transaction.
-pub(crate) fn backfill(connection: &Connection) -> Result<(), rusqlite::Error> {
-    let messages = MESSAGE_INDEXED.replace("new.", "");
-    let lines = LINE_INDEXED.replace("new.", "n.");
-    connection.execute_batch(&format!(
-        "INSERT INTO memory_index (text, agent, kind, source, first, span)
-            SELECT text, agent, kind, source, id, 1 FROM messages WHERE {messages} ORDER BY agent, id;
-         INSERT INTO memory_index (text, agent, kind, source, first, span)
-            SELECT n.text, n.agent, 'line', '', n.idx << n.level, 1 << n.level FROM nodes n
-            WHERE {lines} ORDER BY n.agent, n.level, n.idx;"
-    ))
-}
+/// How long a search may run before it is stopped.
+const DEADLINE: Duration = Duration::from_secs(5);
 
 /// A search as the tool and the `search` frame ask for it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -99,6 +55,12 @@ pub struct Query {
 pub enum SearchError {
     #[error("the query has no words to look for")]
     NoWords,
+    #[error("the query is {bytes} bytes long; a search takes at most {MAX_QUERY_BYTES}: look for a few telling words, not a whole text")]
+    TooLong { bytes: usize },
+    #[error("the query looks for {terms} different words or phrases; a search takes at most {MAX_TERMS}: keep the telling ones")]
+    TooManyTerms { terms: usize },
+    #[error("the search ran for {} s and was stopped; look for rarer words, or narrow it with before, after, kind or source", DEADLINE.as_secs())]
+    TooSlow,
     #[error("`{0}` is not a date; write it as 2026-11-30 or 2026-11-30 18:00 (local time)")]
     BadDate(String),
     #[error("`{0}` is not a kind; the kinds are user, reply, echo, tool, note, work and line")]
@@ -118,8 +80,13 @@ impl Query {
         source: Option<&str>,
         limit: Option<u32>,
     ) -> Result<Query, SearchError> {
-        if match_expression(words).is_none() {
-            return Err(SearchError::NoWords);
+        if words.len() > MAX_QUERY_BYTES {
+            return Err(SearchError::TooLong { bytes: words.len() });
+        }
+        match terms(words).len() {
+            0 => return Err(SearchError::NoWords),
+            terms if terms > MAX_TERMS => return Err(SearchError::TooManyTerms { terms }),
+            _ => {}
         }
         if let Some(kind) = kind {
             if kind != "line" && hearth_protocol::Kind::parse(kind).is_none() {
@@ -173,7 +140,20 @@ pub fn local_time(text: &str) -> Option<String> {
 /// and joined with OR — the ranking puts what matches most words first.
 /// None when nothing is left to look for.
 pub fn match_expression(query: &str) -> Option<String> {
+    let terms = terms(query);
+    (!terms.is_empty()).then(|| terms.join(" OR "))
+}
+
+/// The quoted words and phrases of a query, each once (a word written
+/// again, in any case, adds nothing to look for).
+fn terms(query: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut add = |term: String| {
+        if seen.insert(term.to_lowercase()) {
+            terms.push(term);
+        }
+    };
     for (at, part) in query.split('"').enumerate() {
         let words: Vec<&str> = part
             .split(|c: char| !c.is_alphanumeric())
@@ -184,63 +164,202 @@ pub fn match_expression(query: &str) -> Option<String> {
         }
         // Odd parts were between quotes: one phrase.
         if at % 2 == 1 {
-            terms.push(format!("\"{}\"", words.join(" ")));
+            add(format!("\"{}\"", words.join(" ")));
         } else {
-            terms.extend(words.iter().map(|word| format!("\"{word}\"")));
+            for word in words {
+                add(format!("\"{word}\""));
+            }
         }
     }
-    (!terms.is_empty()).then(|| terms.join(" OR "))
+    terms
 }
 
-/// The search itself, on the writer's connection.
+/// A match before it is ranked against the others.
+struct Candidate {
+    /// Which table, and the row in it: for the snippet.
+    line: bool,
+    rowid: i64,
+    score: f64,
+    hit: SearchHit,
+}
+
+/// The search itself, on a read-only connection (see `Log::search`): the
+/// newest [`RANKED`] matches of messages and of lines are ranked with bm25,
+/// and the best `limit` get their snippets.
 pub fn run(
     connection: &Connection,
     agent: &str,
     query: &Query,
 ) -> Result<Vec<SearchHit>, rusqlite::Error> {
+    run_observed(connection, agent, query, &mut |_| {})
+}
+
+/// [`run`], calling `observe` with each candidate as it is read (the tests
+/// hold a search mid-way with it).
+pub(crate) fn run_observed(
+    connection: &Connection,
+    agent: &str,
+    query: &Query,
+    observe: &mut dyn FnMut(u64),
+) -> Result<Vec<SearchHit>, rusqlite::Error> {
     let Some(expression) = match_expression(&query.words) else {
         return Ok(Vec::new());
     };
-    let mut statement = connection.prepare_cached(
-        "SELECT i.first, i.span, i.kind, i.source, m.at,
-                snippet(memory_index, 0, '[', ']', '…', ?8)
-         FROM memory_index i JOIN messages m ON m.agent = i.agent AND m.id = i.first
-         WHERE memory_index MATCH ?1 AND i.agent = ?2
-           AND (?3 IS NULL OR m.at < ?3) AND (?4 IS NULL OR m.at >= ?4)
-           AND (?5 IS NULL OR i.kind = ?5) AND (?6 IS NULL OR i.source = ?6)
-         ORDER BY bm25(memory_index), i.first DESC, i.span
-         LIMIT ?7",
-    )?;
-    let rows = statement.query_map(
-        params![
+    let _watchdog = Watchdog::start(connection);
+    let mut candidates = Vec::new();
+    if query.kind.as_deref() != Some("line") {
+        let mut statement = connection.prepare_cached(
+            "SELECT rowid, bm25(message_words), id, kind, source, at FROM message_words
+             WHERE message_words MATCH ?1 AND agent = ?2
+               AND (?3 IS NULL OR at < ?3) AND (?4 IS NULL OR at >= ?4)
+               AND (?5 IS NULL OR kind = ?5) AND (?6 IS NULL OR source = ?6)
+             ORDER BY rowid DESC LIMIT ?7",
+        )?;
+        let mut rows = statement.query(params![
             expression,
             agent,
             query.before,
             query.after,
             query.kind,
             query.source,
-            query.limit,
-            SNIPPET_WORDS
-        ],
-        |row| {
-            Ok(SearchHit {
-                id: row.get::<_, i64>(0)? as u64,
-                n: row.get::<_, i64>(1)? as u64,
-                kind: row.get(2)?,
-                source: row.get(3)?,
-                at: row.get(4)?,
-                snippet: crate::memory::one_line(&row.get::<_, String>(5)?),
-            })
-        },
-    )?;
-    rows.collect()
+            RANKED
+        ])?;
+        while let Some(row) = rows.next()? {
+            let hit = SearchHit {
+                id: row.get::<_, i64>(2)? as u64,
+                n: 1,
+                kind: row.get(3)?,
+                source: row.get(4)?,
+                at: row.get(5)?,
+                snippet: String::new(),
+            };
+            observe(hit.id);
+            candidates.push(Candidate {
+                line: false,
+                rowid: row.get(0)?,
+                score: row.get(1)?,
+                hit,
+            });
+        }
+    }
+    if query.source.is_none() && query.kind.as_deref().is_none_or(|kind| kind == "line") {
+        let mut statement = connection.prepare_cached(
+            "SELECT rowid, bm25(line_words), idx << level, 1 << level,
+                    (SELECT m.at FROM messages m WHERE m.agent = ?2 AND m.id = idx << level)
+             FROM line_words WHERE line_words MATCH ?1 AND agent = ?2
+               AND (?3 IS NULL
+                    OR (SELECT m.at FROM messages m WHERE m.agent = ?2 AND m.id = idx << level) < ?3)
+               AND (?4 IS NULL
+                    OR (SELECT m.at FROM messages m WHERE m.agent = ?2 AND m.id = idx << level) >= ?4)
+             ORDER BY rowid DESC LIMIT ?5",
+        )?;
+        let mut rows = statement.query(params![
+            expression,
+            agent,
+            query.before,
+            query.after,
+            RANKED
+        ])?;
+        while let Some(row) = rows.next()? {
+            let hit = SearchHit {
+                id: row.get::<_, i64>(2)? as u64,
+                n: row.get::<_, i64>(3)? as u64,
+                kind: "line".to_string(),
+                source: String::new(),
+                at: row.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                snippet: String::new(),
+            };
+            observe(hit.id);
+            candidates.push(Candidate {
+                line: true,
+                rowid: row.get(0)?,
+                score: row.get(1)?,
+                hit,
+            });
+        }
+    }
+    // bm25 is lower for a better match; then the newest, then the finest.
+    candidates.sort_by(|a, b| {
+        a.score
+            .total_cmp(&b.score)
+            .then(b.hit.id.cmp(&a.hit.id))
+            .then(a.hit.n.cmp(&b.hit.n))
+    });
+    candidates.truncate(query.limit as usize);
+    let hits = candidates
+        .into_iter()
+        .map(|mut candidate| {
+            candidate.hit.snippet = snippet(connection, &expression, &candidate)?;
+            Ok(candidate.hit)
+        })
+        .collect();
+    hits
+}
+
+/// Interrupts the connection's statement if the search is still running at
+/// its deadline; dropped when the search ends, which ends its thread.
+struct Watchdog {
+    _done: std::sync::mpsc::Sender<()>,
+}
+
+impl Watchdog {
+    fn start(connection: &Connection) -> Watchdog {
+        let (done, ended) = std::sync::mpsc::channel::<()>();
+        let interrupt = connection.get_interrupt_handle();
+        let spawned = std::thread::Builder::new()
+            .name("hearth-search-deadline".into())
+            .spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    ended.recv_timeout(DEADLINE)
+                {
+                    interrupt.interrupt();
+                }
+            });
+        if let Err(err) = spawned {
+            tracing::warn!("a search runs without its deadline: {err}");
+        }
+        Watchdog { _done: done }
+    }
+}
+
+/// A candidate's text around its matches, on one line.
+fn snippet(
+    connection: &Connection,
+    expression: &str,
+    candidate: &Candidate,
+) -> Result<String, rusqlite::Error> {
+    let sql = if candidate.line {
+        "SELECT snippet(line_words, 0, '[', ']', '…', ?3) FROM line_words
+         WHERE line_words MATCH ?1 AND rowid = ?2"
+    } else {
+        "SELECT snippet(message_words, 0, '[', ']', '…', ?3) FROM message_words
+         WHERE message_words MATCH ?1 AND rowid = ?2"
+    };
+    let text: String = connection
+        .prepare_cached(sql)?
+        .query_row(params![expression, candidate.rowid, SNIPPET_WORDS], |row| {
+            row.get(0)
+        })?;
+    Ok(crate::memory::one_line(&text))
 }
 
 impl Log {
-    /// Messages and lines of `agent` that match, best first.
-    pub async fn search(&self, agent: &str, query: Query) -> Result<Vec<SearchHit>, LogError> {
+    /// Messages and lines of `agent` that match, best first. Runs on a
+    /// read-only connection of its own, never on the writer's: appends go
+    /// on while it reads.
+    pub async fn search(&self, agent: &str, query: Query) -> Result<Vec<SearchHit>, SearchError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| run(tx, &agent, &query)).await
+        let found = self
+            .read(move |connection| run(connection, &agent, &query))
+            .await;
+        match found {
+            Err(LogError::Sqlite(rusqlite::Error::SqliteFailure(failure, _)))
+                if failure.code == rusqlite::ErrorCode::OperationInterrupted =>
+            {
+                Err(SearchError::TooSlow)
+            }
+            found => Ok(found?),
+        }
     }
 }
 
@@ -258,5 +377,6 @@ pub fn render_hit(hit: &SearchHit) -> String {
     )
 }
 
+mod index;
 #[cfg(test)]
 mod tests;

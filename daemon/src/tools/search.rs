@@ -53,6 +53,29 @@ pub async fn call(log: &Log, agent: &str, arguments: &Value) -> Outcome {
     };
     match log.search(agent, query).await {
         Ok(hits) => Outcome::ok(crate::memory::hits_text(&hits)),
-        Err(err) => Outcome::error(format!("cannot read the memory: {err}")),
+        Err(crate::memory::search::SearchError::Log(err)) => {
+            Outcome::error(format!("cannot read the memory: {err}"))
+        }
+        Err(err) => Outcome::error(err.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_huge_query_is_refused_in_words_the_agent_can_act_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = tokio::sync::broadcast::channel(4);
+        let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+        let huge = json!({ "query": "alpha ".repeat(4_000) });
+        let outcome = call(&log, "a", &huge).await;
+        assert_eq!(outcome.status, hearth_protocol::MessageStatus::Error);
+        assert!(
+            outcome.output.contains("at most 1000"),
+            "{}",
+            outcome.output
+        );
     }
 }

@@ -183,7 +183,12 @@ async fn the_index_leaves_the_log_append_only() {
     assert!(err.to_string().contains("append-only"), "{err}");
     assert!(connection.execute("DELETE FROM messages", []).is_err());
     // Emptying the index loses no message.
-    connection.execute("DELETE FROM memory_index", []).unwrap();
+    connection
+        .execute(
+            "INSERT INTO message_words (message_words) VALUES ('delete-all')",
+            [],
+        )
+        .unwrap();
     let kept: String = connection
         .query_row("SELECT text FROM messages", [], |row| row.get(0))
         .unwrap();
@@ -210,8 +215,9 @@ async fn a_database_from_before_the_index_is_indexed_when_opened() {
     let connection = Connection::open(&path).unwrap();
     connection
         .execute_batch(
-            "DROP TRIGGER messages_are_indexed; DROP TRIGGER lines_are_indexed;
-             DROP TABLE memory_index; DROP TABLE facts;
+            "DROP TRIGGER messages_are_indexed_by_words; DROP TRIGGER lines_are_indexed_by_words;
+             DROP TABLE message_words; DROP TABLE line_words; DROP TABLE facts;
+             DROP TABLE migrations;
              INSERT INTO messages (agent, id, kind, source, text, at)
                 VALUES ('a', 0, 'user', 'terminal', 'which boat?', '2026-11-30T10:00:00.000+00:00'),
                        ('a', 1, 'reply', 'a', 'the blue one', '2026-11-30T10:00:01.000+00:00');
@@ -231,3 +237,6 @@ async fn a_database_from_before_the_index_is_indexed_when_opened() {
     assert_eq!(log.search("a", query("boat")).await.unwrap().len(), 3);
     assert!(log.facts("a").await.unwrap().0.is_empty());
 }
+
+#[path = "bounds.rs"]
+mod bounds;

@@ -1,0 +1,104 @@
+//! The full-text index of messages and lines: two FTS5 tables whose text
+//! is the log's own (external content), kept by triggers.
+//!
+//! `message_words` indexes `messages` and `line_words` indexes `nodes`;
+//! neither keeps a copy of the text: FTS5 reads a row's columns from its
+//! table by rowid when a snippet or a filter needs them. That holds because
+//! neither table ever changes or loses a row (triggers refuse it), so the
+//! rowids SQLite gave them stay theirs — dense from 1, and `VACUUM INTO`
+//! (`hearth backup`) copies them as they are
+//! (`a_backup_is_searched_as_the_log_it_copies`).
+//!
+//! A row is indexed by the trigger of the statement that writes it, so in
+//! the same transaction: a search never misses an acknowledged message.
+//! SQLite allows no trigger on a virtual table, so nothing done to the
+//! index can reach the log.
+//!
+//! Left out, because they only repeat what it holds: the results of
+//! `search` and `zoom` calls, level-0 lines that are their message verbatim
+//! or cut, and lines that join two lines for free (they hold a line break;
+//! their halves are indexed).
+
+use rusqlite::Connection;
+
+/// The migration that moved the index from one table holding a copy of
+/// every text (`memory_index`, schema 2) to the two external-content tables.
+pub(crate) const WORDS_WITHOUT_COPIES: &str = "index-words-without-copies";
+
+/// Creates the index tables and the triggers that keep them.
+pub(crate) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
+    connection.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS message_words USING fts5(
+            text,
+            agent UNINDEXED,
+            id UNINDEXED,
+            kind UNINDEXED,
+            source UNINDEXED,
+            at UNINDEXED,
+            content = 'messages',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE IF NOT EXISTS line_words USING fts5(
+            text,
+            agent UNINDEXED,
+            level UNINDEXED,
+            idx UNINDEXED,
+            content = 'nodes',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER IF NOT EXISTS messages_are_indexed_by_words AFTER INSERT ON messages
+            WHEN {MESSAGE_INDEXED}
+            BEGIN
+                INSERT INTO message_words (rowid, text, agent, id, kind, source, at)
+                VALUES (new.rowid, new.text, new.agent, new.id, new.kind, new.source, new.at);
+            END;
+        CREATE TRIGGER IF NOT EXISTS lines_are_indexed_by_words AFTER INSERT ON nodes
+            WHEN {LINE_INDEXED}
+            BEGIN
+                INSERT INTO line_words (rowid, text, agent, level, idx)
+                VALUES (new.rowid, new.text, new.agent, new.level, new.idx);
+            END;"
+    ))
+}
+
+/// Which new messages are indexed: all but the results of `search` and
+/// `zoom`, whose text repeats what the index already holds.
+const MESSAGE_INDEXED: &str = "NOT (new.kind = 'tool'
+    AND (substr(new.text, 1, 7) = 'search(' OR substr(new.text, 1, 5) = 'zoom('))";
+
+/// Which new lines are indexed: the compactor's own lines. Not a free
+/// join (it holds a line break), not a message's line that is the message
+/// itself or its text cut.
+const LINE_INDEXED: &str = "instr(new.text, char(10)) = 0 AND NOT (new.level = 0 AND (
+    new.mechanical OR EXISTS (SELECT 1 FROM messages m
+        WHERE m.agent = new.agent AND m.id = new.idx
+        AND new.text = m.kind || ': ' || replace(replace(m.text, char(10), ' '), char(13), ' '))))";
+
+/// Drops the index of schema 2 (its table held a copy of every text) and
+/// fills the new tables from the log, in the caller's transaction: run once,
+/// recorded by the caller as [`WORDS_WITHOUT_COPIES`].
+pub(crate) fn migrate(connection: &Connection) -> Result<(), rusqlite::Error> {
+    connection.execute_batch(
+        "DROP TRIGGER IF EXISTS messages_are_indexed;
+         DROP TRIGGER IF EXISTS lines_are_indexed;
+         DROP TABLE IF EXISTS memory_index;",
+    )?;
+    backfill(connection)
+}
+
+/// Fills the index from the tables (a database from before it). Runs in
+/// the caller's transaction.
+fn backfill(connection: &Connection) -> Result<(), rusqlite::Error> {
+    let messages = MESSAGE_INDEXED.replace("new.", "");
+    let lines = LINE_INDEXED.replace("new.", "n.");
+    connection.execute_batch(&format!(
+        "INSERT INTO message_words (message_words) VALUES ('delete-all');
+         INSERT INTO line_words (line_words) VALUES ('delete-all');
+         INSERT INTO message_words (rowid, text, agent, id, kind, source, at)
+            SELECT rowid, text, agent, id, kind, source, at FROM messages
+            WHERE {messages} ORDER BY rowid;
+         INSERT INTO line_words (rowid, text, agent, level, idx)
+            SELECT n.rowid, n.text, n.agent, n.level, n.idx FROM nodes n
+            WHERE {lines} ORDER BY n.rowid;"
+    ))
+}
