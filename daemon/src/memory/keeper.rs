@@ -479,6 +479,8 @@ impl Keeper {
                 }
             }
             self.build(built).await?;
+            // A long backlog read at once (an import) is held a page at a time.
+            self.trim();
         }
     }
 
