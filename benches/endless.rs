@@ -148,10 +148,26 @@ fn message(n: u64) -> (Kind, &'static str, String) {
             .join(" ")
     };
     match n % 50 {
-        0 => (Kind::User, "terminal", format!("paste {n}:\n{}", words(600, 1))),
-        5 | 17 | 29 | 41 => (Kind::Tool, "shell", format!("output {n}: {}", words(220, 2))),
-        k if k % 2 == 0 => (Kind::User, "terminal", format!("{n}: {}", words(12 + n % 25, 3))),
-        _ => (Kind::Reply, "hearthd", format!("{n}: {}", words(20 + n % 40, 4))),
+        0 => (
+            Kind::User,
+            "terminal",
+            format!("paste {n}:\n{}", words(600, 1)),
+        ),
+        5 | 17 | 29 | 41 => (
+            Kind::Tool,
+            "shell",
+            format!("output {n}: {}", words(220, 2)),
+        ),
+        k if k % 2 == 0 => (
+            Kind::User,
+            "terminal",
+            format!("{n}: {}", words(12 + n % 25, 3)),
+        ),
+        _ => (
+            Kind::Reply,
+            "hearthd",
+            format!("{n}: {}", words(20 + n % 40, 4)),
+        ),
     }
 }
 
@@ -215,7 +231,10 @@ async fn request_build(database: &Path) -> Result<(Duration, u64)> {
     let log = Log::open(database, events.clone())?;
     let memory = Memory::start(log.clone(), keeper(&log, &events, database)?).await?;
     let id = log
-        .append(AGENT, NewMessage::new(Kind::User, "terminal", "and the kettle?"))
+        .append(
+            AGENT,
+            NewMessage::new(Kind::User, "terminal", "and the kettle?"),
+        )
         .await?
         .id;
     let started = Instant::now();
@@ -268,7 +287,8 @@ where
 /// The newest page of 50 messages over the protocol, as `hearth history`
 /// asks for it.
 async fn history_page(socket: &Path) -> Result<()> {
-    let (mut connection, _) = hearth_client::Connection::open(socket, "bench-history", None).await?;
+    let (mut connection, _) =
+        hearth_client::Connection::open(socket, "bench-history", None).await?;
     let answer = connection
         .request(
             &ClientFrame::History {
@@ -316,10 +336,7 @@ fn backup(bins: &Bins, home: &Path, target: &Path) -> Result<()> {
         .env_remove("HEARTH_HOME")
         .output()?;
     if !output.status.success() {
-        bail!(
-            "hearth backup: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        bail!("hearth backup: {}", String::from_utf8_lossy(&output.stderr));
     }
     Ok(())
 }
@@ -347,16 +364,48 @@ fn render(all: &[Figures]) -> String {
     let ms = |time: Duration| time.as_secs_f64() * 1e3;
     type Row<'a> = (&'a str, Box<dyn Fn(&Figures) -> f64 + 'a>, &'a str);
     let rows: Vec<Row> = vec![
-        ("hearthd RssAnon, idle after start", Box::new(|f| mb(f.anon)), "MB"),
-        ("hearthd VmRSS, idle after start", Box::new(|f| mb(f.rss)), "MB"),
-        ("start until the socket answers", Box::new(|f| ms(f.start)), "ms"),
+        (
+            "hearthd RssAnon, idle after start",
+            Box::new(|f| mb(f.anon)),
+            "MB",
+        ),
+        (
+            "hearthd VmRSS, idle after start",
+            Box::new(|f| mb(f.rss)),
+            "MB",
+        ),
+        (
+            "start until the socket answers",
+            Box::new(|f| ms(f.start)),
+            "ms",
+        ),
         ("`history` page of 50", Box::new(|f| ms(f.history)), "ms"),
-        ("`hearth log --since` the last 50", Box::new(|f| ms(f.since)), "ms"),
-        ("a turn's request build (view settled, request built)", Box::new(|f| ms(f.request)), "ms"),
-        ("lines the keeper holds after it", Box::new(|f| f.held as f64), "lines"),
+        (
+            "`hearth log --since` the last 50",
+            Box::new(|f| ms(f.since)),
+            "ms",
+        ),
+        (
+            "a turn's request build (view settled, request built)",
+            Box::new(|f| ms(f.request)),
+            "ms",
+        ),
+        (
+            "lines the keeper holds after it",
+            Box::new(|f| f.held as f64),
+            "lines",
+        ),
         ("`hearth backup`", Box::new(|f| ms(f.backup)), "ms"),
-        ("backup per MB copied", Box::new(|f| ms(f.backup) / mb(f.backup_bytes).max(1e-9)), "ms/MB"),
-        ("bytes on disk per byte of text", Box::new(|f| f.disk_bytes as f64 / f.text_bytes.max(1) as f64), "×"),
+        (
+            "backup per MB copied",
+            Box::new(|f| ms(f.backup) / mb(f.backup_bytes).max(1e-9)),
+            "ms/MB",
+        ),
+        (
+            "bytes on disk per byte of text",
+            Box::new(|f| f.disk_bytes as f64 / f.text_bytes.max(1) as f64),
+            "×",
+        ),
     ];
     let mut out = String::from("| measure |");
     for figures in all {

@@ -40,8 +40,8 @@ use crate::log::{Log, LogError};
 use crate::model::{Model, ToolSpec};
 use crate::usage::Meter;
 use failures::{Failure, Outage};
-use held::{Held, PAGE};
 use hearth_protocol::Event;
+use held::{Held, PAGE};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -166,7 +166,12 @@ impl Memory {
         // after are read again by `ingest`, which skips those built.
         let logged = log.next_id(&agent).await?;
         let known = turn.applied.max(compaction.applied).min(logged);
-        let shown: BTreeSet<Node> = turn.nodes.iter().chain(&compaction.nodes).copied().collect();
+        let shown: BTreeSet<Node> = turn
+            .nodes
+            .iter()
+            .chain(&compaction.nodes)
+            .copied()
+            .collect();
         let held = log.lines_of(&agent, shown.into_iter().collect()).await?;
         let merges = log
             .merges_due(&agent)
@@ -533,8 +538,7 @@ impl Keeper {
             }
             let parent = node.parent();
             let (left, right) = parent.children().unwrap_or((node, node));
-            let (Some(l), Some(r)) = (self.line_of(left).await?, self.line_of(right).await?)
-            else {
+            let (Some(l), Some(r)) = (self.line_of(left).await?, self.line_of(right).await?) else {
                 continue;
             };
             match free_join(&l, &r, self.config.layout.line_budget) {
@@ -579,10 +583,12 @@ impl Keeper {
         let Some((left, right)) = node.children() else {
             return Ok(None);
         };
-        Ok(match (self.line_of(left).await?, self.line_of(right).await?) {
-            (Some(l), Some(r)) => Some(merge_task(node, &l, &r)),
-            _ => None,
-        })
+        Ok(
+            match (self.line_of(left).await?, self.line_of(right).await?) {
+                (Some(l), Some(r)) => Some(merge_task(node, &l, &r)),
+                _ => None,
+            },
+        )
     }
 
     /// Advances the compaction view as far as built lines allow, and the turn

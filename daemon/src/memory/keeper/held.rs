@@ -55,7 +55,11 @@ impl Keeper {
             return true;
         }
         if node.end() > self.known
-            || self.unbuilt.range(node.first()..node.end()).next().is_some()
+            || self
+                .unbuilt
+                .range(node.first()..node.end())
+                .next()
+                .is_some()
             || any_within(&self.building, node)
         {
             return false;
