@@ -11,6 +11,11 @@
 //! for any parent a batch needs: the view is a function of the log and the
 //! tree, never of timing. It is saved after each change and loaded at start.
 //!
+//! The keeper holds the lines its views show, not the tree
+//! (`keeper/held.rs`): others are read from the database when needed, and a
+//! start reads the saved views, the queue of merges and the messages the
+//! views have not taken, never the whole log or tree.
+//!
 //! How lines are asked for is in `keeper/calls.rs`: in batches answered as
 //! numbered lines, a turn's long messages at its end (in its own chain when
 //! the memory model is the turn's), and merges riding the calls that go
@@ -21,13 +26,14 @@
 
 mod calls;
 mod failures;
+mod held;
 
 pub use calls::TurnChain;
 
 use super::compactor::Task;
 use super::store::{Built, ViewName};
 use super::tree::{free_join, message_line, Node};
-use super::view::{idle_gap, Lines, Progress, View};
+use super::view::{Progress, View};
 use crate::activity::ActivityBoard;
 use crate::layout::Layout;
 use crate::log::{Log, LogError};
@@ -35,14 +41,12 @@ use crate::model::{Model, ToolSpec};
 use crate::usage::Meter;
 use failures::{Failure, Outage};
 use hearth_protocol::Event;
+use held::{Held, PAGE};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::time::Instant;
-
-/// Messages read from the log per page.
-const PAGE: u32 = 1000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
@@ -108,6 +112,9 @@ pub struct MemoryGauge {
     pub messages: u64,
     /// Compaction calls running now.
     pub running: u64,
+    /// Lines the keeper holds in memory: the views' and a few recent ones,
+    /// however long the log (`keeper/held.rs`).
+    pub held: u64,
 }
 
 /// A handle to the keeper. Cheap to clone.
@@ -146,10 +153,7 @@ impl Memory {
     /// Loads the tree and the saved views and starts the keeper.
     pub async fn start(log: Log, config: MemoryConfig) -> Result<Memory, MemoryError> {
         let agent = config.agent.clone();
-        let mut lines = HashMap::new();
-        for built in log.load_nodes(&agent).await? {
-            lines.insert(built.node, built.text);
-        }
+        log.prepare_memory(&agent).await?;
         let turn = log
             .load_view(&agent, ViewName::Turn)
             .await?
@@ -158,20 +162,39 @@ impl Memory {
             .load_view(&agent, ViewName::Compaction)
             .await?
             .unwrap_or_default();
+        // Every message below what either view took has a line; the ones
+        // after are read again by `ingest`, which skips those built.
+        let logged = log.next_id(&agent).await?;
+        let known = turn.applied.max(compaction.applied).min(logged);
+        let shown: BTreeSet<Node> = turn
+            .nodes
+            .iter()
+            .chain(&compaction.nodes)
+            .copied()
+            .collect();
+        let held = log.lines_of(&agent, shown.into_iter().collect()).await?;
+        let merges = log
+            .merges_due(&agent)
+            .await?
+            .into_iter()
+            .map(|node| (node.first(), node.level))
+            .collect();
         let (inputs, receiver) = mpsc::unbounded_channel();
         let appended = config.events.subscribe();
         let (gauge_tx, gauge) = watch::channel(MemoryGauge::default());
         let own_model = Arc::new(std::sync::Mutex::new(own_label(config.model.as_ref())));
-        let mut keeper = Keeper {
+        let keeper = Keeper {
             log,
             model: config.model.clone(),
             gauge: gauge_tx,
             config: Arc::new(config),
-            lines: Lines_(lines),
-            known: 0,
+            held: Held(held.into_iter().collect()),
+            known,
+            logged_at_start: logged,
             unbuilt: BTreeSet::new(),
+            building: BTreeSet::new(),
             untrusted: HashSet::new(),
-            merges: BTreeSet::new(),
+            merges,
             running: HashSet::new(),
             calls: 0,
             solo: HashSet::new(),
@@ -179,8 +202,6 @@ impl Memory {
             failures: HashMap::new(),
             not_before: HashMap::new(),
             turn,
-            gaps: BTreeSet::new(),
-            last_at: None,
             compaction,
             settles: Vec::new(),
             urgent: None,
@@ -190,7 +211,6 @@ impl Memory {
             refusals_said: HashSet::new(),
             own_model: own_model.clone(),
         };
-        keeper.recover_queues();
         tokio::spawn(keeper.run(receiver, appended));
         Ok(Memory {
             inputs,
@@ -250,15 +270,6 @@ fn own_label(model: Option<&MemoryModel>) -> Option<String> {
     model.filter(|m| m.own).map(|m| m.model.label())
 }
 
-/// Built lines by node.
-struct Lines_(HashMap<Node, String>);
-
-impl Lines for Lines_ {
-    fn line(&self, node: Node) -> Option<&str> {
-        self.0.get(&node).map(String::as_str)
-    }
-}
-
 struct Pending {
     through: u64,
     taken: Vec<u64>,
@@ -272,15 +283,26 @@ struct Keeper {
     model: Option<MemoryModel>,
     /// Where the size and backlog are published after each step.
     gauge: watch::Sender<MemoryGauge>,
-    lines: Lines_,
-    /// Messages read from the log: T.
+    /// The lines the views show and a few recent ones; every other line is
+    /// in the database (`keeper/held.rs`).
+    held: Held,
+    /// Messages read from the log: T. Every one below has a line unless it
+    /// waits in `unbuilt` or `building`.
     known: u64,
+    /// The log's length when the keeper started: below it, a message read
+    /// may have its line stored already.
+    logged_at_start: u64,
     /// Messages whose line needs a compress call, not yet built.
     unbuilt: BTreeSet<u64>,
+    /// The nodes of the build under way not built yet, by (first message,
+    /// level): a message read and about to get its line, a parent joined
+    /// for free. Empty between steps.
+    building: BTreeSet<(u64, u8)>,
     /// Messages read but not yet given a line whose words came from
     /// outside the owner: their line gets the untrusted marker.
     untrusted: HashSet<u64>,
-    /// Parents whose halves are built but do not fit together, by (first message, level).
+    /// Parents whose halves are built but do not fit together, by (first
+    /// message, level); stored beside the nodes, so a start reads the queue.
     merges: BTreeSet<(u64, u8)>,
     /// Nodes asked for by the calls running now.
     running: HashSet<Node>,
@@ -295,11 +317,6 @@ struct Keeper {
     /// A failed node is tried again only after this.
     not_before: HashMap<Node, Instant>,
     turn: View,
-    /// Messages the turn view has not taken that were logged an idle gap
-    /// (the layout's `idle_secs`) after the one before them.
-    gaps: BTreeSet<u64>,
-    /// When the last message read was logged.
-    last_at: Option<String>,
     compaction: View,
     settles: Vec<Pending>,
     /// The node the turn view waits for: built first.
@@ -404,11 +421,12 @@ impl Keeper {
     fn publish(&self) {
         let gauge = MemoryGauge {
             lines: self.turn.nodes.len() as u64,
-            bytes: self.turn.size(&self.lines) as u64,
+            bytes: self.turn.size(&self.held) as u64,
             high_budget: self.config.layout.high_budget as u64,
             pending: (self.unbuilt.len() + self.merges.len()) as u64,
             messages: self.unbuilt.len() as u64,
             running: self.calls as u64,
+            held: self.held.0.len() as u64,
         };
         self.gauge.send_if_modified(|old| {
             let changed = *old != gauge;
@@ -429,26 +447,29 @@ impl Keeper {
     async fn ingest(&mut self) -> Result<(), LogError> {
         loop {
             let agent = self.config.agent.clone();
-            let page = self.log.range(&agent, self.known, u64::MAX, PAGE).await?;
-            if page.is_empty() {
+            let page = self
+                .log
+                .range(&agent, self.known, u64::MAX, PAGE as u32)
+                .await?;
+            let (Some(first), Some(last)) = (page.first(), page.last()) else {
                 return Ok(());
-            }
+            };
+            // Read again after a restart: those with a line stored are skipped.
+            let stored: HashSet<u64> = if first.message.id < self.logged_at_start {
+                let (from, to) = (first.message.id, last.message.id + 1);
+                let ids = self.log.built_messages(&agent, from, to).await?;
+                ids.into_iter().collect()
+            } else {
+                HashSet::new()
+            };
             let mut built = Vec::new();
             for entry in page {
                 let id = entry.message.id;
                 self.known = id + 1;
-                if let Some(secs) = self.config.layout.idle_gap() {
-                    let before = self.last_at.replace(entry.message.at.clone());
-                    if id >= self.turn.applied
-                        && before.is_some_and(|before| idle_gap(&before, &entry.message.at, secs))
-                    {
-                        self.gaps.insert(id);
-                    }
-                }
-                let node = Node::message(id);
-                if self.lines.line(node).is_some() {
+                if stored.contains(&id) {
                     continue;
                 }
+                let node = Node::message(id);
                 if crate::provenance::untrusted_origin(&entry.data).is_some() {
                     self.untrusted.insert(id);
                 }
@@ -456,12 +477,15 @@ impl Keeper {
                 if line.len() <= self.config.layout.line_budget || self.model.is_none() {
                     let mechanical = line.len() > self.config.layout.line_budget;
                     let text = super::tree::cut(&line, self.config.layout.line_budget);
+                    self.building.insert((id, 0));
                     built.push((node, text, mechanical));
                 } else {
                     self.unbuilt.insert(id);
                 }
             }
             self.build(built).await?;
+            // A long backlog read at once (an import) is held a page at a time.
+            self.trim();
         }
     }
 
@@ -469,8 +493,9 @@ impl Keeper {
     /// parents that need a call join the merge queue.
     async fn build(&mut self, mut queue: Vec<(Node, String, bool)>) -> Result<(), LogError> {
         let mut stored = Vec::new();
+        let mut due = Vec::new();
         while let Some((node, text, mechanical)) = queue.pop() {
-            if self.lines.line(node).is_some() {
+            if self.built(node) {
                 continue;
             }
             // A line is written once and sent in every later request: a key
@@ -481,11 +506,14 @@ impl Keeper {
             let untrusted = match node.children() {
                 None => self.untrusted.remove(&node.first()),
                 Some((left, right)) => {
-                    [left, right].into_iter().any(|child| {
-                        self.lines
-                            .line(child)
-                            .is_some_and(|line| line.contains(crate::provenance::MARKER))
-                    }) && !text.contains(crate::provenance::MARKER)
+                    let mut marked = false;
+                    for child in [left, right] {
+                        marked |= self
+                            .line_of(child)
+                            .await?
+                            .is_some_and(|line| line.contains(crate::provenance::MARKER));
+                    }
+                    marked && !text.contains(crate::provenance::MARKER)
                 }
             };
             let text = crate::provenance::marked(text, untrusted);
@@ -496,59 +524,50 @@ impl Keeper {
             self.solo.remove(&node);
             self.failures.remove(&node);
             self.not_before.remove(&node);
-            self.lines.0.insert(node, text.clone());
+            self.held.0.insert(node, text.clone());
+            self.building.remove(&(node.first(), node.level));
             stored.push(Built {
                 node,
                 text,
                 mechanical,
             });
-            if let Some(parent) = self.ready_parent(node) {
-                let (left, right) = parent.children().unwrap_or((node, node));
-                let (l, r) = (self.lines.line(left), self.lines.line(right));
-                if let (Some(l), Some(r)) = (l, r) {
-                    match free_join(l, r, self.config.layout.line_budget) {
-                        Some(joined) => queue.push((parent, joined, false)),
-                        None if self.model.is_none() => {
-                            let task = merge_task(parent, l, r);
-                            let line = task.mechanical(self.config.layout.line_budget);
-                            queue.push((parent, line, true));
-                        }
-                        None => {
-                            self.merges.insert((parent.first(), parent.level));
-                        }
-                    }
+            // A node built just now had no parent: its parent is ready
+            // when its sibling is built.
+            if !self.built(node.sibling()) {
+                continue;
+            }
+            let parent = node.parent();
+            let (left, right) = parent.children().unwrap_or((node, node));
+            let (Some(l), Some(r)) = (self.line_of(left).await?, self.line_of(right).await?) else {
+                continue;
+            };
+            match free_join(&l, &r, self.config.layout.line_budget) {
+                Some(joined) => {
+                    self.building.insert((parent.first(), parent.level));
+                    queue.push((parent, joined, false));
+                }
+                None if self.model.is_none() => {
+                    let task = merge_task(parent, &l, &r);
+                    let line = task.mechanical(self.config.layout.line_budget);
+                    self.building.insert((parent.first(), parent.level));
+                    queue.push((parent, line, true));
+                }
+                None => {
+                    self.merges.insert((parent.first(), parent.level));
+                    due.push(parent);
                 }
             }
         }
-        if !stored.is_empty() {
-            self.log.insert_nodes(&self.config.agent, stored).await?;
+        if !stored.is_empty() || !due.is_empty() {
+            self.log
+                .store_built(&self.config.agent, stored, due)
+                .await?;
         }
         Ok(())
     }
 
-    /// The parent of `node` when both its halves are built and it is not.
-    fn ready_parent(&self, node: Node) -> Option<Node> {
-        let parent = node.parent();
-        (self.lines.line(node.sibling()).is_some() && self.lines.line(parent).is_none())
-            .then_some(parent)
-    }
-
-    /// After a restart: the queues from the stored tree and the log's length.
-    fn recover_queues(&mut self) {
-        let nodes: Vec<Node> = self.lines.0.keys().copied().collect();
-        for node in nodes {
-            if let Some(parent) = self.ready_parent(node) {
-                if node.is_left() {
-                    self.merges.insert((parent.first(), parent.level));
-                }
-            }
-        }
-        // Messages without a line are found by `ingest`, which starts at 0
-        // and skips what is built; the queue of merges above covers the rest.
-    }
-
     /// The task that builds `node`, from the log or its children.
-    async fn task(&self, node: Node) -> Result<Option<Task>, LogError> {
+    async fn task(&mut self, node: Node) -> Result<Option<Task>, LogError> {
         if node.level == 0 {
             let entries = self
                 .log
@@ -564,10 +583,12 @@ impl Keeper {
         let Some((left, right)) = node.children() else {
             return Ok(None);
         };
-        Ok(match (self.lines.line(left), self.lines.line(right)) {
-            (Some(l), Some(r)) => Some(merge_task(node, l, r)),
-            _ => None,
-        })
+        Ok(
+            match (self.line_of(left).await?, self.line_of(right).await?) {
+                (Some(l), Some(r)) => Some(merge_task(node, &l, &r)),
+                _ => None,
+            },
+        )
     }
 
     /// Advances the compaction view as far as built lines allow, and the turn
@@ -575,11 +596,8 @@ impl Keeper {
     async fn advance(&mut self) -> Result<(), LogError> {
         let agent = self.config.agent.clone();
         let before = self.compaction.clone();
-        self.compaction.advance(
-            self.known,
-            self.config.layout.compaction_budgets(),
-            &self.lines,
-        );
+        let budgets = self.config.layout.compaction_budgets();
+        self.fill(ViewName::Compaction, self.known, budgets).await?;
         if self.compaction != before {
             self.log
                 .save_view(&agent, ViewName::Compaction, &self.compaction)
@@ -590,14 +608,8 @@ impl Keeper {
             return Ok(());
         };
         let before = self.turn.clone();
-        let gaps = &self.gaps;
-        let progress = self.turn.advance_with_gaps(
-            target,
-            self.config.layout.turn_budgets(),
-            &self.lines,
-            |id| gaps.contains(&id),
-        );
-        self.gaps = self.gaps.split_off(&self.turn.applied);
+        let budgets = self.config.layout.turn_budgets();
+        let progress = self.fill(ViewName::Turn, target, budgets).await?;
         if self.turn != before {
             self.log
                 .save_view(&agent, ViewName::Turn, &self.turn)
@@ -610,7 +622,7 @@ impl Keeper {
         if progress == Progress::Settled {
             for pending in std::mem::take(&mut self.settles) {
                 let taken: HashSet<u64> = pending.taken.iter().copied().collect();
-                let lines = self.turn.render(&self.lines, |id| taken.contains(&id));
+                let lines = self.turn.render(&self.held, |id| taken.contains(&id));
                 let _ = pending.reply.send(lines);
             }
         }

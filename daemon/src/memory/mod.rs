@@ -2,13 +2,14 @@
 //!
 //! - `tree.rs`: node coordinates and line rules (pure).
 //! - `view.rs`: the view and its merge rule (pure).
-//! - `store.rs`: nodes and saved views in the log's database.
+//! - `store.rs`: nodes, saved views and the merge queue in the log's database.
 //! - `compactor.rs`: one compaction call: its request and its tries.
 //! - `batch.rs`: several lines in one call, at a turn's end or before it.
 //! - `keeper.rs`: the task that owns an agent's tree and views;
 //!   `keeper/calls.rs`: how it asks for lines (batches, a turn's chain,
 //!   a memory model of its own);
-//!   `keeper/failures.rs`: how failed calls wait (an outage cuts no line).
+//!   `keeper/failures.rs`: how failed calls wait (an outage cuts no line);
+//!   `keeper/held.rs`: the lines it holds (the views', not the history).
 //! - `search.rs`: the full-text index of messages and lines, and `search`.
 //! - `facts.rs`: the pinned facts, bounded (pure), and their table.
 //! - `huge.rs`: huge messages as head and tail in requests (pure).

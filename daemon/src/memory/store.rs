@@ -1,5 +1,8 @@
 //! The memory's tables in the log's database: nodes, written once and kept
-//! forever, and the saved views, loaded at start and never rebuilt.
+//! forever, and the saved views, loaded at start and never rebuilt; the
+//! queue of merges waiting for a call, kept beside the nodes so that a
+//! start reads the queue rather than the whole tree; and the reads the
+//! keeper makes of lines it does not hold.
 
 use super::tree::Node;
 use super::view::View;
@@ -56,7 +59,200 @@ fn decode(text: &str) -> Option<Vec<Node>> {
         .collect()
 }
 
+/// The memory's own tables, created at the keeper's start when missing.
+///
+/// - `merges_due`: the parents whose halves are built and that wait for a
+///   compaction call, written in the transaction that stores the nodes.
+/// - `memory_migrations`: each one-time step that ran, by agent and name,
+///   so that it never runs twice.
+const TABLES: &str = "CREATE TABLE IF NOT EXISTS merges_due (
+        agent TEXT NOT NULL,
+        level INTEGER NOT NULL,
+        idx   INTEGER NOT NULL,
+        PRIMARY KEY (agent, level, idx)
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS memory_migrations (
+        agent TEXT NOT NULL,
+        name  TEXT NOT NULL,
+        PRIMARY KEY (agent, name)
+    ) WITHOUT ROWID;";
+
+/// The migration that fills `merges_due` from a tree stored before it
+/// existed: every parent of two built halves that is not built itself.
+const MERGE_QUEUE: &str = "merge-queue";
+
 impl Log {
+    /// Creates the memory's tables and runs, once per agent, the migration
+    /// that fills the merge queue from the stored tree (the one read of the
+    /// whole tree, recorded so that later starts skip it).
+    pub async fn prepare_memory(&self, agent: &str) -> Result<(), LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            tx.execute_batch(TABLES)?;
+            let ran: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM memory_migrations WHERE agent = ?1 AND name = ?2)",
+                params![agent, MERGE_QUEUE],
+                |row| row.get(0),
+            )?;
+            if ran {
+                return Ok(());
+            }
+            tx.execute(
+                "INSERT OR IGNORE INTO merges_due (agent, level, idx)
+                 SELECT l.agent, l.level + 1, l.idx / 2 FROM nodes l
+                 JOIN nodes r ON r.agent = l.agent AND r.level = l.level AND r.idx = l.idx + 1
+                 WHERE l.agent = ?1 AND l.idx % 2 = 0 AND NOT EXISTS (
+                     SELECT 1 FROM nodes p WHERE p.agent = l.agent
+                     AND p.level = l.level + 1 AND p.idx = l.idx / 2)",
+                params![agent],
+            )?;
+            tx.execute(
+                "INSERT INTO memory_migrations (agent, name) VALUES (?1, ?2)",
+                params![agent, MERGE_QUEUE],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The merges waiting for a call, oldest first; a queued node that is
+    /// built already (by a binary that did not keep the queue) is left out.
+    pub async fn merges_due(&self, agent: &str) -> Result<Vec<Node>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let mut statement = tx.prepare_cached(
+                "SELECT m.level, m.idx FROM merges_due m WHERE m.agent = ?1 AND NOT EXISTS (
+                     SELECT 1 FROM nodes n WHERE n.agent = m.agent
+                     AND n.level = m.level AND n.idx = m.idx)",
+            )?;
+            let rows = statement.query_map(params![agent], |row| {
+                Ok(Node::new(row.get(0)?, row.get::<_, i64>(1)? as u64))
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Stores built nodes and the merges they made due, and takes the built
+    /// ones off the queue, in one transaction: the queue never disagrees
+    /// with the tree.
+    pub async fn store_built(
+        &self,
+        agent: &str,
+        built: Vec<Built>,
+        due: Vec<Node>,
+    ) -> Result<(), LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let mut insert = tx.prepare_cached(
+                "INSERT OR IGNORE INTO nodes (agent, level, idx, text, mechanical) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            let mut done = tx.prepare_cached(
+                "DELETE FROM merges_due WHERE agent = ?1 AND level = ?2 AND idx = ?3",
+            )?;
+            for node in built {
+                let (level, index) = (node.node.level, node.node.index as i64);
+                insert.execute(params![agent, level, index, node.text, node.mechanical])?;
+                done.execute(params![agent, level, index])?;
+            }
+            let mut queue = tx.prepare_cached(
+                "INSERT OR IGNORE INTO merges_due (agent, level, idx) VALUES (?1, ?2, ?3)",
+            )?;
+            for node in due {
+                queue.execute(params![agent, node.level, node.index as i64])?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// The lines of those of `nodes` that are built.
+    pub async fn lines_of(
+        &self,
+        agent: &str,
+        nodes: Vec<Node>,
+    ) -> Result<Vec<(Node, String)>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let mut statement = tx.prepare_cached(
+                "SELECT text FROM nodes WHERE agent = ?1 AND level = ?2 AND idx = ?3",
+            )?;
+            let mut lines = Vec::with_capacity(nodes.len());
+            for node in nodes {
+                let text: Option<String> = statement
+                    .query_row(params![agent, node.level, node.index as i64], |row| {
+                        row.get(0)
+                    })
+                    .optional()?;
+                if let Some(text) = text {
+                    lines.push((node, text));
+                }
+            }
+            Ok(lines)
+        })
+        .await
+    }
+
+    /// The built lines of the messages with ids in `[from, to)`.
+    pub async fn message_lines(
+        &self,
+        agent: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<(Node, String)>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let mut statement = tx.prepare_cached(
+                "SELECT idx, text FROM nodes WHERE agent = ?1 AND level = 0 AND idx >= ?2 AND idx < ?3",
+            )?;
+            let rows = statement.query_map(params![agent, from as i64, to as i64], |row| {
+                Ok((Node::message(row.get::<_, i64>(0)? as u64), row.get(1)?))
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// The ids of the messages in `[from, to)` whose line is built.
+    pub async fn built_messages(
+        &self,
+        agent: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<u64>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let mut statement = tx.prepare_cached(
+                "SELECT idx FROM nodes WHERE agent = ?1 AND level = 0 AND idx >= ?2 AND idx < ?3",
+            )?;
+            let rows = statement.query_map(params![agent, from as i64, to as i64], |row| {
+                Ok(row.get::<_, i64>(0)? as u64)
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// When each message with an id in `[from, to)` was logged, by id.
+    pub async fn logged_times(
+        &self,
+        agent: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<(u64, String)>, LogError> {
+        let agent = agent.to_string();
+        self.run(move |tx, _| {
+            let mut statement = tx.prepare_cached(
+                "SELECT id, at FROM messages WHERE agent = ?1 AND id >= ?2 AND id < ?3 ORDER BY id",
+            )?;
+            let rows = statement.query_map(params![agent, from as i64, to as i64], |row| {
+                Ok((row.get::<_, i64>(0)? as u64, row.get(1)?))
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
     /// Stores built nodes; a node already stored keeps its first line.
     pub async fn insert_nodes(&self, agent: &str, built: Vec<Built>) -> Result<(), LogError> {
         let agent = agent.to_string();
@@ -74,25 +270,6 @@ impl Log {
                 ])?;
             }
             Ok(())
-        })
-        .await
-    }
-
-    /// Every built node of `agent`.
-    pub async fn load_nodes(&self, agent: &str) -> Result<Vec<Built>, LogError> {
-        let agent = agent.to_string();
-        self.run(move |tx, _| {
-            let mut statement = tx.prepare_cached(
-                "SELECT level, idx, text, mechanical FROM nodes WHERE agent = ?1",
-            )?;
-            let rows = statement.query_map(params![agent], |row| {
-                Ok(Built {
-                    node: Node::new(row.get(0)?, row.get::<_, i64>(1)? as u64),
-                    text: row.get(2)?,
-                    mechanical: row.get(3)?,
-                })
-            })?;
-            rows.collect()
         })
         .await
     }

@@ -239,7 +239,7 @@ impl Keeper {
             .nodes
             .iter()
             .take_while(|n| n.end() <= first)
-            .map(|&n| crate::memory::view::render_line(n, self.lines.0.get(&n).map_or("", |l| l)))
+            .map(|&n| crate::memory::view::render_line(n, self.held.0.get(&n).map_or("", |l| l)))
             .collect()
     }
 

@@ -104,7 +104,8 @@ impl Keeper {
             self.out(failure.why, None);
             return Ok(());
         }
-        let layout = &self.config.layout;
+        let config = self.config.clone();
+        let layout = &config.layout;
         let count = self.failures.entry(node).or_insert(0);
         *count += 1;
         let count = *count;

@@ -1,0 +1,442 @@
+//! The endless-conversation benchmark: does a daemon on a long history
+//! stay as small and as quick as on a short one?
+//!
+//! For each size (10,000, 100,000 and 1,000,000 messages unless others are
+//! named) it builds a synthetic history through the log's own API, in
+//! groups of [`GROUP`] messages per transaction (mostly chat, some tool
+//! outputs and pastes, a finished turn per group), lets the memory keeper
+//! build its tree and views over it (no memory model: mechanical lines and
+//! merges), then measures a real release `hearthd` started on that home
+//! and the library's request build, and prints each figure with its ratio
+//! to the first size's.
+//!
+//! Run `cargo build --release` first, then `cargo bench --bench endless
+//! [-- SIZE…]`; `scripts/bench-endless.sh` does both and writes the section
+//! into BENCHMARKS.md.
+
+// A benchmark stops at the first failure: unwrap and expect name what failed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// The launching and measuring of `hearthd` is the daemon benchmark's.
+#[path = "daemon/process.rs"]
+#[allow(dead_code)]
+mod process;
+
+use anyhow::{bail, Context, Result};
+use hearth_daemon::activity::ActivityBoard;
+use hearth_daemon::layout::Layout;
+use hearth_daemon::log::{Log, NewMessage};
+use hearth_daemon::memory::{Memory, MemoryConfig};
+use hearth_daemon::request::{self, NoImages, TurnContext};
+use hearth_daemon::usage::{Budget, Meter, Prices};
+use hearth_protocol::home::Home;
+use hearth_protocol::{ClientFrame, Kind, ServerFrame};
+use process::{Bins, Daemon, Model};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Messages per transaction while the history is built.
+const GROUP: u64 = 1_000;
+/// Launches timed per size; the median is reported.
+const LAUNCHES: usize = 3;
+/// Repeats of each timed request; the median is reported.
+const REPEATS: usize = 5;
+const AGENT: &str = "hearth";
+
+/// What one size measured.
+struct Figures {
+    messages: u64,
+    text_bytes: u64,
+    disk_bytes: u64,
+    build: Duration,
+    anon: u64,
+    rss: u64,
+    start: Duration,
+    history: Duration,
+    since: Duration,
+    request: Duration,
+    held: u64,
+    backup: Duration,
+    backup_bytes: u64,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let sizes: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|arg| arg.replace('_', "").parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![10_000, 100_000, 1_000_000]
+    } else {
+        sizes
+    };
+    let bins = Bins::release()?;
+    let dir = tempfile::tempdir().context("a temporary folder")?;
+    let mut all = Vec::new();
+    for &size in &sizes {
+        eprintln!("endless bench: {size} messages");
+        let home = dir.path().join(format!("home-{size}"));
+        std::fs::create_dir_all(&home)?;
+        let figures = measure(&bins, &home, size).await?;
+        std::fs::remove_dir_all(&home).ok();
+        all.push(figures);
+    }
+    print!("{}", render(&all));
+    Ok(())
+}
+
+async fn measure(bins: &Bins, home: &Path, size: u64) -> Result<Figures> {
+    Model::None.write(home)?;
+    let database = Home::at(home).database();
+    std::fs::create_dir_all(database.parent().context("the database's folder")?)?;
+    let built = Instant::now();
+    let text_bytes = build(&database, size).await?;
+    let build = built.elapsed();
+    let disk_bytes = disk(&database);
+
+    let mut starts = Vec::new();
+    for _ in 1..LAUNCHES {
+        let (daemon, ready) = Daemon::start(bins, home).await?;
+        starts.push(ready);
+        daemon.stop()?;
+    }
+    let (daemon, ready) = Daemon::start(bins, home).await?;
+    starts.push(ready);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let memory = daemon.memory()?;
+    let history = timed(|| history_page(daemon.socket())).await?;
+    let since = timed(|| log_since(bins, home, size)).await?;
+    let target = home.join("backup.db");
+    let copied = Instant::now();
+    backup(bins, home, &target)?;
+    let backup = copied.elapsed();
+    let backup_bytes = std::fs::metadata(&target)?.len();
+    std::fs::remove_file(&target)?;
+    daemon.stop()?;
+    let (request, held) = request_build(&database).await?;
+    Ok(Figures {
+        messages: size,
+        text_bytes,
+        disk_bytes,
+        build,
+        anon: memory.anon,
+        rss: memory.rss,
+        start: median(starts),
+        history,
+        since,
+        request,
+        held,
+        backup,
+        backup_bytes,
+    })
+}
+
+/// A message's text: chat mostly, a tool output one in twelve, a paste one
+/// in fifty; returns its kind and text. Deterministic in `n`.
+fn message(n: u64) -> (Kind, &'static str, String) {
+    const WORDS: [&str; 16] = [
+        "kettle", "garden", "invoice", "tuesday", "plumber", "ticket", "review", "cellar",
+        "bicycle", "lantern", "harvest", "meeting", "station", "parcel", "ledger", "window",
+    ];
+    let words = |count: u64, salt: u64| -> String {
+        (0..count)
+            .map(|i| WORDS[((n * 7 + i * 13 + salt) % 16) as usize])
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    match n % 50 {
+        0 => (
+            Kind::User,
+            "terminal",
+            format!("paste {n}:\n{}", words(600, 1)),
+        ),
+        5 | 17 | 29 | 41 => (
+            Kind::Tool,
+            "shell",
+            format!("output {n}: {}", words(220, 2)),
+        ),
+        k if k % 2 == 0 => (
+            Kind::User,
+            "terminal",
+            format!("{n}: {}", words(12 + n % 25, 3)),
+        ),
+        _ => (
+            Kind::Reply,
+            "hearthd",
+            format!("{n}: {}", words(20 + n % 40, 4)),
+        ),
+    }
+}
+
+/// Builds the history: `size` messages in groups, each group a finished
+/// turn, then the keeper's tree and views over all of it. Returns the
+/// bytes of text logged.
+async fn build(database: &Path, size: u64) -> Result<u64> {
+    let (events, _) = tokio::sync::broadcast::channel(1024);
+    let log = Log::open(database, events.clone())?;
+    let mut text_bytes = 0;
+    let mut taken = None;
+    for group in (0..size).step_by(GROUP as usize) {
+        let messages: Vec<NewMessage> = (group..(group + GROUP).min(size))
+            .map(|n| {
+                let (kind, source, text) = message(n);
+                text_bytes += text.len() as u64;
+                NewMessage::new(kind, source, text)
+            })
+            .collect();
+        log.append_all(AGENT, messages).await?;
+        if let Some(turn) = log.begin_turn(AGENT, taken).await? {
+            taken = Some(turn.taken_through);
+            log.finish_turn(AGENT, turn, Vec::new()).await?;
+        }
+    }
+    let memory = keeper(&log, &events, database)?;
+    let memory = Memory::start(log.clone(), memory).await?;
+    memory.settle(size, Vec::new()).await?;
+    Ok(text_bytes)
+}
+
+fn keeper(
+    log: &Log,
+    events: &tokio::sync::broadcast::Sender<hearth_protocol::Event>,
+    database: &Path,
+) -> Result<MemoryConfig> {
+    let dir = database.parent().context("the database's folder")?;
+    Ok(MemoryConfig {
+        agent: AGENT.into(),
+        layout: Layout::find("default")?,
+        model: None,
+        prompt_file: dir.join("bench-prompt.md"),
+        tools: std::sync::Arc::new(Vec::new),
+        events: events.clone(),
+        meter: Meter::new(
+            log.clone(),
+            AGENT,
+            Prices::default(),
+            Budget::default(),
+            dir.join("bench-config.toml"),
+        ),
+        activity: ActivityBoard::new(AGENT, events.clone()),
+    })
+}
+
+/// A turn's request build on a keeper started on the history: one more
+/// user message, the view settled through it, the log read from it, the
+/// request built. Returns the time and the lines the keeper holds then.
+async fn request_build(database: &Path) -> Result<(Duration, u64)> {
+    let (events, _) = tokio::sync::broadcast::channel(1024);
+    let log = Log::open(database, events.clone())?;
+    let memory = Memory::start(log.clone(), keeper(&log, &events, database)?).await?;
+    let id = log
+        .append(
+            AGENT,
+            NewMessage::new(Kind::User, "terminal", "and the kettle?"),
+        )
+        .await?
+        .id;
+    let started = Instant::now();
+    let view = memory.settle(id, Vec::new()).await?;
+    let entries = log.range(AGENT, id, u64::MAX, 100).await?;
+    let layout = Layout::find("default")?;
+    let carries = BTreeMap::new();
+    let built = request::build(&TurnContext {
+        instructions: "You are hearth.",
+        tools: &[],
+        view: &view,
+        log: &entries,
+        turn: hearth_daemon::log::TurnRecord {
+            seq: 0,
+            start_id: id + 1,
+            taken_after: id.checked_sub(1),
+            taken_through: id,
+        },
+        state: "Local time: now",
+        block_lines: layout.block_lines,
+        cache_key: None,
+        carries: &carries,
+        images: &NoImages,
+        huge_message: layout.huge_limit(),
+    });
+    let took = started.elapsed();
+    if built.request.items.is_empty() {
+        bail!("the request is empty");
+    }
+    // Asked twice: the gauge is published after the first answer.
+    memory.settle(id, Vec::new()).await?;
+    Ok((took, memory.gauge().held))
+}
+
+/// The median of several runs of `run`.
+async fn timed<F, Fut>(mut run: F) -> Result<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    let mut times = Vec::new();
+    for _ in 0..REPEATS {
+        let started = Instant::now();
+        run().await?;
+        times.push(started.elapsed());
+    }
+    Ok(median(times))
+}
+
+/// The newest page of 50 messages over the protocol, as `hearth history`
+/// asks for it.
+async fn history_page(socket: &Path) -> Result<()> {
+    let (mut connection, _) =
+        hearth_client::Connection::open(socket, "bench-history", None).await?;
+    let answer = connection
+        .request(
+            &ClientFrame::History {
+                before: None,
+                limit: Some(50),
+            },
+            &mut |_| {},
+        )
+        .await?;
+    connection.close().await;
+    match answer {
+        ServerFrame::History { messages } if messages.len() == 50 => Ok(()),
+        other => bail!("expected a page of 50 messages, got {}", other.encode()),
+    }
+}
+
+/// `hearth log --since` the last 50 messages: the command a person runs.
+async fn log_since(bins: &Bins, home: &Path, size: u64) -> Result<()> {
+    let output = Command::new(&bins.hearth)
+        .arg("--home")
+        .arg(home)
+        .args(["log", "--since", &(size - 50).to_string()])
+        .env_remove("HEARTH_HOME")
+        .output()?;
+    let lines = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| line.starts_with('#'))
+        .count();
+    if !output.status.success() || lines < 50 {
+        bail!(
+            "hearth log --since: {} with {lines} messages: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
+fn backup(bins: &Bins, home: &Path, target: &Path) -> Result<()> {
+    let output = Command::new(&bins.hearth)
+        .arg("--home")
+        .arg(home)
+        .arg("backup")
+        .arg(target)
+        .env_remove("HEARTH_HOME")
+        .output()?;
+    if !output.status.success() {
+        bail!("hearth backup: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(())
+}
+
+/// The database and its write-ahead log, in bytes.
+fn disk(database: &Path) -> u64 {
+    let size = |path: &Path| std::fs::metadata(path).map_or(0, |meta| meta.len());
+    let mut wal = database.as_os_str().to_owned();
+    wal.push("-wal");
+    size(database) + size(Path::new(&wal))
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// The markdown section: one row per measure, a column per size, each
+/// figure with its ratio to the first size's.
+fn render(all: &[Figures]) -> String {
+    let Some(first) = all.first() else {
+        return String::new();
+    };
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    let ms = |time: Duration| time.as_secs_f64() * 1e3;
+    type Row<'a> = (&'a str, Box<dyn Fn(&Figures) -> f64 + 'a>, &'a str);
+    let rows: Vec<Row> = vec![
+        (
+            "hearthd RssAnon, idle after start",
+            Box::new(|f| mb(f.anon)),
+            "MB",
+        ),
+        (
+            "hearthd VmRSS, idle after start",
+            Box::new(|f| mb(f.rss)),
+            "MB",
+        ),
+        (
+            "start until the socket answers",
+            Box::new(|f| ms(f.start)),
+            "ms",
+        ),
+        ("`history` page of 50", Box::new(|f| ms(f.history)), "ms"),
+        (
+            "`hearth log --since` the last 50",
+            Box::new(|f| ms(f.since)),
+            "ms",
+        ),
+        (
+            "a turn's request build (view settled, request built)",
+            Box::new(|f| ms(f.request)),
+            "ms",
+        ),
+        (
+            "lines the keeper holds after it",
+            Box::new(|f| f.held as f64),
+            "lines",
+        ),
+        ("`hearth backup`", Box::new(|f| ms(f.backup)), "ms"),
+        (
+            "backup per MB copied",
+            Box::new(|f| ms(f.backup) / mb(f.backup_bytes).max(1e-9)),
+            "ms/MB",
+        ),
+        (
+            "bytes on disk per byte of text",
+            Box::new(|f| f.disk_bytes as f64 / f.text_bytes.max(1) as f64),
+            "×",
+        ),
+    ];
+    let mut out = String::from("| measure |");
+    for figures in all {
+        out.push_str(&format!(" {} messages |", figures.messages));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(all.len()));
+    out.push('\n');
+    for (name, value, unit) in &rows {
+        out.push_str(&format!("| {name} |"));
+        let base = value(first);
+        for figures in all {
+            let v = value(figures);
+            let ratio = if base > 0.0 { v / base } else { f64::NAN };
+            out.push_str(&format!(" {v:.2} {unit} ({ratio:.2}×) |"));
+        }
+        out.push('\n');
+    }
+    out.push_str("\nBuilt in: ");
+    let built: Vec<String> = all
+        .iter()
+        .map(|f| {
+            format!(
+                "{} messages ({:.0} MB of text) in {:.0} s",
+                f.messages,
+                mb(f.text_bytes),
+                f.build.as_secs_f64()
+            )
+        })
+        .collect();
+    out.push_str(&built.join(", "));
+    out.push_str(".\n");
+    out
+}
