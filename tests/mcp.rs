@@ -783,7 +783,9 @@ async fn a_silent_server_and_one_with_thousands_of_tools_do_not_hold_the_socket(
         "{status}"
     );
     assert!(
-        status.contains("crowded ready: 0 tool(s) offered; skipped all 5000 tools: the server lists 5000 tools"),
+        status.contains(
+            "crowded ready: 0 tool(s) offered; skipped all 5000 tools: the server lists 5000 tools"
+        ),
         "{status}"
     );
     assert!(status.contains("`tools = [...]`"), "{status}");
@@ -809,12 +811,18 @@ async fn a_server_that_floods_stderr_leaves_the_daemons_log_small() {
         flooded.exists().then_some(())
     })
     .await;
-    t.model
-        .push(Reply::tool_call("mcp__loud__echo", r#"{"text": "still here"}"#));
+    t.model.push(Reply::tool_call(
+        "mcp__loud__echo",
+        r#"{"text": "still here"}"#,
+    ));
     t.model.push(Reply::text("it answered"));
     let tools = turn(&mut t, "echo").await;
     assert!(
-        tools[0].text.as_deref().unwrap().contains("echo: still here"),
+        tools[0]
+            .text
+            .as_deref()
+            .unwrap()
+            .contains("echo: still here"),
         "{tools:?}"
     );
     let log = eventually("the dropped lines are noted", || async {
@@ -822,7 +830,11 @@ async fn a_server_that_floods_stderr_leaves_the_daemons_log_small() {
         log.contains("line(s) not logged").then_some(log)
     })
     .await;
-    assert!(log.len() < 1_000_000, "the daemon's log holds {} bytes", log.len());
+    assert!(
+        log.len() < 1_000_000,
+        "the daemon's log holds {} bytes",
+        log.len()
+    );
     let status = t.home.hearth_async(&["status"]).await;
     assert!(status.status.success());
     assert!(t.daemon.is_running());

@@ -581,7 +581,9 @@ fn bounded(config: &McpServerConfig, offer: Offer, listed: usize) -> Offer {
         .tools
         .iter()
         .map(|tool| {
-            tool.spec.name.len() + tool.spec.description.len() + tool.spec.parameters.to_string().len()
+            tool.spec.name.len()
+                + tool.spec.description.len()
+                + tool.spec.parameters.to_string().len()
         })
         .sum();
     if offer.tools.len() <= MAX_TOOLS && bytes <= MAX_TOOLS_BYTES {
