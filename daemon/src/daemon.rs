@@ -112,6 +112,7 @@ pub async fn run(
         top,
         by_name,
         fits,
+        workdirs,
     } = starter.start_all(model, whatsapp).await?;
     let transcriber =
         start_transcriber(&config, &home, &log, &media, &meter, &transcripts, &by_name).await?;
@@ -165,6 +166,10 @@ pub async fn run(
         control,
         closing,
         database: home.database(),
+        tool_reach: crate::tools::reach::ToolReach::new(
+            &workdirs,
+            &[&home.config_dir, &home.data_dir, &home.runtime_dir],
+        ),
         bridges: Default::default(),
     });
     let mut server_tasks = vec![tokio::spawn(server::serve(
