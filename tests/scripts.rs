@@ -330,7 +330,8 @@ async fn clients(home: &TestHome) -> Option<u64> {
 async fn backup_says_what_is_wrong_with_the_path() {
     let home = TestHome::new(bins!());
     let _daemon = home.start();
-    let elsewhere = tempfile::tempdir().unwrap();
+    // Not under /tmp, which the agents' shell may read (a backup is refused there).
+    let elsewhere = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     refused(
         &home,
         elsewhere.path().to_path_buf(),

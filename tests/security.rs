@@ -359,6 +359,23 @@ async fn a_large_frame_before_hello_is_never_read_whole() {
 /// `Authorization` header in its text, padded so that the memory summarizes
 /// it (with another call that echoes the header again).
 async fn echoing_model() -> String {
+    echoing_endpoint(|authorization| {
+        let content = format!("you sent {authorization}. {}", "padding ".repeat(100));
+        let body = serde_json::json!({
+            "id": "echo", "object": "chat.completion", "created": 0, "model": "fake-model",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+        })
+        .to_string();
+        ("200 OK", body)
+    })
+    .await
+}
+
+/// An endpoint that answers every request with `respond`'s status line and
+/// body, given the request's `Authorization` header line.
+async fn echoing_endpoint(respond: fn(&str) -> (&'static str, String)) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -400,16 +417,9 @@ async fn echoing_model() -> String {
                     .find(|line| line.to_ascii_lowercase().starts_with("authorization:"))
                     .unwrap_or("")
                     .to_string();
-                let content = format!("you sent {authorization}. {}", "padding ".repeat(100));
-                let body = serde_json::json!({
-                    "id": "echo", "object": "chat.completion", "created": 0, "model": "fake-model",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
-                })
-                .to_string();
+                let (status, body) = respond(&authorization);
                 let response = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                     body.len()
                 );
                 let _ = stream.write_all(response.as_bytes()).await;
@@ -667,4 +677,117 @@ async fn a_silent_or_half_sent_web_connection_is_closed_at_its_deadline() {
     let read = tokio::time::timeout(DEADLINE, replayed.read_to_end(&mut answer)).await;
     assert!(read.is_ok(), "a kept-alive connection stays open");
     assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn a_key_echoed_in_a_model_error_reaches_no_client() {
+    // A router answers 200 with its upstream's error inside, which echoes
+    // the header, as some proxies do.
+    let base_url = echoing_endpoint(|authorization| {
+        let body = serde_json::json!({"error": {
+            "message": format!("this key is not allowed here: {authorization}"),
+            "code": 401
+        }});
+        ("200 OK", body.to_string())
+    })
+    .await;
+    let home = TestHome::new(bins!());
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{base_url}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\nstream = false\ntimeout_secs = 30\n"
+    ));
+    let daemon = home.start();
+    // A client attached live, and `hearth send --wait`.
+    let mut live = home.connect("terminal", None).await;
+    let sent = home.hearth_async(&["send", "--wait", "hello?"]).await;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&sent.stdout),
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    assert!(said.contains("this key is not allowed here"), "{said}");
+    assert!(!said.contains("sk-test-secret"), "{said}");
+    let error = live
+        .wait_for(|event| event.kind == hearth_protocol::EventKind::Error)
+        .await;
+    let text = error.text.unwrap_or_default();
+    assert!(text.contains("this key is not allowed here"), "{text}");
+    assert!(!text.contains("sk-test-secret"), "{text}");
+    for event in &live.events {
+        let frame = serde_json::to_string(event).unwrap();
+        assert!(!frame.contains("sk-test-secret"), "{frame}");
+    }
+    assert!(!daemon.log_text().contains("sk-test-secret"));
+}
+
+#[tokio::test]
+async fn a_key_a_model_streams_in_pieces_reaches_no_client() {
+    // The fake model streams its text four characters a delta: a key is
+    // split across deltas, none of which looks like one alone.
+    let model = FakeModel::start().await;
+    model.push(Reply::text(
+        "the keys are sk-proj-ABCDEFGHIJKLMNOPQRSTUV1234 and sk-test-secret, ok",
+    ));
+    let home = TestHome::new(bins!());
+    home.use_model("openai-chat", &model.base_url());
+    let _daemon = home.start();
+    let mut live = home.connect("terminal", None).await;
+    let (id, _) = live.submit("what are the keys?", "terminal", None).await;
+    let reply = live.reply_to(id).await;
+    let streamed: String = live
+        .events
+        .iter()
+        .filter(|event| event.kind == hearth_protocol::EventKind::Delta)
+        .filter_map(|event| event.text.clone())
+        .collect();
+    assert!(streamed.starts_with("the keys are "), "{streamed}");
+    assert!(streamed.ends_with(", ok"), "{streamed}");
+    for key in ["ABCDEFGHIJKLMNOPQRSTUV1234", "sk-test-secret"] {
+        assert!(!streamed.contains(key), "{streamed}");
+        assert!(!reply.text.clone().unwrap().contains(key));
+    }
+}
+
+#[tokio::test]
+async fn a_backup_is_refused_where_the_agents_tools_can_read_it() {
+    let home = TestHome::new(bins!());
+    home.write_config("[[agents]]\nname = \"scout\"\nresponsibility = \"looks things up\"\n");
+    let _daemon = home.start();
+    let shared = tempfile::tempdir_in("/tmp").unwrap();
+    let refused = [
+        (
+            home.path().join("agents/hearth/work/backup.db"),
+            "an agent's working folder",
+        ),
+        (
+            home.path().join("agents/scout/work/backup.db"),
+            "an agent's working folder",
+        ),
+        (
+            shared.path().join("backup.db"),
+            "the agents' shell may read",
+        ),
+        (
+            std::path::PathBuf::from("/dev/shm/hearth-backup-test.db"),
+            "the agents' shell may read",
+        ),
+    ];
+    for (path, why) in refused {
+        let output = home.hearth_async(&["backup", path.to_str().unwrap()]).await;
+        let said = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(1), "{}: {said}", path.display());
+        assert!(said.contains(why), "{}: {said}", path.display());
+        assert!(!path.exists(), "{}", path.display());
+    }
+    // The home's own folder and a folder outside the shell's reach take one.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for path in [
+        home.path().join("backup.db"),
+        outside.path().join("backup.db"),
+    ] {
+        let output = home.hearth_async(&["backup", path.to_str().unwrap()]).await;
+        let said = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{}: {said}", path.display());
+        assert!(path.exists());
+    }
 }

@@ -736,3 +736,20 @@ async fn after_reading_a_page_the_shell_waits_for_a_yes_that_names_the_page() {
     let id = ask(&mut t.client, "run echo").await;
     assert_eq!(t.client.reply_to(id).await.text.as_deref(), Some("ran"));
 }
+
+#[tokio::test]
+async fn a_command_starts_with_no_signal_blocked_or_ignored_and_timeout_works() {
+    let mut t = start("").await;
+    // The command's own mask and ignored set, and how a sleep ended that
+    // `timeout` stops with SIGTERM: 143 (128 + 15) when the signal ended it,
+    // 0 when it had it blocked and slept its 30 s out.
+    let command = r#"{"command": "grep -E '^Sig(Blk|Ign)' /proc/self/status; timeout --preserve-status 1 sleep 30; echo \"sleep ended with $?\""}"#;
+    t.model.push(Reply::tool_call("shell", command));
+    t.model.push(Reply::text("checked"));
+    let id = ask(&mut t.client, "check the signals").await;
+    let tool = &tool_events(&mut t.client, id, 1).await[0];
+    let text = tool.text.clone().unwrap();
+    assert!(text.contains("SigBlk:\t0000000000000000"), "{text}");
+    assert!(text.contains("SigIgn:\t0000000000000000"), "{text}");
+    assert!(text.contains("sleep ended with 143"), "{text}");
+}

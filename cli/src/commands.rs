@@ -277,6 +277,28 @@ pub async fn status(
     Ok(ExitCode::SUCCESS)
 }
 
+/// One MCP server in `status`: its state, what it offers, the first tool
+/// it skips and why, and its last error.
+fn mcp_line(server: &hearth_protocol::McpServer) -> String {
+    let mut line = format!(
+        "{} {}: {} tool(s) offered",
+        server.name,
+        server.state,
+        server.tools.len()
+    );
+    if let Some(first) = server.skipped.first() {
+        line.push_str(&format!("; skipped {first}"));
+        if server.skipped.len() > 1 {
+            line.push_str(&format!(" and {} more", server.skipped.len() - 1));
+        }
+    }
+    if let Some(error) = &server.last_error {
+        line.push_str(&format!("; last error: {error}"));
+    }
+    line.push('\n');
+    line
+}
+
 /// Bytes as `812 B`, `4.2 kB`, `17.0 MB`.
 pub fn size(bytes: u64) -> String {
     match bytes {
@@ -325,6 +347,9 @@ pub fn status_text(status: &Status) -> String {
             "mcp call {}: {} {} ({} s)\n",
             call.agent, call.server, call.tool, call.secs
         ));
+    }
+    for server in &status.mcp_servers {
+        extra.push_str(&format!("mcp      {}", mcp_line(server)));
     }
     if let Some(activity) = &status.activity {
         extra.push_str(&format!(
@@ -493,6 +518,15 @@ mod tests {
                 tool: "read_file".into(),
                 secs: 3,
             }],
+            mcp_servers: vec![hearth_protocol::McpServer {
+                name: "slow".into(),
+                transport: "stdio: node".into(),
+                state: "starting".into(),
+                tools: vec![],
+                skipped: vec![],
+                last_error: None,
+                restarts: 0,
+            }],
             activity: None,
             memory: None,
             database_bytes: None,
@@ -510,6 +544,10 @@ mod tests {
         assert!(text.contains("uptime   1h 1m\n"), "{text}");
         assert!(
             text.contains("mcp call hearth: fs read_file (3 s)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mcp      slow starting: 0 tool(s) offered\n"),
             "{text}"
         );
         assert!(

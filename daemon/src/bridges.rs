@@ -9,12 +9,13 @@
 //! except when it exits with
 //! [`EXIT_CONFIG`](hearth_protocol::exit::EXIT_CONFIG): its configuration cannot work
 //! and it has said why. What a bridge writes on stderr goes to the daemon's
-//! log, and its last words when it stopped to `hearth status` — never into
+//! log (bounded: `child_log.rs`), and its last words when it stopped to `hearth status` — never into
 //! the agent's conversation. When the daemon stops, each bridge is told to
 //! stop (SIGTERM) and may finish the message it is sending; one that does
 //! not exit within a few seconds is killed. A reload whose bridge table
 //! changed stops that bridge the same way and starts it again.
 
+use crate::child_log::ChildLog;
 use crate::config::Config;
 use hearth_protocol::exit::EXIT_CONFIG_CODE;
 use hearth_protocol::home::Home;
@@ -24,7 +25,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -211,6 +211,8 @@ async fn finish(child: &mut tokio::process::Child, name: &str) {
 /// Keeps one bridge running until `stop` turns true.
 async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>, board: BridgeBoard) {
     let name = launch.name;
+    // One for every start of the bridge: a restart gets no fresh burst.
+    let log = ChildLog::new(name);
     let mut wait = FIRST_WAIT;
     loop {
         let started = Instant::now();
@@ -239,7 +241,7 @@ async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>, board: Bridg
                 let words = child
                     .stderr
                     .take()
-                    .map(|stderr| tokio::spawn(relay(name, stderr)));
+                    .map(|stderr| tokio::spawn(relay(log.clone(), stderr)));
                 let status = tokio::select! {
                     status = child.wait() => status,
                     () = stopped(&mut stop) => {
@@ -278,20 +280,13 @@ async fn supervise(launch: Launch, mut stop: watch::Receiver<bool>, board: Bridg
     }
 }
 
-/// Copies what a bridge writes on stderr into the daemon's log, line by
-/// line; returns its last line, its last words when it exits.
-async fn relay(name: &str, stderr: tokio::process::ChildStderr) -> Option<String> {
-    let mut lines = BufReader::new(stderr).lines();
-    let mut last = None;
-    while let Ok(Some(line)) = lines.next_line().await {
-        let line = line.trim_end();
-        if line.is_empty() {
-            continue;
-        }
-        tracing::info!(target: "hearthd::bridge", "{name}: {line}");
-        last = Some(line.to_string());
-    }
-    last
+/// Copies what a bridge writes on stderr into the daemon's log, within
+/// the bounds of [`ChildLog`]; returns its last line, its last words when
+/// it exits.
+async fn relay(log: ChildLog, stderr: tokio::process::ChildStderr) -> Option<String> {
+    let last = Mutex::new(None);
+    log.copy(stderr, &last).await;
+    last.into_inner().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Completes once the daemon stops (or its `Bridges` is gone).

@@ -58,8 +58,8 @@ pub fn read_configuration(
 /// to start, naming the one that runs), tightens a home others could read,
 /// reads the configuration (a broken file stops the start with the
 /// file, line and what is wrong), opens the log, writes each agent's default
-/// prompt on first start, checks the secrets, starts the MCP servers and
-/// waits for their tool lists, starts the agents' loops (which
+/// prompt on first start, checks the secrets, starts the MCP servers in the
+/// background (never waiting for them), starts the agents' loops (which
 /// continue any turn a crash cut off), replaces a stale socket and listens on
 /// a fresh, private one, serves clients and starts the bridges.
 pub async fn run(
@@ -86,7 +86,7 @@ pub async fn run(
     let model = models.top(&home);
     let processes = Processes::new();
     let (stop_mcp, mcp_stopped) = watch::channel(false);
-    let mcp = mcp::start(&config, &home, &processes, mcp_stopped).await;
+    let mcp = mcp::start(&config, &home, &processes, mcp_stopped);
     let images = ImageStore::new(&home.data_dir);
     let media = crate::media::MediaStore::new(&home.data_dir, images.clone());
     // One registry for every agent: any client may answer any request.
@@ -124,6 +124,7 @@ pub async fn run(
         top,
         by_name,
         fits,
+        workdirs,
     } = starter.start_all(model, whatsapp).await?;
     let transcriber =
         start_transcriber(&config, &home, &log, &media, &meter, &transcripts, &by_name).await?;
@@ -138,9 +139,26 @@ pub async fn run(
     let (stop, stopped) = watch::channel(false);
     let (control, mut controls) = mpsc::channel(16);
     let (closing, _) = watch::channel(None);
+    // The loops take their first turn once each MCP server's first attempt
+    // has ended (bounded by its timeout), so it offers the same tools as at
+    // every start; the socket answers meanwhile, and messages wait logged.
     let agent_tasks: Vec<_> = loops
         .into_iter()
-        .map(|agent_loop| tokio::spawn(agent_loop.run(stopped.clone())))
+        .map(|agent_loop| {
+            let (mcp, stopped) = (mcp.clone(), stopped.clone());
+            tokio::spawn(async move {
+                let mut stopping = stopped.clone();
+                let stopped_first = async move {
+                    // The guard `wait_for` returns is dropped here.
+                    let _ = stopping.wait_for(|stop| *stop).await;
+                };
+                tokio::select! {
+                    () = mcp.settled() => {}
+                    () = stopped_first => return Ok(()),
+                }
+                agent_loop.run(stopped).await
+            })
+        })
         .collect();
     let shared = Arc::new(Shared {
         log,
@@ -160,6 +178,10 @@ pub async fn run(
         control,
         closing,
         database: home.database(),
+        tool_reach: crate::tools::reach::ToolReach::new(
+            &workdirs,
+            &[&home.config_dir, &home.data_dir, &home.runtime_dir],
+        ),
         bridges: Default::default(),
     });
     let mut server_tasks = vec![tokio::spawn(server::serve(

@@ -8,6 +8,8 @@
 //! - `reload.rs`: what a reread `config.toml` changes in a running daemon.
 //! - `activity.rs`: what each agent is doing, broadcast live, never logged.
 //! - `bridges.rs`: the bridge processes the config enables (`hearth telegram`).
+//! - `child_log.rs`: what children write on stderr, copied into the
+//!   daemon's log within bounds (line length, a rate, a total).
 //! - `config.rs`: `config.toml`, read at start and at each reload;
 //!   `config/memory.rs`: `[memory]`, the model that writes summaries.
 //! - `layout.rs`: the built-in layouts that size the view.
@@ -37,6 +39,7 @@
 pub mod activity;
 pub mod approvals;
 pub mod bridges;
+pub mod child_log;
 pub mod config;
 pub mod daemon;
 pub mod documents;

@@ -9,7 +9,11 @@
 //! every summary line, and the daemon's own log lines go through it, so a
 //! model endpoint that echoes the `Authorization` header, or a tool that
 //! prints a key, puts the key nowhere: not in the log, not in the memory
-//! (and so never in a later request), not on stderr.
+//! (and so never in a later request), not on stderr. Every frame a client
+//! is sent goes through [`mask_frame`] (`server/websocket.rs`), so a key in
+//! a live event or an answer (a model's error, `hearth send --wait`) never
+//! reaches a client either, and a reply's streamed deltas through
+//! [`StreamMask`], so a key split between two deltas is masked whole.
 
 use std::borrow::Cow;
 use std::sync::RwLock;
@@ -50,6 +54,99 @@ pub fn mask(text: &str) -> Cow<'_, str> {
         Some(masked) => Cow::Owned(masked),
         None => out,
     }
+}
+
+/// A frame's JSON text as a client may see it: every string in it masked.
+/// Text with nothing to mask comes back borrowed, untouched; otherwise the
+/// masking is done on each string value, so the frame stays valid JSON.
+pub fn mask_frame(encoded: &str) -> Cow<'_, str> {
+    if let Cow::Borrowed(_) = mask(encoded) {
+        return Cow::Borrowed(encoded);
+    }
+    match serde_json::from_str::<serde_json::Value>(encoded) {
+        Ok(mut value) => {
+            mask_strings(&mut value);
+            Cow::Owned(value.to_string())
+        }
+        // Not JSON (never from `encode`): masked as text.
+        Err(_) => Cow::Owned(mask(encoded).into_owned()),
+    }
+}
+
+fn mask_strings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => {
+            if let Cow::Owned(masked) = mask(text) {
+                *text = masked;
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(mask_strings),
+        serde_json::Value::Object(map) => map.values_mut().for_each(mask_strings),
+        _ => {}
+    }
+}
+
+/// Text that comes in pieces (a reply's deltas, as the model streams
+/// them), masked across the pieces: a key split between two deltas is
+/// masked whole. The end of the text so far that could still grow into a
+/// key (a run of key characters, with a `Bearer ` or a bot token's
+/// digits before it) is held back until the next piece shows it whole.
+#[derive(Debug, Default)]
+pub struct StreamMask {
+    held: String,
+}
+
+/// The most a [`StreamMask`] holds back: no key is this long, so a run
+/// longer than it (a blob) is let through, masked, but for its end.
+const MAX_HELD: usize = 4096;
+/// What is kept of a run that long, in case a key begins at its end.
+const KEPT_OF_LONG_RUN: usize = 256;
+
+impl StreamMask {
+    /// Takes the next piece; returns what may be shown now, masked.
+    pub fn push(&mut self, piece: &str) -> Option<String> {
+        self.held.push_str(piece);
+        let mut ready = held_from(&self.held);
+        if self.held.len() - ready > MAX_HELD {
+            // Every byte of a run of key characters is ASCII, so any index
+            // in it is a character boundary.
+            ready = self.held.len() - KEPT_OF_LONG_RUN;
+        }
+        if ready == 0 {
+            return None;
+        }
+        let shown: String = self.held.drain(..ready).collect();
+        Some(mask(&shown).into_owned())
+    }
+
+    /// The end of the text: whatever is held, masked.
+    pub fn finish(&mut self) -> Option<String> {
+        let rest = std::mem::take(&mut self.held);
+        (!rest.is_empty()).then(|| mask(&rest).into_owned())
+    }
+}
+
+/// Where the end of `text` that could still grow into a key begins.
+fn held_from(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut start = bytes.len();
+    while start > 0 && key_char(bytes[start - 1]) {
+        start -= 1;
+    }
+    if text[..start].ends_with("Bearer ") {
+        return start - "Bearer ".len();
+    }
+    if start > 0 && bytes[start - 1] == b':' {
+        let digits = bytes[..start - 1]
+            .iter()
+            .rev()
+            .take_while(|byte| byte.is_ascii_digit())
+            .count();
+        if digits > 0 {
+            return start - 1 - digits;
+        }
+    }
+    start
 }
 
 /// Characters a key is made of.
@@ -148,6 +245,41 @@ mod tests {
         assert!(!masked.contains("ABCDEFGHIJKLMNOPQRSTUV12"), "{masked}");
         assert!(!masked.contains("AAbbccdd"), "{masked}");
         assert!(masked.ends_with(" ok"));
+    }
+
+    #[test]
+    fn a_key_split_across_pieces_is_masked_whole() {
+        hold(["held-secret-in-pieces".to_string()]);
+        let text = "the key: Bearer abcdefghijklmnopqrstuvwx, sk-proj-ABCDEFGHIJKLMNOPQRSTUV12 \
+            and held-secret-in-pieces, bot 123456789:AAbbccddeeffgghhiijjkkllmmnnooppqqr. héllo ✓";
+        for size in [1, 2, 3, 4, 7] {
+            let chars: Vec<char> = text.chars().collect();
+            let mut stream = StreamMask::default();
+            let mut shown = String::new();
+            for piece in chars.chunks(size) {
+                let piece: String = piece.iter().collect();
+                shown.extend(stream.push(&piece));
+            }
+            shown.extend(stream.finish());
+            assert_eq!(shown, mask(text), "pieces of {size}");
+        }
+        // A long blob is let through, but for its end.
+        let mut stream = StreamMask::default();
+        let blob = "a".repeat(10_000);
+        let shown = stream.push(&blob).unwrap();
+        assert_eq!(shown.len(), 10_000 - KEPT_OF_LONG_RUN);
+    }
+
+    #[test]
+    fn a_frame_is_masked_string_by_string_and_stays_json() {
+        let frame = r#"{"type":"event","text":"Bearer abcdefghijklmnopqrstuvwx \"quoted\"","n":1}"#;
+        let masked = mask_frame(frame);
+        let value: serde_json::Value = serde_json::from_str(&masked).unwrap();
+        assert_eq!(value["text"], "[redacted key] \"quoted\"");
+        assert!(matches!(
+            mask_frame(r#"{"text":"hello"}"#),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -494,12 +494,15 @@ impl Agent {
             }
             let events = self.events.clone();
             let agent = name.clone();
-            let mut on_text = move |text: &str| {
-                let _ = events.send(Event::signal(
-                    EventKind::Delta,
-                    &agent,
-                    Some(text.to_string()),
-                ));
+            let send_delta = move |text: String| {
+                let _ = events.send(Event::signal(EventKind::Delta, &agent, Some(text)));
+            };
+            // A key the model writes is masked across deltas, not only in each.
+            let mut masked = crate::redact::StreamMask::default();
+            let mut on_text = |text: &str| {
+                if let Some(shown) = masked.push(text) {
+                    send_delta(shown);
+                }
             };
             // Switches to a fallback model, logged as notes whatever the
             // outcome; retries shown as activity while they wait.
@@ -520,6 +523,9 @@ impl Agent {
             let result = model
                 .complete(&request, &mut on_text, &mut on_news, &mut bills)
                 .await;
+            if let Some(rest) = masked.finish() {
+                send_delta(rest);
+            }
             for note in notes {
                 self.log.append(name, Agent::note(note)).await?;
             }

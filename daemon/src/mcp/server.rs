@@ -18,6 +18,7 @@
 use super::config::{McpServerConfig, Transport};
 use super::names::{self, ListedTool, Offer};
 use super::stdio;
+use crate::child_log::ChildLog;
 use crate::tools::Processes;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, Implementation,
@@ -123,6 +124,9 @@ pub struct Server {
     /// Ticks at every change of the state.
     ticks: watch::Sender<u64>,
     wake: mpsc::UnboundedSender<Wake>,
+    /// Where a stdio server's stderr goes: one for all its restarts, so a
+    /// server that floods and crashes gets no fresh allowance each time.
+    stderr_log: ChildLog,
 }
 
 /// The SDK's client side: tells the supervisor when the tools change.
@@ -158,7 +162,9 @@ impl Server {
         stop: watch::Receiver<bool>,
     ) -> Arc<Server> {
         let (wake, wakes) = mpsc::unbounded_channel();
+        let stderr_log = ChildLog::new(format!("MCP server `{}` stderr", config.name));
         let server = Arc::new(Server {
+            stderr_log,
             config,
             state: Mutex::new(State {
                 status: Status::Starting,
@@ -413,6 +419,7 @@ impl Server {
                     &context.cwd,
                     &context.processes,
                     &*context.lookup,
+                    &self.stderr_log,
                 )
                 .await
                 .map_err(|err| err.to_string())?;
@@ -555,5 +562,47 @@ async fn list(config: &McpServerConfig, peer: &Peer<RoleClient>) -> Result<Offer
                 .unwrap_or(false),
         })
         .collect();
-    Ok(names::offer(config, &listed))
+    Ok(bounded(config, names::offer(config, &listed), listed.len()))
+}
+
+/// The most tools one server may offer.
+pub const MAX_TOOLS: usize = 256;
+
+/// The most bytes one server's offered tools may add to every request
+/// (names, descriptions and schemas, as the start-up's window check counts).
+pub const MAX_TOOLS_BYTES: usize = 256 * 1024;
+
+/// `offer`, or none of its tools when there are more than [`MAX_TOOLS`] or
+/// they take more than [`MAX_TOOLS_BYTES`]: a list that large would crowd
+/// every request (or overflow the model's window) for every agent. The
+/// server runs on; `hearth mcp` says why it offers nothing.
+fn bounded(config: &McpServerConfig, offer: Offer, listed: usize) -> Offer {
+    let bytes: usize = offer
+        .tools
+        .iter()
+        .map(|tool| {
+            tool.spec.name.len()
+                + tool.spec.description.len()
+                + tool.spec.parameters.to_string().len()
+        })
+        .sum();
+    if offer.tools.len() <= MAX_TOOLS && bytes <= MAX_TOOLS_BYTES {
+        return offer;
+    }
+    let why = format!(
+        "the server lists {listed} tools ({} offered would take {bytes} bytes of every request); \
+         hearth offers at most {MAX_TOOLS} tools and {MAX_TOOLS_BYTES} bytes from one server, \
+         so it offers none of them: name the ones you want with `tools = [...]` in the \
+         `[[mcp]]` table of `{}`",
+        offer.tools.len(),
+        config.name
+    );
+    tracing::warn!(mcp = %config.name, "{why}");
+    Offer {
+        tools: Vec::new(),
+        skipped: vec![names::SkippedTool {
+            tool: format!("all {listed} tools"),
+            why,
+        }],
+    }
 }

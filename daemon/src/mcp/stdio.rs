@@ -5,8 +5,10 @@
 //! (`tools/process.rs`): it dies with hearthd, and killing it kills
 //! whatever it started. Its environment is cleared but for
 //! [`SAFE_ENV`](super::config::SAFE_ENV) and its table's `env`, so it never
-//! sees hearthd's API keys. Its stderr goes to hearthd.log, a line at a
-//! time, and the last line is kept for the error shown when it fails.
+//! sees hearthd's API keys. Its stderr goes to hearthd.log a line at a
+//! time, within the bounds of [`ChildLog`] (cut lines, a rate and a total
+//! per server, across its restarts), and the last line is kept for the
+//! error shown when it fails.
 //!
 //! Its stdout passes through a relay before the SDK reads it: a line that is
 //! not JSON (the SDK would skip it and leave the call waiting) or longer
@@ -14,6 +16,7 @@
 //! the fault, so the call that waited is answered and the server restarted.
 
 use super::config::{expand, ExpandError, McpServerConfig, SAFE_ENV};
+use crate::child_log::ChildLog;
 use crate::tools::{Exit, Processes, Running};
 use std::path::Path;
 use std::process::Command;
@@ -65,6 +68,7 @@ pub async fn start(
     cwd: &Path,
     processes: &Processes,
     lookup: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+    stderr_log: &ChildLog,
 ) -> Result<(Pipes, Child), StartError> {
     let mut child = Command::new(command);
     child.args(args).current_dir(cwd);
@@ -97,7 +101,9 @@ pub async fn start(
     let fault = Arc::new(Mutex::new(None));
     tokio::spawn(relay(stdout, relayed, fault.clone()));
     let last_stderr = Arc::new(Mutex::new(None));
-    tokio::spawn(log_stderr(config.name.clone(), stderr, last_stderr.clone()));
+    let log = stderr_log.clone();
+    let last = last_stderr.clone();
+    tokio::spawn(async move { log.copy(stderr, &last).await });
     let child = Child {
         exit,
         fault,
@@ -194,28 +200,5 @@ async fn relay(
         if to_sdk.write_all(&line).await.is_err() {
             return;
         }
-    }
-}
-
-/// Logs the child's stderr a line at a time, keeping the last line.
-async fn log_stderr(server: String, stderr: pipe::Receiver, last: Arc<Mutex<Option<String>>>) {
-    let mut reader = BufReader::new(stderr);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match (&mut reader)
-            .take(64 * 1024)
-            .read_until(b'\n', &mut line)
-            .await
-        {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        let text = shown(&line);
-        if text.is_empty() {
-            continue;
-        }
-        tracing::info!(mcp = %server, "stderr: {}", String::from_utf8_lossy(&line).trim_end());
-        set(&last, text);
     }
 }

@@ -46,6 +46,8 @@ pub struct Shared {
     pub closing: watch::Sender<Option<&'static str>>,
     /// The database file, for its size in `status`.
     pub database: std::path::PathBuf,
+    /// Where the agents' tools can read: a backup never goes there.
+    pub tool_reach: crate::tools::reach::ToolReach,
     /// How the bridges are, for `status`.
     pub bridges: crate::bridges::BridgeBoard,
 }

@@ -74,11 +74,19 @@ impl WebSocket {
         Self { sink, source }
     }
 
-    /// Sends one frame.
+    /// Sends one frame, with every key in its text masked
+    /// ([`crate::redact::mask_frame`]): no client sees one, whatever event
+    /// or answer carried it. An image's bytes are not words.
     pub async fn send(&mut self, frame: &ServerFrame) -> Result<(), ConnectionError> {
-        self.sink
-            .send(WsMessage::Text(frame.encode().into()))
-            .await?;
+        let encoded = frame.encode();
+        let text = match frame {
+            ServerFrame::Image { .. } => encoded,
+            _ => match crate::redact::mask_frame(&encoded) {
+                std::borrow::Cow::Borrowed(_) => encoded,
+                std::borrow::Cow::Owned(masked) => masked,
+            },
+        };
+        self.sink.send(WsMessage::Text(text.into())).await?;
         Ok(())
     }
 

@@ -36,6 +36,8 @@ pub struct Agents {
     /// What each agent sends besides its memory, by name, for a reload to
     /// check a new model against.
     pub fits: BTreeMap<String, Fit>,
+    /// Every agent's working folder, resolved: where a backup never goes.
+    pub workdirs: Vec<std::path::PathBuf>,
 }
 
 /// What every agent of a daemon shares.
@@ -115,6 +117,7 @@ impl Starter<'_> {
         let mut loops = Vec::new();
         let mut by_name = BTreeMap::new();
         let mut fits = BTreeMap::new();
+        let mut workdirs = Vec::new();
         for (child, inputs) in config.agents.iter().zip(child_inputs) {
             let spec = AgentSpec {
                 name: &child.name,
@@ -126,7 +129,8 @@ impl Starter<'_> {
                 whatsapp: None,
                 mcp: Some(&child.mcp),
             };
-            let (agent_loop, handle, fit) = self.start(spec, inputs).await?;
+            let (agent_loop, handle, fit, workdir) = self.start(spec, inputs).await?;
+            workdirs.push(workdir);
             by_name.insert(child.name.clone(), handle);
             fits.insert(child.name.clone(), fit);
             loops.push(agent_loop);
@@ -146,7 +150,8 @@ impl Starter<'_> {
             whatsapp,
             mcp: None,
         };
-        let (agent_loop, top, fit) = self.start(spec, top_inputs).await?;
+        let (agent_loop, top, fit, workdir) = self.start(spec, top_inputs).await?;
+        workdirs.push(workdir);
         fits.insert(config.agent.name.clone(), fit);
         by_name.insert(config.agent.name.clone(), top.clone());
         loops.push(agent_loop);
@@ -157,16 +162,18 @@ impl Starter<'_> {
             top,
             by_name,
             fits,
+            workdirs,
         })
     }
 
     /// Prepares one agent's tools and memory; returns its loop (not yet
-    /// running), the handle to reach it and what it sends besides memory.
+    /// running), the handle to reach it, what it sends besides memory and
+    /// its working folder.
     async fn start(
         &self,
         spec: AgentSpec<'_>,
         inputs: (AgentInputs, Inbox),
-    ) -> Result<(AgentLoop, AgentHandle, Fit), StartError> {
+    ) -> Result<(AgentLoop, AgentHandle, Fit, std::path::PathBuf), StartError> {
         let home = self.home;
         let layout = Layout::find(spec.layout).map_err(|source| StartError::Layout {
             path: home.config_file(),
@@ -175,9 +182,8 @@ impl Starter<'_> {
         let agent_dir = home.agent_dir(spec.name);
         let prompt_file = agent_dir.join("prompt.md");
         let activity = ActivityBoard::new(spec.name, self.events.clone());
-        let tools = self
-            .tools(&spec, &agent_dir)?
-            .with_activity(activity.clone());
+        let (tools, workdir) = self.tools(&spec, &agent_dir)?;
+        let tools = tools.with_activity(activity.clone());
         let own_bytes = self.config.limits.tool_output_chars;
         let fit = Fit::new(&Sent {
             agent: spec.name,
@@ -228,12 +234,16 @@ impl Starter<'_> {
             transcripts: self.transcripts.clone(),
         };
         let (agent_loop, handle) = agent.start(inputs);
-        Ok((agent_loop, handle, fit))
+        Ok((agent_loop, handle, fit, workdir))
     }
 
     /// The agent's tools, working in its folder: configured (relative to the
-    /// config's folder), or the agent's own `work` folder.
-    fn tools(&self, spec: &AgentSpec<'_>, agent_dir: &Path) -> Result<Tools, StartError> {
+    /// config's folder), or the agent's own `work` folder; and that folder.
+    fn tools(
+        &self,
+        spec: &AgentSpec<'_>,
+        agent_dir: &Path,
+    ) -> Result<(Tools, std::path::PathBuf), StartError> {
         let workdir = match spec.workdir {
             Some(dir) => self.home.config_dir.join(dir),
             None => agent_dir.join("work"),
@@ -255,6 +265,7 @@ impl Starter<'_> {
         let workspace = workspace
             .hide_env(secrets::names(self.config))
             .confine(&home);
+        let root = workspace.root().to_path_buf();
         tracing::info!(
             agent = spec.name,
             "tools work in {}",
@@ -273,7 +284,7 @@ impl Starter<'_> {
         // Even with no server yet: a reload may start some.
         tools = tools.with_mcp(self.mcp.for_agent(spec.name, spec.mcp));
         // Last: it checks the names in `[approvals]` against every tool.
-        Ok(tools.with_approvals(self.approvals.clone()))
+        Ok((tools.with_approvals(self.approvals.clone()), root))
     }
 }
 

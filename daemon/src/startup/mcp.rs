@@ -1,5 +1,5 @@
-//! The `[[mcp]]` servers: their tables checked, their supervisors started,
-//! and their first tool lists awaited before the agents start.
+//! The `[[mcp]]` servers: their tables checked and their supervisors
+//! started in the background; start-up never waits for them.
 
 use super::error::StartError;
 use super::secrets::find;
@@ -21,10 +21,12 @@ pub fn check(config: &Config, home: &Home) -> Result<(), StartError> {
     })
 }
 
-/// Starts every server (they stop with `stop`) and waits for each one's
-/// first attempt, bounded by its timeout, so the first turn offers the same
-/// tools as at every start.
-pub async fn start(
+/// Starts every server (they stop with `stop`) and returns at once: the
+/// socket must answer whatever the servers do. Each server's tools join
+/// when it has listed them; the agents' first turns wait for each server's
+/// first attempt ([`Mcp::settled`], bounded by its timeout), so the first
+/// turn offers the same tools as at every start.
+pub fn start(
     config: &Config,
     home: &Home,
     processes: &Processes,
@@ -38,17 +40,20 @@ pub async fn start(
         http: reqwest::Client::new(),
     };
     let mcp = Mcp::start(&config.mcp, context, stop);
-    mcp.settled().await;
-    for server in mcp.snapshots() {
-        match &server.last_error {
-            Some(why) => tracing::warn!(mcp = %server.name, "not started: {why}"),
-            None => tracing::info!(
-                mcp = %server.name,
-                "{} tool(s) offered, {} skipped",
-                server.offer.tools.len(),
-                server.offer.skipped.len()
-            ),
+    let settling = mcp.clone();
+    tokio::spawn(async move {
+        settling.settled().await;
+        for server in settling.snapshots() {
+            match &server.last_error {
+                Some(why) => tracing::warn!(mcp = %server.name, "not started: {why}"),
+                None => tracing::info!(
+                    mcp = %server.name,
+                    "{} tool(s) offered, {} skipped",
+                    server.offer.tools.len(),
+                    server.offer.skipped.len()
+                ),
+            }
         }
-    }
+    });
     mcp
 }

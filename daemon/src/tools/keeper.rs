@@ -29,6 +29,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -80,11 +81,16 @@ fn keep(args: Vec<OsString>) -> Result<Ending, String> {
     }
     let signals = blocked_signals();
     // SAFETY: the set is initialised by `blocked_signals`; blocking signals
-    // so that they are taken by sigtimedwait below, not by a handler. The
-    // command starts with an empty mask (std resets it in the child).
+    // so that they are taken by sigtimedwait below, not by a handler.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
-    let child = Command::new(program)
-        .args(args)
+    let mut command = Command::new(program);
+    command.args(args);
+    // The mask survives exec (std does not reset it): the command starts
+    // with none blocked and every action at its default, or SIGTERM and
+    // SIGINT would never reach it (`timeout 2 sleep 5` would sleep 5 s).
+    // SAFETY: the hook makes raw system calls only and does not allocate.
+    unsafe { command.pre_exec(super::process::reset_signals) };
+    let child = command
         .spawn()
         .map_err(|err| format!("cannot start the command: {err}"))?;
     let command = child.id() as libc::pid_t;

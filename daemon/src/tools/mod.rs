@@ -14,6 +14,7 @@
 //! - `confine.rs`: the shell's Landlock rules: its folder and /tmp to write, never the home.
 //! - `files.rs`: `read_file`, `write_file`, `edit_file`, `list_dir`.
 //! - `folder.rs`: where a path leads, confined to the working folder.
+//! - `reach.rs`: where the agents' tools can read (a backup never goes there).
 //! - `beneath.rs`: opening a plain file beneath the folder in one step (`openat2`).
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
 //! - `show_image.rs`: `show_image`, an image of the working folder shown to people.
@@ -36,6 +37,7 @@ mod folder;
 mod html;
 pub mod keeper;
 mod process;
+pub mod reach;
 mod registry;
 mod schedule;
 mod search;

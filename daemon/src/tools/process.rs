@@ -219,7 +219,12 @@ impl Processes {
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: the hook calls only async-signal-safe functions and does
         // not allocate.
-        unsafe { command.pre_exec(move || die_with(parent)) };
+        unsafe {
+            command.pre_exec(move || {
+                reset_signals()?;
+                die_with(parent)
+            })
+        };
         let (reply, answer) = oneshot::channel();
         let gone = || io::Error::other("the process spawner thread is gone");
         spawner()
@@ -259,6 +264,51 @@ fn die_with(parent: libc::pid_t) -> io::Result<()> {
     }
     if unsafe { libc::getppid() } != parent {
         return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
+/// In the child before exec: every signal's action back to its default and
+/// none blocked. Both survive exec: the keeper blocks SIGTERM and SIGINT to
+/// take them with `sigtimedwait`, and whatever started hearthd may have
+/// ignored some; a command that inherited them could not be stopped by
+/// `timeout`, `kill` or its own children. Raw system calls: they do not
+/// allocate, and glibc's wrapper refuses the two signals it reserves (32
+/// and 33), which the kernel lets us reset.
+pub(super) fn reset_signals() -> io::Result<()> {
+    // The kernel's `struct sigaction`, all zero: SIG_DFL, no flags, no mask.
+    let default = [0u64; 4];
+    let none: u64 = 0;
+    // The size of the kernel's signal set: 64 signals.
+    let set_size: libc::size_t = 8;
+    for signal in 1..=64 {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: rt_sigaction reads the zeroed struct and writes nothing
+        // (no old action is asked for); a signal it refuses stays as it was.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                signal,
+                default.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                set_size,
+            )
+        };
+    }
+    // SAFETY: rt_sigprocmask reads the empty set and writes nothing.
+    let masked = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &none as *const u64,
+            std::ptr::null_mut::<u64>(),
+            set_size,
+        )
+    };
+    if masked == -1 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }

@@ -103,6 +103,10 @@ pub struct Status {
     /// The MCP tool calls running now, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_calls: Vec<McpCall>,
+    /// Each configured MCP server, as the `mcp` frame shows it: whether it
+    /// started, what it offers and skips, why it last failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServer>,
     /// What the agent is doing now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activity: Option<Activity>,

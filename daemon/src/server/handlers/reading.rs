@@ -86,6 +86,7 @@ pub async fn status(context: &Context<'_>) -> Answer {
                 .today,
         ),
         mcp_calls: crate::mcp::running_calls(&shared.mcp),
+        mcp_servers: crate::mcp::frame(&shared.mcp),
         activity: Some(context.handle.activity.current()),
         memory: Some(memory_status(context.handle)),
         database_bytes: Some(database_bytes(&shared.database)),

@@ -3,12 +3,15 @@
 
 use super::super::listener::Door;
 use super::{Answer, Context, Refusal};
+use crate::tools::reach::{Reached, ToolReach};
 use hearth_protocol::ServerFrame;
 
 /// `backup`: copies the log to a new file at an absolute path.
 pub async fn backup(context: &Context<'_>, path: String) -> Answer {
     let target = std::path::Path::new(&path);
-    if let Err(why) = backup_target_allowed(target, context.shared.log.path()) {
+    let allowed = backup_target_allowed(target, context.shared.log.path())
+        .and_then(|resolved| out_of_tools_reach(&resolved, &context.shared.tool_reach));
+    if let Err(why) = allowed {
         return Err(Refusal::refused(format!("cannot back up to {path}: {why}")).into());
     }
     match context.shared.log.backup(target).await {
@@ -84,15 +87,36 @@ pub async fn image_get(context: &Context<'_>, sha256: String) -> ServerFrame {
     context.shared.images.answer_get(&sha256).await
 }
 
+/// A backup holds the whole log, and the agents' tools run as the same
+/// user as hearthd (a file's mode does not keep them out): it never goes
+/// where they can read it, in any agent's working folder or a folder the
+/// shell may read (`/tmp` among them).
+fn out_of_tools_reach(resolved: &std::path::Path, reach: &ToolReach) -> Result<(), String> {
+    match reach.reaches(resolved) {
+        None => Ok(()),
+        Some(Reached::Workdir(dir)) => Err(format!(
+            "it is inside {}, an agent's working folder, where its tools could read the whole \
+             log; choose a folder outside it, like one in your home directory",
+            dir.display()
+        )),
+        Some(Reached::Readable(dir)) => Err(format!(
+            "the agents' shell may read {}, so it could read the whole log there; choose a \
+             folder the tools cannot reach, like one in your home directory (not /tmp)",
+            dir.display()
+        )),
+    }
+}
+
 /// Where a backup may be written: an absolute path to nothing yet (not
 /// even a dangling symlink), without NUL bytes, in an existing folder, and
 /// not a name the home uses (the database and its `-journal`, `-wal`,
 /// `-shm`, `secrets.env`, `config.toml`, the media store, the socket…) — so
 /// a backup can never take the place of one of the home's own files.
+/// Returns the path with its folder resolved.
 fn backup_target_allowed(
     target: &std::path::Path,
     database: &std::path::Path,
-) -> Result<(), String> {
+) -> Result<std::path::PathBuf, String> {
     use std::os::unix::ffi::OsStrExt;
     if target.as_os_str().as_bytes().contains(&0) {
         return Err("the path holds a NUL byte".into());
@@ -137,6 +161,7 @@ fn backup_target_allowed(
         .parent()
         .and_then(|dir| dir.canonicalize().ok())
         .unwrap_or_default();
+    let resolved = parent.join(name);
     let name = name.to_string_lossy();
     if name == "secrets.env" || name == "config.toml" {
         return Err("the name is one of the home's own files; choose another".into());
@@ -176,7 +201,7 @@ fn backup_target_allowed(
     {
         return Err("it is inside the home's media store; choose another folder".into());
     }
-    Ok(())
+    Ok(resolved)
 }
 
 /// Whether this process may create files in `folder`.
