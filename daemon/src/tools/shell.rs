@@ -390,7 +390,12 @@ mod tests {
         assert!(outcome.output.contains(&canonical.display().to_string()));
         assert!(outcome.output.ends_with("--- stderr ---\noops\n"));
         let ok = shell.call(&json!({"command": "true"}), None).await;
-        assert_eq!(ok, Outcome::ok("exit code 0\n(no output)"));
+        assert_eq!(
+            (ok.status, ok.output.as_str()),
+            (hearth_protocol::MessageStatus::Ok, "exit code 0\n(no output)")
+        );
+        // Unconfined, it could have reached the network: outside text.
+        assert!(ok.provenance.untrusted());
     }
 
     #[tokio::test]
