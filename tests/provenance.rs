@@ -56,15 +56,26 @@ async fn page(body: &'static str) -> String {
     base
 }
 
+/// A layout whose lines never need a summary, so the memory's compactor
+/// makes no model requests of its own: every request the fake model sees
+/// is a turn's, in order.
+const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
+    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
+    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
+    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\n";
+
 /// A home for the fake model whose `web_fetch` may read loopback pages,
 /// with `extra` appended to its config.
 fn home(model: &FakeModel, extra: &str) -> TestHome {
     let home = TestHome::new(bins!());
+    let layout = home.path().join("no-summaries.toml");
+    std::fs::write(&layout, NO_SUMMARIES).unwrap();
     home.write_config(&format!(
         "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[agent]\nlayout = \"{}\"\n\n\
          [tools]\nallow_private_network = true\n\n{extra}",
-        model.base_url()
+        model.base_url(),
+        layout.display()
     ));
     home
 }
@@ -92,9 +103,16 @@ async fn asked(client: &mut Client, tool: &str, naming: &str) -> (String, String
                 .is_some_and(|a| a.allowed.is_none() && a.tool == tool)
             && e.text.as_deref().is_some_and(|text| text.contains(naming))
     };
-    let event = tokio::time::timeout(Duration::from_secs(60), client.wait_for(wanted))
-        .await
-        .unwrap_or_else(|_| panic!("`{tool}` never asked naming `{naming}`"));
+    let Ok(event) = tokio::time::timeout(Duration::from_secs(60), client.wait_for(wanted)).await
+    else {
+        let seen: Vec<String> = client
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Approval)
+            .filter_map(|e| e.text.clone())
+            .collect();
+        panic!("`{tool}` never asked naming `{naming}`; the requests were: {seen:?}")
+    };
     let id = event.approval.unwrap().id;
     (id, event.text.unwrap_or_default())
 }
@@ -380,14 +398,14 @@ async fn an_mcp_servers_descriptions_taint_the_turn_unless_the_owner_vouches_for
 
     // Vouched for by the owner's table, the descriptions taint nothing.
     let model = FakeModel::start().await;
-    let home = home(&model, &format!("{table}trust_descriptions = true\n"));
-    let _daemon = home.start();
-    let mut client = home.connect("terminal", None).await;
+    let vouched = self::home(&model, &format!("{table}trust_descriptions = true\n"));
+    let _daemon = vouched.start();
+    let mut client = vouched.connect("terminal", None).await;
     model.push(call("shell", json!({"command": "echo fine > fine"})));
     model.push(Reply::text("ran it"));
     let (id, _) = client.submit("hello", "terminal", None).await;
     assert_eq!(client.reply_to(id).await.text.as_deref(), Some("ran it"));
-    assert!(workdir(&home, "hearth").join("fine").exists());
+    assert!(workdir(&vouched, "hearth").join("fine").exists());
 }
 
 #[tokio::test]
