@@ -143,10 +143,16 @@ pub fn untrusted_origin(data: &MessageData) -> Option<String> {
     } else if provenance.shell.is_some() {
         "a shell command that could reach the network".to_string()
     } else if let (Some(id), Some(agent)) = (provenance.schedule, &provenance.agent) {
-        let after = provenance.after.as_deref().unwrap_or("after reading untrusted input");
+        let after = provenance
+            .after
+            .as_deref()
+            .unwrap_or("after reading untrusted input");
         format!("schedule #{id}, which `{agent}` made {after}")
     } else if let Some(agent) = &provenance.agent {
-        let after = provenance.after.as_deref().unwrap_or("after reading untrusted input");
+        let after = provenance
+            .after
+            .as_deref()
+            .unwrap_or("after reading untrusted input");
         format!("words `{agent}` wrote {after}")
     } else {
         "reading untrusted input".to_string()
@@ -197,8 +203,12 @@ mod tests {
             Some("words `scout` wrote after reading https://e.example")
         );
         assert_eq!(
-            untrusted_origin(&with(scheduled(3, "hearth", "after reading https://e.example")))
-                .as_deref(),
+            untrusted_origin(&with(scheduled(
+                3,
+                "hearth",
+                "after reading https://e.example"
+            )))
+            .as_deref(),
             Some("schedule #3, which `hearth` made after reading https://e.example")
         );
         assert_eq!(bounded(&"x".repeat(400)).chars().count(), NAMED_LIMIT);

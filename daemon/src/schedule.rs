@@ -149,7 +149,13 @@ impl Log {
                      WHERE agent = ?1 AND active = 1 AND next_at <= ?2 ORDER BY next_at, id",
                 )?;
                 let rows = statement.query_map(params![agent, now.timestamp()], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                    ))
                 })?;
                 rows.collect::<Result<_, _>>()?
             };
@@ -171,8 +177,7 @@ impl Log {
                 // Made in a tainted turn: its words are as untrusted as
                 // what tainted that turn.
                 if let Some(after) = &untrusted {
-                    message.data.provenance =
-                        Some(crate::provenance::scheduled(id, &agent, after));
+                    message.data.provenance = Some(crate::provenance::scheduled(id, &agent, after));
                 }
                 logged.push(append_in(tx, &agent, message, appended)?);
                 let next = When::from_stored(&spec).and_then(|when| when.next_after(now));

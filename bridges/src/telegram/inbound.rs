@@ -102,10 +102,7 @@ pub fn message_text(message: &Message) -> Option<String> {
         "[audio]".to_string()
     } else if let Some(document) = &message.document {
         match &document.file_name {
-            Some(name) => format!(
-                "[file: {}]",
-                hearth_protocol::media::quoted_file_name(name)
-            ),
+            Some(name) => format!("[file: {}]", hearth_protocol::media::quoted_file_name(name)),
             None => "[file]".to_string(),
         }
     } else if let Some(sticker) = &message.sticker {

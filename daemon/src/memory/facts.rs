@@ -132,7 +132,11 @@ impl Pinned {
         if text.len() > FACT_LIMIT {
             return Err(FactError::TooLong(text.len()));
         }
-        if self.0.iter().any(|known| known.text.eq_ignore_ascii_case(&text)) {
+        if self
+            .0
+            .iter()
+            .any(|known| known.text.eq_ignore_ascii_case(&text))
+        {
             return Err(FactError::Known);
         }
         let fact = Fact {
@@ -381,7 +385,10 @@ mod tests {
             .await
             .unwrap();
         assert!(refused.is_err());
-        assert_eq!(log.facts("a").await.unwrap().0, [Fact::trusted("likes tea")]);
+        assert_eq!(
+            log.facts("a").await.unwrap().0,
+            [Fact::trusted("likes tea")]
+        );
         assert!(log.facts("b").await.unwrap().0.is_empty());
         let logged = log.page("a", None, 10).await.unwrap();
         assert_eq!(logged.len(), 1, "a refused change logs nothing");

@@ -72,7 +72,10 @@ pub async fn call(
                 Ok(when) => when,
                 Err(err) => return Outcome::error(err.to_string()),
             };
-            match log.add_schedule(agent, when, &body, tainted.as_deref()).await {
+            match log
+                .add_schedule(agent, when, &body, tainted.as_deref())
+                .await
+            {
                 Ok(schedule) => Outcome::ok(format!(
                     "schedule #{} added; next at {}{}",
                     schedule.id,

@@ -392,7 +392,10 @@ mod tests {
         let ok = shell.call(&json!({"command": "true"}), None).await;
         assert_eq!(
             (ok.status, ok.output.as_str()),
-            (hearth_protocol::MessageStatus::Ok, "exit code 0\n(no output)")
+            (
+                hearth_protocol::MessageStatus::Ok,
+                "exit code 0\n(no output)"
+            )
         );
         // Unconfined, it could have reached the network: outside text.
         assert!(ok.provenance.untrusted());

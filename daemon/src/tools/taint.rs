@@ -264,7 +264,13 @@ mod tests {
 
     #[test]
     fn tools_act_unless_named_read_only_and_storing_words_acts() {
-        for tool in ["schedule_add", "subagent_start", "remember", "forget", "a_new_tool"] {
+        for tool in [
+            "schedule_add",
+            "subagent_start",
+            "remember",
+            "forget",
+            "a_new_tool",
+        ] {
             assert_eq!(class(tool, false), Class::Acting, "{tool}");
         }
         let taint = Taint::default();
