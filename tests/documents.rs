@@ -1,6 +1,6 @@
 //! End-to-end: documents in a real `hearthd`. A small real PDF, written by
 //! hand by the test, is stored with `media_put`, said in its message as
-//! `[file: lease.pdf, 2 pages]`, and read back page by page by the agent
+//! `[file: "lease.pdf", 2 pages]`, and read back page by page by the agent
 //! with `read_attachment`; reading it taints the turn, so an acting tool
 //! then needs a person's yes. An encrypted or broken PDF is refused with
 //! the reason and nothing is logged; `hearth send --file` attaches a text
@@ -103,7 +103,7 @@ async fn a_pdf_from_the_phone_is_read_page_by_page_and_taints_the_turn() {
     let asked = log.iter().find(|m| m.id == id).unwrap();
     assert_eq!(
         asked.text,
-        "[file: lease.pdf, 2 pages] how much notice must I give?"
+        "[file: \"lease.pdf\", 2 pages] how much notice must I give?"
     );
     let tools: Vec<_> = log.iter().filter(|m| m.kind == Kind::Tool).collect();
     assert!(
@@ -277,7 +277,7 @@ async fn hearth_send_attaches_a_text_file() {
     assert!(sent.status.success(), "{sent:?}");
     let log = home.history().await;
     let user = log.iter().find(|m| m.kind == Kind::User).unwrap();
-    assert_eq!(user.text, "[file: notes.md, 1 page] sum it up");
+    assert_eq!(user.text, "[file: \"notes.md\", 1 page] sum it up");
 
     let refused = home
         .hearth_async(&["send", "--file", "/nonexistent/archive.zip"])

@@ -458,8 +458,11 @@ async fn a_changed_tool_list_changes_the_next_requests_with_a_note() {
 #[tokio::test]
 async fn a_subagent_is_offered_only_the_servers_its_config_names() {
     // `one` leaves out a tool, `two` offers only two of its tools.
+    // The owner vouches for both servers' descriptions, so the top agent's
+    // turn is not tainted by them and `subagent_start` does not ask.
     let config = format!(
-        "{}exclude = [\"crash\"]\n{}tools = [\"echo\", \"grow\"]\n[[agents]]\nname = \"scout\"\n\
+        "{}exclude = [\"crash\"]\ntrust_descriptions = true\n{}tools = [\"echo\", \"grow\"]\n\
+         trust_descriptions = true\n[[agents]]\nname = \"scout\"\n\
          responsibility = \"looks things up\"\nmodel = \"scout-model\"\nmcp = [\"one\"]\n",
         misbehaving_as("one"),
         misbehaving_as("two")

@@ -115,10 +115,10 @@ async fn a_telegram_voice_note_is_answered_as_if_typed_and_a_document_is_read() 
         &pdf,
         Some("what is the deposit?"),
     );
-    let document = logged(&home, "[file: lease.pdf").await;
+    let document = logged(&home, "[file: \"lease.pdf\"").await;
     assert_eq!(
         document.text,
-        "[file: lease.pdf, 1 page] what is the deposit?"
+        "[file: \"lease.pdf\", 1 page] what is the deposit?"
     );
     assert_eq!(telegram.calls().downloads.len(), 2);
 }
@@ -233,6 +233,6 @@ async fn a_whatsapp_voice_note_and_document_come_by_their_media_url() {
         "sha256": "y", "filename": "list.txt", "caption": "buy these"}});
     let sent = delivery(PHONE_NUMBER_ID, &WA_OWNER, vec![document]);
     assert_eq!(webhook.deliver(&sent).await.status, 200);
-    let said = logged(&home, "[file: list.txt").await;
-    assert_eq!(said.text, "[file: list.txt, 1 page] buy these");
+    let said = logged(&home, "[file: \"list.txt\"").await;
+    assert_eq!(said.text, "[file: \"list.txt\", 1 page] buy these");
 }

@@ -443,12 +443,18 @@ async fn web_fetch_reads_a_local_page_when_private_networks_are_allowed() {
     let id = ask(&mut t.client, "fetch the page").await;
     t.client.reply_to(id).await;
     let sent = &results_sent(&t.model, 1)[0];
+    // The page is outside text, and says so around it.
+    let marked = format!("[outside text: the page {base}/start as read, not the owner's words");
+    assert!(sent.starts_with(&marked), "{sent}");
     assert!(
-        sent.starts_with(&format!("URL: {base}/final\nStatus: 200 OK\n")),
+        sent.contains(&format!("\nURL: {base}/final\nStatus: 200 OK\n")),
         "{sent}"
     );
     assert!(sent.contains("Title: Local & Fine"), "{sent}");
-    assert!(sent.ends_with("Hello\nfrom the test server"), "{sent}");
+    assert!(
+        sent.ends_with("Hello\nfrom the test server\n[end of outside text]"),
+        "{sent}"
+    );
     assert!(!sent.contains("hidden"), "{sent}");
     assert_eq!(server.await.unwrap(), 2);
 }

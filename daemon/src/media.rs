@@ -10,7 +10,7 @@
 //! without parsing the file again.
 //!
 //! A message names its media in its `data` as `{"media": [MediaRef…]}`;
-//! the text says what they are (`[voice 0:42] …`, `[file: lease.pdf, 12
+//! the text says what they are (`[voice 0:42] …`, `[file: "lease.pdf", 12
 //! pages]`), and the bytes never travel in frames or events.
 
 use crate::documents::{self, DocumentError};
@@ -277,11 +277,10 @@ impl MediaStore {
     }
 }
 
-/// A platform's file name as a message shows it: its last path part, at
-/// most 120 characters, without control characters.
+/// A platform's file name as it is kept: see
+/// [`hearth_protocol::media::clean_file_name`].
 fn clean_name(name: &str) -> String {
-    let last = name.rsplit(['/', '\\']).next().unwrap_or(name);
-    last.chars().filter(|c| !c.is_control()).take(120).collect()
+    hearth_protocol::media::clean_file_name(name)
 }
 
 /// The media a message's data names (`data.media`).
@@ -290,8 +289,10 @@ pub fn refs(data: &crate::log::MessageData) -> Vec<MediaRef> {
 }
 
 /// How a file is said in a message's text: `[voice 0:42]`,
-/// `[file: lease.pdf, 12 pages]`. `state` follows a voice note's length
-/// (`transcribing`).
+/// `[file: "lease.pdf", 12 pages]`. `state` follows a voice note's length
+/// (`transcribing`). The file's name is its sender's data, cleaned and
+/// quoted again here (an older row may hold one kept before names were
+/// cleaned), so it cannot close the label and speak as the message.
 pub fn label(media: &MediaRef, state: Option<&str>) -> String {
     match media.kind {
         MediaKind::Audio => {
@@ -306,13 +307,19 @@ pub fn label(media: &MediaRef, state: Option<&str>) -> String {
             }
         }
         MediaKind::Document => {
-            let name = media.name.clone().unwrap_or_else(|| {
-                format!(
-                    "{}.{}",
-                    &media.sha256[..12.min(media.sha256.len())],
-                    extension_of(media)
-                )
-            });
+            let name = media
+                .name
+                .as_deref()
+                .map(media::clean_file_name)
+                .filter(|name| !name.is_empty())
+                .unwrap_or_else(|| {
+                    format!(
+                        "{}.{}",
+                        &media.sha256[..12.min(media.sha256.len())],
+                        extension_of(media)
+                    )
+                });
+            let name = media::quoted_file_name(&name);
             match media.pages {
                 Some(1) => format!("[file: {name}, 1 page]"),
                 Some(pages) => format!("[file: {name}, {pages} pages]"),
@@ -381,6 +388,6 @@ mod tests {
                 duration_secs: None,
             }])
             .unwrap();
-        assert_eq!(label(&found[0], None), "[file: notes.txt, 1 page]");
+        assert_eq!(label(&found[0], None), "[file: \"notes.txt\", 1 page]");
     }
 }

@@ -10,12 +10,22 @@
 //!   (`hearth notify`, the `notify` frame);
 //! - `{"person": WHO, "untrusted": true}`: a bridge's message from someone
 //!   who is not the owner;
-//! - `{"document": NAME, "untrusted": true}`: a document's text.
+//! - `{"document": NAME, "untrusted": true}`: a document's text;
+//! - `{"web": URL, "untrusted": true}`: a page `web_fetch` read;
+//! - `{"shell": COMMAND, "untrusted": true}`: the output of a shell command
+//!   that could reach the network;
+//! - `{"agent": NAME, "after": WHY, "untrusted": true}`: words an agent
+//!   wrote in a tainted turn and carried forward (a subagent's task or
+//!   report), `WHY` being what tainted that turn;
+//! - `{"schedule": ID, "agent": NAME, "after": WHY, "untrusted": true}`: a
+//!   schedule's text, made in a tainted turn.
 //!
 //! A message without it is the owner's, or hearth's own. A turn that takes
 //! an untrusted message is tainted (see `tools/taint.rs`), and the message's
 //! summary line starts with [`MARKER`], so its words never pass for the
-//! owner's in the agent's memory.
+//! owner's in the agent's memory. Words a tainted turn stores for later (a
+//! schedule, a subagent's task and report, a pinned fact) keep the turn's
+//! taint, so they cannot launder it into a clean turn.
 
 use crate::log::{MessageData, Provenance};
 
@@ -61,6 +71,61 @@ pub fn document(name: &str) -> Provenance {
     }
 }
 
+/// A page `web_fetch` read, by its URL.
+pub fn web(url: &str) -> Provenance {
+    Provenance {
+        web: Some(bounded(url)),
+        untrusted: true,
+        ..Provenance::default()
+    }
+}
+
+/// The output of a shell command that could reach the network.
+pub fn shell(command: &str) -> Provenance {
+    Provenance {
+        shell: Some(bounded(command)),
+        untrusted: true,
+        ..Provenance::default()
+    }
+}
+
+/// Words `agent` wrote in a turn tainted `after` (`after reading …`): a
+/// subagent's task or report.
+pub fn carried(agent: &str, after: &str) -> Provenance {
+    Provenance {
+        agent: Some(agent.to_string()),
+        after: Some(bounded(after)),
+        untrusted: true,
+        ..Provenance::default()
+    }
+}
+
+/// The text of schedule `id`, which `agent` made in a turn tainted `after`.
+pub fn scheduled(id: i64, agent: &str, after: &str) -> Provenance {
+    Provenance {
+        schedule: Some(id),
+        ..carried(agent, after)
+    }
+}
+
+/// The most characters of a URL, a command or a reason a provenance
+/// keeps: it is named in every request that asks because of it.
+pub const NAMED_LIMIT: usize = 300;
+
+/// `text` cut to [`NAMED_LIMIT`] characters, on one line.
+pub fn bounded(text: &str) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if one_line.chars().count() <= NAMED_LIMIT {
+        return one_line;
+    }
+    let mut cut: String = one_line.chars().take(NAMED_LIMIT - 1).collect();
+    cut.push('…');
+    cut
+}
+
 /// Where an untrusted message's words came from, in words that follow
 /// "after" (``a notify event from `ci` ``); `None` for a trusted one.
 pub fn untrusted_origin(data: &MessageData) -> Option<String> {
@@ -73,6 +138,22 @@ pub fn untrusted_origin(data: &MessageData) -> Option<String> {
         format!("reading the document {name}")
     } else if let Some(server) = &provenance.mcp {
         format!("a result of the MCP server `{server}`")
+    } else if let Some(url) = &provenance.web {
+        format!("reading {url}")
+    } else if provenance.shell.is_some() {
+        "a shell command that could reach the network".to_string()
+    } else if let (Some(id), Some(agent)) = (provenance.schedule, &provenance.agent) {
+        let after = provenance
+            .after
+            .as_deref()
+            .unwrap_or("after reading untrusted input");
+        format!("schedule #{id}, which `{agent}` made {after}")
+    } else if let Some(agent) = &provenance.agent {
+        let after = provenance
+            .after
+            .as_deref()
+            .unwrap_or("after reading untrusted input");
+        format!("words `{agent}` wrote {after}")
     } else {
         "reading untrusted input".to_string()
     })
@@ -113,6 +194,25 @@ mod tests {
             untrusted_origin(&with(mcp("files"))).as_deref(),
             Some("a result of the MCP server `files`")
         );
+        assert_eq!(
+            untrusted_origin(&with(web("https://evil.example/p"))).as_deref(),
+            Some("reading https://evil.example/p")
+        );
+        assert_eq!(
+            untrusted_origin(&with(carried("scout", "after reading https://e.example"))).as_deref(),
+            Some("words `scout` wrote after reading https://e.example")
+        );
+        assert_eq!(
+            untrusted_origin(&with(scheduled(
+                3,
+                "hearth",
+                "after reading https://e.example"
+            )))
+            .as_deref(),
+            Some("schedule #3, which `hearth` made after reading https://e.example")
+        );
+        assert_eq!(bounded(&"x".repeat(400)).chars().count(), NAMED_LIMIT);
+        assert_eq!(bounded("a\nb"), "a b");
         assert!(untrusted_origin(&MessageData::default()).is_none());
         assert!(untrusted_origin(&with(Provenance::default())).is_none());
         let stored = with(notify("ci")).stored().unwrap();

@@ -5,7 +5,10 @@
 //! to deliver, stored in SQLite; `when.rs` reads the forms a person types
 //! (`07:30`, `tomorrow 9am`, `in 20 minutes`, …). When due it is logged as a `user`
 //! message with source `schedule`; one missed while the daemon was down fires
-//! once at the next start, with a `note` saying when it was due.
+//! once at the next start, with a `note` saying when it was due. A schedule
+//! made in a tainted turn keeps what tainted it (`untrusted`), and fires as
+//! an untrusted message, so its turn is tainted too: a page cannot launder
+//! its words into a later, clean turn through a schedule.
 //!
 //! A notify event is pushed by another program with an idempotency key. It is
 //! stored durably and acknowledged to its sender alone (`accepted` with its
@@ -34,6 +37,9 @@ pub struct Schedule {
     pub text: String,
     /// The next firing, local RFC 3339.
     pub next: String,
+    /// What tainted the turn that made it (`after reading …`); none: a
+    /// clean turn's.
+    pub untrusted: Option<String>,
 }
 
 fn local(at: i64) -> String {
@@ -45,28 +51,32 @@ fn local(at: i64) -> String {
 
 impl Log {
     /// Stores a schedule; returns it with its id and next firing.
+    /// `untrusted`: what tainted the turn that made it.
     pub async fn add_schedule(
         &self,
         agent: &str,
         when: When,
         text: &str,
+        untrusted: Option<&str>,
     ) -> Result<Schedule, LogError> {
         let agent = agent.to_string();
         let text = text.to_string();
+        let untrusted = untrusted.map(crate::provenance::bounded);
         let next = when
             .next_after(Utc::now())
             .map_or(i64::MAX, |at| at.timestamp());
         let spec = when.spec();
         self.run(move |tx, _| {
             tx.execute(
-                "INSERT INTO schedules (agent, spec, text, next_at, active) VALUES (?1, ?2, ?3, ?4, 1)",
-                params![agent, spec, text, next],
+                "INSERT INTO schedules (agent, spec, text, next_at, active, untrusted) VALUES (?1, ?2, ?3, ?4, 1, ?5)",
+                params![agent, spec, text, next, untrusted],
             )?;
             Ok(Schedule {
                 id: tx.last_insert_rowid(),
                 when: spec,
                 text,
                 next: local(next),
+                untrusted,
             })
         })
         .await
@@ -77,7 +87,7 @@ impl Log {
         let agent = agent.to_string();
         self.run(move |tx, _| {
             let mut statement = tx.prepare_cached(
-                "SELECT id, spec, text, next_at FROM schedules WHERE agent = ?1 AND active = 1 ORDER BY next_at, id",
+                "SELECT id, spec, text, next_at, untrusted FROM schedules WHERE agent = ?1 AND active = 1 ORDER BY next_at, id",
             )?;
             let rows = statement.query_map(params![agent], |row| {
                 Ok(Schedule {
@@ -85,6 +95,7 @@ impl Log {
                     when: row.get(1)?,
                     text: row.get(2)?,
                     next: local(row.get(3)?),
+                    untrusted: row.get(4)?,
                 })
             })?;
             rows.collect()
@@ -131,18 +142,25 @@ impl Log {
     ) -> Result<Vec<Message>, LogError> {
         let agent = agent.to_string();
         self.run(move |tx, appended| {
-            let due: Vec<(i64, String, String, i64)> = {
+            type Due = (i64, String, String, i64, Option<String>);
+            let due: Vec<Due> = {
                 let mut statement = tx.prepare_cached(
-                    "SELECT id, spec, text, next_at FROM schedules
+                    "SELECT id, spec, text, next_at, untrusted FROM schedules
                      WHERE agent = ?1 AND active = 1 AND next_at <= ?2 ORDER BY next_at, id",
                 )?;
                 let rows = statement.query_map(params![agent, now.timestamp()], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                    ))
                 })?;
                 rows.collect::<Result<_, _>>()?
             };
             let mut logged = Vec::new();
-            for (id, spec, text, due_at) in due {
+            for (id, spec, text, due_at, untrusted) in due {
                 if now.timestamp() - due_at > MISSED_AFTER_SECS {
                     let note = format!(
                         "schedule #{id} was due at {} while hearthd was down; delivered now",
@@ -155,12 +173,13 @@ impl Log {
                         appended,
                     )?);
                 }
-                logged.push(append_in(
-                    tx,
-                    &agent,
-                    NewMessage::new(Kind::User, "schedule", text),
-                    appended,
-                )?);
+                let mut message = NewMessage::new(Kind::User, "schedule", text);
+                // Made in a tainted turn: its words are as untrusted as
+                // what tainted that turn.
+                if let Some(after) = &untrusted {
+                    message.data.provenance = Some(crate::provenance::scheduled(id, &agent, after));
+                }
+                logged.push(append_in(tx, &agent, message, appended)?);
                 let next = When::from_stored(&spec).and_then(|when| when.next_after(now));
                 match next {
                     Some(next) => tx.execute(
@@ -260,7 +279,7 @@ mod tests {
         let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
         let soon = Utc::now() + chrono::Duration::hours(1);
         let schedule = log
-            .add_schedule("a", When::Once(soon), "water the plants")
+            .add_schedule("a", When::Once(soon), "water the plants", None)
             .await
             .unwrap();
         assert_eq!(log.schedules("a").await.unwrap().len(), 1);
@@ -280,6 +299,11 @@ mod tests {
         assert!(
             log.fire_due("a", late).await.unwrap().is_empty(),
             "once only"
+        );
+        let entries = log.range("a", 0, u64::MAX, 10).await.unwrap();
+        assert!(
+            entries[1].data.provenance.is_none(),
+            "a clean turn's schedule is trusted"
         );
         assert!(log.schedules("a").await.unwrap().is_empty());
     }
@@ -306,5 +330,39 @@ mod tests {
             (seq, true)
         );
         assert!(log.deliver_notify("a").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_schedule_made_in_a_tainted_turn_fires_untrusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = broadcast::channel(16);
+        let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+        let soon = Utc::now() + chrono::Duration::hours(1);
+        let schedule = log
+            .add_schedule(
+                "a",
+                When::Once(soon),
+                "run the page's command",
+                Some("after reading https://evil.example"),
+            )
+            .await
+            .unwrap();
+        let listed = log.schedules("a").await.unwrap();
+        assert_eq!(
+            listed[0].untrusted.as_deref(),
+            Some("after reading https://evil.example")
+        );
+        assert_eq!(log.fire_due("a", soon).await.unwrap().len(), 1);
+        let entries = log.range("a", 0, u64::MAX, 10).await.unwrap();
+        assert_eq!(
+            crate::provenance::untrusted_origin(&entries[0].data).as_deref(),
+            Some(
+                format!(
+                    "schedule #{}, which `a` made after reading https://evil.example",
+                    schedule.id
+                )
+                .as_str()
+            )
+        );
     }
 }

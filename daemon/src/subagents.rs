@@ -10,9 +10,15 @@
 //! stop cut off resumes at the next start (the child's turn continues) and
 //! the parent gets exactly one report: reporting and marking the run done
 //! are one transaction.
+//!
+//! Words keep their provenance across the family: a task given in a
+//! tainted turn is an untrusted message in the child's log (its turn is
+//! tainted from its start), and a report of a child's tainted turn is an
+//! untrusted message in the parent's (the parent's turn that takes it is
+//! tainted), so neither side launders the other's taint.
 
 use crate::inputs::AgentInputs;
-use crate::log::{append as append_in, Log, LogError, MessageData, NewMessage};
+use crate::log::{append as append_in, Log, LogError, MessageData, NewMessage, Provenance};
 use hearth_protocol::{Event, EventKind, Kind, Message, MessageStatus};
 use rusqlite::{params, OptionalExtension};
 use std::collections::BTreeMap;
@@ -103,12 +109,23 @@ impl Subagents {
     }
 
     /// Starts a run: logs the task in the child's log and wakes it.
-    pub async fn start(&self, name: &str, task: &str) -> Result<Run, SubagentError> {
+    /// `tainted`: what tainted the parent's turn that gives the task; the
+    /// task keeps it, so the child's turn is tainted from its start.
+    pub async fn start(
+        &self,
+        name: &str,
+        task: &str,
+        tainted: Option<&str>,
+    ) -> Result<Run, SubagentError> {
         let child = self.inputs(name)?;
         if self.log.running_run(&self.parent, name).await?.is_some() {
             return Err(SubagentError::Busy(name.to_string()));
         }
-        let run = self.log.start_run(&self.parent, name, task).await?;
+        let provenance = tainted.map(|after| crate::provenance::carried(&self.parent, after));
+        let run = self
+            .log
+            .start_run(&self.parent, name, task, provenance)
+            .await?;
         let mut event = Event::signal(
             EventKind::Subagent,
             &self.parent,
@@ -132,7 +149,7 @@ impl Subagents {
         let text = format!("stopped by {} before it finished", self.parent);
         let report = self
             .log
-            .finish_run(&self.parent, &run, &text, MessageStatus::Stopped)
+            .finish_run(&self.parent, &run, &text, MessageStatus::Stopped, None)
             .await?
             .ok_or_else(|| SubagentError::Idle(name.to_string()))?;
         child.interrupt();
@@ -167,12 +184,14 @@ impl Subagents {
     }
 
     /// Called by a child's loop when one of its turns ended: reports the run
-    /// whose task that turn took.
+    /// whose task that turn took. `tainted`: what tainted that turn; the
+    /// report keeps it.
     pub async fn turn_ended(
         &self,
         child: &str,
         taken: &[u64],
         outcome: TurnOutcome,
+        tainted: Option<&str>,
     ) -> Result<(), LogError> {
         let Some(run) = self.log.running_run(&self.parent, child).await? else {
             return Ok(());
@@ -188,9 +207,10 @@ impl Subagents {
                 MessageStatus::Stopped,
             ),
         };
+        let provenance = tainted.map(|after| crate::provenance::carried(child, after));
         if self
             .log
-            .finish_run(&self.parent, &run, &text, status)
+            .finish_run(&self.parent, &run, &text, status, provenance)
             .await?
             .is_some()
             && status != MessageStatus::Stopped
@@ -208,12 +228,20 @@ impl Subagents {
                 .log
                 .range(&run.child, run.task_id, u64::MAX, u32::MAX)
                 .await?;
+            // The turn's taint is gone with the process that ran it: the
+            // report is untrusted when anything its turn read was.
+            let tainted = entries
+                .iter()
+                .find_map(|entry| crate::provenance::untrusted_origin(&entry.data))
+                .map(|origin| format!("after {origin}"));
+            let tainted = tainted.as_deref();
             let reply = entries.iter().find(|entry| {
                 entry.message.kind == Kind::Reply && entry.message.answers.contains(&run.task_id)
             });
             if let Some(reply) = reply {
                 let text = reply.message.text.clone();
-                self.turn_ended(&run.child, &[run.task_id], TurnOutcome::Replied(text))
+                let outcome = TurnOutcome::Replied(text);
+                self.turn_ended(&run.child, &[run.task_id], outcome, tainted)
                     .await?;
                 continue;
             }
@@ -222,7 +250,8 @@ impl Subagents {
                     && run.task_id <= turn.taken_through;
                 if took {
                     let outcome = TurnOutcome::Failed("the run ended without a report".into());
-                    self.turn_ended(&run.child, &[run.task_id], outcome).await?;
+                    self.turn_ended(&run.child, &[run.task_id], outcome, tainted)
+                        .await?;
                 }
             }
         }
@@ -231,16 +260,21 @@ impl Subagents {
 }
 
 impl Log {
-    /// Logs a task in the child's log and records the run, in one transaction.
-    pub async fn start_run(&self, parent: &str, child: &str, task: &str) -> Result<Run, LogError> {
+    /// Logs a task in the child's log and records the run, in one
+    /// transaction. `provenance`: where the task's words came from, when
+    /// not from a clean turn of the parent.
+    pub async fn start_run(
+        &self,
+        parent: &str,
+        child: &str,
+        task: &str,
+        provenance: Option<Provenance>,
+    ) -> Result<Run, LogError> {
         let (parent, child, task) = (parent.to_string(), child.to_string(), task.to_string());
         self.run(move |tx, appended| {
-            let message = append_in(
-                tx,
-                &child,
-                NewMessage::new(Kind::User, &parent, task),
-                appended,
-            )?;
+            let mut task = NewMessage::new(Kind::User, &parent, task);
+            task.data.provenance = provenance;
+            let message = append_in(tx, &child, task, appended)?;
             tx.execute(
                 "INSERT INTO runs (parent, child, task_id, status) VALUES (?1, ?2, ?3, 'running')",
                 params![parent, child, message.id as i64],
@@ -256,12 +290,15 @@ impl Log {
 
     /// Reports a run in the parent's log and marks it done — once: a run that
     /// is no longer running is not reported again (returns none).
+    /// `provenance`: where the report's words came from, when the child's
+    /// turn was tainted.
     pub async fn finish_run(
         &self,
         parent: &str,
         run: &Run,
         text: &str,
         status: MessageStatus,
+        provenance: Option<Provenance>,
     ) -> Result<Option<Message>, LogError> {
         let (parent, run) = (parent.to_string(), run.clone());
         let text = format!("{}: {text}", run.child);
@@ -277,6 +314,7 @@ impl Log {
                 .with_status(status)
                 .with_data(MessageData {
                     run: Some(run.id),
+                    provenance,
                     ..MessageData::default()
                 });
             append_in(tx, &parent, report, appended).map(Some)
@@ -344,11 +382,11 @@ mod tests {
         let log = Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
         let subagents = with_scout(&log, events);
         let run = subagents
-            .start("scout", "find the train times")
+            .start("scout", "find the train times", None)
             .await
             .unwrap();
         assert!(matches!(
-            subagents.start("scout", "again").await,
+            subagents.start("scout", "again", None).await,
             Err(SubagentError::Busy(_))
         ));
         assert!(subagents
@@ -361,6 +399,7 @@ mod tests {
                 "scout",
                 &[run.task_id],
                 TurnOutcome::Replied("the 9:14".into()),
+                None,
             )
             .await
             .unwrap();
@@ -369,6 +408,7 @@ mod tests {
                 "scout",
                 &[run.task_id],
                 TurnOutcome::Replied("the 9:14".into()),
+                None,
             )
             .await
             .unwrap();
@@ -378,7 +418,7 @@ mod tests {
         assert_eq!(parent[0].text, "scout: the 9:14");
         assert_eq!(parent[0].status.as_deref(), Some("finished"));
         assert!(matches!(
-            subagents.start("nobody", "x").await,
+            subagents.start("nobody", "x", None).await,
             Err(SubagentError::Unknown { .. })
         ));
     }
@@ -389,7 +429,7 @@ mod tests {
         let (events, _) = broadcast::channel(16);
         let log = Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
         let subagents = with_scout(&log, events);
-        subagents.start("scout", "find it").await.unwrap();
+        subagents.start("scout", "find it", None).await.unwrap();
         let report = subagents.stop("scout").await.unwrap();
         assert_eq!(report.status.as_deref(), Some("stopped"));
         assert!(log.waiting("top", None).await.unwrap().is_empty());

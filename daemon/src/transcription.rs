@@ -165,6 +165,9 @@ struct Job {
     /// The client that submitted the voice note: its transcript is that
     /// client's words too.
     client: Option<String>,
+    /// Where the voice note's words came from (someone not the owner): its
+    /// transcript keeps it.
+    provenance: Option<crate::log::Provenance>,
     audio: Vec<MediaRef>,
 }
 
@@ -223,6 +226,7 @@ impl Transcriber {
         id: u64,
         source: &str,
         client: Option<String>,
+        provenance: Option<crate::log::Provenance>,
         media: &[MediaRef],
     ) {
         let audio: Vec<MediaRef> = media
@@ -239,6 +243,7 @@ impl Transcriber {
             id,
             source: source.to_string(),
             client,
+            provenance,
             audio,
         };
         if self.jobs.send(job).is_err() {
@@ -254,7 +259,8 @@ impl Transcriber {
         let left = log.untranscribed().await?;
         for (agent, id, source, data) in &left {
             let client = data.client.clone();
-            self.queue_message(agent, *id, source, client, &media::refs(data));
+            let provenance = data.provenance.clone();
+            self.queue_message(agent, *id, source, client, provenance, &media::refs(data));
         }
         Ok(left.len())
     }
@@ -268,7 +274,9 @@ impl Transcriber {
         let entry = Self::voice_note(log, agent, id).await?;
         let media = media::refs(&entry.data);
         let client = entry.data.client.clone();
-        self.queue_message(agent, id, &entry.message.source, client, &media);
+        let provenance = entry.data.provenance.clone();
+        let source = &entry.message.source;
+        self.queue_message(agent, id, source, client, provenance, &media);
         Ok(())
     }
 
@@ -326,6 +334,8 @@ impl Worker {
             NewMessage::new(Kind::User, &job.source, parts.join("\n")).with_data(MessageData {
                 transcript_of: Some(job.id),
                 client: job.client,
+                // A stranger's voice note is a stranger's transcript.
+                provenance: job.provenance,
                 media: job.audio,
                 ..MessageData::default()
             });
@@ -392,7 +402,7 @@ impl Worker {
 }
 
 /// A submitted message's text with its media said first:
-/// `[voice 0:42, transcribing] caption`, `[file: lease.pdf, 3 pages]`.
+/// `[voice 0:42, transcribing] caption`, `[file: "lease.pdf", 3 pages]`.
 /// Without a transcriber a voice note says so at once.
 pub fn labelled(text: &str, media: &[MediaRef], transcribing: bool) -> String {
     let mut said: Vec<String> = media

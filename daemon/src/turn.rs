@@ -345,7 +345,11 @@ impl AgentLoop {
             }
         }
         if let Family::Child(family) = &self.agent.family {
-            family.turn_ended(&name, &taken, outcome).await?;
+            // The report keeps the turn's taint (a page the child read).
+            let tainted = self.agent.tools.tainted();
+            family
+                .turn_ended(&name, &taken, outcome, tainted.as_deref())
+                .await?;
         }
         self.inbox.set_busy(false);
         self.agent.emit(EventKind::Idle, None, Vec::new());
@@ -406,6 +410,13 @@ impl Agent {
             self.log.append(name, Agent::note(why)).await?;
         }
         let specs = self.tools.specs();
+        // An MCP server's names and descriptions ride every request: its
+        // words, unless the owner vouched for them (`trust_descriptions`).
+        for server in self.tools.unvouched_mcp_servers() {
+            self.tools.taint(format!(
+                "after the tool descriptions of the MCP server `{server}`, which every request carries"
+            ));
+        }
         let mut state = format!(
             "Local time: {}\nYou are the agent `{name}`.",
             tools::date_now()
@@ -424,7 +435,12 @@ impl Agent {
         // The pinned facts as the turn starts: a change made during the
         // chain shows from the next turn, so every request of the chain
         // extends the one before.
-        let facts = self.log.facts(name).await?.render();
+        let pinned = self.log.facts(name).await?;
+        // A fact pinned in a tainted turn taints every turn that shows it.
+        for why in pinned.untrusted() {
+            self.tools.taint(format!("after {why}"));
+        }
+        let facts = pinned.render();
         if !facts.is_empty() {
             state.push('\n');
             state.push_str(&facts);

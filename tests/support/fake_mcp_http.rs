@@ -13,7 +13,8 @@
 //! GET (the server's own stream) is answered 405, which the specification
 //! allows; a DELETE ends the session.
 //!
-//! Its one tool, `echo`, says its `text` back. Every request's method,
+//! Its one tool, `echo`, says its `text` back (its description can be
+//! chosen, [`FakeMcpHttp::start_describing`]). Every request's method,
 //! headers (names in lower case) and JSON-RPC method are recorded, so a
 //! test can check what hearthd sent.
 
@@ -52,6 +53,13 @@ pub struct FakeMcpHttp {
 
 impl FakeMcpHttp {
     pub fn start() -> FakeMcpHttp {
+        FakeMcpHttp::start_describing("Says the text back.")
+    }
+
+    /// A server whose `echo` tool has this description (words a server
+    /// could use to steer the agent).
+    pub fn start_describing(description: &str) -> FakeMcpHttp {
+        let description = Arc::new(description.to_string());
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
         let addr = listener.local_addr().expect("its address");
         listener
@@ -70,7 +78,7 @@ impl FakeMcpHttp {
                 loop {
                     tokio::select! {
                         accepted = listener.accept() => match accepted {
-                            Ok((stream, _)) => drop(tokio::spawn(serve(stream, record.clone()))),
+                            Ok((stream, _)) => drop(tokio::spawn(serve(stream, record.clone(), description.clone()))),
                             Err(_) => return,
                         },
                         _ = stopped.changed() => return,
@@ -140,7 +148,7 @@ impl Answer {
 }
 
 /// Serves one connection's requests (kept alive) until it closes.
-async fn serve(stream: TcpStream, seen: Arc<Mutex<Vec<Seen>>>) {
+async fn serve(stream: TcpStream, seen: Arc<Mutex<Vec<Seen>>>, description: Arc<String>) {
     let mut stream = BufReader::new(stream);
     loop {
         let mut line = String::new();
@@ -187,7 +195,7 @@ async fn serve(stream: TcpStream, seen: Arc<Mutex<Vec<Seen>>>) {
         let answer = if path != "/mcp" {
             Answer::empty("404 Not Found")
         } else {
-            answer(&method, &headers, message)
+            answer(&method, &headers, message, &description)
         };
         let mut head = format!("HTTP/1.1 {}\r\n", answer.status);
         for (name, value) in &answer.headers {
@@ -213,7 +221,12 @@ async fn serve(stream: TcpStream, seen: Arc<Mutex<Vec<Seen>>>) {
 }
 
 /// The answer to one request at `/mcp`.
-fn answer(method: &str, headers: &BTreeMap<String, String>, message: Option<Value>) -> Answer {
+fn answer(
+    method: &str,
+    headers: &BTreeMap<String, String>,
+    message: Option<Value>,
+    description: &str,
+) -> Answer {
     let session = headers.get("mcp-session-id").map(String::as_str);
     match method {
         "GET" => return Answer::empty("405 Method Not Allowed"),
@@ -264,7 +277,7 @@ fn answer(method: &str, headers: &BTreeMap<String, String>, message: Option<Valu
             "jsonrpc": "2.0", "id": id,
             "result": { "tools": [{
                 "name": "echo",
-                "description": "Says the text back.",
+                "description": description,
                 "inputSchema": {
                     "type": "object",
                     "properties": { "text": { "type": "string" } },

@@ -102,7 +102,7 @@ pub fn message_text(message: &Message) -> Option<String> {
         "[audio]".to_string()
     } else if let Some(document) = &message.document {
         match &document.file_name {
-            Some(name) => format!("[file: {name}]"),
+            Some(name) => format!("[file: {}]", hearth_protocol::media::quoted_file_name(name)),
             None => "[file]".to_string(),
         }
     } else if let Some(sticker) = &message.sticker {
@@ -457,7 +457,7 @@ mod tests {
                 json!({"document": {"file_id": "d", "file_unique_id": "e", "file_name": "a.pdf"}})
             )
             .as_deref(),
-            Some("[file: a.pdf]")
+            Some("[file: \"a.pdf\"]")
         );
         assert_eq!(text(json!({"new_chat_title": "x"})), None);
         assert_eq!(

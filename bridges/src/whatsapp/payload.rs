@@ -224,7 +224,10 @@ fn words(message: &Value) -> Option<String> {
         "audio" => "[audio]".to_string(),
         "document" => match (caption, text(&body["filename"])) {
             (Some(caption), _) => caption,
-            (None, Some(name)) => format!("[file: {name}]"),
+            (None, Some(name)) => format!(
+                "[file: {}]",
+                hearth_protocol::media::quoted_file_name(&name)
+            ),
             (None, None) => "[file]".to_string(),
         },
         "sticker" => "[sticker]".to_string(),
@@ -349,7 +352,7 @@ mod tests {
         assert_eq!(
             said(json!({"type": "document", "document": {"id": "M", "filename": "a.pdf"}}))
                 .as_deref(),
-            Some("[file: a.pdf]")
+            Some("[file: \"a.pdf\"]")
         );
         assert_eq!(
             said(json!({"type": "location", "location": {"latitude": 52.5, "longitude": 13.4, "name": "Home"}}))

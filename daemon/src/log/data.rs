@@ -84,6 +84,23 @@ pub struct Provenance {
     /// The document the text was read from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub document: Option<String>,
+    /// The page (its URL) `web_fetch` read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web: Option<String>,
+    /// A shell command that could reach the network: its output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+    /// The schedule (its id) whose text this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<i64>,
+    /// The agent that wrote these words in a tainted turn (a subagent's
+    /// task or report, a schedule's text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Why that turn was tainted, in words that follow "made" (`after
+    /// reading https://…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
     /// Whether the text is untrusted input (see `tools/taint.rs`).
     #[serde(default)]
     pub untrusted: bool,

@@ -12,7 +12,10 @@ pub(super) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
         "usage",
         "estimated",
         "INTEGER NOT NULL DEFAULT 0",
-    )
+    )?;
+    // What tainted the turn that made a schedule (`schedule.rs`); NULL: a
+    // clean turn's, as every older row is.
+    add_column(connection, "schedules", "untrusted", "TEXT")
 }
 
 /// Adds `column` to `table` unless it has it: columns added within schema

@@ -63,6 +63,12 @@ pub struct McpServerConfig {
     /// Default: a call waits unless the server marks the tool read-only.
     #[serde(default)]
     pub trust: Trust,
+    /// `true`: the user vouches for the words of the server's tool names
+    /// and descriptions, which ride every request. Default: they are the
+    /// server's words, and a turn that offers its tools is tainted from
+    /// its start, so acting tools ask (`tools/taint.rs`).
+    #[serde(default)]
+    pub trust_descriptions: bool,
     /// Seconds a call (and the start: launch, handshake, tool list) may take
     /// before the server is taken as hung and restarted.
     #[serde(default = "default_timeout")]

@@ -265,6 +265,20 @@ impl McpTools {
         specs
     }
 
+    /// The servers that offer tools now and whose descriptions the owner
+    /// has not vouched for (`trust_descriptions = true`), by name.
+    pub fn unvouched_servers(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .servers()
+            .iter()
+            .filter(|server| !server.config().trust_descriptions)
+            .filter(|server| !server.offer().0.tools.is_empty())
+            .map(|server| server.config().name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// Whether `name` is one of these tools.
     pub fn handles(&self, name: &str) -> bool {
         self.find(name).is_some()

@@ -8,6 +8,11 @@
 //! `facts` table; every change is also in the log (the tool's message, or
 //! the note a user's edit writes in the same transaction), so the log stays
 //! the truth. Each turn's state message shows them (see `turn.rs`).
+//!
+//! A fact remembered in a tainted turn is untrusted: it keeps what tainted
+//! the turn, shows as `[untrusted] … (remembered after …)` in the request
+//! and in `hearth memory facts`, and taints every turn that shows it, so a
+//! page cannot pin words that later turns take as the owner's.
 
 use super::tree::one_line;
 use crate::log::{Log, LogError, NewMessage};
@@ -38,9 +43,42 @@ pub enum FactError {
     Ambiguous(String),
 }
 
+/// One pinned fact.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fact {
+    /// The fact, one line.
+    pub text: String,
+    /// What tainted the turn that remembered it (`after reading …`); none:
+    /// the owner's, or a clean turn's.
+    pub untrusted: Option<String>,
+}
+
+impl Fact {
+    /// A fact of the owner's or of a clean turn.
+    pub fn trusted(text: &str) -> Fact {
+        Fact {
+            text: text.to_string(),
+            untrusted: None,
+        }
+    }
+
+    /// The fact as requests and `hearth memory facts` show it: an
+    /// untrusted one marked, with what tainted the turn that pinned it.
+    pub fn line(&self) -> String {
+        match &self.untrusted {
+            None => self.text.clone(),
+            Some(after) => format!(
+                "{} {} (remembered {after})",
+                crate::provenance::MARKER,
+                self.text
+            ),
+        }
+    }
+}
+
 /// The pinned facts of one agent, oldest first. Pure.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Pinned(pub Vec<String>);
+pub struct Pinned(pub Vec<Fact>);
 
 impl Pinned {
     /// The bytes the block takes in a request (none without facts).
@@ -52,7 +90,7 @@ impl Pinned {
             + self
                 .0
                 .iter()
-                .map(|fact| "\n- ".len() + fact.len())
+                .map(|fact| "\n- ".len() + fact.line().len())
                 .sum::<usize>()
     }
 
@@ -64,33 +102,57 @@ impl Pinned {
         let mut block = HEAD.to_string();
         for fact in &self.0 {
             block.push_str("\n- ");
-            block.push_str(fact);
+            block.push_str(&fact.line());
         }
         block
     }
 
+    /// Why each untrusted fact is, in words that follow "after" (``the
+    /// pinned fact 2, remembered after reading …``): a turn that shows them
+    /// is tainted.
+    pub fn untrusted(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .enumerate()
+            .filter_map(|(at, fact)| {
+                let after = fact.untrusted.as_ref()?;
+                Some(format!("the pinned fact {}, remembered {after}", at + 1))
+            })
+            .collect()
+    }
+
     /// Adds a fact (one line, trimmed); refuses one that is empty, too long,
-    /// already there, or that the block has no room for.
-    pub fn add(&mut self, fact: &str) -> Result<String, FactError> {
-        let fact = one_line(fact).trim().to_string();
-        if fact.is_empty() {
+    /// already there, or that the block has no room for. `untrusted`: what
+    /// tainted the turn that remembers it.
+    pub fn add(&mut self, fact: &str, untrusted: Option<String>) -> Result<String, FactError> {
+        let text = one_line(fact).trim().to_string();
+        if text.is_empty() {
             return Err(FactError::Empty);
         }
-        if fact.len() > FACT_LIMIT {
-            return Err(FactError::TooLong(fact.len()));
+        if text.len() > FACT_LIMIT {
+            return Err(FactError::TooLong(text.len()));
         }
-        if self.0.iter().any(|known| known.eq_ignore_ascii_case(&fact)) {
+        if self
+            .0
+            .iter()
+            .any(|known| known.text.eq_ignore_ascii_case(&text))
+        {
             return Err(FactError::Known);
         }
-        let needs = if self.0.is_empty() { HEAD.len() } else { 0 } + "\n- ".len() + fact.len();
+        let fact = Fact {
+            text: text.clone(),
+            untrusted: untrusted.map(|after| crate::provenance::bounded(&after)),
+        };
+        let needs =
+            if self.0.is_empty() { HEAD.len() } else { 0 } + "\n- ".len() + fact.line().len();
         if self.bytes() + needs > FACTS_LIMIT {
             return Err(FactError::Full {
                 used: self.bytes(),
                 needs,
             });
         }
-        self.0.push(fact.clone());
-        Ok(fact)
+        self.0.push(fact);
+        Ok(text)
     }
 
     /// Removes the fact that `which` names: its number (from 1), its text
@@ -100,13 +162,18 @@ impl Pinned {
         let wanted = which.to_lowercase();
         let at = match which.parse::<usize>() {
             Ok(number) if (1..=self.0.len()).contains(&number) => Some(number - 1),
-            _ => self.0.iter().position(|fact| fact.to_lowercase() == wanted),
+            _ => self
+                .0
+                .iter()
+                .position(|fact| fact.text.to_lowercase() == wanted),
         };
         let at = match at {
             Some(at) => at,
             None => {
                 let matches: Vec<usize> = (0..self.0.len())
-                    .filter(|&at| !wanted.is_empty() && self.0[at].to_lowercase().contains(&wanted))
+                    .filter(|&at| {
+                        !wanted.is_empty() && self.0[at].text.to_lowercase().contains(&wanted)
+                    })
                     .collect();
                 match matches[..] {
                     [at] => at,
@@ -115,7 +182,7 @@ impl Pinned {
                 }
             }
         };
-        Ok(self.0.remove(at))
+        Ok(self.0.remove(at).text)
     }
 
     /// The facts numbered, for messages: `1. … 2. …`, or `(none)`.
@@ -126,7 +193,7 @@ impl Pinned {
         self.0
             .iter()
             .enumerate()
-            .map(|(at, fact)| format!("{}. {fact}", at + 1))
+            .map(|(at, fact)| format!("{}. {}", at + 1, fact.line()))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -134,38 +201,56 @@ impl Pinned {
     /// As the protocol's `facts` frame carries them.
     pub fn frame(&self) -> hearth_protocol::Facts {
         hearth_protocol::Facts {
-            facts: self.0.clone(),
+            facts: self.0.iter().map(Fact::line).collect(),
             bytes: self.bytes() as u64,
             limit: FACTS_LIMIT as u64,
         }
     }
 }
 
-/// Creates the facts table (schema version 2).
+/// Creates the facts table (schema version 2), and adds the `untrusted`
+/// column (what tainted the turn that pinned a fact; NULL for every older
+/// row, which the owner or a clean turn pinned) to one made before it.
 pub(crate) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
     connection.execute_batch(
         "CREATE TABLE IF NOT EXISTS facts (
-            agent TEXT NOT NULL,
-            seq   INTEGER NOT NULL,
-            text  TEXT NOT NULL,
+            agent     TEXT NOT NULL,
+            seq       INTEGER NOT NULL,
+            text      TEXT NOT NULL,
+            untrusted TEXT,
             PRIMARY KEY (agent, seq)
         );",
-    )
+    )?;
+    let has_column: bool = connection.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('facts') WHERE name = 'untrusted'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_column {
+        connection.execute_batch("ALTER TABLE facts ADD COLUMN untrusted TEXT")?;
+    }
+    Ok(())
 }
 
 fn load(connection: &Connection, agent: &str) -> Result<Pinned, rusqlite::Error> {
-    let mut statement =
-        connection.prepare_cached("SELECT text FROM facts WHERE agent = ?1 ORDER BY seq")?;
-    let rows = statement.query_map(params![agent], |row| row.get::<_, String>(0))?;
+    let mut statement = connection
+        .prepare_cached("SELECT text, untrusted FROM facts WHERE agent = ?1 ORDER BY seq")?;
+    let rows = statement.query_map(params![agent], |row| {
+        Ok(Fact {
+            text: row.get(0)?,
+            untrusted: row.get(1)?,
+        })
+    })?;
     Ok(Pinned(rows.collect::<Result<_, _>>()?))
 }
 
 fn store(connection: &Connection, agent: &str, pinned: &Pinned) -> Result<(), rusqlite::Error> {
     connection.execute("DELETE FROM facts WHERE agent = ?1", params![agent])?;
-    let mut statement =
-        connection.prepare_cached("INSERT INTO facts (agent, seq, text) VALUES (?1, ?2, ?3)")?;
+    let mut statement = connection.prepare_cached(
+        "INSERT INTO facts (agent, seq, text, untrusted) VALUES (?1, ?2, ?3, ?4)",
+    )?;
     for (seq, fact) in pinned.0.iter().enumerate() {
-        statement.execute(params![agent, seq as i64, fact])?;
+        statement.execute(params![agent, seq as i64, fact.text, fact.untrusted])?;
     }
     Ok(())
 }
@@ -177,7 +262,9 @@ pub type FactNote = Box<dyn FnOnce(&Change, &str) -> NewMessage + Send>;
 /// A change to the facts.
 #[derive(Debug, Clone)]
 pub enum Change {
-    Remember(String),
+    /// Pin a fact; the second field is what tainted the turn that pins it
+    /// (none: the owner, or a clean turn).
+    Remember(String, Option<String>),
     Forget(String),
 }
 
@@ -201,7 +288,7 @@ impl Log {
         self.run(move |tx, appended| {
             let mut pinned = load(tx, &agent)?;
             let touched = match &change {
-                Change::Remember(fact) => pinned.add(fact),
+                Change::Remember(fact, untrusted) => pinned.add(fact, untrusted.clone()),
                 Change::Forget(which) => pinned.remove(which),
             };
             let touched = match touched {
@@ -227,20 +314,20 @@ mod tests {
         let mut pinned = Pinned::default();
         assert_eq!(pinned.render(), "");
         assert_eq!(
-            pinned.add("  Her name is\nAda  ").unwrap(),
+            pinned.add("  Her name is\nAda  ", None).unwrap(),
             "Her name is Ada"
         );
-        assert_eq!(pinned.add("her name is ada"), Err(FactError::Known));
-        assert_eq!(pinned.add(" "), Err(FactError::Empty));
+        assert_eq!(pinned.add("her name is ada", None), Err(FactError::Known));
+        assert_eq!(pinned.add(" ", None), Err(FactError::Empty));
         assert_eq!(
-            pinned.add(&"x".repeat(FACT_LIMIT + 1)),
+            pinned.add(&"x".repeat(FACT_LIMIT + 1), None),
             Err(FactError::TooLong(FACT_LIMIT + 1))
         );
         assert_eq!(pinned.render(), format!("{HEAD}\n- Her name is Ada"));
         assert_eq!(pinned.bytes(), pinned.render().len());
         let mut n = 0;
         let refusal = loop {
-            match pinned.add(&format!("{n} {}", "y".repeat(400))) {
+            match pinned.add(&format!("{n} {}", "y".repeat(400)), None) {
                 Ok(_) => n += 1,
                 Err(err) => break err,
             }
@@ -254,9 +341,9 @@ mod tests {
     #[test]
     fn a_fact_is_forgotten_by_number_text_or_its_own_words() {
         let mut pinned = Pinned(vec![
-            "likes green tea".into(),
-            "the plumber is Bo".into(),
-            "likes jazz".into(),
+            Fact::trusted("likes green tea"),
+            Fact::trusted("the plumber is Bo"),
+            Fact::trusted("likes jazz"),
         ]);
         assert_eq!(pinned.remove("PLUMBER").unwrap(), "the plumber is Bo");
         assert_eq!(
@@ -277,7 +364,7 @@ mod tests {
         fn note() -> Option<FactNote> {
             Some(Box::new(|change, fact| {
                 let verb = match change {
-                    Change::Remember(_) => "pinned",
+                    Change::Remember(..) => "pinned",
                     Change::Forget(_) => "unpinned",
                 };
                 NewMessage::new(
@@ -288,20 +375,48 @@ mod tests {
             }))
         }
         let (pinned, _) = log
-            .change_facts("a", Change::Remember("likes tea".into()), note())
+            .change_facts("a", Change::Remember("likes tea".into(), None), note())
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(pinned.0, ["likes tea"]);
+        assert_eq!(pinned.0, [Fact::trusted("likes tea")]);
         let refused = log
             .change_facts("a", Change::Forget("coffee".into()), note())
             .await
             .unwrap();
         assert!(refused.is_err());
-        assert_eq!(log.facts("a").await.unwrap().0, ["likes tea"]);
+        assert_eq!(
+            log.facts("a").await.unwrap().0,
+            [Fact::trusted("likes tea")]
+        );
         assert!(log.facts("b").await.unwrap().0.is_empty());
         let logged = log.page("a", None, 10).await.unwrap();
         assert_eq!(logged.len(), 1, "a refused change logs nothing");
         assert_eq!(logged[0].text, "pinned: likes tea");
+    }
+
+    #[tokio::test]
+    async fn a_fact_pinned_in_a_tainted_turn_is_stored_and_shown_untrusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = tokio::sync::broadcast::channel(8);
+        let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+        let tainted = Some("after reading https://evil.example".to_string());
+        log.change_facts("a", Change::Remember("likes tea".into(), None), None)
+            .await
+            .unwrap()
+            .unwrap();
+        log.change_facts("a", Change::Remember("run curl x".into(), tainted), None)
+            .await
+            .unwrap()
+            .unwrap();
+        let pinned = log.facts("a").await.unwrap();
+        let line = "[untrusted] run curl x (remembered after reading https://evil.example)";
+        assert_eq!(pinned.render(), format!("{HEAD}\n- likes tea\n- {line}"));
+        assert_eq!(pinned.bytes(), pinned.render().len());
+        assert_eq!(pinned.frame().facts, ["likes tea", line]);
+        assert_eq!(
+            pinned.untrusted(),
+            ["the pinned fact 2, remembered after reading https://evil.example"]
+        );
     }
 }

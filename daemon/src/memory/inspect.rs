@@ -69,7 +69,7 @@ pub async fn answer(
                 (Some(_), Some(_)) => {
                     return Ok(Some(refuse("add or remove one fact at a time".into())))
                 }
-                (Some(fact), None) => Some(Change::Remember(fact.clone())),
+                (Some(fact), None) => Some(Change::Remember(fact.clone(), None)),
                 (None, Some(which)) => Some(Change::Forget(which.clone())),
                 (None, None) => None,
             };
@@ -93,7 +93,7 @@ fn user_note(client: &str) -> FactNote {
     let client = client.to_string();
     Box::new(move |change, fact| {
         let verb = match change {
-            Change::Remember(_) => "pinned",
+            Change::Remember(..) => "pinned",
             Change::Forget(_) => "unpinned",
         };
         NewMessage::new(

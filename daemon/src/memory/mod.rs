@@ -30,7 +30,7 @@ pub use compactor::{
     Task, PROMPT as COMPACTION_PROMPT,
 };
 pub(crate) use facts::create as create_facts_table;
-pub use facts::{Change as FactChange, FactError, Pinned, FACTS_LIMIT, FACT_LIMIT};
+pub use facts::{Change as FactChange, Fact, FactError, Pinned, FACTS_LIMIT, FACT_LIMIT};
 pub use huge::{ceil_boundary, floor_boundary, head_and_tail, task_line};
 pub use inspect::{answer as answer_frame, hits_text};
 pub use keeper::{

@@ -17,6 +17,10 @@
 //!   between them, is confined with the command.
 //! - With Landlock ABI 6 the command also cannot signal processes outside
 //!   its confinement (hearthd among them) nor reach abstract Unix sockets.
+//! - With Landlock ABI 4 a command that did not ask for the network
+//!   (`shell`'s `network: true`) can neither connect nor bind a TCP port:
+//!   it cannot fetch the web, so its output is not outside text. UDP (a
+//!   name lookup) is not covered by Landlock.
 //! - On a kernel without Landlock commands run unconfined; start-up warns,
 //!   and `hearth status` says which confinement is active.
 //!
@@ -51,6 +55,10 @@ const MAKE_SYM: u64 = 1 << 12;
 const REFER: u64 = 1 << 13;
 /// ABI 3.
 const TRUNCATE: u64 = 1 << 14;
+
+// `LANDLOCK_ACCESS_NET_*`, ABI 4.
+const BIND_TCP: u64 = 1 << 0;
+const CONNECT_TCP: u64 = 1 << 1;
 /// The rights of ABI 1: bits 0 to 12.
 const ABI1_ALL: u64 = (1 << 13) - 1;
 /// The rights that apply to a file (not a folder).
@@ -170,6 +178,11 @@ pub fn support() -> &'static Support {
     })
 }
 
+/// Whether this kernel's Landlock can deny a command TCP (ABI 4 and on).
+pub fn can_deny_network() -> bool {
+    matches!(support(), Support::Landlock(abi) if *abi >= 4)
+}
+
 /// Which confinement the shell runs under, in words, for `hearth status`.
 pub fn describe() -> String {
     match support() {
@@ -189,6 +202,9 @@ pub struct Confinement {
     workdir: PathBuf,
     /// The home's folders (config, data, runtime), resolved: never reached.
     home: Vec<PathBuf>,
+    /// The command may connect and bind TCP ports: it asked for the
+    /// network. Otherwise, with Landlock ABI 4, it cannot.
+    pub network: bool,
 }
 
 impl Confinement {
@@ -199,6 +215,15 @@ impl Confinement {
         Confinement {
             workdir: resolve(workdir),
             home: home.iter().map(|path| resolve(path)).collect(),
+            network: false,
+        }
+    }
+
+    /// The same confinement, with the network allowed.
+    pub fn with_network(&self) -> Confinement {
+        Confinement {
+            network: true,
+            ..self.clone()
         }
     }
 
@@ -287,8 +312,10 @@ pub struct Ruleset(OwnedFd);
 
 impl Ruleset {
     /// Makes the kernel's rule set for `rules`; `None` when the kernel has
-    /// no Landlock (the command then runs unconfined).
-    pub fn make(rules: &[Rule]) -> Result<Option<Ruleset>, ConfineError> {
+    /// no Landlock (the command then runs unconfined). Without `network`,
+    /// TCP connect and bind are denied where the kernel can (ABI 4): the
+    /// set handles them and no rule allows a port.
+    pub fn make(rules: &[Rule], network: bool) -> Result<Option<Ruleset>, ConfineError> {
         let Support::Landlock(abi) = *support() else {
             return Ok(None);
         };
@@ -306,7 +333,11 @@ impl Ruleset {
         };
         let attr = RulesetAttr {
             handled_access_fs: handled,
-            handled_access_net: 0,
+            handled_access_net: if abi >= 4 && !network {
+                BIND_TCP | CONNECT_TCP
+            } else {
+                0
+            },
             scoped,
         };
         // SAFETY: `attr` is a valid ruleset attribute of the size given.

@@ -48,14 +48,22 @@ pub fn handles(name: &str) -> bool {
     matches!(name, "remember" | "forget")
 }
 
-pub async fn call(log: &Log, agent: &str, name: &str, arguments: &Value) -> Outcome {
+/// Runs one call. `tainted`: what tainted the running turn; a fact it
+/// pins keeps it (untrusted, and tainting the turns that show it).
+pub async fn call(
+    log: &Log,
+    agent: &str,
+    name: &str,
+    arguments: &Value,
+    tainted: Option<String>,
+) -> Outcome {
     let fact = arguments
         .get("fact")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
     let change = if name == "remember" {
-        FactChange::Remember(fact)
+        FactChange::Remember(fact, tainted)
     } else {
         FactChange::Forget(fact)
     };

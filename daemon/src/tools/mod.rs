@@ -19,7 +19,8 @@
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
 //! - `show_image.rs`: `show_image`, an image of the working folder shown to people.
 //! - `attachment.rs`: `read_attachment`, a page of a document a message carries.
-//! - `taint.rs`: a turn that read from outside makes acting tools ask first.
+//! - `taint.rs`: a turn that read from outside makes acting tools ask first;
+//!   which tools only read (every other tool acts).
 //! - `html.rs`: HTML reduced to readable text (pure).
 //! - `schedule.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
 //! - `subagents.rs`: `subagent_start`, `subagent_stop`, `subagent_list` (top agent only).

@@ -417,7 +417,7 @@ fn start_confined(
     let ruleset = match confinement {
         Some(confinement) => {
             let rules = confinement.rules(KEEPER.get().map(PathBuf::as_path));
-            Ruleset::make(&rules).map_err(io::Error::other)?
+            Ruleset::make(&rules, confinement.network).map_err(io::Error::other)?
         }
         None => None,
     };

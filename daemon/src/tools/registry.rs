@@ -74,12 +74,18 @@ pub enum Provenance {
     /// A document someone sent (`read_attachment`), by its file name (or
     /// its SHA-256 when it has none).
     Document { name: String },
+    /// A page `web_fetch` read (its status a success or not: an error page
+    /// is outside text too), by the URL asked for.
+    Web { url: String },
+    /// A shell command that could reach the network (`network: true`, or a
+    /// kernel that cannot deny it).
+    Shell { command: String },
 }
 
 impl Provenance {
     /// Whether the output is untrusted input.
     pub fn untrusted(&self) -> bool {
-        matches!(self, Provenance::Mcp { .. } | Provenance::Document { .. })
+        !matches!(self, Provenance::Hearth)
     }
 
     /// `message` (a call's tool message) naming where its output came
@@ -89,6 +95,8 @@ impl Provenance {
             Provenance::Hearth => return message,
             Provenance::Mcp { server } => Some(crate::provenance::mcp(server)),
             Provenance::Document { name } => Some(crate::provenance::document(name)),
+            Provenance::Web { url } => Some(crate::provenance::web(url)),
+            Provenance::Shell { command } => Some(crate::provenance::shell(command)),
         };
         message
     }
@@ -354,6 +362,23 @@ impl Tools {
         self.taint.taint(reason);
     }
 
+    /// The MCP servers whose tools this agent is offered and whose
+    /// descriptions the owner has not vouched for (`trust_descriptions`):
+    /// their words ride every request, so a turn that offers them is
+    /// tainted from its start.
+    pub fn unvouched_mcp_servers(&self) -> Vec<String> {
+        self.mcp
+            .as_ref()
+            .map(McpTools::unvouched_servers)
+            .unwrap_or_default()
+    }
+
+    /// What tainted the running turn, if anything did: a subagent's
+    /// report carries it to its parent.
+    pub fn tainted(&self) -> Option<String> {
+        self.taint.reason()
+    }
+
     /// Starts a turn's count of invalid calls afresh.
     pub fn begin_turn(&self) {
         self.invalid_in_a_row.store(0, Ordering::Relaxed);
@@ -464,11 +489,9 @@ impl Tools {
             .map(|board| board.tool(call.name, call_detail(call.name, &call.arguments)));
         let (name, arguments) = (call.name, call.arguments.clone());
         let outcome = self.run(call).await;
-        // Only what was read taints: a refused fetch brought nothing in.
-        if outcome.status == MessageStatus::Ok {
-            self.taint
-                .after_call(name, &arguments, mcp_server.as_deref());
-        }
+        // What the outcome carries from outside taints, ok or not (an error
+        // page is outside text); a refused fetch brought nothing in.
+        self.taint.after_call(name, &arguments, &outcome.provenance);
         outcome
     }
 
@@ -524,14 +547,20 @@ impl Tools {
                 Some(store) => attachment::call(&self.log, &self.agent, store, &arguments).await,
                 None => Outcome::error(format!("there is no tool `{}`", attachment::NAME)),
             },
+            // What stores words for later keeps the turn's taint with them.
             (name, _) if facts::handles(name) => {
-                facts::call(&self.log, &self.agent, name, &arguments).await
+                let tainted = self.taint.reason();
+                facts::call(&self.log, &self.agent, name, &arguments, tainted).await
             }
             (name, _) if schedule::handles(name) => {
-                schedule::call(&self.log, &self.agent, name, &arguments).await
+                let tainted = self.taint.reason();
+                schedule::call(&self.log, &self.agent, name, &arguments, tainted).await
             }
             (name, _) if subagents::handles(name) => match &self.subagents {
-                Some(family) => subagents::call(family, name, &arguments).await,
+                Some(family) => {
+                    let tainted = self.taint.reason();
+                    subagents::call(family, name, &arguments, tainted).await
+                }
                 None => Outcome::error(format!("there is no tool `{name}`")),
             },
             (name, _) if self.mcp.as_ref().is_some_and(|mcp| mcp.handles(name)) => {

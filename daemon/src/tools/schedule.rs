@@ -46,7 +46,15 @@ pub fn handles(name: &str) -> bool {
     matches!(name, "schedule_add" | "schedule_list" | "schedule_cancel")
 }
 
-pub async fn call(log: &Log, agent: &str, name: &str, arguments: &Value) -> Outcome {
+/// Runs one call. `tainted`: what tainted the running turn; a schedule it
+/// adds keeps it, and fires as an untrusted message.
+pub async fn call(
+    log: &Log,
+    agent: &str,
+    name: &str,
+    arguments: &Value,
+    tainted: Option<String>,
+) -> Outcome {
     let text = |key: &str| {
         arguments
             .get(key)
@@ -64,10 +72,19 @@ pub async fn call(log: &Log, agent: &str, name: &str, arguments: &Value) -> Outc
                 Ok(when) => when,
                 Err(err) => return Outcome::error(err.to_string()),
             };
-            match log.add_schedule(agent, when, &body).await {
+            match log
+                .add_schedule(agent, when, &body, tainted.as_deref())
+                .await
+            {
                 Ok(schedule) => Outcome::ok(format!(
-                    "schedule #{} added; next at {}",
-                    schedule.id, schedule.next
+                    "schedule #{} added; next at {}{}",
+                    schedule.id,
+                    schedule.next,
+                    if schedule.untrusted.is_some() {
+                        " (made in a tainted turn: it fires as untrusted input)"
+                    } else {
+                        ""
+                    }
                 )),
                 Err(err) => Outcome::error(format!("cannot store the schedule: {err}")),
             }
@@ -86,7 +103,10 @@ pub async fn call(log: &Log, agent: &str, name: &str, arguments: &Value) -> Outc
             Ok(list) if list.is_empty() => Outcome::ok("no schedules"),
             Ok(list) => Outcome::ok(
                 list.iter()
-                    .map(|s| format!("#{} {} next {}: {}", s.id, s.when, s.next, s.text))
+                    .map(|s| {
+                        let text = crate::provenance::marked(s.text.clone(), s.untrusted.is_some());
+                        format!("#{} {} next {}: {text}", s.id, s.when, s.next)
+                    })
                     .collect::<Vec<_>>()
                     .join("\n"),
             ),

@@ -6,6 +6,13 @@
 //! killed: a call's processes end with the call. Dropping the call (an
 //! interrupt) kills the group at once. Output is read as it comes, keeping
 //! the head and tail of each stream, so any amount of it costs bounded memory.
+//!
+//! A command reaches the network only when its call says `network: true`:
+//! otherwise Landlock (ABI 4) denies it TCP connect and bind, so it cannot
+//! fetch outside text. A call with `network: true`, or any call on a kernel
+//! that cannot deny the network, may have read outside text: its outcome's
+//! provenance says so, and it taints its turn (`taint.rs`), as `web_fetch`
+//! does.
 
 use super::config::ToolsConfig;
 use super::confine::Confinement;
@@ -35,14 +42,16 @@ pub fn spec(config: &ToolsConfig) -> ToolSpec {
         description: format!(
             "Runs a bash command in your working folder and returns its exit status, stdout \
 and stderr (long output keeps its head and tail). stdin is closed; background processes end \
-with the command. Default timeout {} s, at most {} s.",
+with the command. Default timeout {} s, at most {} s. The command has no network (no TCP) \
+unless `network` is true; its output is then treated as outside text.",
             config.shell_timeout_secs, config.shell_max_timeout_secs
         ),
         parameters: json!({
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "The bash command line."},
-                "timeout_secs": {"type": "integer", "minimum": 1, "description": "Seconds before the command is stopped."}
+                "timeout_secs": {"type": "integer", "minimum": 1, "description": "Seconds before the command is stopped."},
+                "network": {"type": "boolean", "description": "Let the command reach the network (default false)."}
             },
             "required": ["command"],
             "additionalProperties": false
@@ -64,6 +73,12 @@ pub struct Shell {
 }
 
 impl Shell {
+    /// Whether a command that did not ask for the network is kept from it:
+    /// confined, on a kernel whose Landlock denies TCP.
+    pub fn denies_network(&self) -> bool {
+        self.confinement.is_some() && super::confine::can_deny_network()
+    }
+
     /// Runs one call; arguments were checked against [`spec`]. The output's
     /// last line is shown on `progress` as it comes.
     pub async fn call(&self, arguments: &Value, progress: Option<&ActivityBoard>) -> Outcome {
@@ -82,7 +97,12 @@ impl Shell {
         for name in &self.hidden_env {
             command.env_remove(name);
         }
+        let network = arguments.get("network").and_then(Value::as_bool) == Some(true);
         let started = match &self.confinement {
+            Some(confinement) if network => {
+                let open = Arc::new(confinement.with_network());
+                self.processes.spawn_confined(command, open).await
+            }
             Some(confinement) => {
                 self.processes
                     .spawn_confined(command, confinement.clone())
@@ -90,10 +110,20 @@ impl Shell {
             }
             None => self.processes.spawn(command).await,
         };
-        match started {
+        let outcome = match started {
             Ok(running) => self.watch(running, timeout, progress).await,
-            Err(err) => Outcome::error(format!("cannot start bash: {err}")),
+            Err(err) => return Outcome::error(format!("cannot start bash: {err}")),
+        };
+        // It could have fetched: what it printed may be anyone's words.
+        if network || !self.denies_network() {
+            return Outcome {
+                provenance: super::Provenance::Shell {
+                    command: script.to_string(),
+                },
+                ..outcome
+            };
         }
+        outcome
     }
 
     /// Reads the output and waits for the end, within the timeout.
@@ -360,7 +390,15 @@ mod tests {
         assert!(outcome.output.contains(&canonical.display().to_string()));
         assert!(outcome.output.ends_with("--- stderr ---\noops\n"));
         let ok = shell.call(&json!({"command": "true"}), None).await;
-        assert_eq!(ok, Outcome::ok("exit code 0\n(no output)"));
+        assert_eq!(
+            (ok.status, ok.output.as_str()),
+            (
+                hearth_protocol::MessageStatus::Ok,
+                "exit code 0\n(no output)"
+            )
+        );
+        // Unconfined, it could have reached the network: outside text.
+        assert!(ok.provenance.untrusted());
     }
 
     #[tokio::test]

@@ -45,7 +45,14 @@ pub fn handles(name: &str) -> bool {
     matches!(name, "subagent_start" | "subagent_stop" | "subagent_list")
 }
 
-pub async fn call(subagents: &Subagents, name: &str, arguments: &Value) -> Outcome {
+/// Runs one call. `tainted`: what tainted the running turn; a task given
+/// in it keeps it, and the subagent's turn is tainted from its start.
+pub async fn call(
+    subagents: &Subagents,
+    name: &str,
+    arguments: &Value,
+    tainted: Option<String>,
+) -> Outcome {
     let text = |key: &str| {
         arguments
             .get(key)
@@ -54,7 +61,10 @@ pub async fn call(subagents: &Subagents, name: &str, arguments: &Value) -> Outco
             .to_string()
     };
     match name {
-        "subagent_start" => match subagents.start(&text("name"), &text("task")).await {
+        "subagent_start" => match subagents
+            .start(&text("name"), &text("task"), tainted.as_deref())
+            .await
+        {
             Ok(run) => Outcome::ok(format!(
                 "{} started (run {}); its report will arrive as a work message",
                 run.child, run.id

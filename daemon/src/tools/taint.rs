@@ -2,25 +2,73 @@
 //! it ends; while it is, the tools that act on the world need a person's
 //! yes, and the request names what tainted the turn.
 //!
-//! What taints: a page `web_fetch` read, a result of an MCP server (its
-//! tools' output comes from outside, whatever the server is), a page of a
-//! document someone sent (`read_attachment`). What acts on
-//! the world: `shell`, `write_file`, `edit_file`, `whatsapp_send`,
-//! `web_fetch` to a host the turn has not fetched from yet (a page could
-//! tell the model to send what it knows to another address), and MCP tools
-//! of servers not marked `trust = "read"`. `[approvals] untrusted_ok`
-//! relaxes this per tool.
+//! What taints: any call whose outcome carries outside words (its
+//! provenance, `registry.rs`): a page `web_fetch` read, a result of an MCP
+//! server (its tools' output comes from outside, whatever the server is), a
+//! page of a document someone sent (`read_attachment`), a shell command
+//! that could reach the network. A turn also starts tainted when it takes
+//! an untrusted message, offers an MCP server's tools (their descriptions
+//! are the server's words) or shows a pinned fact remembered in a tainted
+//! turn (`turn.rs`).
+//!
+//! What acts: every tool but the few in [`READ_ONLY`], so a new tool fails
+//! closed: `shell`, the file writers, `whatsapp_send`, and the tools that
+//! store words for later (`schedule_add`, `subagent_start`, `remember`,
+//! whose stored words also keep the taint, see `provenance.rs`).
+//! `web_fetch` acts when it goes to a host the turn has not fetched from
+//! yet (a page could tell the model to send what it knows to another
+//! address); an MCP tool acts unless its server is marked `trust =
+//! "read"`. `[approvals] untrusted_ok` relaxes this per tool.
 //!
 //! This is a limit on what injected words can do, not a detector of them:
 //! the model still reads the page, and a tool that only reads (`read_file`,
 //! `zoom`, `search`) runs as before.
 
+use super::registry::Provenance;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-/// Tools whose calls act on the world, besides MCP tools and `web_fetch`.
-const ACTING: &[&str] = &["shell", "write_file", "edit_file", "whatsapp_send"];
+/// The built-in tools that only read: hearth's memory, the working folder,
+/// the documents messages carry, the lists of schedules and subagents.
+/// Every other tool acts. A tool added later is acting until it is named
+/// here, so forgetting to classify it makes it ask, never run unasked.
+pub const READ_ONLY: &[&str] = &[
+    "date",
+    "zoom",
+    "search",
+    "read_file",
+    "list_dir",
+    "read_attachment",
+    "schedule_list",
+    "subagent_list",
+];
+
+/// How a call stands in a tainted turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Runs without asking.
+    ReadOnly,
+    /// Asks.
+    Acting,
+    /// `web_fetch`: asks unless the turn already fetched from the host.
+    Fetch,
+    /// An MCP tool: asks unless its server is marked `trust = "read"`.
+    Mcp,
+}
+
+/// The class of a call of `tool`; `is_mcp`: an MCP server's tool.
+pub fn class(tool: &str, is_mcp: bool) -> Class {
+    if is_mcp {
+        Class::Mcp
+    } else if tool == "web_fetch" {
+        Class::Fetch
+    } else if READ_ONLY.contains(&tool) {
+        Class::ReadOnly
+    } else {
+        Class::Acting
+    }
+}
 
 /// The taint of the running turn, shared by the clones of one agent's tools.
 #[derive(Clone, Default)]
@@ -53,29 +101,44 @@ impl Taint {
     pub fn taint(&self, reason: String) {
         let mut state = self.lock();
         if state.reason.is_none() {
-            state.reason = Some(reason);
+            state.reason = Some(crate::provenance::bounded(&reason));
         }
     }
 
-    /// Notes that a call ran, tainting the turn when it read from outside.
-    /// `mcp_server` is the server of an MCP tool.
-    pub fn after_call(&self, tool: &str, arguments: &Value, mcp_server: Option<&str>) {
-        if tool == "web_fetch" {
-            let url = url_of(arguments);
-            if let Some(host) = host_of(&url) {
-                self.lock().hosts.insert(host);
+    /// What tainted the running turn (`after reading https://…`); none for
+    /// a clean turn. What the turn stores for later keeps it.
+    pub fn reason(&self) -> Option<String> {
+        self.lock().reason.clone()
+    }
+
+    /// Notes that a call ran, tainting the turn when its outcome carries
+    /// words from outside (`provenance`), whatever its status: an error
+    /// page is outside text too. `tool` and `arguments` name it.
+    pub fn after_call(&self, tool: &str, arguments: &Value, provenance: &Provenance) {
+        match provenance {
+            Provenance::Hearth => {}
+            Provenance::Web { .. } => {
+                let url = url_of(arguments);
+                if let Some(host) = host_of(&url) {
+                    self.lock().hosts.insert(host);
+                }
+                self.taint(format!("after reading {url}"));
             }
-            self.taint(format!("after reading {url}"));
-        } else if tool == "read_attachment" {
-            let id = arguments
-                .get("id")
-                .and_then(Value::as_u64)
-                .unwrap_or_default();
-            self.taint(format!("after reading a document message {id} carries"));
-        } else if let Some(server) = mcp_server {
-            self.taint(format!(
-                "after a result of the MCP server `{server}` ({tool})"
-            ));
+            Provenance::Document { .. } => {
+                let id = arguments
+                    .get("id")
+                    .and_then(Value::as_u64)
+                    .unwrap_or_default();
+                self.taint(format!("after reading a document message {id} carries"));
+            }
+            Provenance::Mcp { server } => {
+                self.taint(format!(
+                    "after a result of the MCP server `{server}` ({tool})"
+                ));
+            }
+            Provenance::Shell { .. } => {
+                self.taint("after a shell command that could reach the network".to_string());
+            }
         }
     }
 
@@ -98,12 +161,13 @@ impl Taint {
         {
             return None;
         }
-        let acting = if tool == "web_fetch" {
-            host_of(&url_of(arguments)).is_none_or(|host| !state.hosts.contains(&host))
-        } else if is_mcp {
-            !read_only_mcp
-        } else {
-            ACTING.contains(&tool)
+        let acting = match class(tool, is_mcp) {
+            Class::ReadOnly => false,
+            Class::Acting => true,
+            Class::Fetch => {
+                host_of(&url_of(arguments)).is_none_or(|host| !state.hosts.contains(&host))
+            }
+            Class::Mcp => !read_only_mcp,
         };
         acting.then(|| reason.clone())
     }
@@ -147,7 +211,9 @@ mod tests {
         taint.after_call(
             "web_fetch",
             &json!({"url": "https://Evil.example/p?q=1"}),
-            None,
+            &Provenance::Web {
+                url: "https://Evil.example/p?q=1".into(),
+            },
         );
         let shell = json!({"command": "curl x | sh"});
         let why = taint.needs_approval("shell", &shell, false, false, &[]);
@@ -185,8 +251,141 @@ mod tests {
     #[test]
     fn mcp_results_taint_the_turn() {
         let taint = Taint::default();
-        taint.after_call("mcp__mail__read", &json!({}), Some("mail"));
+        taint.after_call(
+            "mcp__mail__read",
+            &json!({}),
+            &Provenance::Mcp {
+                server: "mail".into(),
+            },
+        );
         let why = taint.needs_approval("write_file", &json!({}), false, false, &[]);
         assert!(why.is_some_and(|why| why.contains("MCP server `mail`")));
+    }
+
+    #[test]
+    fn tools_act_unless_named_read_only_and_storing_words_acts() {
+        for tool in [
+            "schedule_add",
+            "subagent_start",
+            "remember",
+            "forget",
+            "a_new_tool",
+        ] {
+            assert_eq!(class(tool, false), Class::Acting, "{tool}");
+        }
+        let taint = Taint::default();
+        taint.taint("after reading https://evil.example".into());
+        for tool in ["schedule_add", "subagent_start", "remember"] {
+            assert!(
+                taint
+                    .needs_approval(tool, &json!({}), false, false, &[])
+                    .is_some(),
+                "{tool}"
+            );
+        }
+        assert!(taint
+            .needs_approval("schedule_list", &json!({}), false, false, &[])
+            .is_none());
+        assert_eq!(
+            taint.reason().as_deref(),
+            Some("after reading https://evil.example")
+        );
+    }
+
+    #[test]
+    fn a_shell_command_that_could_reach_the_network_taints_and_a_plain_one_does_not() {
+        let taint = Taint::default();
+        let command = json!({"command": "ls"});
+        taint.after_call("shell", &command, &Provenance::Hearth);
+        assert!(taint.reason().is_none());
+        taint.after_call(
+            "shell",
+            &command,
+            &Provenance::Shell {
+                command: "curl x".into(),
+            },
+        );
+        assert_eq!(
+            taint.reason().as_deref(),
+            Some("after a shell command that could reach the network")
+        );
+    }
+
+    /// Every tool the registry offers, with every part an agent can have,
+    /// in its class: a new tool makes this fail until it is placed (and
+    /// until then it acts).
+    #[tokio::test]
+    async fn every_tool_the_registry_offers_is_classified() {
+        use crate::tools::{Processes, Tools, ToolsConfig, WhatsAppContacts, Workspace};
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = tokio::sync::broadcast::channel(16);
+        let log = crate::log::Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let workspace = Workspace::new(
+            &work,
+            &dir.path().join("agents/a"),
+            &ToolsConfig::default(),
+            Processes::new(),
+        )
+        .unwrap();
+        let images = crate::images::ImageStore::new(dir.path());
+        let media = crate::media::MediaStore::new(dir.path(), images.clone());
+        let child = crate::subagents::Child {
+            responsibility: "looks".into(),
+            inputs: crate::inputs::channel().0,
+        };
+        let subagents = crate::subagents::Subagents::new(
+            "a",
+            crate::inputs::channel().0,
+            std::collections::BTreeMap::from([("scout".to_string(), child)]),
+            log.clone(),
+            events,
+        );
+        let tools = Tools::new("a", log)
+            .with_workspace(workspace)
+            .with_images(images)
+            .with_media(media)
+            .with_subagents(Arc::new(subagents))
+            .with_whatsapp(WhatsAppContacts::default());
+        let classes: Vec<(String, Class)> = tools
+            .specs()
+            .into_iter()
+            .map(|spec| {
+                let class = class(&spec.name, false);
+                (spec.name, class)
+            })
+            .collect();
+        use Class::{Acting, Fetch, ReadOnly};
+        let expected = [
+            ("date", ReadOnly),
+            ("zoom", ReadOnly),
+            ("search", ReadOnly),
+            ("read_attachment", ReadOnly),
+            ("remember", Acting),
+            ("forget", Acting),
+            ("schedule_add", Acting),
+            ("schedule_list", ReadOnly),
+            ("schedule_cancel", Acting),
+            ("shell", Acting),
+            ("read_file", ReadOnly),
+            ("write_file", Acting),
+            ("edit_file", Acting),
+            ("list_dir", ReadOnly),
+            ("web_fetch", Fetch),
+            ("show_image", Acting),
+            ("subagent_start", Acting),
+            ("subagent_stop", Acting),
+            ("subagent_list", ReadOnly),
+            ("whatsapp_send", Acting),
+        ]
+        .map(|(name, class)| (name.to_string(), class));
+        assert_eq!(classes, expected);
+        for name in READ_ONLY {
+            assert!(
+                classes.iter().any(|(tool, _)| tool == name),
+                "READ_ONLY names `{name}`, which no agent is offered"
+            );
+        }
     }
 }

@@ -7,7 +7,7 @@ use hearth_protocol::{Kind, MediaAttachment, ReceiptStatus, ServerFrame};
 
 /// `submit`: logs a person's message (once per `key`) and wakes the agent.
 /// Its media are said in its text (`[voice 0:42, transcribing]`,
-/// `[file: lease.pdf, 12 pages]`) and named in its data.
+/// `[file: "lease.pdf", 12 pages]`) and named in its data.
 pub async fn submit(
     context: &Context<'_>,
     text: String,
@@ -47,6 +47,7 @@ pub async fn submit(
         let person: String = person.chars().take(200).collect();
         message.data.provenance = Some(crate::provenance::person(&format!("{person} on {source}")));
     }
+    let provenance = message.data.provenance.clone();
     match context.shared.log.submit(context.agent(), message).await {
         Ok((id, duplicate)) => {
             if !duplicate {
@@ -54,7 +55,14 @@ pub async fn submit(
                 // message logged now is queued.
                 if let Some(transcriber) = &context.shared.transcriber {
                     let client = Some(context.client.to_string());
-                    transcriber.queue_message(context.agent(), id, &source, client, &media);
+                    transcriber.queue_message(
+                        context.agent(),
+                        id,
+                        &source,
+                        client,
+                        provenance,
+                        &media,
+                    );
                 }
                 context.handle.wake();
             }

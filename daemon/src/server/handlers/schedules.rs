@@ -15,7 +15,7 @@ pub async fn add(context: &Context<'_>, when: String, text: String) -> Answer {
     let schedule = context
         .shared
         .log
-        .add_schedule(context.agent(), when, &text)
+        .add_schedule(context.agent(), when, &text, None)
         .await
         .map_err(|err| {
             tracing::error!("cannot store a schedule: {err}");
@@ -57,7 +57,8 @@ fn schedules(list: Vec<Schedule>) -> ServerFrame {
             .map(|s| ScheduleInfo {
                 id: s.id,
                 when: s.when,
-                text: s.text,
+                // A schedule made in a tainted turn says so where it is listed.
+                text: crate::provenance::marked(s.text, s.untrusted.is_some()),
                 next: s.next,
             })
             .collect(),
