@@ -309,6 +309,7 @@ async fn the_websocket_speaks_the_sockets_protocol_but_not_its_logins() {
         since: None,
         agent: None,
         token: None,
+        owner_key: None,
     };
     say(&mut socket, &hello).await;
     assert!(matches!(
@@ -363,6 +364,7 @@ async fn a_revoked_session_is_disconnected_and_refused() {
         since: None,
         agent: None,
         token: None,
+        owner_key: None,
     };
     say(&mut socket, &hello).await;
     assert!(matches!(

@@ -15,7 +15,7 @@ use crate::server::{self, Control, ReloadOutcome, Shared};
 use crate::socket::SocketCheck;
 use crate::startup::agents::{Agents, Starter};
 use crate::startup::models::{self, Models};
-use crate::startup::{checks, listen, lock, mcp, private_dir, prompts, secrets};
+use crate::startup::{checks, listen, lock, mcp, owner_key, private_dir, prompts, secrets};
 use crate::tools::Processes;
 use crate::usage::{Meter, Prices};
 use hearth_protocol::home::Home;
@@ -44,8 +44,9 @@ const EVENT_BUFFER: usize = 1024;
 /// file, line and what is wrong), opens the log, writes each agent's default
 /// prompt on first start, checks the secrets, starts the MCP servers and
 /// waits for their tool lists, starts the agents' loops (which
-/// continue any turn a crash cut off), replaces a stale socket and listens on
-/// a fresh, private one, serves clients and starts the bridges.
+/// continue any turn a crash cut off), writes a fresh owner key, replaces a
+/// stale socket and listens on a fresh, private one, serves clients and
+/// starts the bridges.
 pub async fn run(
     home: Home,
     shutdown: impl Future<Output = ()>,
@@ -120,6 +121,8 @@ pub async fn run(
     let socket = home.socket();
     // Before the socket: a client that finds the socket finds the page too.
     let web = crate::web::Web::bind(&config.web, &log).await?;
+    // Before the socket: a client that finds the socket finds the key too.
+    let owner_key = owner_key::write_fresh(&home)?;
     let socket_check = SocketCheck::default();
     let unix = listen::unix(&socket, socket_check.clone())?;
 
@@ -149,6 +152,7 @@ pub async fn run(
         closing,
         database: home.database(),
         bridges: Default::default(),
+        owner_key,
     });
     let mut server_tasks = vec![tokio::spawn(server::serve(
         unix,
