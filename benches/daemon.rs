@@ -134,7 +134,7 @@ async fn start_up(parts: &Parts, bins: &Bins, dir: &Path, report: &mut Report) -
     std::fs::create_dir_all(&home)?;
     Model::None.write(&home)?;
     let (daemon, _) = Daemon::start(bins, &home).await?;
-    let clients = appends::connect(daemon.socket(), 1, "loader").await?;
+    let clients = appends::connect(daemon.home(), 1, "loader").await?;
     appends::submit_through(clients, parts.scale(LOADED_MESSAGES)).await?;
     let logged = daemon.settle().await?.last_id.map_or(0, |id| id + 1);
     daemon.stop()?;
@@ -162,7 +162,7 @@ async fn memory(parts: &Parts, bins: &Bins, dir: &Path, report: &mut Report) -> 
     let idle = daemon.memory()?;
     let submits = parts.scale(LOADED_MESSAGES);
     eprintln!("daemon bench: memory under {submits} submits");
-    let clients = appends::connect(daemon.socket(), LOADED_CLIENTS, "loaded").await?;
+    let clients = appends::connect(daemon.home(), LOADED_CLIENTS, "loaded").await?;
     let (rate, clients) = appends::submit_through(clients, submits).await?;
     // The clients stay attached, reading whatever the daemon sends.
     let readers: Vec<_> = clients

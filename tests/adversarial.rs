@@ -22,14 +22,16 @@ const TOKEN: &str = "a-long-test-token-0123456789";
 struct Raw<S>(WebSocketStream<S>);
 
 impl Raw<UnixStream> {
-    /// Connects over the Unix socket and says hello as `name`.
-    async fn unix(socket: &Path, name: &str) -> Raw<UnixStream> {
-        let stream = UnixStream::connect(socket).await.expect("connected");
+    /// Connects over the Unix socket and says hello as `name`, with the
+    /// owner key.
+    async fn unix(home: &TestHome, name: &str) -> Raw<UnixStream> {
+        let stream = UnixStream::connect(home.socket()).await.expect("connected");
         let (socket, _) = tokio_tungstenite::client_async("ws://hearthd/", stream)
             .await
             .expect("a WebSocket");
         let mut raw = Raw(socket);
-        raw.hello(name, None).await;
+        let key = format!(r#","owner_key":"{}""#, home.owner_key());
+        raw.hello(name, &key).await;
         raw
     }
 }
@@ -42,16 +44,16 @@ impl Raw<TcpStream> {
             .await
             .expect("a WebSocket");
         let mut raw = Raw(socket);
-        raw.hello(name, Some(TOKEN)).await;
+        raw.hello(name, &format!(r#","token":"{TOKEN}""#)).await;
         raw
     }
 }
 
 impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Raw<S> {
-    async fn hello(&mut self, name: &str, token: Option<&str>) {
-        let token = token.map_or(String::new(), |token| format!(r#","token":"{token}""#));
+    /// Says hello as `name` with the door's `secret` (JSON fields).
+    async fn hello(&mut self, name: &str, secret: &str) {
         self.text(&format!(
-            r#"{{"type":"hello","client":"{name}","version":{PROTOCOL_VERSION}{token}}}"#
+            r#"{{"type":"hello","client":"{name}","version":{PROTOCOL_VERSION}{secret}}}"#
         ))
         .await;
         assert!(matches!(self.answer().await, ServerFrame::Welcome { .. }));
@@ -111,7 +113,7 @@ fn state_set(name: &str, value: &str) -> ClientFrame {
 async fn a_frame_with_a_key_twice_is_refused() {
     let home = TestHome::new(bins!());
     let _daemon = home.start();
-    let mut raw = Raw::unix(&home.socket(), "terminal").await;
+    let mut raw = Raw::unix(&home, "terminal").await;
     raw.text(r#"{"type":"submit","text":"hello","source":"terminal","text":"rm -rf ~"}"#)
         .await;
     let (code, message) = refused(raw.answer().await);
@@ -172,12 +174,12 @@ async fn a_client_cannot_overwrite_a_bridges_cursor() {
     std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
     let daemon = home.start();
 
-    let mut bridge = Raw::unix(&home.socket(), "telegram").await;
+    let mut bridge = Raw::unix(&home, "telegram").await;
     assert!(matches!(
         bridge.request(&state_set("telegram.cursor", "41")).await,
         ServerFrame::State { .. }
     ));
-    let mut other = Raw::unix(&home.socket(), "terminal").await;
+    let mut other = Raw::unix(&home, "terminal").await;
     let (code, message) = refused(other.request(&state_set("telegram.cursor", "0")).await);
     assert_eq!(code, ErrorCode::Refused);
     assert!(
@@ -234,7 +236,7 @@ async fn a_full_disk_is_an_error_answer_not_a_dropped_connection() {
         &home,
         &[(hearth_daemon::log::TEST_MAX_PAGES_ENV, cap.as_str())],
     );
-    let mut raw = Raw::unix(&home.socket(), "terminal").await;
+    let mut raw = Raw::unix(&home, "terminal").await;
     let big = "a value that does not fit on the disk ".repeat(4000);
     let frames = [
         state_set("terminal.big", &big),
@@ -468,7 +470,7 @@ async fn a_tool_calls_huge_arguments_are_logged_clipped() {
 async fn a_client_that_never_reads_holds_a_bounded_queue() {
     let home = TestHome::new(bins!());
     let _daemon = home.start();
-    let mut silent = Raw::unix(&home.socket(), "silent").await;
+    let mut silent = Raw::unix(&home, "silent").await;
     let mut client = home.connect("terminal", None).await;
     // Small enough that a note and its event fit the socket's buffers at once.
     let text = "n".repeat(96 * 1024);

@@ -72,7 +72,7 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
         // it reconnects with `since` each time.
         let progress = Progress::default();
         following.abort();
-        following = tokio::spawn(observer(home.socket(), seen.clone(), progress.clone()));
+        following = tokio::spawn(observer(home.hearth_home(), seen.clone(), progress.clone()));
 
         // Some turns call a tool first — the clock, or a short shell command
         // that a kill may cut off — some fail; the rest answer at once. In
@@ -123,7 +123,7 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
             let bursts = plan_bursts(&mut rng, round, client);
             planned += bursts.iter().map(Vec::len).sum::<usize>();
             workload.spawn(submitter(
-                home.socket(),
+                home.hearth_home(),
                 format!("c{client}"),
                 bursts,
                 ledger.clone(),
@@ -140,7 +140,7 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
         }
         notify_keys.extend(keys.iter().cloned());
         workload.spawn(notifier(
-            home.socket(),
+            home.hearth_home(),
             keys,
             ledger.clone(),
             progress.clone(),
@@ -153,7 +153,7 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
             .map(|n| (when.clone(), format!("schedule r{round} #{n}")))
             .collect();
         workload.spawn(scheduler(
-            home.socket(),
+            home.hearth_home(),
             schedules,
             rng.chance(25),
             ledger.clone(),
@@ -203,8 +203,8 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
 
         daemon = home.start();
         following.abort();
-        following = tokio::spawn(observer(home.socket(), seen.clone(), Progress::default()));
-        let mut steady = Steady::connect(&home.socket(), "checker").await;
+        following = tokio::spawn(observer(home.hearth_home(), seen.clone(), Progress::default()));
+        let mut steady = Steady::connect(&home.hearth_home(), "checker").await;
 
         // What was sent when the daemon died is sent again with its key;
         // a key already acknowledged is sent again too.

@@ -308,8 +308,11 @@ async fn malformed_and_oversized_frames_get_errors_and_the_daemon_stays_up() {
     raw.send(r#"{"type":"hello","client":"x","version":99}"#)
         .await;
     assert_eq!(raw.error().await, ErrorCode::Version);
-    raw.send(r#"{"type":"hello","client":"raw","version":1}"#)
-        .await;
+    let hello = format!(
+        r#"{{"type":"hello","client":"raw","version":1,"owner_key":"{}"}}"#,
+        home.owner_key()
+    );
+    raw.send(&hello).await;
     assert!(matches!(raw.frame().await, ServerFrame::Welcome { .. }));
 
     raw.send("this is not json").await;

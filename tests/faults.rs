@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use futures_util::{SinkExt, StreamExt};
+use hearth_protocol::home::Home;
 use hearth_protocol::{ErrorCode, EventKind, ServerFrame, PROTOCOL_VERSION};
 use hearth_tests::bins;
 use hearth_tests::crash::submit_frame;
@@ -274,12 +275,17 @@ struct Raw(WebSocketStream<UnixStream>);
 
 impl Raw {
     /// Connects and says hello; the welcome is left unread.
-    async fn hello(socket: &Path, name: &str) -> Raw {
-        let stream = UnixStream::connect(socket).await.expect("connected");
+    async fn hello(home: &Home, name: &str) -> Raw {
+        let stream = UnixStream::connect(home.socket()).await.expect("connected");
         let (mut socket, _) = tokio_tungstenite::client_async("ws://hearthd/", stream)
             .await
             .expect("a WebSocket");
-        let hello = format!(r#"{{"type":"hello","client":"{name}","version":{PROTOCOL_VERSION}}}"#);
+        let key = hearth_protocol::owner_key::read(&home.owner_key())
+            .expect("the owner key is readable")
+            .expect("a daemon wrote the owner key");
+        let hello = format!(
+            r#"{{"type":"hello","client":"{name}","version":{PROTOCOL_VERSION},"owner_key":"{key}"}}"#
+        );
         socket
             .send(WsMessage::Text(hello.into()))
             .await
@@ -313,7 +319,7 @@ async fn a_client_that_stops_reading_does_not_hold_up_the_others() {
         "A reply long enough to stream in many small pieces. ".repeat(5),
     ));
     let _daemon = home.start();
-    let mut silent = Raw::hello(&home.socket(), "silent").await;
+    let mut silent = Raw::hello(&home.hearth_home(), "silent").await;
     let mut client = home.connect("terminal", None).await;
 
     let mut last = 0;
@@ -362,9 +368,9 @@ async fn ten_thousand_submits_are_logged_in_order_and_acknowledged_once() {
 
     let mut clients = Vec::new();
     for client in 0..CLIENTS {
-        let socket = home.socket();
+        let hearth_home = home.hearth_home();
         clients.push(tokio::spawn(async move {
-            let raw = Raw::hello(&socket, &format!("flood{client}")).await;
+            let raw = Raw::hello(&hearth_home, &format!("flood{client}")).await;
             let (mut sink, mut source) = raw.0.split();
             let sender = tokio::spawn(async move {
                 for n in 0..EACH {

@@ -34,6 +34,7 @@ async fn raw_client(home: &TestHome) -> tokio_tungstenite::WebSocketStream<tokio
         since: None,
         agent: None,
         token: None,
+        owner_key: Some(home.owner_key()),
     };
     socket
         .send(WsMessage::Text(hello.encode().into()))

@@ -64,14 +64,14 @@ impl Drop for Running {
     }
 }
 
-async fn connected(socket: PathBuf) -> Client {
-    let path = socket.clone();
+async fn connected(home: Home) -> Client {
+    let path = home.socket();
     eventually("the daemon listening", || {
         let path = path.clone();
         async move { tokio::net::UnixStream::connect(&path).await.ok() }
     })
     .await;
-    Client::connect(&socket, "terminal", None).await
+    Client::connect(&home, "terminal", None).await
 }
 
 #[tokio::test]
@@ -84,7 +84,7 @@ async fn hearthd_under_umask_022_creates_every_file_private() {
             .spawn()
             .unwrap(),
     );
-    let mut client = connected(Home::at(&dir).socket()).await;
+    let mut client = connected(Home::at(&dir)).await;
     client.submit("make the log grow", "terminal", None).await;
     // An image and a backup are written by the daemon too.
     let put = ClientFrame::ImagePut {

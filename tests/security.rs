@@ -76,6 +76,7 @@ fn hello(token: Option<&str>) -> ClientFrame {
         since: None,
         agent: None,
         token: token.map(str::to_string),
+        owner_key: None,
     }
 }
 
@@ -175,9 +176,14 @@ async fn the_socket_and_its_folder_are_private_without_a_home_flag() {
         .spawn()
         .unwrap();
     let socket = runtime.join("hearth").join("hearth.sock");
+    let xdg = hearth_protocol::home::Home {
+        config_dir: root.path().join("config/hearth"),
+        data_dir: root.path().join("data/hearth"),
+        runtime_dir: runtime.join("hearth"),
+    };
     let mut client = None;
     for _ in 0..600 {
-        if let Ok(connected) = hearth_client::Connection::open(&socket, "probe", None).await {
+        if let Ok(connected) = hearth_client::Connection::open(&xdg, "probe", None).await {
             client = Some(connected);
             break;
         }
@@ -194,6 +200,7 @@ async fn the_socket_and_its_folder_are_private_without_a_home_flag() {
     assert_eq!(mode(&runtime.join("hearth")), 0o700);
     assert_eq!(mode(&root.path().join("data").join("hearth")), 0o700);
     assert_eq!(mode(&root.path().join("config").join("hearth")), 0o700);
+    assert_eq!(mode(&xdg.owner_key()), 0o600, "the owner key is the user's alone");
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -407,6 +407,7 @@ async fn the_websocket_speaks_the_sockets_protocol_but_not_its_logins() {
         since: None,
         agent: None,
         token: None,
+        owner_key: None,
     };
     say(&mut socket, &hello).await;
     assert!(matches!(
@@ -461,6 +462,7 @@ async fn a_revoked_session_is_disconnected_and_refused() {
         since: None,
         agent: None,
         token: None,
+        owner_key: None,
     };
     say(&mut socket, &hello).await;
     assert!(matches!(

@@ -7,6 +7,7 @@ use crate::process::{Bins, Daemon, Model, DEADLINE};
 use anyhow::{bail, Context, Result};
 use hearth_client::Connection;
 use hearth_daemon::log::{Log, NewMessage};
+use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, Kind, ServerFrame};
 use rusqlite::params;
 use std::path::Path;
@@ -172,11 +173,11 @@ pub async fn acknowledged(connection: &mut Connection, frame: &ClientFrame) -> R
         .context("no ack in time")?
 }
 
-/// Opens `clients` greeted connections to `socket`.
-pub async fn connect(socket: &Path, clients: usize, name: &str) -> Result<Vec<Connection>> {
+/// Opens `clients` greeted connections to the daemon of `home`.
+pub async fn connect(home: &Home, clients: usize, name: &str) -> Result<Vec<Connection>> {
     let mut connections = Vec::with_capacity(clients);
     for n in 0..clients {
-        let (connection, _) = Connection::open(socket, &format!("{name}-{n}"), None).await?;
+        let (connection, _) = Connection::open(home, &format!("{name}-{n}"), None).await?;
         connections.push(connection);
     }
     Ok(connections)
@@ -190,7 +191,7 @@ pub async fn protocol(bins: &Bins, dir: &Path, clients: usize, count: usize) -> 
     std::fs::create_dir_all(&home)?;
     Model::None.write(&home)?;
     let (daemon, _) = Daemon::start(bins, &home).await?;
-    let connections = connect(daemon.socket(), clients, "submitter").await?;
+    let connections = connect(daemon.home(), clients, "submitter").await?;
     let (rate, connections) = submit_through(connections, count).await?;
     for connection in connections {
         connection.close().await;

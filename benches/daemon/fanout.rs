@@ -88,7 +88,7 @@ pub async fn measure(
     let mut receivers = tokio::task::JoinSet::new();
     for n in 0..clients {
         let (connection, _) =
-            Connection::open(daemon.socket(), &format!("receiver-{n}"), None).await?;
+            Connection::open(daemon.home(), &format!("receiver-{n}"), None).await?;
         receivers.spawn(receive(
             connection,
             kind.event_kind(),
@@ -98,7 +98,7 @@ pub async fn measure(
         ));
     }
     drop(receipts);
-    let (mut submitter, _) = Connection::open(daemon.socket(), "submitter", None).await?;
+    let (mut submitter, _) = Connection::open(daemon.home(), "submitter", None).await?;
 
     let mut latencies = Vec::with_capacity(samples * clients);
     let mut cpu_before = (Duration::ZERO, Duration::ZERO);

@@ -86,7 +86,8 @@ pub struct Memory {
 /// A running `hearthd`; killed when dropped.
 pub struct Daemon {
     child: Child,
-    socket: PathBuf,
+    /// Where clients find it: its socket and owner key.
+    home: Home,
     stderr: PathBuf,
 }
 
@@ -96,7 +97,6 @@ impl Daemon {
     ///
     /// No Ollama probe (`HEARTH_OLLAMA_URL=off`): nothing leaves the machine.
     pub async fn start(bins: &Bins, home: &Path) -> Result<(Daemon, Duration)> {
-        let socket = Home::at(home).socket();
         let stderr = home.join("bench-hearthd.stderr");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -117,11 +117,11 @@ impl Daemon {
             .with_context(|| format!("launching {}", bins.hearthd.display()))?;
         let mut daemon = Daemon {
             child,
-            socket,
+            home: Home::at(home),
             stderr,
         };
         loop {
-            if let Ok((connection, _)) = Connection::open(&daemon.socket, "bench-probe", None).await
+            if let Ok((connection, _)) = Connection::open(&daemon.home, "bench-probe", None).await
             {
                 let ready = launched.elapsed();
                 connection.close().await;
@@ -140,8 +140,8 @@ impl Daemon {
         }
     }
 
-    pub fn socket(&self) -> &Path {
-        &self.socket
+    pub fn home(&self) -> &Home {
+        &self.home
     }
 
     /// What the daemon wrote to stderr, for failure messages.
@@ -181,7 +181,7 @@ impl Daemon {
     /// Waits until the agent is idle with nothing waiting; returns its status.
     pub async fn settle(&self) -> Result<Status> {
         let started = Instant::now();
-        let (mut connection, _) = Connection::open(&self.socket, "bench-status", None).await?;
+        let (mut connection, _) = Connection::open(&self.home, "bench-status", None).await?;
         loop {
             let answer = connection
                 .request(&ClientFrame::Status, &mut |_| {})

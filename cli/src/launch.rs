@@ -30,7 +30,7 @@ pub async fn attach(
     client: &str,
 ) -> Result<(Connection, Welcome), TerminalError> {
     let socket = home.socket();
-    match Connection::open_agent(&socket, client, None, agent).await {
+    match Connection::open_agent(home, client, None, agent).await {
         Ok(pair) => return Ok(pair),
         Err(err) if daemon_absent(&err) => {}
         Err(err) => return Err(err.into()),
@@ -40,7 +40,7 @@ pub async fn attach(
     let deadline = Instant::now() + START_WAIT;
     loop {
         tokio::time::sleep(START_POLL).await;
-        match Connection::open_agent(&socket, client, None, agent).await {
+        match Connection::open_agent(home, client, None, agent).await {
             Ok(pair) => return Ok(pair),
             Err(err) if daemon_absent(&err) => {}
             Err(err) => return Err(err.into()),
@@ -48,7 +48,7 @@ pub async fn attach(
         if let Ok(Some(status)) = daemon.try_wait() {
             // Another `hearth` may have started the daemon first, and ours
             // quit because it was taken: one last look.
-            if let Ok(pair) = Connection::open_agent(&socket, client, None, agent).await {
+            if let Ok(pair) = Connection::open_agent(home, client, None, agent).await {
                 return Ok(pair);
             }
             let log = home.daemon_log();

@@ -152,7 +152,7 @@ pub fn lock_holder(home: &Home) -> Option<u32> {
 
 /// The pid of the daemon that answers on the home's socket.
 async fn running_pid(home: &Home) -> Option<u32> {
-    match Connection::open(&home.socket(), "hearth-restart", None).await {
+    match Connection::open(home, "hearth-restart", None).await {
         Ok((connection, _)) => daemon_pid(connection).await,
         Err(err) if daemon_absent(&err) => None,
         Err(_) => lock_holder(home),
@@ -188,7 +188,7 @@ async fn restart_service(home: &Home, out: &mut dyn Write) -> Result<ExitCode, L
     }
     let deadline = Instant::now() + STOP_WAIT;
     loop {
-        if let Ok((connection, _)) = Connection::open(&home.socket(), "hearth-restart", None).await
+        if let Ok((connection, _)) = Connection::open(home, "hearth-restart", None).await
         {
             let pid = daemon_pid(connection).await.unwrap_or_default();
             writeln!(out, "hearthd (pid {pid}) is running, restarted by systemd")

@@ -123,7 +123,7 @@ pub async fn run(
     let sigint = signal(SignalKind::interrupt()).map_err(TerminalError::Signal)?;
 
     let mut terminal = Terminal {
-        socket: home.socket(),
+        home: home.clone(),
         agent: agent.map(str::to_string),
         me,
         style,
@@ -173,7 +173,8 @@ enum Asked {
 
 /// The loop's state.
 struct Terminal {
-    socket: PathBuf,
+    /// Where the daemon is found again, its socket and owner key.
+    home: Home,
     /// The `--agent` followed, for reconnecting; the top agent when `None`.
     agent: Option<String>,
     me: String,
@@ -709,7 +710,7 @@ impl Terminal {
         let Some((_, wait)) = self.retry else { return };
         let since = self.session.last_shown();
         let agent = self.agent.as_deref();
-        match Connection::open_agent(&self.socket, &self.me, since, agent).await {
+        match Connection::open_agent(&self.home, &self.me, since, agent).await {
             Ok((connection, welcome)) => {
                 self.connection = Some(connection);
                 self.retry = None;

@@ -1,9 +1,12 @@
 //! A connection to `hearthd` over its Unix socket: WebSocket text frames of
-//! hearth-protocol JSON.
+//! hearth-protocol JSON. Its hello carries the owner key the running daemon
+//! wrote in the home ([`hearth_protocol::owner_key`]), read at each connect
+//! so that a restarted daemon's new key is found.
 
 use futures_util::{SinkExt, StreamExt};
-use hearth_protocol::{ClientFrame, ServerFrame, PROTOCOL_VERSION};
-use std::path::{Path, PathBuf};
+use hearth_protocol::home::Home;
+use hearth_protocol::{owner_key, ClientFrame, ServerFrame, PROTOCOL_VERSION};
+use std::path::PathBuf;
 use tokio::net::UnixStream;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::WebSocketStream;
@@ -14,6 +17,11 @@ pub enum ConnectError {
     NoDaemon {
         path: PathBuf,
         source: std::io::Error,
+    },
+    #[error("cannot read hearthd's owner key {path}: {reason}; hearth must run as the user hearthd runs as, and a command the agent's shell runs may not connect")]
+    OwnerKey {
+        path: PathBuf,
+        reason: std::io::Error,
     },
     #[error("websocket: {0}")]
     WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
@@ -42,31 +50,40 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connects to the top agent, says hello (with `since` to catch up) and
-    /// waits for `welcome`.
+    /// Connects to the daemon of `home` (its top agent), says hello (with
+    /// `since` to catch up) and waits for `welcome`.
     pub async fn open(
-        socket_path: &Path,
+        home: &Home,
         client: &str,
         since: Option<u64>,
     ) -> Result<(Connection, Welcome), ConnectError> {
-        Connection::open_agent(socket_path, client, since, None).await
+        Connection::open_agent(home, client, since, None).await
     }
 
     /// Like [`Connection::open`], following `agent` (a subagent's name, as
     /// `--agent NAME` gives it); `None` is the top agent.
     pub async fn open_agent(
-        socket_path: &Path,
+        home: &Home,
         client: &str,
         since: Option<u64>,
         agent: Option<&str>,
     ) -> Result<(Connection, Welcome), ConnectError> {
+        let socket_path = home.socket();
         let stream =
-            UnixStream::connect(socket_path)
+            UnixStream::connect(&socket_path)
                 .await
                 .map_err(|source| ConnectError::NoDaemon {
-                    path: socket_path.to_path_buf(),
+                    path: socket_path.clone(),
                     source,
                 })?;
+        // After the connect, so that no daemon is told as such. No file: a
+        // daemon from before owner keys, which asks for none.
+        let key_path = home.owner_key();
+        let owner_key =
+            owner_key::read(&key_path).map_err(|reason| ConnectError::OwnerKey {
+                path: key_path,
+                reason,
+            })?;
         let (socket, _) = tokio_tungstenite::client_async("ws://hearthd/", stream).await?;
         let mut connection = Connection {
             socket,
@@ -79,6 +96,7 @@ impl Connection {
                 since,
                 agent: agent.map(str::to_string),
                 token: None,
+                owner_key,
             })
             .await?;
         match connection.next().await? {

@@ -66,7 +66,7 @@ pub async fn connect_running(
     client: &str,
     since: Option<u64>,
 ) -> Result<(Connection, Welcome), CommandError> {
-    match Connection::open_agent(&home.socket(), client, since, agent).await {
+    match Connection::open_agent(home, client, since, agent).await {
         Ok(pair) => Ok(pair),
         Err(err) if daemon_absent(&err) => Err(CommandError::NoDaemon {
             home: describe_home(home),

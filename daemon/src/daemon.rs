@@ -15,7 +15,7 @@ use crate::server::{self, Control, ReloadOutcome, Shared};
 use crate::socket::SocketCheck;
 use crate::startup::agents::{Agents, Starter};
 use crate::startup::models::{self, Models};
-use crate::startup::{checks, listen, lock, mcp, private_dir, prompts, secrets};
+use crate::startup::{checks, listen, lock, mcp, owner_key, private_dir, prompts, secrets};
 use crate::tools::Processes;
 use crate::usage::{Meter, Prices};
 use hearth_protocol::home::Home;
@@ -60,8 +60,9 @@ pub fn read_configuration(
 /// file, line and what is wrong), opens the log, writes each agent's default
 /// prompt on first start, checks the secrets, starts the MCP servers in the
 /// background (never waiting for them), starts the agents' loops (which
-/// continue any turn a crash cut off), replaces a stale socket and listens on
-/// a fresh, private one, serves clients and starts the bridges.
+/// continue any turn a crash cut off), writes a fresh owner key, replaces a
+/// stale socket and listens on a fresh, private one, serves clients and
+/// starts the bridges.
 pub async fn run(
     home: Home,
     shutdown: impl Future<Output = ()>,
@@ -133,6 +134,8 @@ pub async fn run(
     let socket = home.socket();
     // Before the socket: a client that finds the socket finds the page too.
     let web = crate::web::Web::bind(&config.web, &log).await?;
+    // Before the socket: a client that finds the socket finds the key too.
+    let owner_key = owner_key::write_fresh(&home)?;
     let socket_check = SocketCheck::default();
     let unix = listen::unix(&socket, socket_check.clone())?;
 
@@ -183,6 +186,7 @@ pub async fn run(
             &[&home.config_dir, &home.data_dir, &home.runtime_dir],
         ),
         bridges: Default::default(),
+        owner_key,
     });
     let mut server_tasks = vec![tokio::spawn(server::serve(
         unix,

@@ -344,6 +344,11 @@ pub enum ClientFrame {
         /// Over TCP: the listener's token. The Unix socket needs none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         token: Option<String>,
+        /// On the Unix socket: the owner key the running daemon wrote
+        /// ([`crate::owner_key`]); a hello without the right one is refused
+        /// there. Not sent over TCP, nor by the browser.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner_key: Option<String>,
     },
     /// A user message. Answered with `ack` once it is durable. The same `key`
     /// again is acknowledged with the first message's id and logged once.

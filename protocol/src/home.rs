@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 pub struct Home {
     /// `config.toml`, `secrets.env` and `agents/NAME/prompt.md`.
     pub config_dir: PathBuf,
-    /// `hearth.db`, its lock, and stored images.
+    /// `hearth.db`, its lock, the owner key and stored images.
     pub data_dir: PathBuf,
     /// The folder of `hearth.sock`.
     pub runtime_dir: PathBuf,
@@ -77,6 +77,12 @@ impl Home {
 
     pub fn socket(&self) -> PathBuf {
         self.runtime_dir.join("hearth.sock")
+    }
+
+    /// The running daemon's owner key ([`crate::owner_key`]): beside the
+    /// database, as private as it, and kept when a runtime folder is cleaned.
+    pub fn owner_key(&self) -> PathBuf {
+        self.data_dir.join(crate::owner_key::FILE)
     }
 
     /// Where the daemon started in the background writes its output.

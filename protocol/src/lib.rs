@@ -38,6 +38,9 @@
 //! work, and [`bridge_tables`] the `[whatsapp]` table both read (and what
 //! a bridge sends besides replies).
 //!
+//! [`owner_key`] is what a client of the Unix socket shows in its `hello`
+//! to be let in as the owner, and where it finds it.
+//!
 //! [`ending`] names the statuses of a cut or refused reply and the line
 //! every client shows with one. [`whatsapp`] reads a WhatsApp person's two
 //! names: a phone number or a business-scoped user id.
@@ -52,6 +55,7 @@ pub mod image;
 pub mod lock;
 pub mod media;
 pub mod memory;
+pub mod owner_key;
 pub mod secrets;
 mod status;
 pub mod whatsapp;

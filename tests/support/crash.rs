@@ -15,9 +15,10 @@
 
 use crate::harness::DEADLINE;
 use hearth_client::Connection;
+use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, ReceiptStatus, ServerFrame, Status};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
 
@@ -190,8 +191,8 @@ pub fn submit_frame(text: &str, source: &str, key: Option<&str>) -> ClientFrame 
     ClientFrame::decode(&json.to_string()).expect("a valid submit frame")
 }
 
-async fn open(socket: &Path, name: &str, since: Option<u64>) -> Option<Connection> {
-    match tokio::time::timeout(DEADLINE, Connection::open(socket, name, since)).await {
+async fn open(home: &Home, name: &str, since: Option<u64>) -> Option<Connection> {
+    match tokio::time::timeout(DEADLINE, Connection::open(home, name, since)).await {
         Ok(Ok((connection, _))) => Some(connection),
         _ => None,
     }
@@ -216,13 +217,13 @@ async fn answer(connection: &mut Connection, progress: &Progress) -> Option<Serv
 /// back, then their acks read. Stops at the first sign that the daemon died;
 /// what was sent then and not acknowledged goes to the ledger as unacked.
 pub async fn submitter(
-    socket: PathBuf,
+    home: Home,
     name: String,
     bursts: Vec<Vec<Planned>>,
     ledger: SharedLedger,
     progress: Progress,
 ) {
-    let Some(mut connection) = open(&socket, &name, None).await else {
+    let Some(mut connection) = open(&home, &name, None).await else {
         return;
     };
     for burst in bursts {
@@ -255,12 +256,12 @@ pub async fn submitter(
 
 /// A program that pushes notify events with these keys, one at a time.
 pub async fn notifier(
-    socket: PathBuf,
+    home: Home,
     keys: Vec<String>,
     ledger: SharedLedger,
     progress: Progress,
 ) {
-    let Some(mut connection) = open(&socket, "notifier", None).await else {
+    let Some(mut connection) = open(&home, "notifier", None).await else {
         return;
     };
     for key in keys {
@@ -290,13 +291,13 @@ pub async fn notifier(
 /// ahead, so it is never in the past when it arrives. Then, if asked,
 /// interrupts whatever turn runs.
 pub async fn scheduler(
-    socket: PathBuf,
+    home: Home,
     schedules: Vec<(String, String)>,
     interrupt: bool,
     ledger: SharedLedger,
     progress: Progress,
 ) {
-    let Some(mut connection) = open(&socket, "scheduler", None).await else {
+    let Some(mut connection) = open(&home, "scheduler", None).await else {
         return;
     };
     for (when, text) in schedules {
@@ -354,9 +355,9 @@ impl Seen {
 /// `since` = the last id it saw and records every message id it receives,
 /// so the suite can check it missed nothing and saw nothing twice. Runs
 /// until the daemon dies; every event counts as progress.
-pub async fn observer(socket: PathBuf, seen: Seen, progress: Progress) {
+pub async fn observer(home: Home, seen: Seen, progress: Progress) {
     let since = seen.last();
-    let Some(mut connection) = open(&socket, "observer", since).await else {
+    let Some(mut connection) = open(&home, "observer", since).await else {
         return;
     };
     // Ids at or below this came from history, not from events.
@@ -426,8 +427,8 @@ pub struct Steady {
 }
 
 impl Steady {
-    pub async fn connect(socket: &Path, name: &str) -> Steady {
-        let (connection, _) = tokio::time::timeout(DEADLINE, Connection::open(socket, name, None))
+    pub async fn connect(home: &Home, name: &str) -> Steady {
+        let (connection, _) = tokio::time::timeout(DEADLINE, Connection::open(home, name, None))
             .await
             .expect("connected in time")
             .expect("connected");

@@ -62,6 +62,18 @@ impl TestHome {
         Home::at(self.path()).socket()
     }
 
+    /// The home as clients find it: its socket and its owner key.
+    pub fn hearth_home(&self) -> Home {
+        Home::at(self.path())
+    }
+
+    /// The owner key the running daemon wrote, for raw clients' hellos.
+    pub fn owner_key(&self) -> String {
+        hearth_protocol::owner_key::read(&self.hearth_home().owner_key())
+            .expect("the owner key is readable")
+            .expect("a daemon wrote the owner key")
+    }
+
     pub fn write_config(&self, text: &str) {
         std::fs::write(self.path().join("config.toml"), text).expect("config written");
     }
@@ -118,7 +130,7 @@ impl TestHome {
     }
 
     pub async fn connect(&self, name: &str, since: Option<u64>) -> Client {
-        Client::connect(&self.socket(), name, since).await
+        Client::connect(&self.hearth_home(), name, since).await
     }
 
     /// The top agent's log (its newest 1,000 messages), oldest first.
@@ -305,9 +317,9 @@ pub struct Client {
 }
 
 impl Client {
-    pub async fn connect(socket: &Path, name: &str, since: Option<u64>) -> Client {
+    pub async fn connect(home: &Home, name: &str, since: Option<u64>) -> Client {
         let (connection, welcome) =
-            tokio::time::timeout(DEADLINE, Connection::open(socket, name, since))
+            tokio::time::timeout(DEADLINE, Connection::open(home, name, since))
                 .await
                 .expect("connected in time")
                 .expect("connected");

@@ -17,7 +17,8 @@ use tokio::sync::watch;
 const CATCH_UP_PAGE: u32 = 64;
 
 /// Serves one client until it leaves. Over TCP, nothing but a hello with
-/// the right token is answered with anything but a refusal.
+/// the right token is answered with anything but a refusal; on the Unix
+/// socket a hello without the owner key is refused and the connection ends.
 ///
 /// Until its hello is accepted the client has [`preauth::hello_deadline`]
 /// and [`preauth::PREAUTH_BYTES`]; `admitted` is its place among the
@@ -29,9 +30,10 @@ pub async fn run(
     shared: &Shared,
     admitted: Option<preauth::Admitted>,
 ) -> Result<(), ConnectionError> {
-    let token = match door {
-        Door::Tcp(token) => Some(token),
-        Door::Unix | Door::Browser | Door::FromTool(_) => None,
+    let secret = match door {
+        Door::Tcp(token) => hello::Secret::Token(token),
+        Door::Unix => hello::Secret::OwnerKey(&shared.owner_key),
+        Door::Browser | Door::NotOwner(_) => hello::Secret::None,
     };
     let mut closing = shared.closing.subscribe();
     let (stream, budget) = preauth::Budgeted::new(stream, preauth::PREAUTH_BYTES);
@@ -40,11 +42,11 @@ pub async fn run(
         let mut socket = match door {
             // `web::http` answered the handshake over HTTP.
             Door::Browser => WebSocket::upgraded(stream).await,
-            Door::Unix | Door::Tcp(_) | Door::FromTool(_) => WebSocket::accept(stream).await?,
+            Door::Unix | Door::Tcp(_) | Door::NotOwner(_) => WebSocket::accept(stream).await?,
         };
         let greeted = match door {
-            Door::FromTool(keeper) => hello::turn_away_tool(&mut socket, keeper).await?,
-            _ => hello::greet(&mut socket, token, shared).await?,
+            Door::NotOwner(not_owner) => hello::turn_away(&mut socket, not_owner).await?,
+            _ => hello::greet(&mut socket, secret, shared).await?,
         };
         Ok::<_, ConnectionError>(greeted.map(|greeted| (socket, greeted)))
     };

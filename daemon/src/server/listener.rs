@@ -11,8 +11,9 @@ use tokio::sync::watch;
 
 /// Where clients connect.
 pub enum Listener {
-    /// The private Unix socket: its file mode is the access check. It is
-    /// bound again should its file disappear.
+    /// The private Unix socket: its file mode lets the owner's processes
+    /// in, and a hello must carry the owner key. It is bound again should
+    /// its file disappear.
     Unix(crate::socket::WatchedSocket),
     /// A TCP address: a client must say the token in its hello first.
     Tcp {
@@ -25,15 +26,17 @@ pub enum Listener {
 /// and what it may ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Door<'a> {
-    /// The Unix socket: its file mode is the check.
+    /// The Unix socket, from a process not beneath a tool's keeper: the
+    /// hello must carry the owner key.
     Unix,
     /// TCP: the hello must carry this token.
     Tcp(&'a str),
     /// The browser client, whose session `web::http` checked before the upgrade.
     Browser,
-    /// The Unix socket, from a process a tool started (beneath the tool
-    /// keeper with this pid): turned away after its hello ([`super::peer`]).
-    FromTool(u32),
+    /// The Unix socket, from a process that may not say hello there: one a
+    /// tool started, or one whose ancestry could not be read whole
+    /// ([`super::peer`]). Turned away after its first frame.
+    NotOwner(super::peer::NotOwner),
 }
 
 /// Serves one browser over a connection `web::http` upgraded, until it leaves.
@@ -60,7 +63,7 @@ pub async fn serve(
             accepted = accept(&mut listener) => accepted,
             _ = shutdown.changed() => return,
         };
-        let (stream, token, address, from_tool) = match accepted {
+        let (stream, token, address, peer) = match accepted {
             Ok(accepted) => {
                 failures = 0;
                 accepted
@@ -83,10 +86,10 @@ pub async fn serve(
         let shared = shared.clone();
         tokio::spawn(async move {
             shared.clients.fetch_add(1, Ordering::SeqCst);
-            let door = match (&token, from_tool) {
+            let door = match (&token, peer) {
                 (Some(token), _) => Door::Tcp(token),
-                (None, Some(keeper)) => Door::FromTool(keeper),
-                (None, None) => Door::Unix,
+                (None, Err(not_owner)) => Door::NotOwner(not_owner),
+                (None, Ok(())) => Door::Unix,
             };
             tokio::select! {
                 ended = connection::run(stream, door, &shared, Some(admitted)) => {
@@ -108,12 +111,12 @@ pub async fn serve(
 }
 
 /// A client's stream, the token its hello must carry and its address (TCP),
-/// and on the Unix socket the tool keeper above the peer, if a tool started it.
+/// and on the Unix socket whether the peer may say hello ([`super::peer`]).
 type Accepted = (
     Stream,
     Option<String>,
     Option<std::net::IpAddr>,
-    Option<u32>,
+    Result<(), super::peer::NotOwner>,
 );
 
 /// The next client, with the token its hello must carry (TCP only).
@@ -121,13 +124,13 @@ async fn accept(listener: &mut Listener) -> std::io::Result<Accepted> {
     match listener {
         Listener::Unix(listener) => {
             let stream = listener.accept().await?;
-            let from_tool = super::peer::tool_keeper_above(&stream);
-            Ok((Box::new(stream), None, None, from_tool))
+            let peer = super::peer::check(&stream);
+            Ok((Box::new(stream), None, None, peer))
         }
         Listener::Tcp { listener, token } => {
             let (stream, peer) = listener.accept().await?;
             tracing::debug!("TCP client from {peer}");
-            Ok((Box::new(stream), Some(token.clone()), Some(peer.ip()), None))
+            Ok((Box::new(stream), Some(token.clone()), Some(peer.ip()), Ok(())))
         }
     }
 }

@@ -50,6 +50,9 @@ pub struct Shared {
     pub tool_reach: crate::tools::reach::ToolReach,
     /// How the bridges are, for `status`.
     pub bridges: crate::bridges::BridgeBoard,
+    /// The owner key this daemon wrote at start: a Unix-socket client's
+    /// hello must carry it ([`hearth_protocol::owner_key`]). Never logged.
+    pub owner_key: String,
 }
 
 /// What a reload changed: the tables that apply now, and those that wait

@@ -10,6 +10,7 @@
 //! - `prompts.rs`: each agent's default prompt, written at first start.
 //! - `agents.rs`: the top agent and its subagents: tools, memory, loop.
 //! - `window.rs`: whether a layout fits its models' context windows.
+//! - `owner_key.rs`: the owner key a Unix-socket client's hello must carry.
 //! - `listen.rs`: the Unix socket and the TCP listener.
 
 pub mod agents;
@@ -19,6 +20,7 @@ pub mod listen;
 pub mod lock;
 pub mod mcp;
 pub mod models;
+pub mod owner_key;
 pub mod prompts;
 pub mod secrets;
 mod window;

@@ -63,6 +63,7 @@ mod tests {
                 since: None,
                 agent: None,
                 token: None,
+                owner_key: None,
             },
             ClientFrame::Submit {
                 text: "t".into(),
