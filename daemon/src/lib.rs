@@ -10,6 +10,8 @@
 //! - `bridges.rs`: the bridge processes the config enables (`hearth telegram`).
 //! - `child_log.rs`: what children write on stderr, copied into the
 //!   daemon's log within bounds (line length, a rate, a total).
+//! - `confine.rs`: Landlock rules applied in a child before exec (the
+//!   shell's commands, the document reader).
 //! - `config.rs`: `config.toml`, read at start and at each reload;
 //!   `config/memory.rs`: `[memory]`, the model that writes summaries.
 //! - `layout.rs`: the built-in layouts that size the view.
@@ -40,6 +42,7 @@ pub mod activity;
 pub mod approvals;
 pub mod bridges;
 pub mod child_log;
+pub mod confine;
 pub mod config;
 pub mod daemon;
 pub mod documents;

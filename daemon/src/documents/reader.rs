@@ -358,7 +358,7 @@ fn limit(resource: Resource, soft: u64, hard: u64) -> Result<(), String> {
 /// Once the bytes are in: no file and no socket can be opened (no new
 /// descriptor at all), and with Landlock no file reached by any path.
 fn confine() -> Result<(), String> {
-    use crate::tools::confine::{restrict, Ruleset};
+    use crate::confine::{restrict, Ruleset};
     // No rules: every file access Landlock handles is refused.
     match Ruleset::make(&[]) {
         Ok(Some(ruleset)) => {

@@ -11,7 +11,8 @@
 //! - `shell.rs`: `shell` — bash in the working folder, bounded in time and output.
 //! - `process.rs`: child processes in their own groups, killed as groups.
 //! - `keeper.rs`: the subreaper between hearthd and a command, so nothing it started outlives it.
-//! - `confine.rs`: the shell's Landlock rules: its folder and /tmp to write, never the home.
+//! - `confine`: the shell's Landlock rules, `crate::confine` (a leaf, which
+//!   the document reader uses too), named here for the tools that apply them.
 //! - `files.rs`: `read_file`, `write_file`, `edit_file`, `list_dir`.
 //! - `folder.rs`: where a path leads, confined to the working folder.
 //! - `reach.rs`: where the agents' tools can read (a backup never goes there).
@@ -30,7 +31,7 @@ mod args;
 mod attachment;
 mod beneath;
 mod config;
-pub mod confine;
+pub use crate::confine;
 mod date;
 mod facts;
 mod files;
