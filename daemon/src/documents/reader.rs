@@ -12,7 +12,8 @@
 //!   processor time at [`CPU_SECS`] (`RLIMIT_CPU`), no core dump, no file
 //!   written, no child process. Once it holds the bytes it can open nothing
 //!   (`RLIMIT_NOFILE`: no file, no socket), and where the kernel has
-//!   Landlock it reaches no file either. It runs with an empty environment.
+//!   Landlock it reaches no path and no TCP port either. It runs with an
+//!   empty environment.
 //! - It dies with hearthd (`PR_SET_PDEATHSIG`), and hearthd kills it when
 //!   the reading is abandoned (a stop, a closed connection).
 //! - A reader that passes its memory limit aborts (an allocation fails),
@@ -356,19 +357,84 @@ fn limit(resource: Resource, soft: u64, hard: u64) -> Result<(), String> {
 }
 
 /// Once the bytes are in: no file and no socket can be opened (no new
-/// descriptor at all), and with Landlock no file reached by any path.
+/// descriptor at all), and where the kernel has Landlock no path is
+/// reached (no file read, written, made or removed, no program run), no
+/// TCP port bound or connected to (ABI 4), no process signalled or
+/// abstract socket reached outside the reader (ABI 6).
 fn confine() -> Result<(), String> {
-    use crate::tools::confine::{restrict, Ruleset};
-    // No rules: every file access Landlock handles is refused.
-    match Ruleset::make(&[]) {
-        Ok(Some(ruleset)) => {
-            restrict(ruleset.fd()).map_err(|err| format!("cannot confine itself: {err}"))?
-        }
-        Ok(None) => {}
-        Err(err) => return Err(err.to_string()),
-    }
+    forbid_paths()?;
     // Descriptors 0, 1 and 2 stay open; a fourth cannot be made.
     limit(libc::RLIMIT_NOFILE, 3, 3)
+}
+
+/// `struct landlock_ruleset_attr` (the kernel reads what its ABI knows and
+/// needs the rest zero).
+#[repr(C)]
+struct RulesetAttr {
+    handled_access_fs: u64,
+    handled_access_net: u64,
+    scoped: u64,
+}
+
+/// A Landlock rule set that handles every access of the kernel's ABI and
+/// allows none, applied to this process. Raw system calls, as the shell's
+/// confinement (`tools/confine.rs`) makes them: the documents sit below
+/// the tools and do not use them.
+fn forbid_paths() -> Result<(), String> {
+    // SAFETY: with a null attribute and the version flag the call only
+    // returns a number.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<RulesetAttr>(),
+            0usize,
+            1 as libc::c_uint,
+        )
+    };
+    if abi < 1 {
+        // No Landlock: the descriptor limit alone keeps files out of reach.
+        return Ok(());
+    }
+    // ABI 1 handles bits 0 to 12; ABI 2 adds REFER, ABI 3 TRUNCATE, ABI 5
+    // IOCTL_DEV.
+    let mut fs = (1u64 << 13) - 1;
+    for (since, bit) in [(2, 13), (3, 14), (5, 15)] {
+        if abi >= since {
+            fs |= 1 << bit;
+        }
+    }
+    let attr = RulesetAttr {
+        handled_access_fs: fs,
+        // BIND_TCP and CONNECT_TCP.
+        handled_access_net: if abi >= 4 { 0b11 } else { 0 },
+        // Abstract Unix sockets and signals.
+        scoped: if abi >= 6 { 0b11 } else { 0 },
+    };
+    // SAFETY: `attr` is a valid ruleset attribute of the size given; the
+    // descriptor returned is closed below.
+    unsafe {
+        let fd = libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            &attr as *const RulesetAttr,
+            std::mem::size_of::<RulesetAttr>(),
+            0 as libc::c_uint,
+        );
+        if fd < 0 {
+            return Err(format!(
+                "cannot make its Landlock rules: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        let fd = fd as libc::c_int;
+        let applied = libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) == 0
+            && libc::syscall(libc::SYS_landlock_restrict_self, fd, 0 as libc::c_uint) == 0;
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if !applied {
+            return Err(format!("cannot confine itself: {err}"));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
