@@ -12,7 +12,8 @@
 //!   processor time at [`CPU_SECS`] (`RLIMIT_CPU`), no core dump, no file
 //!   written, no child process. Once it holds the bytes it can open nothing
 //!   (`RLIMIT_NOFILE`: no file, no socket), and where the kernel has
-//!   Landlock it reaches no file either. It runs with an empty environment.
+//!   Landlock it reaches no path and no TCP port either. It runs with an
+//!   empty environment.
 //! - It dies with hearthd (`PR_SET_PDEATHSIG`), and hearthd kills it when
 //!   the reading is abandoned (a stop, a closed connection).
 //! - A reader that passes its memory limit aborts (an allocation fails),
@@ -356,11 +357,16 @@ fn limit(resource: Resource, soft: u64, hard: u64) -> Result<(), String> {
 }
 
 /// Once the bytes are in: no file and no socket can be opened (no new
-/// descriptor at all), and with Landlock no file reached by any path.
+/// descriptor at all), and where the kernel has Landlock no path is
+/// reached (no file read, written, made or removed, no program run), no
+/// TCP port bound or connected to (ABI 4), no process signalled or
+/// abstract socket reached outside the reader (ABI 6).
 fn confine() -> Result<(), String> {
     use crate::confine::{restrict, Ruleset};
-    // No rules: every file access Landlock handles is refused.
-    match Ruleset::make(&[]) {
+    // No rules and no network: every file access, TCP port, outside signal
+    // and abstract socket Landlock handles is refused (the rule set the
+    // shell's commands get, with nothing allowed).
+    match Ruleset::make(&[], false) {
         Ok(Some(ruleset)) => {
             restrict(ruleset.fd()).map_err(|err| format!("cannot confine itself: {err}"))?
         }
