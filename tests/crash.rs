@@ -58,7 +58,7 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
         model.base_url()
     ));
     // Where the clients find the daemon: its socket and owner key.
-    let at = at.clone();
+    let at = home.hearth_home();
     let ledger = SharedLedger::default();
     let seen = Seen::default();
     let mut tally = Tally::default();
