@@ -209,9 +209,14 @@ fn runs(pidfd: &OwnedFd) -> bool {
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: one valid pollfd, no wait.
-    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
-    ready == 0
+    loop {
+        // SAFETY: one valid pollfd, no wait.
+        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+        if ready < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return ready == 0;
+    }
 }
 
 #[cfg(test)]
