@@ -11,7 +11,6 @@ use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::{Daemon, TestHome, DEADLINE};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use tokio::net::{TcpStream, UnixStream};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::WebSocketStream;

@@ -57,6 +57,8 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
          [approvals]\nuntrusted_ok = [\"shell\"]\n",
         model.base_url()
     ));
+    // Where the clients find the daemon: its socket and owner key.
+    let at = home.hearth_home();
     let ledger = SharedLedger::default();
     let seen = Seen::default();
     let mut tally = Tally::default();
@@ -72,7 +74,7 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
         // it reconnects with `since` each time.
         let progress = Progress::default();
         following.abort();
-        following = tokio::spawn(observer(home.hearth_home(), seen.clone(), progress.clone()));
+        following = tokio::spawn(observer(at.clone(), seen.clone(), progress.clone()));
 
         // Some turns call a tool first — the clock, or a short shell command
         // that a kill may cut off — some fail; the rest answer at once. In
@@ -123,7 +125,7 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
             let bursts = plan_bursts(&mut rng, round, client);
             planned += bursts.iter().map(Vec::len).sum::<usize>();
             workload.spawn(submitter(
-                home.hearth_home(),
+                at.clone(),
                 format!("c{client}"),
                 bursts,
                 ledger.clone(),
@@ -139,12 +141,7 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
             }
         }
         notify_keys.extend(keys.iter().cloned());
-        workload.spawn(notifier(
-            home.hearth_home(),
-            keys,
-            ledger.clone(),
-            progress.clone(),
-        ));
+        workload.spawn(notifier(at.clone(), keys, ledger.clone(), progress.clone()));
         // Whole seconds, a few ahead: never in the past when they arrive.
         let when = (chrono::Local::now() + chrono::Duration::seconds(5))
             .format("%Y-%m-%d %H:%M:%S")
@@ -153,7 +150,7 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
             .map(|n| (when.clone(), format!("schedule r{round} #{n}")))
             .collect();
         workload.spawn(scheduler(
-            home.hearth_home(),
+            at.clone(),
             schedules,
             rng.chance(25),
             ledger.clone(),
@@ -203,8 +200,8 @@ async fn the_log_keeps_its_invariants_however_often_the_daemon_is_killed() {
 
         daemon = home.start();
         following.abort();
-        following = tokio::spawn(observer(home.hearth_home(), seen.clone(), Progress::default()));
-        let mut steady = Steady::connect(&home.hearth_home(), "checker").await;
+        following = tokio::spawn(observer(at.clone(), seen.clone(), Progress::default()));
+        let mut steady = Steady::connect(&at, "checker").await;
 
         // What was sent when the daemon died is sent again with its key;
         // a key already acknowledged is sent again too.

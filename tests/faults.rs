@@ -14,7 +14,6 @@ use hearth_tests::crash::submit_frame;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::{Client, TestHome, DEADLINE};
 use rusqlite::{Connection, OpenFlags};
-use std::path::Path;
 use tokio::net::UnixStream;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::WebSocketStream;

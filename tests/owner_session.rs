@@ -181,7 +181,10 @@ kill -KILL "$keeper"
         async move { std::fs::read_to_string(&done).ok() }
     })
     .await;
-    assert!(output.contains("rc=") && !output.contains("rc=0"), "{output}");
+    assert!(
+        output.contains("rc=") && !output.contains("rc=0"),
+        "{output}"
+    );
     refused_for_the_key(&output);
     assert!(!scene.submitted("owner words after the keeper").await);
 }
@@ -211,7 +214,9 @@ impl Raw {
                 .await
                 .expect("a frame or the end in time");
             match next {
-                Some(Ok(WsMessage::Text(text))) => return Some(ServerFrame::decode(&text).unwrap()),
+                Some(Ok(WsMessage::Text(text))) => {
+                    return Some(ServerFrame::decode(&text).unwrap())
+                }
                 Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => return None,
                 Some(Ok(_)) => continue,
             }
@@ -248,7 +253,10 @@ async fn a_hello_without_the_owner_key_is_refused_and_can_do_nothing() {
             source: "ci".into(),
         })
         .await;
-    assert!(matches!(receipt, ServerFrame::Receipt { .. }), "{receipt:?}");
+    assert!(
+        matches!(receipt, ServerFrame::Receipt { .. }),
+        "{receipt:?}"
+    );
     let asked = scene
         .owner
         .wait_for(|e| {
@@ -353,7 +361,10 @@ async fn the_shell_cannot_read_the_owner_key() {
         .await;
     assert!(output.contains("Permission denied"), "{output}");
     assert!(!output.contains("rc=0"), "{output}");
-    assert!(output.contains("HEARTH_DIR="), "the environment was read: {output}");
+    assert!(
+        output.contains("HEARTH_DIR="),
+        "the environment was read: {output}"
+    );
     assert!(!output.contains(&key), "{output}");
     // Nor is it in the daemon's log.
     assert!(!scene.daemon.log_text().contains(&key));

@@ -12,7 +12,7 @@ use hearth_protocol::{ClientFrame, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::harness::{eventually, Client, TestHome, OLLAMA_URL_ENV};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 fn home() -> TestHome {

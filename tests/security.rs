@@ -200,7 +200,11 @@ async fn the_socket_and_its_folder_are_private_without_a_home_flag() {
     assert_eq!(mode(&runtime.join("hearth")), 0o700);
     assert_eq!(mode(&root.path().join("data").join("hearth")), 0o700);
     assert_eq!(mode(&root.path().join("config").join("hearth")), 0o700);
-    assert_eq!(mode(&xdg.owner_key()), 0o600, "the owner key is the user's alone");
+    assert_eq!(
+        mode(&xdg.owner_key()),
+        0o600,
+        "the owner key is the user's alone"
+    );
     let _ = child.kill();
     let _ = child.wait();
 }

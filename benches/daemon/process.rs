@@ -121,8 +121,7 @@ impl Daemon {
             stderr,
         };
         loop {
-            if let Ok((connection, _)) = Connection::open(&daemon.home, "bench-probe", None).await
-            {
+            if let Ok((connection, _)) = Connection::open(&daemon.home, "bench-probe", None).await {
                 let ready = launched.elapsed();
                 connection.close().await;
                 return Ok((daemon, ready));

@@ -188,8 +188,7 @@ async fn restart_service(home: &Home, out: &mut dyn Write) -> Result<ExitCode, L
     }
     let deadline = Instant::now() + STOP_WAIT;
     loop {
-        if let Ok((connection, _)) = Connection::open(home, "hearth-restart", None).await
-        {
+        if let Ok((connection, _)) = Connection::open(home, "hearth-restart", None).await {
             let pid = daemon_pid(connection).await.unwrap_or_default();
             writeln!(out, "hearthd (pid {pid}) is running, restarted by systemd")
                 .map_err(CommandError::from)?;

@@ -79,11 +79,10 @@ impl Connection {
         // After the connect, so that no daemon is told as such. No file: a
         // daemon from before owner keys, which asks for none.
         let key_path = home.owner_key();
-        let owner_key =
-            owner_key::read(&key_path).map_err(|reason| ConnectError::OwnerKey {
-                path: key_path,
-                reason,
-            })?;
+        let owner_key = owner_key::read(&key_path).map_err(|reason| ConnectError::OwnerKey {
+            path: key_path,
+            reason,
+        })?;
         let (socket, _) = tokio_tungstenite::client_async("ws://hearthd/", stream).await?;
         let mut connection = Connection {
             socket,

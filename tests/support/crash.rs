@@ -255,12 +255,7 @@ pub async fn submitter(
 }
 
 /// A program that pushes notify events with these keys, one at a time.
-pub async fn notifier(
-    home: Home,
-    keys: Vec<String>,
-    ledger: SharedLedger,
-    progress: Progress,
-) {
+pub async fn notifier(home: Home, keys: Vec<String>, ledger: SharedLedger, progress: Progress) {
     let Some(mut connection) = open(&home, "notifier", None).await else {
         return;
     };

@@ -173,8 +173,14 @@ mod tests {
     fn the_socket_needs_the_owner_key_and_tcp_its_token() {
         let key = Secret::OwnerKey("k3y");
         assert_eq!(key.refusal(None, Some("k3y")), None);
-        assert!(key.refusal(None, None).unwrap().contains("needs the owner key"));
-        assert!(key.refusal(None, Some("k3z")).unwrap().contains("not the running"));
+        assert!(key
+            .refusal(None, None)
+            .unwrap()
+            .contains("needs the owner key"));
+        assert!(key
+            .refusal(None, Some("k3z"))
+            .unwrap()
+            .contains("not the running"));
         // The listener's token is not the owner key.
         assert!(key.refusal(Some("k3y"), None).is_some());
         let token = Secret::Token("t0ken");

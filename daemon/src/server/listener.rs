@@ -130,7 +130,12 @@ async fn accept(listener: &mut Listener) -> std::io::Result<Accepted> {
         Listener::Tcp { listener, token } => {
             let (stream, peer) = listener.accept().await?;
             tracing::debug!("TCP client from {peer}");
-            Ok((Box::new(stream), Some(token.clone()), Some(peer.ip()), Ok(())))
+            Ok((
+                Box::new(stream),
+                Some(token.clone()),
+                Some(peer.ip()),
+                Ok(()),
+            ))
         }
     }
 }

@@ -13,7 +13,8 @@
 //!
 //! - `listener.rs`: where clients connect (the doors), and the accept loop.
 //! - `websocket.rs`: one client's WebSocket: frames in and out, decoded.
-//! - `hello.rs`: the handshake: version, token, which agent.
+//! - `hello.rs`: the handshake: version, the TCP token or the Unix socket's
+//!   owner key, which agent.
 //! - `connection.rs`: one client's protocol: hello, welcome, catch-up, live.
 //! - `handlers.rs`: one handler per client frame, each returning its answer
 //!   or a typed [`Refusal`]; `handlers/` holds them grouped by concern.
@@ -21,7 +22,8 @@
 //!   the daemon's own loop (`stop`, `reload`).
 //! - `preauth.rs`: bounds on connections that have not said hello yet.
 //! - `peer.rs`: who is at the other end of the Unix socket; a process a
-//!   tool started is turned away.
+//!   tool started, or one whose ancestry cannot be read whole, is turned
+//!   away.
 //! - `queue.rs`: one client's live events, bounded in bytes; past the
 //!   bound the client is caught up from the log.
 //!

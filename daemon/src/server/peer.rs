@@ -76,7 +76,9 @@ impl Unknown {
         match self {
             Unknown::NoPid => "it runs in another pid namespace",
             Unknown::PeerGone => "the process that connected has exited",
-            Unknown::Unreadable => "a process among its parents has exited or cannot be read in /proc",
+            Unknown::Unreadable => {
+                "a process among its parents has exited or cannot be read in /proc"
+            }
             Unknown::Changed => "its parents changed while they were read",
             Unknown::TooDeep => "its chain of parents is too deep",
         }
@@ -207,9 +209,14 @@ fn runs(pidfd: &OwnedFd) -> bool {
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: one valid pollfd, no wait.
-    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
-    ready == 0
+    loop {
+        // SAFETY: one valid pollfd, no wait.
+        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+        if ready < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return ready == 0;
+    }
 }
 
 #[cfg(test)]
@@ -263,16 +270,25 @@ mod tests {
         let unknown = |why| Err(NotOwner::Unknown(why));
         let (mut lines, mut parents) = tree();
         // A peer gone before it was read, or whose parent has gone.
-        assert_eq!(judged(&(lines.clone(), parents.clone()), 99, 999), unknown(Unknown::Unreadable));
+        assert_eq!(
+            judged(&(lines.clone(), parents.clone()), 99, 999),
+            unknown(Unknown::Unreadable)
+        );
         lines.insert(60, b"hearth\0send\0");
         parents.insert(60, 61);
-        assert_eq!(judged(&(lines.clone(), parents.clone()), 60, 999), unknown(Unknown::Unreadable));
+        assert_eq!(
+            judged(&(lines.clone(), parents.clone()), 60, 999),
+            unknown(Unknown::Unreadable)
+        );
         // A chain deeper than a walk goes.
         for pid in 1000..1300 {
             lines.insert(pid, b"sh\0");
             parents.insert(pid, pid + 1);
         }
-        assert_eq!(judged(&(lines, parents), 1000, 999), unknown(Unknown::TooDeep));
+        assert_eq!(
+            judged(&(lines, parents), 1000, 999),
+            unknown(Unknown::TooDeep)
+        );
     }
 
     #[test]
