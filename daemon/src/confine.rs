@@ -186,8 +186,11 @@ pub fn can_deny_network() -> bool {
 /// Which confinement the shell runs under, in words, for `hearth status`.
 pub fn describe() -> String {
     match support() {
+        Support::Landlock(abi) if *abi >= 4 => format!(
+            "Landlock (ABI {abi}): the shell writes only its working folder and /tmp, cannot read the hearth home, and has no TCP unless a call asks for the network"
+        ),
         Support::Landlock(abi) => format!(
-            "Landlock (ABI {abi}): the shell writes only its working folder and /tmp, and cannot read the hearth home"
+            "Landlock (ABI {abi}): the shell writes only its working folder and /tmp, and cannot read the hearth home; it cannot be kept from the network, so every call taints its turn"
         ),
         Support::Unavailable(why) => format!(
             "none ({why}): the shell can read and write what the daemon's user can, the home included"
