@@ -667,6 +667,11 @@ pub(crate) fn append(
             data = Some(masked);
         }
     }
+    // A tool message's arguments and output once, in its text, when the
+    // text holds them as they are (after masking, both ways the same).
+    if data.is_some() {
+        data = message.data.stored_beside(&message.text);
+    }
     tx.prepare_cached(
         "INSERT INTO messages (agent, id, kind, source, text, status, at, data, key)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -717,7 +722,8 @@ pub(crate) fn append(
 fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
     let kind: String = row.get(2)?;
     let data: Option<String> = row.get(7)?;
-    let data = MessageData::read(data.as_deref());
+    let text: String = row.get(4)?;
+    let data = MessageData::read_beside(data.as_deref(), &text);
     Ok(Entry {
         message: Message {
             agent: row.get(0)?,
@@ -725,7 +731,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
             // Only this module writes kinds, always from `Kind::as_str`.
             kind: Kind::parse(&kind).unwrap_or(Kind::Note),
             source: row.get(3)?,
-            text: row.get(4)?,
+            text,
             status: row.get(5)?,
             at: row.get(6)?,
             answers: data.answers.clone(),

@@ -234,3 +234,34 @@ async fn a_rebuilt_chain_does_not_match_its_anchor() {
         log.chain_state()
     );
 }
+
+#[tokio::test]
+async fn a_tool_messages_output_is_stored_once_and_read_whole() {
+    let (dir, log, _events) = open();
+    let call = crate::model::ToolCall {
+        id: "call_7".into(),
+        name: "shell".into(),
+        arguments: r#"{"command":"cat notes.txt"}"#.into(),
+    };
+    let output = "a long output that the log keeps in the text alone";
+    let text = format!("shell({}) → {output}", call.arguments);
+    let message = NewMessage::new(Kind::Tool, "a", text.clone())
+        .with_data(MessageData::call(&call, 1, output));
+    log.append("a", message).await.unwrap();
+    drop(log);
+    let connection = Connection::open(dir.path().join("hearth.db")).unwrap();
+    let stored: String = connection
+        .query_row("SELECT data FROM messages", [], |row| row.get(0))
+        .unwrap();
+    assert!(!stored.contains("keeps in the text"), "{stored}");
+    assert!(!stored.contains("notes.txt"), "{stored}");
+    drop(connection);
+    let (events, _) = broadcast::channel(4);
+    let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+    let entry = log.range("a", 0, 1, 1).await.unwrap().remove(0);
+    assert_eq!(entry.message.text, text);
+    assert_eq!(entry.data.logged_call(), Some((call, output.to_string())));
+    assert!(chain::verify_file(&dir.path().join("hearth.db"))
+        .unwrap()
+        .is_ok());
+}
