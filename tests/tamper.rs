@@ -157,3 +157,47 @@ async fn a_deleted_database_is_refused_and_deleting_the_record_starts_anew() {
     assert!(daemon.is_running());
     assert!(home.history().await.is_empty());
 }
+
+#[tokio::test]
+async fn a_chain_rebuilt_after_an_edit_is_found_by_its_anchor() {
+    let home = home_with_messages(5).await;
+    // An edit, then the whole chain removed: the next start links every
+    // message anew, the edit with them, and the chain is whole again.
+    database(&home)
+        .execute_batch(
+            "DROP TRIGGER messages_are_never_updated;
+             UPDATE messages SET text = 'I never said this' WHERE agent = 'hearth' AND id = 2;
+             DROP TRIGGER chain_is_never_deleted;
+             DELETE FROM chain;",
+        )
+        .unwrap();
+
+    let mut daemon = home.start();
+    let log = daemon.log_text();
+    assert!(log.contains("chain is broken"), "{log}");
+    assert!(log.contains("anchored outside the database"), "{log}");
+    let mut client = home.connect("terminal", None).await;
+    match client.request(hearth_protocol::ClientFrame::Status).await {
+        hearth_protocol::ServerFrame::Status(status) => {
+            let chain = status.chain.unwrap_or_default();
+            assert!(chain.contains("broken at start"), "{chain}");
+        }
+        other => panic!("expected status, got {other:?}"),
+    }
+    drop(client);
+    assert!(daemon.stop());
+
+    let verified = home.hearth(&["verify"]);
+    let said = String::from_utf8_lossy(&verified.stdout).to_string();
+    assert!(!verified.status.success(), "{said}");
+    assert!(said.contains("anchored outside the database"), "{said}");
+    // Not anchored anew: the next start says it again, and `hearth
+    // status` shows the last verify's result.
+    let mut daemon = home.start();
+    assert!(daemon.log_text().contains("anchored outside the database"));
+    let status = home.hearth(&["status"]);
+    let shown = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(shown.contains("broken at start"), "{shown}");
+    assert!(shown.contains("last verified"), "{shown}");
+    assert!(daemon.stop());
+}

@@ -373,6 +373,9 @@ pub fn status_text(status: &Status) -> String {
     if let Some(bytes) = status.database_bytes {
         extra.push_str(&format!("database {}\n", size(bytes)));
     }
+    if let Some(chain) = &status.chain {
+        extra.push_str(&format!("chain    {chain}\n"));
+    }
     for bridge in &status.bridges {
         let why = bridge
             .error
@@ -533,6 +536,7 @@ mod tests {
             confinement: None,
             bridges: vec![],
             queued_bytes: None,
+            chain: None,
         };
         let text = status_text(&status);
         assert!(text.contains("state    busy\n"), "{text}");

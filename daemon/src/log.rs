@@ -149,6 +149,8 @@ pub struct Log {
     path: std::path::PathBuf,
     /// Read-only connections open at once (`Log::read`).
     readers: Arc<tokio::sync::Semaphore>,
+    /// What the start's check of the chain found, for `hearth status`.
+    chain_at_start: Arc<chain::Report>,
     _writer: Arc<Writer>,
 }
 
@@ -188,20 +190,30 @@ impl Log {
         })?;
         prepare(&connection).map_err(|err| disk_full(path, err))?;
         limit_for_tests(&connection)?;
-        let report = chain::check_at_start(&connection)?;
+        let report = chain::check_at_start(&connection, path)?;
         for problem in &report.problems {
             tracing::error!(
                 "the log's chain is broken: {problem}; run `hearth verify` for the whole log"
             );
         }
         chain::record(&connection, path);
+        // A chain found broken is not anchored anew: the anchor that tells
+        // of the change stays until someone decides (see ARCHITECTURE.md).
+        let anchoring = report.is_ok();
+        if anchoring {
+            anchor::write(&connection, path);
+        }
         let database = path.to_path_buf();
         let (jobs, receiver) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("hearth-log".into())
             .spawn(move || {
-                let connection = writer(connection, receiver, events);
+                let anchor_to = anchoring.then_some(database.as_path());
+                let connection = writer(connection, receiver, events, anchor_to);
                 chain::record(&connection, &database);
+                if anchoring {
+                    anchor::write(&connection, &database);
+                }
             })
             .map_err(|err| LogError::Open {
                 path: path.display().to_string(),
@@ -211,6 +223,7 @@ impl Log {
             jobs,
             path: path.to_path_buf(),
             readers: Arc::new(tokio::sync::Semaphore::new(READERS)),
+            chain_at_start: Arc::new(report),
             _writer: Arc::new(Writer {
                 thread: Mutex::new(Some(thread)),
             }),
@@ -220,6 +233,19 @@ impl Log {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The chain's state in words, for `hearth status`: what the start's
+    /// check found when it found something, and the last `hearth verify`.
+    pub fn chain_state(&self) -> String {
+        let verified = anchor::last_verified(&self.path).map_or_else(
+            || "never verified whole (`hearth verify`)".to_string(),
+            |last| format!("last verified {last}"),
+        );
+        match self.chain_at_start.problems.first() {
+            Some(problem) => format!("broken at start: {problem}; {verified}"),
+            None => verified,
+        }
     }
 
     /// Runs `job` on the writer thread inside a transaction and returns its
@@ -564,7 +590,9 @@ fn writer(
     mut connection: Connection,
     jobs: mpsc::Receiver<Job>,
     events: broadcast::Sender<Event>,
+    anchor_to: Option<&Path>,
 ) -> Connection {
+    let mut since_anchor = 0;
     while let Ok(first) = jobs.recv() {
         let mut group = vec![first];
         while group.len() < GROUP_COMMIT {
@@ -600,6 +628,11 @@ fn writer(
         for message in &appended {
             let _ = events.send(Event::message(message));
         }
+        since_anchor += appended.len();
+        if let Some(database) = anchor_to.filter(|_| since_anchor >= anchor::ANCHOR_EVERY) {
+            anchor::write(&connection, database);
+            since_anchor = 0;
+        }
     }
     connection
 }
@@ -633,6 +666,11 @@ pub(crate) fn append(
             message.data = MessageData::read(Some(&masked));
             data = Some(masked);
         }
+    }
+    // A tool message's arguments and output once, in its text, when the
+    // text holds them as they are (after masking, both ways the same).
+    if data.is_some() {
+        data = message.data.stored_beside(&message.text);
     }
     tx.prepare_cached(
         "INSERT INTO messages (agent, id, kind, source, text, status, at, data, key)
@@ -684,7 +722,8 @@ pub(crate) fn append(
 fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
     let kind: String = row.get(2)?;
     let data: Option<String> = row.get(7)?;
-    let data = MessageData::read(data.as_deref());
+    let text: String = row.get(4)?;
+    let data = MessageData::read_beside(data.as_deref(), &text);
     Ok(Entry {
         message: Message {
             agent: row.get(0)?,
@@ -692,7 +731,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
             // Only this module writes kinds, always from `Kind::as_str`.
             kind: Kind::parse(&kind).unwrap_or(Kind::Note),
             source: row.get(3)?,
-            text: row.get(4)?,
+            text,
             status: row.get(5)?,
             at: row.get(6)?,
             answers: data.answers.clone(),
@@ -705,6 +744,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
     })
 }
 
+mod anchor;
 pub mod chain;
 mod data;
 mod migrations;

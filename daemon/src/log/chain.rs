@@ -19,6 +19,7 @@
 //! database deleted, truncated to 0 bytes, or replaced by an older copy)
 //! refuses, and says how to restore a backup or how to start anew on purpose.
 
+use super::anchor;
 use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -127,9 +128,20 @@ pub(crate) fn check(
     connection: &Connection,
     from_newest: Option<i64>,
 ) -> Result<Report, rusqlite::Error> {
+    check_from(connection, |_, count| {
+        from_newest.map_or(0, |newest| (count - newest).max(0))
+    })
+}
+
+/// Checks the links of every agent's messages from the id `start` gives
+/// (for the agent and its number of messages) to its end.
+fn check_from(
+    connection: &Connection,
+    start: impl Fn(&str, i64) -> i64,
+) -> Result<Report, rusqlite::Error> {
     let mut report = Report::default();
     for (agent, count) in counts(connection)? {
-        let start = from_newest.map_or(0, |newest| (count as i64 - newest).max(0));
+        let start = start(&agent, count as i64);
         let mut previous = match start {
             0 => genesis(&agent),
             start => match link(connection, &agent, start - 1)? {
@@ -261,10 +273,41 @@ pub fn verify_file(database: &Path) -> Result<Report, VerifyError> {
             .problems
             .extend(findings.into_iter().map(|f| format!("integrity: {f}")));
     }
+    check_anchors(&connection, &anchor::read(database), &mut report)?;
     let chain = check(&connection, None)?;
     report.checked = chain.checked;
     report.problems.extend(chain.problems);
+    anchor::record_verified(
+        database,
+        report.checked,
+        report.problems.first().map(String::as_str),
+    );
     Ok(report)
+}
+
+/// Adds a problem for each agent whose chain no longer has its anchored
+/// link at the anchored message: it was rebuilt, or cut.
+fn check_anchors(
+    connection: &Connection,
+    anchors: &BTreeMap<String, anchor::Anchored>,
+    report: &mut Report,
+) -> Result<(), rusqlite::Error> {
+    for (agent, anchored) in anchors {
+        if anchored.count == 0 {
+            continue;
+        }
+        let id = anchored.count - 1;
+        match link(connection, agent, id)? {
+            Some(link) if link == anchored.head => {}
+            Some(_) => report.problems.push(format!(
+                "agent `{agent}`: the link of message {id} is not the one anchored outside the database (hearth.db.anchor): the chain was rebuilt after messages before it changed"
+            )),
+            None => report.problems.push(format!(
+                "agent `{agent}`: message {id}, anchored outside the database (hearth.db.anchor), has no link"
+            )),
+        }
+    }
+    Ok(())
 }
 
 /// Why a database could not be checked.
@@ -276,9 +319,26 @@ pub enum VerifyError {
     Sqlite(#[from] rusqlite::Error),
 }
 
-/// Checks the newest links at start.
-pub(crate) fn check_at_start(connection: &Connection) -> Result<Report, rusqlite::Error> {
-    check(connection, Some(CHECKED_AT_START))
+/// The check at start: each anchored link is still there, and the links
+/// from the anchor (or the newest [`CHECKED_AT_START`], if they start
+/// before it) to the end hold. Never the whole history: what was anchored
+/// was checked or written by the daemon that anchored it.
+pub(crate) fn check_at_start(
+    connection: &Connection,
+    database: &Path,
+) -> Result<Report, rusqlite::Error> {
+    let anchors = anchor::read(database);
+    let mut report = Report::default();
+    check_anchors(connection, &anchors, &mut report)?;
+    let chain = check_from(connection, |agent, count| {
+        let newest = (count - CHECKED_AT_START).max(0);
+        anchors
+            .get(agent)
+            .map_or(newest, |anchored| anchored.count.clamp(0, newest))
+    })?;
+    report.checked = chain.checked;
+    report.problems.extend(chain.problems);
+    Ok(report)
 }
 
 /// Messages per agent.

@@ -66,6 +66,11 @@ pub struct MessageData {
     /// (`document`): reading them taints the turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untrusted: Option<String>,
+    /// A tool message whose text is `name(arguments) → output`: the
+    /// arguments' length in bytes. The arguments and the output are then
+    /// read from the text rather than stored a second time here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_in_text: Option<usize>,
 }
 
 /// Where a message's text came from, when it came from outside: one of the
@@ -105,6 +110,9 @@ pub struct Provenance {
     #[serde(default)]
     pub untrusted: bool,
 }
+
+/// The bytes of `(`, `) → ` around a tool message's arguments.
+const TOOL_GLUE: usize = "(".len() + ") → ".len();
 
 impl MessageData {
     /// A reply's details: the messages its turn answered.
@@ -158,6 +166,47 @@ impl MessageData {
         (!self.is_empty()).then(|| serde_json::to_string(self).unwrap_or_default())
     }
 
+    /// The stored form beside a message's `text`: a tool message's
+    /// arguments and output are left out when the text holds them as
+    /// `name(arguments) → output` (they are most of a tool message, and
+    /// were stored twice).
+    pub fn stored_beside(&self, text: &str) -> Option<String> {
+        if let (Some(name), Some(arguments), Some(output)) =
+            (&self.name, &self.arguments, &self.output)
+        {
+            if text.len() == name.len() + arguments.len() + output.len() + TOOL_GLUE
+                && *text == format!("{name}({arguments}) → {output}")
+            {
+                let lean = MessageData {
+                    arguments: None,
+                    output: None,
+                    arguments_in_text: Some(arguments.len()),
+                    ..self.clone()
+                };
+                return lean.stored();
+            }
+        }
+        self.stored()
+    }
+
+    /// Reads the stored form beside its message's `text`: what
+    /// [`MessageData::stored_beside`] left out is read from the text.
+    pub fn read_beside(stored: Option<&str>, text: &str) -> MessageData {
+        let mut data = MessageData::read(stored);
+        if let (Some(bytes), Some(name)) = (data.arguments_in_text.take(), &data.name) {
+            let start = name.len() + 1;
+            let arguments = text.get(start..start.saturating_add(bytes));
+            let output = text
+                .get(start.saturating_add(bytes)..)
+                .and_then(|rest| rest.strip_prefix(") → "));
+            if let (Some(arguments), Some(output)) = (arguments, output) {
+                data.arguments = Some(arguments.to_string());
+                data.output = Some(output.to_string());
+            }
+        }
+        data
+    }
+
     /// Reads the stored form; a row that does not parse (written by hand,
     /// or damaged) reads as having no details rather than failing the read.
     pub fn read(stored: Option<&str>) -> MessageData {
@@ -200,6 +249,29 @@ mod tests {
         let stored = data.stored().unwrap();
         assert_eq!(MessageData::read(Some(&stored)), data);
         assert_eq!(MessageData::default().stored(), None);
+    }
+
+    #[test]
+    fn a_tool_messages_arguments_and_output_are_stored_once() {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "shell".into(),
+            arguments: r#"{"command":"echo → ) done"}"#.into(),
+        };
+        let output = "one ) → two\nthree";
+        let data = MessageData::call(&call, 2, output);
+        let text = format!("shell({}) → {output}", call.arguments);
+        let stored = data.stored_beside(&text).unwrap();
+        assert!(!stored.contains("three"), "{stored}");
+        assert!(!stored.contains("command"), "{stored}");
+        assert_eq!(MessageData::read_beside(Some(&stored), &text), data);
+        // A text that is not the call and its output keeps them stored.
+        let other = data.stored_beside("something else").unwrap();
+        assert!(other.contains("three"), "{other}");
+        assert_eq!(
+            MessageData::read_beside(Some(&other), "something else"),
+            data
+        );
     }
 
     #[test]

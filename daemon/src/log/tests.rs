@@ -118,3 +118,150 @@ async fn a_turn_takes_what_waits_and_more_later() {
     assert_eq!(logged[0].answers, vec![1, 2]);
     assert_eq!(log.last_turn("a").await.unwrap(), Some((turn, true)));
 }
+
+/// Appends `count` messages straight to the database, links and all, as a
+/// daemon that died before its next anchor would have left them.
+fn append_unanchored(path: &Path, from: usize, count: usize) {
+    let mut connection = Connection::open(path).unwrap();
+    let tx = connection.transaction().unwrap();
+    for n in from..from + count {
+        let message = NewMessage::new(Kind::User, "t", format!("message {n}"));
+        append(&tx, "a", message, &mut Vec::new()).unwrap();
+    }
+    tx.commit().unwrap();
+}
+
+fn change_behind_the_triggers(path: &Path, id: i64) {
+    Connection::open(path)
+        .unwrap()
+        .execute_batch(&format!(
+            "DROP TRIGGER IF EXISTS messages_are_never_updated;
+             UPDATE messages SET text = 'I never said this' WHERE agent = 'a' AND id = {id};"
+        ))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn start_checks_the_chain_from_its_anchor_to_the_end() {
+    let (dir, log, _events) = open();
+    let path = dir.path().join("hearth.db");
+    let messages = (0..100).map(|n| NewMessage::new(Kind::User, "t", format!("message {n}")));
+    log.append_all("a", messages.collect()).await.unwrap();
+    drop(log);
+    // Anchored at 100; 400 more from a run that died before anchoring.
+    append_unanchored(&path, 100, 400);
+    let connection = Connection::open(&path).unwrap();
+    let report = chain::check_at_start(&connection, &path).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(
+        report.checked, 400,
+        "from the anchor to the end, not all 500"
+    );
+    // A change after the anchor is found, however far from the end.
+    change_behind_the_triggers(&path, 150);
+    let report = chain::check_at_start(&connection, &path).unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("message 150 was changed")),
+        "{:?}",
+        report.problems
+    );
+}
+
+#[tokio::test]
+async fn a_start_after_a_clean_stop_checks_only_the_newest_links() {
+    let (dir, log, _events) = open();
+    let path = dir.path().join("hearth.db");
+    let messages = (0..600).map(|n| NewMessage::new(Kind::User, "t", format!("message {n}")));
+    log.append_all("a", messages.collect()).await.unwrap();
+    drop(log);
+    let connection = Connection::open(&path).unwrap();
+    let report = chain::check_at_start(&connection, &path).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.checked, 256);
+}
+
+#[tokio::test]
+async fn a_rebuilt_chain_does_not_match_its_anchor() {
+    let (dir, log, _events) = open();
+    let path = dir.path().join("hearth.db");
+    let messages = (0..10).map(|n| NewMessage::new(Kind::User, "t", format!("message {n}")));
+    log.append_all("a", messages.collect()).await.unwrap();
+    drop(log);
+    change_behind_the_triggers(&path, 3);
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP TRIGGER chain_is_never_deleted; DELETE FROM chain;")
+        .unwrap();
+    // The start links the messages anew, edit and all; the anchor tells.
+    let (events, _) = broadcast::channel(4);
+    let log = Log::open(&path, events).unwrap();
+    assert!(
+        log.chain_state().contains("broken at start"),
+        "{}",
+        log.chain_state()
+    );
+    assert!(
+        log.chain_state().contains("anchored"),
+        "{}",
+        log.chain_state()
+    );
+    drop(log);
+    // Not anchored anew: the next start says it again, and so does verify.
+    let (events, _) = broadcast::channel(4);
+    let log = Log::open(&path, events).unwrap();
+    assert!(
+        log.chain_state().contains("broken at start"),
+        "{}",
+        log.chain_state()
+    );
+    let report = chain::verify_file(&path).unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.contains("anchored")),
+        "{:?}",
+        report.problems
+    );
+    assert!(
+        log.chain_state().contains("last verified"),
+        "{}",
+        log.chain_state()
+    );
+    assert!(
+        log.chain_state().contains("broken"),
+        "{}",
+        log.chain_state()
+    );
+}
+
+#[tokio::test]
+async fn a_tool_messages_output_is_stored_once_and_read_whole() {
+    let (dir, log, _events) = open();
+    let call = crate::model::ToolCall {
+        id: "call_7".into(),
+        name: "shell".into(),
+        arguments: r#"{"command":"cat notes.txt"}"#.into(),
+    };
+    let output = "a long output that the log keeps in the text alone";
+    let text = format!("shell({}) → {output}", call.arguments);
+    let message = NewMessage::new(Kind::Tool, "a", text.clone())
+        .with_data(MessageData::call(&call, 1, output));
+    log.append("a", message).await.unwrap();
+    drop(log);
+    let connection = Connection::open(dir.path().join("hearth.db")).unwrap();
+    let stored: String = connection
+        .query_row("SELECT data FROM messages", [], |row| row.get(0))
+        .unwrap();
+    assert!(!stored.contains("keeps in the text"), "{stored}");
+    assert!(!stored.contains("notes.txt"), "{stored}");
+    drop(connection);
+    let (events, _) = broadcast::channel(4);
+    let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+    let entry = log.range("a", 0, 1, 1).await.unwrap().remove(0);
+    assert_eq!(entry.message.text, text);
+    assert_eq!(entry.data.logged_call(), Some((call, output.to_string())));
+    assert!(chain::verify_file(&dir.path().join("hearth.db"))
+        .unwrap()
+        .is_ok());
+}

@@ -286,14 +286,14 @@ pub(crate) fn run_observed(
             .then(a.hit.n.cmp(&b.hit.n))
     });
     candidates.truncate(query.limit as usize);
-    let hits = candidates
+    // Snippets only for the hits returned: the watchdog still runs.
+    candidates
         .into_iter()
         .map(|mut candidate| {
             candidate.hit.snippet = snippet(connection, &expression, &candidate)?;
             Ok(candidate.hit)
         })
-        .collect();
-    hits
+        .collect()
 }
 
 /// Interrupts the connection's statement if the search is still running at

@@ -128,6 +128,10 @@ pub struct Status {
     /// the log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued_bytes: Option<u64>,
+    /// The log's tamper-evident chain in words: what the start's check
+    /// found if it found something wrong, and the last `hearth verify`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<String>,
 }
 
 /// An MCP tool call that runs now, in `status`.

@@ -93,6 +93,7 @@ pub async fn status(context: &Context<'_>) -> Answer {
         bridges: bridges(shared).await?,
         confinement: Some(crate::tools::confine::describe()),
         queued_bytes: Some(crate::server::queued_bytes()),
+        chain: Some(shared.log.chain_state()),
     };
     Ok(ServerFrame::Status(Box::new(status)))
 }
