@@ -13,6 +13,12 @@ section=$(mktemp)
 trap 'rm -f "$section" "$section.md"' EXIT
 {
     echo "<!-- endless:start -->"
+    echo "## The endless conversation"
+    echo
+    echo "A release \`hearthd\` on synthetic histories built through the log's API"
+    echo "(\`scripts/bench-endless.sh\`, \`benches/endless.rs\`); each figure with its"
+    echo "ratio to the first size's, measured in the same run."
+    echo
     echo "$output"
     echo
     echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); $(rustc --version); $(nproc) cores."

@@ -496,6 +496,7 @@ impl Keeper {
         let mut due = Vec::new();
         while let Some((node, text, mechanical)) = queue.pop() {
             if self.built(node) {
+                self.building.remove(&(node.first(), node.level));
                 continue;
             }
             // A line is written once and sent in every later request: a key
