@@ -313,6 +313,7 @@ fn hello() -> ClientFrame {
         since: None,
         agent: None,
         token: None,
+        owner_key: None,
     }
 }
 
