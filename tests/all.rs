@@ -28,6 +28,7 @@ mod mcp;
 mod mcp_bounds;
 mod mcp_http;
 mod memory;
+mod memory_held;
 mod memory_model;
 mod models;
 mod owner_session;

@@ -425,3 +425,47 @@ async fn stats_show_the_budget_a_reload_set() {
         "the live limit"
     );
 }
+
+#[tokio::test]
+async fn a_backup_is_refused_where_the_agents_tools_can_read_it() {
+    let home = TestHome::new(bins!());
+    home.write_config("[[agents]]\nname = \"scout\"\nresponsibility = \"looks things up\"\n");
+    let _daemon = home.start();
+    let shared = tempfile::tempdir_in("/tmp").unwrap();
+    let refused = [
+        (
+            home.path().join("agents/hearth/work/backup.db"),
+            "an agent's working folder",
+        ),
+        (
+            home.path().join("agents/scout/work/backup.db"),
+            "an agent's working folder",
+        ),
+        (
+            shared.path().join("backup.db"),
+            "the agents' shell may read",
+        ),
+        (
+            std::path::PathBuf::from("/dev/shm/hearth-backup-test.db"),
+            "the agents' shell may read",
+        ),
+    ];
+    for (path, why) in refused {
+        let output = home.hearth_async(&["backup", path.to_str().unwrap()]).await;
+        let said = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(1), "{}: {said}", path.display());
+        assert!(said.contains(why), "{}: {said}", path.display());
+        assert!(!path.exists(), "{}", path.display());
+    }
+    // The home's own folder and a folder outside the shell's reach take one.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for path in [
+        home.path().join("backup.db"),
+        outside.path().join("backup.db"),
+    ] {
+        let output = home.hearth_async(&["backup", path.to_str().unwrap()]).await;
+        let said = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{}: {said}", path.display());
+        assert!(path.exists());
+    }
+}
