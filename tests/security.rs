@@ -539,12 +539,16 @@ async fn the_owners_hello_gets_in_past_64_idle_tcp_connections() {
 async fn flood_from_many(address: &str, count: usize, start: &[u8]) -> Vec<TcpStream> {
     use tokio::io::AsyncWriteExt;
     let target: std::net::SocketAddr = address.parse().unwrap();
+    raise_own_descriptor_limit();
     let mut flood = Vec::new();
     for n in 0..count {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
         let from = [127, 1, (n / 200) as u8, (n % 200) as u8 + 2];
         socket.bind((from, 0).into()).unwrap();
-        let wait = std::time::Duration::from_secs(1);
+        // Patient: on a loaded machine a connection may wait in the
+        // listener's backlog; only a daemon that stopped accepting leaves
+        // it there past this.
+        let wait = std::time::Duration::from_secs(10);
         let Ok(Ok(mut stream)) = tokio::time::timeout(wait, socket.connect(target)).await else {
             break;
         };
@@ -554,6 +558,24 @@ async fn flood_from_many(address: &str, count: usize, start: &[u8]) -> Vec<TcpSt
         flood.push(stream);
     }
     flood
+}
+
+/// Raises this test process's own soft descriptor limit to its hard one:
+/// the flood's sockets are the test's too, and the suite's other tests
+/// hold descriptors of their own at the same time.
+fn raise_own_descriptor_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and fill a live `rlimit`.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 /// Lowers the soft descriptor limit of process `pid` to `limit`.

@@ -89,8 +89,8 @@ fn mask_strings(value: &mut serde_json::Value) {
 /// Text that comes in pieces (a reply's deltas, as the model streams
 /// them), masked across the pieces: a key split between two deltas is
 /// masked whole. The end of the text so far that could still grow into a
-/// key (a run of key characters, with a `Bearer ` or a bot token's
-/// digits before it) is held back until the next piece shows it whole.
+/// key (see `held_from`) is held back until the next piece shows it
+/// whole, or [`StreamMask::finish`] lets it out.
 #[derive(Debug, Default)]
 pub struct StreamMask {
     held: String,
@@ -126,27 +126,106 @@ impl StreamMask {
     }
 }
 
-/// Where the end of `text` that could still grow into a key begins.
+/// A [`StreamMask`] with where its text goes: each piece is masked and
+/// sent, and what it holds back is sent when it is dropped, however the
+/// stream ended (finished, failed, or a turn interrupted mid-answer that
+/// drops the call), so a reader sees every word that streamed.
+pub struct MaskedSender<F: FnMut(String)> {
+    mask: StreamMask,
+    send: F,
+}
+
+impl<F: FnMut(String)> MaskedSender<F> {
+    pub fn new(send: F) -> Self {
+        MaskedSender {
+            mask: StreamMask::default(),
+            send,
+        }
+    }
+
+    /// Masks and sends what of `piece` may be shown now.
+    pub fn push(&mut self, piece: &str) {
+        if let Some(shown) = self.mask.push(piece) {
+            (self.send)(shown);
+        }
+    }
+}
+
+impl<F: FnMut(String)> Drop for MaskedSender<F> {
+    fn drop(&mut self) {
+        if let Some(rest) = self.mask.finish() {
+            (self.send)(rest);
+        }
+    }
+}
+
+/// Where the end of `text` that could still grow into a key begins: a
+/// run of key characters that begins a key shape (or continues one, or is
+/// a bot token's digits), with a `Bearer ` or a bot token's digits and `:`
+/// before it; or an end that begins a held secret. Other text is let
+/// through at once, so a reply's last word is not held back for nothing
+/// (an interrupted or paused stream shows every word it streamed).
 fn held_from(text: &str) -> usize {
     let bytes = text.as_bytes();
     let mut start = bytes.len();
     while start > 0 && key_char(bytes[start - 1]) {
         start -= 1;
     }
-    if text[..start].ends_with("Bearer ") {
-        return start - "Bearer ".len();
-    }
-    if start > 0 && bytes[start - 1] == b':' {
-        let digits = bytes[..start - 1]
-            .iter()
-            .rev()
-            .take_while(|byte| byte.is_ascii_digit())
-            .count();
-        if digits > 0 {
-            return start - 1 - digits;
+    let shaped = if text[..start].ends_with("Bearer ") {
+        start - "Bearer ".len()
+    } else if start > 0 && bytes[start - 1] == b':' && digits_before(bytes, start - 1) > 0 {
+        start - 1 - digits_before(bytes, start - 1)
+    } else if could_begin_key(&text[start..]) {
+        start
+    } else {
+        bytes.len()
+    };
+    shaped.min(held_secret_begins(text))
+}
+
+/// How many ASCII digits end `bytes[..end]`.
+fn digits_before(bytes: &[u8], end: usize) -> usize {
+    bytes[..end]
+        .iter()
+        .rev()
+        .take_while(|byte| byte.is_ascii_digit())
+        .count()
+}
+
+/// Whether a run of key characters could be, or become, a key of a known
+/// shape: a prefix of one, a key under way, or digits (a bot token's).
+fn could_begin_key(run: &str) -> bool {
+    !run.is_empty()
+        && (run.bytes().all(|byte| byte.is_ascii_digit())
+            || SHAPES
+                .iter()
+                .any(|(prefix, _)| prefix.starts_with(run) || run.starts_with(prefix)))
+}
+
+/// Where the earliest end of `text` that begins a held secret (as a word
+/// of its own) starts;
+/// `text.len()` when none does.
+fn held_secret_begins(text: &str) -> usize {
+    let secrets = SECRETS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut earliest = text.len();
+    for secret in secrets.iter() {
+        let longest = (secret.len() - 1).min(text.len());
+        // A secret is a word of its own: it begins at the text's start or
+        // after a character no key has (not inside a word, where every
+        // word ending in its first letter would wait).
+        let begins_word = |at: usize| at == 0 || !key_char(text.as_bytes()[at - 1]);
+        for at in (text.len() - longest..text.len())
+            .filter(|at| text.is_char_boundary(*at) && begins_word(*at))
+        {
+            if secret.starts_with(&text[at..]) {
+                earliest = earliest.min(at);
+                break;
+            }
         }
     }
-    start
+    earliest
 }
 
 /// Characters a key is made of.
@@ -263,11 +342,26 @@ mod tests {
             shown.extend(stream.finish());
             assert_eq!(shown, mask(text), "pieces of {size}");
         }
-        // A long blob is let through, but for its end.
+        // A long blob that could be a key under way is let through, but
+        // for its end.
         let mut stream = StreamMask::default();
-        let blob = "a".repeat(10_000);
+        let blob = "7".repeat(10_000);
         let shown = stream.push(&blob).unwrap();
-        assert_eq!(shown.len(), 10_000 - KEPT_OF_LONG_RUN);
+        assert_eq!(shown.len(), blob.len() - KEPT_OF_LONG_RUN);
+    }
+
+    #[test]
+    fn ordinary_words_are_never_held_back() {
+        let mut stream = StreamMask::default();
+        assert_eq!(
+            stream.push("Thinking out loud").as_deref(),
+            Some("Thinking out loud")
+        );
+        assert_eq!(stream.push(" in 2024").as_deref(), Some(" in "));
+        assert_eq!(stream.push(".").as_deref(), Some("2024."));
+        // The start of a key shape waits for what follows.
+        assert_eq!(stream.push(" then sk").as_deref(), Some(" then "));
+        assert_eq!(stream.finish().as_deref(), Some("sk"));
     }
 
     #[test]

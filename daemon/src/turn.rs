@@ -513,13 +513,10 @@ impl Agent {
             let send_delta = move |text: String| {
                 let _ = events.send(Event::signal(EventKind::Delta, &agent, Some(text)));
             };
-            // A key the model writes is masked across deltas, not only in each.
-            let mut masked = crate::redact::StreamMask::default();
-            let mut on_text = |text: &str| {
-                if let Some(shown) = masked.push(text) {
-                    send_delta(shown);
-                }
-            };
+            // A key the model writes is masked across deltas, not only in
+            // each; what is held back is sent when the call ends or is dropped.
+            let mut masked = crate::redact::MaskedSender::new(send_delta);
+            let mut on_text = |text: &str| masked.push(text);
             // Switches to a fallback model, logged as notes whatever the
             // outcome; retries shown as activity while they wait.
             let mut notes = Vec::new();
@@ -539,9 +536,7 @@ impl Agent {
             let result = model
                 .complete(&request, &mut on_text, &mut on_news, &mut bills)
                 .await;
-            if let Some(rest) = masked.finish() {
-                send_delta(rest);
-            }
+            drop(masked);
             for note in notes {
                 self.log.append(name, Agent::note(note)).await?;
             }

@@ -91,7 +91,7 @@ async fn file_attaches_a_document_and_a_voice_note_from_the_terminal() {
         screen.contains("Done reading.") && idle(screen)
     });
     assert_eq!(
-        count(&screen, "› [file: notes.md, 1 page] sum it up"),
+        count(&screen, "› [file: \"notes.md\", 1 page] sum it up"),
         1,
         "{screen}"
     );
@@ -123,7 +123,7 @@ async fn file_attaches_a_document_and_a_voice_note_from_the_terminal() {
     assert_eq!(
         user,
         [
-            "[file: notes.md, 1 page] sum it up",
+            "[file: \"notes.md\", 1 page] sum it up",
             "[voice, transcribing]",
             "[voice] call the plumber"
         ]

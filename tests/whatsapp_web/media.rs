@@ -164,9 +164,12 @@ async fn a_voice_note_is_heard_once_and_a_pdf_read_through_the_linked_device() {
             ));
             model.push(Reply::text("Two months' rent."));
             assert!(bridge.deliver(vec![document]).await);
-            let said = logged(&home, "[file: lease.pdf").await;
+            let said = logged(&home, "[file: \"lease.pdf\"").await;
             assert_eq!(said.id, id);
-            assert_eq!(said.text, "[file: lease.pdf, 1 page] what is the deposit?");
+            assert_eq!(
+                said.text,
+                "[file: \"lease.pdf\", 1 page] what is the deposit?"
+            );
             let sent = sends(&device, 2).await;
             assert_eq!(sent[1].text, "Two months' rent.");
             let log = home.history().await;
@@ -240,7 +243,7 @@ async fn a_voice_note_whose_bridge_was_killed_before_whatsapp_was_told_is_heard_
                 [
                     "[voice 0:42, transcribing]",
                     "[voice 0:42] remind me to water the plants",
-                    "[file: list.txt, 1 page]"
+                    "[file: \"list.txt\", 1 page]"
                 ]
             );
             assert_eq!(transcription.received().len(), 1, "transcribed once");
