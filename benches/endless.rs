@@ -310,7 +310,8 @@ async fn log_since(bins: &Bins, home: &Path, size: u64) -> Result<()> {
     let output = Command::new(&bins.hearth)
         .arg("--home")
         .arg(home)
-        .args(["log", "--since", &(size - 50).to_string()])
+        // `--since ID` prints the messages after ID.
+        .args(["log", "--since", &(size - 51).to_string()])
         .env_remove("HEARTH_HOME")
         .output()?;
     let lines = String::from_utf8_lossy(&output.stdout)
