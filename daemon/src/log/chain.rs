@@ -6,11 +6,15 @@
 //! agent and of every stored field of the message. Changing, removing or
 //! replacing an acknowledged message (with the triggers dropped, by another
 //! program) breaks the chain from that message on, and `hearthd --verify`
-//! (`hearth verify`) finds where. A start checks the newest links of every
-//! agent and says so when they are broken.
+//! (`hearth verify`) finds where. The chain is anchored outside the
+//! database (`log/anchor.rs`): a start checks that the anchored links are
+//! still there, then the links from the anchor (or the newest 256, when
+//! they begin before it) to the end, never the whole history, and says so
+//! when something is broken; `hearth verify` checks everything.
 //!
-//! The chain cannot stop someone who can write the database from rewriting
-//! it whole; it makes a quiet edit of one message visible. What the
+//! The chain cannot stop someone who can write the database and the home
+//! from rewriting both; it makes an edit from inside the database visible,
+//! a chain rebuilt after it included (its anchored link changes). What the
 //! schema itself refuses (UPDATE, DELETE, `INSERT OR REPLACE` of a message
 //! or a summary node) is refused by triggers in `log.rs`.
 //!
