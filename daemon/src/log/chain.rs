@@ -277,7 +277,7 @@ pub fn verify_file(database: &Path) -> Result<Report, VerifyError> {
             .problems
             .extend(findings.into_iter().map(|f| format!("integrity: {f}")));
     }
-    check_anchors(&connection, &anchor::read(database), &mut report)?;
+    check_anchors(&connection, &anchors(database), &mut report)?;
     let chain = check(&connection, None)?;
     report.checked = chain.checked;
     report.problems.extend(chain.problems);
@@ -287,6 +287,17 @@ pub fn verify_file(database: &Path) -> Result<Report, VerifyError> {
         report.problems.first().map(String::as_str),
     );
     Ok(report)
+}
+
+/// The anchor, when it belongs to this log: only while the guard's record
+/// is there too. Deleting `hearth.db.seen` begins a new log on purpose (or
+/// takes a restored backup as it is), and the next start anchors it anew.
+fn anchors(database: &Path) -> BTreeMap<String, anchor::Anchored> {
+    if seen_file(database).exists() {
+        anchor::read(database)
+    } else {
+        BTreeMap::new()
+    }
 }
 
 /// Adds a problem for each agent whose chain no longer has its anchored
@@ -331,7 +342,7 @@ pub(crate) fn check_at_start(
     connection: &Connection,
     database: &Path,
 ) -> Result<Report, rusqlite::Error> {
-    let anchors = anchor::read(database);
+    let anchors = anchors(database);
     let mut report = Report::default();
     check_anchors(connection, &anchors, &mut report)?;
     let chain = check_from(connection, |agent, count| {
