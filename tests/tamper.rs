@@ -156,6 +156,9 @@ async fn a_deleted_database_is_refused_and_deleting_the_record_starts_anew() {
     let mut daemon = home.start();
     assert!(daemon.is_running());
     assert!(home.history().await.is_empty());
+    // The old log's anchor does not hold against the new one.
+    let log = daemon.log_text();
+    assert!(!log.contains("chain is broken"), "{log}");
 }
 
 #[tokio::test]

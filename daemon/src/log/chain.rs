@@ -6,11 +6,15 @@
 //! agent and of every stored field of the message. Changing, removing or
 //! replacing an acknowledged message (with the triggers dropped, by another
 //! program) breaks the chain from that message on, and `hearthd --verify`
-//! (`hearth verify`) finds where. A start checks the newest links of every
-//! agent and says so when they are broken.
+//! (`hearth verify`) finds where. The chain is anchored outside the
+//! database (`log/anchor.rs`): a start checks that the anchored links are
+//! still there, then the links from the anchor (or the newest 256, when
+//! they begin before it) to the end, never the whole history, and says so
+//! when something is broken; `hearth verify` checks everything.
 //!
-//! The chain cannot stop someone who can write the database from rewriting
-//! it whole; it makes a quiet edit of one message visible. What the
+//! The chain cannot stop someone who can write the database and the home
+//! from rewriting both; it makes an edit from inside the database visible,
+//! a chain rebuilt after it included (its anchored link changes). What the
 //! schema itself refuses (UPDATE, DELETE, `INSERT OR REPLACE` of a message
 //! or a summary node) is refused by triggers in `log.rs`.
 //!
@@ -273,7 +277,7 @@ pub fn verify_file(database: &Path) -> Result<Report, VerifyError> {
             .problems
             .extend(findings.into_iter().map(|f| format!("integrity: {f}")));
     }
-    check_anchors(&connection, &anchor::read(database), &mut report)?;
+    check_anchors(&connection, &anchors(database), &mut report)?;
     let chain = check(&connection, None)?;
     report.checked = chain.checked;
     report.problems.extend(chain.problems);
@@ -283,6 +287,17 @@ pub fn verify_file(database: &Path) -> Result<Report, VerifyError> {
         report.problems.first().map(String::as_str),
     );
     Ok(report)
+}
+
+/// The anchor, when it belongs to this log: only while the guard's record
+/// is there too. Deleting `hearth.db.seen` begins a new log on purpose (or
+/// takes a restored backup as it is), and the next start anchors it anew.
+fn anchors(database: &Path) -> BTreeMap<String, anchor::Anchored> {
+    if seen_file(database).exists() {
+        anchor::read(database)
+    } else {
+        BTreeMap::new()
+    }
 }
 
 /// Adds a problem for each agent whose chain no longer has its anchored
@@ -327,7 +342,7 @@ pub(crate) fn check_at_start(
     connection: &Connection,
     database: &Path,
 ) -> Result<Report, rusqlite::Error> {
-    let anchors = anchor::read(database);
+    let anchors = anchors(database);
     let mut report = Report::default();
     check_anchors(connection, &anchors, &mut report)?;
     let chain = check_from(connection, |agent, count| {

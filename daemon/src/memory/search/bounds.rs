@@ -236,4 +236,22 @@ async fn the_index_keeps_no_copy_of_the_texts_and_its_migration_runs_once() {
         )
         .unwrap();
     assert_eq!(again, ran);
+    // An older hearthd that makes its index again: the next start drops it.
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE VIRTUAL TABLE memory_index USING fts5(text, agent UNINDEXED,
+                kind UNINDEXED, source UNINDEXED, first UNINDEXED, span UNINDEXED);",
+        )
+        .unwrap();
+    drop(open(&dir));
+    let left: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'memory_index%'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 0);
 }

@@ -57,7 +57,13 @@ pub(crate) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
             BEGIN
                 INSERT INTO line_words (rowid, text, agent, level, idx)
                 VALUES (new.rowid, new.text, new.agent, new.level, new.idx);
-            END;"
+            END;
+        -- The index of schema 2, with its copy of every text: gone, also
+        -- when an older hearthd made it again (the tables above indexed
+        -- what it appended meanwhile, their triggers still in place).
+        DROP TRIGGER IF EXISTS messages_are_indexed;
+        DROP TRIGGER IF EXISTS lines_are_indexed;
+        DROP TABLE IF EXISTS memory_index;"
     ))
 }
 
@@ -74,15 +80,11 @@ const LINE_INDEXED: &str = "instr(new.text, char(10)) = 0 AND NOT (new.level = 0
         WHERE m.agent = new.agent AND m.id = new.idx
         AND new.text = m.kind || ': ' || replace(replace(m.text, char(10), ' '), char(13), ' '))))";
 
-/// Drops the index of schema 2 (its table held a copy of every text) and
-/// fills the new tables from the log, in the caller's transaction: run once,
-/// recorded by the caller as [`WORDS_WITHOUT_COPIES`].
+/// Fills the new tables from the log (the index of schema 2, which held a
+/// copy of every text, was dropped by [`create`]), in the caller's
+/// transaction: run once, recorded by the caller as
+/// [`WORDS_WITHOUT_COPIES`].
 pub(crate) fn migrate(connection: &Connection) -> Result<(), rusqlite::Error> {
-    connection.execute_batch(
-        "DROP TRIGGER IF EXISTS messages_are_indexed;
-         DROP TRIGGER IF EXISTS lines_are_indexed;
-         DROP TABLE IF EXISTS memory_index;",
-    )?;
     backfill(connection)
 }
 
