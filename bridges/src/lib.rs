@@ -3,8 +3,11 @@
 //! (`hearth-client`). Their platform dependencies (HTTP server, signatures,
 //! the WhatsApp Web protocol) are compiled in this crate only.
 //!
-//! - `bridge/`: what the bridges share: the daemon link, ordered delivery
-//!   from a stored cursor, splitting, the allowlist's refusal, the lock.
+//! - `bridge/`: what the bridges share: the daemon link; the one delivery
+//!   loop (in log order from a stored cursor, split at the platform's
+//!   limit, retried, skipped with a note) with the platform's part behind
+//!   the `Courier` trait (`bridge/courier.rs`), which a new channel
+//!   implements; the one gate for strangers (`bridge/people.rs`); the lock.
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
 //! - `whatsapp/`: the WhatsApp bridge (`hearth whatsapp`): the Cloud API, or
 //!   a linked personal account (`whatsapp/web/`, feature `whatsapp-web`).

@@ -12,15 +12,17 @@
 //! is sent to the one person it names, under the same cursor.
 //!
 //! [`Feed`] is the daemon's side, the same for every bridge; a
-//! [`Courier`] is the platform's side: who gets what, and how it is sent.
+//! [`Courier`] is the platform's side: who gets what, and how one send goes
+//! (see `courier.rs`, which holds the one sending loop).
 
 use super::config::Outgoing;
+use super::courier::{self, Courier};
 use super::link::{self, LinkError};
-use hearth_client::images::{self, Attachment, ImageFileError};
+use hearth_client::images::{self, ImageFileError};
 use hearth_client::{connect_running, LogWalk};
 use hearth_client::{ConnectError, Connection};
 use hearth_protocol::home::Home;
-use hearth_protocol::{ClientFrame, Event, EventKind, ImageRef, Outbox, ServerFrame};
+use hearth_protocol::{ClientFrame, Event, EventKind, Outbox, ServerFrame};
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
@@ -111,72 +113,6 @@ pub fn outgoing_text(event: &Event, send: &[Outgoing], own_source: &str) -> Opti
         _ => return None,
     };
     (!text.trim().is_empty()).then_some(text)
-}
-
-/// The platform's side of delivery.
-// The bridges run on one thread, so nothing needs these futures to be `Send`.
-#[allow(async_fn_in_trait)]
-pub trait Courier {
-    type Error: From<LinkError>;
-
-    /// How often the sign that the agent works is shown again while it does.
-    fn busy_every(&self) -> Duration;
-
-    /// The text that goes out for an event, if any.
-    fn outgoing(&self, event: &Event) -> Option<String>;
-
-    /// Whether anyone would get a message now. A message nobody would get
-    /// is skipped (the cursor moves past it).
-    fn has_recipients(&self) -> bool;
-
-    /// Sends `text` (message `id`'s, or a live signal's when `None`) to every
-    /// recipient. Trouble worth waiting out is retried; a recipient that can
-    /// never take it is skipped with [`Feed::note`]. Calls to the platform go
-    /// through [`Feed::beside`].
-    async fn deliver(
-        &mut self,
-        feed: &mut Feed,
-        id: Option<u64>,
-        text: &str,
-    ) -> Result<(), Self::Error>;
-
-    /// Shows that the agent works ("typing…"); a failure only costs the hint.
-    async fn show_busy(&mut self, feed: &mut Feed) -> Result<(), Self::Error>;
-
-    /// Sends an image a tool showed to every recipient, as the platform's
-    /// photo; trouble is handled as in [`Courier::deliver`]. A platform that
-    /// sends no images leaves this out, and the image is not sent.
-    async fn deliver_image(
-        &mut self,
-        _feed: &mut Feed,
-        _image: &ImageRef,
-        _attachment: &Attachment,
-    ) -> Result<(), Self::Error> {
-        Ok(())
-    }
-
-    /// Sends `text` to one person, `to` (the platform's name for them), for
-    /// tool message `id`'s outbox (`whatsapp_send`); trouble is handled as
-    /// in [`Courier::deliver`]. A platform without such a tool never gets
-    /// an outbox addressed to it.
-    async fn send_to(
-        &mut self,
-        feed: &mut Feed,
-        id: u64,
-        to: &str,
-        _text: &str,
-    ) -> Result<(), Self::Error> {
-        let note =
-            format!("message #{id} for {to} was not sent: this bridge cannot send to one person");
-        Ok(feed.note(note).await?)
-    }
-
-    /// Asks the recipients about a tool call waiting for approval (an
-    /// `approval` event, live only); platforms without a way to answer
-    /// ignore it.
-    async fn ask_approval(&mut self, _feed: &mut Feed, _event: &Event) -> Result<(), Self::Error> {
-        Ok(())
-    }
 }
 
 /// The daemon's side of delivery: a connection that follows the log from
@@ -322,15 +258,16 @@ impl Feed {
             // Live signals (an error) have no place in the log.
             (false, _) => None,
         };
-        let mut delivered = match courier.outgoing(&event) {
-            Some(text) if courier.has_recipients() => {
+        let text = outgoing_text(&event, courier.send_list(), self.source);
+        let mut delivered = match text {
+            Some(text) if !courier.recipients().is_empty() => {
                 courier.deliver(self, id, &text).await?;
                 true
             }
             _ => false,
         };
         if let (Some(id), Some(outbox)) = (id, self.outbox_for_me(&event)) {
-            courier.send_to(self, id, &outbox.to, &outbox.text).await?;
+            courier::to_one(courier, self, id, &outbox.to, &outbox.text).await?;
             delivered = true;
         }
         let shown = self.show_images(courier, &event).await?;
@@ -359,7 +296,10 @@ impl Feed {
         courier: &mut C,
         event: &Event,
     ) -> Result<bool, C::Error> {
-        if event.kind != EventKind::Tool || event.images.is_empty() || !courier.has_recipients() {
+        if event.kind != EventKind::Tool
+            || event.images.is_empty()
+            || courier.recipients().is_empty()
+        {
             return Ok(false);
         }
         for image in &event.images {
@@ -371,7 +311,9 @@ impl Feed {
             })
             .await;
             match fetched {
-                Ok(attachment) => courier.deliver_image(self, image, &attachment).await?,
+                Ok(attachment) => {
+                    courier::image_to_everyone(courier, self, image, &attachment).await?
+                }
                 Err(ImageFileError::Connection(err)) => return Err(LinkError::from(err).into()),
                 Err(err) => {
                     let note = format!("{}: image {} not sent: {err}", self.source, image.label());
@@ -380,6 +322,11 @@ impl Feed {
             }
         }
         Ok(true)
+    }
+
+    /// The bridge's name as a message source (`telegram`): notes begin with it.
+    pub fn source(&self) -> &'static str {
+        self.source
     }
 
     /// Runs `work` (a send, a wait) while the connection keeps being read;

@@ -8,9 +8,13 @@
 //! - `link.rs`: requests, state and notes over the daemon connections.
 //! - `files.rs`: a voice note or document a person sent, stored in the daemon.
 //! - `delivery.rs`: the agent's messages out in log order from a cursor
-//!   stored in the daemon; the platform sends through a [`delivery::Courier`].
-//! - `people.rs`: the refusal strangers get (once per run) and the chats
-//!   that get the agent's messages.
+//!   stored in the daemon (the daemon's side, [`delivery::Feed`]).
+//! - `courier.rs`: the platform's side, [`courier::Courier`] (who gets
+//!   what, how one send goes, what the platform refused), and the one loop
+//!   every bridge sends through: split at the platform's limit, waits and
+//!   retries, skips with a note.
+//! - `people.rs`: the one gate for strangers ([`people::Gate`]: refused
+//!   once per run, with a note) and the chats that get the agent's messages.
 //! - `lock.rs`: one bridge of a kind per home.
 //! - `multipart.rs`: an upload's `multipart/form-data` body (pure).
 //! - `fitting.rs`: an image fitted to the platform before it goes out: a
@@ -20,6 +24,7 @@
 
 pub mod backoff;
 pub mod config;
+pub mod courier;
 pub mod delivery;
 pub mod files;
 pub mod fitting;

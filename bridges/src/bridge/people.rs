@@ -1,12 +1,14 @@
 //! Who a bridge talks with: the allowed people's chats, which get the
-//! agent's messages once they have written, and strangers, who are refused
-//! once per run with a note in the log.
+//! agent's messages once they have written, and strangers, whom the one
+//! [`Gate`] refuses once per run with a note in the log.
 
 use super::link::{self, LinkError};
 use hearth_client::Connection;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashSet};
+use std::fmt::Display;
+use std::future::Future;
 use std::hash::Hash;
 use tokio::sync::watch;
 
@@ -19,24 +21,74 @@ pub fn refusal_note(source: &str, who: &str) -> String {
     format!("{source}: refused a message from {who}")
 }
 
-/// The strangers refused in this run, so each is told (and noted) once.
+/// The one gate for strangers: each bridge's inbound half hands it every
+/// message from someone its allowlist does not name. The first one from an
+/// address in this run is noted in the log and queued to be told
+/// [`REFUSAL`]; later ones are only logged here, so a stranger who keeps
+/// writing neither floods the log nor gets an answer each time.
 #[derive(Debug)]
-pub struct Strangers<T> {
-    refused: HashSet<T>,
+pub struct Gate<A> {
+    /// The bridge's name as a message source (`telegram`), for the notes.
+    source: &'static str,
+    /// The addresses refused in this run.
+    refused: HashSet<A>,
+    /// Refused for the first time and not told yet, with how they are named.
+    to_tell: Vec<(A, String)>,
 }
 
-impl<T> Default for Strangers<T> {
-    fn default() -> Strangers<T> {
-        Strangers {
+impl<A: Eq + Hash + Clone> Gate<A> {
+    pub fn new(source: &'static str) -> Gate<A> {
+        Gate {
+            source,
             refused: HashSet::new(),
+            to_tell: Vec::new(),
         }
     }
-}
 
-impl<T: Eq + Hash> Strangers<T> {
-    /// Whether `who` is refused for the first time in this run.
-    pub fn first_time(&mut self, who: T) -> bool {
-        self.refused.insert(who)
+    /// Refuses a message from `address` (named `who` in the note): the
+    /// first time in this run it is noted in the log through `connection`
+    /// and the address queued for [`Gate::tell`].
+    pub async fn refuse(
+        &mut self,
+        connection: &mut Connection,
+        address: A,
+        who: &str,
+    ) -> Result<(), LinkError> {
+        if !self.first_time(address.clone()) {
+            tracing::info!("{}: refused another message from {who}", self.source);
+            return Ok(());
+        }
+        let note = refusal_note(self.source, who);
+        link::note(connection, self.source, note, &mut |_| {}).await?;
+        self.to_tell.push((address, who.to_string()));
+        Ok(())
+    }
+
+    /// Tells the strangers refused since the last call [`REFUSAL`] with
+    /// `send` (the platform's send of a text), reading `connection`
+    /// meanwhile; a send that fails is only logged. Returns what the sends
+    /// that went through returned (the ids of the messages, say).
+    pub async fn tell<T, E: Display, F: Future<Output = Result<T, E>>>(
+        &mut self,
+        connection: &mut Connection,
+        send: impl Fn(A, &'static str) -> F,
+    ) -> Result<Vec<T>, LinkError> {
+        let mut sent = Vec::new();
+        for (address, who) in std::mem::take(&mut self.to_tell) {
+            let told = send(address, REFUSAL);
+            match link::beside(connection, told, &mut |_| {}).await? {
+                Ok(receipt) => sent.push(receipt),
+                Err(err) => {
+                    tracing::warn!("{}: cannot tell {who} they are refused: {err}", self.source)
+                }
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Whether `address` is refused for the first time in this run.
+    fn first_time(&mut self, address: A) -> bool {
+        self.refused.insert(address)
     }
 }
 
@@ -71,10 +123,10 @@ mod tests {
 
     #[test]
     fn strangers_are_refused_once_each() {
-        let mut strangers = Strangers::default();
-        assert!(strangers.first_time(7));
-        assert!(!strangers.first_time(7));
-        assert!(strangers.first_time(8));
+        let mut gate = Gate::new("telegram");
+        assert!(gate.first_time(7));
+        assert!(!gate.first_time(7));
+        assert!(gate.first_time(8));
         assert_eq!(
             refusal_note("telegram", "user 7 (@eve)"),
             "telegram: refused a message from user 7 (@eve)"

@@ -20,7 +20,7 @@ use super::files;
 use super::photos::{self, Photo};
 use crate::bridge::backoff::Backoff;
 use crate::bridge::link;
-use crate::bridge::people::{refusal_note, remember_chat, Strangers};
+use crate::bridge::people::{remember_chat, Gate};
 use hearth_client::Connection;
 use std::collections::BTreeSet;
 use std::convert::Infallible;
@@ -127,8 +127,8 @@ pub struct Inbound<'a> {
     offset: Option<i64>,
     /// The chats that get the agent's messages, shared with the outbound half.
     chats: watch::Sender<BTreeSet<i64>>,
-    /// Users refused in this run, so each is told once.
-    refused: Strangers<i64>,
+    /// Strangers' chats refused in this run, so each is told once.
+    strangers: Gate<i64>,
     /// Whether the user was told that a webhook blocks polling.
     webhook_noted: bool,
     /// What `hearth status` shows as the bridge's problem (its problem
@@ -154,7 +154,7 @@ impl<'a> Inbound<'a> {
             connection,
             offset,
             chats,
-            refused: Strangers::default(),
+            strangers: Gate::new(SOURCE),
             webhook_noted: false,
             problem_shown: None,
         }
@@ -298,7 +298,10 @@ impl<'a> Inbound<'a> {
                 chat_id,
                 user_id,
                 handle,
-            } => self.refuse(chat_id, user_id, &handle).await,
+            } => {
+                self.refuse(chat_id, &format!("user {user_id} ({handle})"))
+                    .await
+            }
             Incoming::Ignore(why) => {
                 tracing::debug!("skipping update {}: {why}", update.update_id);
                 Ok(())
@@ -345,22 +348,14 @@ impl<'a> Inbound<'a> {
         Ok(())
     }
 
-    async fn refuse(
-        &mut self,
-        chat_id: i64,
-        user_id: i64,
-        handle: &str,
-    ) -> Result<(), BridgeError> {
-        if !self.refused.first_time(user_id) {
-            tracing::info!("telegram: refused another message from user {user_id}");
-            return Ok(());
-        }
-        let text = refusal_note(SOURCE, &format!("user {user_id} ({handle})"));
-        link::note(&mut self.connection, SOURCE, text, &mut |_| {}).await?;
-        let send = self.api.send_message(chat_id, REFUSAL, None);
-        if let Err(err) = link::beside(&mut self.connection, send, &mut |_| {}).await? {
-            tracing::warn!("cannot tell user {user_id} they are refused: {err}");
-        }
+    /// Refuses a stranger (in a private chat, its id is the user's) and
+    /// tells them so, the first time in this run.
+    async fn refuse(&mut self, chat_id: i64, who: &str) -> Result<(), BridgeError> {
+        let connection = &mut self.connection;
+        self.strangers.refuse(connection, chat_id, who).await?;
+        let api = self.api;
+        let tell = |chat, refusal| api.send_message(chat, refusal, None);
+        self.strangers.tell(connection, tell).await?;
         Ok(())
     }
 }

@@ -7,25 +7,19 @@ use super::api::{Api, ApiError, Failure};
 use super::bridge::{BridgeError, CURSOR_STATE, SOURCE};
 use super::config::{ParseMode, TelegramConfig};
 use super::format::to_html;
-use crate::bridge::backoff::Backoff;
-use crate::bridge::delivery::{outgoing_text, Courier, Cursor, Feed};
-use crate::bridge::split::{split, MAX_MESSAGE_UNITS};
+use crate::bridge::config::Outgoing;
+use crate::bridge::courier::{Courier, Refused};
+use crate::bridge::delivery::{Cursor, Feed};
 use hearth_client::images::Attachment;
 use hearth_protocol::home::Home;
-use hearth_protocol::{Event, ImageRef};
+use hearth_protocol::image::fit::{Destination, TELEGRAM_PHOTO};
+use hearth_protocol::Event;
 use std::collections::BTreeSet;
 use std::time::Duration;
 use tokio::sync::watch;
 
 /// Telegram shows "typing…" for five seconds at most; re-sent this often.
 const TYPING_EVERY: Duration = Duration::from_secs(4);
-
-/// How sending one part to one chat ended.
-enum Delivery {
-    Sent,
-    /// Telegram will never take it (blocked, no such chat): skipped.
-    Undeliverable(ApiError),
-}
 
 /// The outbound half: the daemon's feed and Telegram's courier.
 pub struct Outbound<'a> {
@@ -76,64 +70,83 @@ impl TelegramCourier<'_> {
     }
 }
 
+impl TelegramCourier<'_> {
+    /// What Telegram's answer means for one send.
+    fn refused(&self, error: ApiError, markup: bool) -> Refused<BridgeError> {
+        match error.failure() {
+            Failure::Unauthorized => Refused::Fatal(BridgeError::Unauthorized {
+                error,
+                env: self.config.token_env.clone(),
+            }),
+            Failure::Wait(wait) => Refused::Wait(wait),
+            Failure::Markup if markup => Refused::Markup(error.to_string()),
+            Failure::Permanent | Failure::Markup => Refused::Skip(format!("{error}; skipped")),
+            Failure::Transient => Refused::Retry(error.to_string()),
+        }
+    }
+}
+
 impl Courier for TelegramCourier<'_> {
+    type Address = i64;
     type Error = BridgeError;
+
+    fn send_list(&self) -> &[Outgoing] {
+        &self.config.send
+    }
+
+    fn recipients(&self) -> Vec<i64> {
+        self.targets()
+    }
+
+    fn shown(&self, chat: &i64) -> String {
+        format!("chat {chat}")
+    }
+
+    fn photo_limits(&self) -> Option<&'static Destination> {
+        Some(&TELEGRAM_PHOTO)
+    }
+
+    /// Sends one part in the configured markup (HTML), or as plain text.
+    async fn send_text(
+        &self,
+        chat: &i64,
+        part: &str,
+        plain: bool,
+    ) -> Result<(), Refused<BridgeError>> {
+        let markup = !plain && self.config.parse_mode == ParseMode::Html;
+        let sent = if markup {
+            self.api
+                .send_message(*chat, &to_html(part), Some("HTML"))
+                .await
+        } else {
+            self.api.send_message(*chat, part, None).await
+        };
+        sent.map_err(|error| self.refused(error, markup))
+    }
+
+    /// Sends an image with `sendPhoto`, or `sendDocument` as a file.
+    async fn send_image(
+        &self,
+        chat: &i64,
+        image: &Attachment,
+        as_photo: bool,
+    ) -> Result<(), Refused<BridgeError>> {
+        let sent = if as_photo {
+            self.api.send_photo(*chat, image).await
+        } else {
+            self.api.send_document(*chat, image).await
+        };
+        sent.map_err(|error| self.refused(error, false))
+    }
 
     fn busy_every(&self) -> Duration {
         TYPING_EVERY
-    }
-
-    fn outgoing(&self, event: &Event) -> Option<String> {
-        outgoing_text(event, &self.config.send, SOURCE)
-    }
-
-    fn has_recipients(&self) -> bool {
-        !self.targets().is_empty()
-    }
-
-    /// Sends `text` to every target chat, split into parts Telegram takes.
-    /// A chat that can never be reached is skipped with a note.
-    async fn deliver(
-        &mut self,
-        feed: &mut Feed,
-        id: Option<u64>,
-        text: &str,
-    ) -> Result<(), BridgeError> {
-        let parts = split(text, MAX_MESSAGE_UNITS);
-        for chat in self.targets() {
-            for part in &parts {
-                let sent = feed
-                    .beside(send_part(self.api, self.config, chat, part))
-                    .await??;
-                if let Delivery::Undeliverable(error) = sent {
-                    let what =
-                        id.map_or_else(|| "an error".to_string(), |id| format!("message #{id}"));
-                    let note = format!(
-                        "telegram: could not deliver {what} to chat {chat}: {error}; skipped"
-                    );
-                    feed.note(note).await?;
-                    break;
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Asks the target chats about a tool call, with Allow and Deny buttons.
     async fn ask_approval(&mut self, feed: &mut Feed, event: &Event) -> Result<(), BridgeError> {
         let chats = self.targets();
         super::approval::ask(self.api, self.config, feed, &chats, event).await
-    }
-
-    /// Sends a shown image to every target chat with `sendPhoto`.
-    async fn deliver_image(
-        &mut self,
-        feed: &mut Feed,
-        image: &ImageRef,
-        attachment: &Attachment,
-    ) -> Result<(), BridgeError> {
-        let chats = self.targets();
-        super::photos::deliver(self.api, self.config, feed, &chats, image, attachment).await
     }
 
     /// Shows "typing…" in every target chat; a failure only costs the hint.
@@ -151,50 +164,5 @@ impl Courier for TelegramCourier<'_> {
             }
         }
         Ok(())
-    }
-}
-
-/// Sends one part to one chat: in the configured markup, falling back to
-/// plain text when Telegram cannot parse it; waiting out flood control;
-/// retrying other trouble with backoff until it goes through.
-async fn send_part(
-    api: &Api,
-    config: &TelegramConfig,
-    chat: i64,
-    part: &str,
-) -> Result<Delivery, BridgeError> {
-    let mut markup = config.parse_mode == ParseMode::Html;
-    let mut backoff = Backoff::default();
-    loop {
-        let result = if markup {
-            api.send_message(chat, &to_html(part), Some("HTML")).await
-        } else {
-            api.send_message(chat, part, None).await
-        };
-        let Err(error) = result else {
-            return Ok(Delivery::Sent);
-        };
-        match error.failure() {
-            Failure::Markup if markup => {
-                tracing::info!("Telegram could not parse the markup ({error}); sending plain text");
-                markup = false;
-            }
-            Failure::Wait(wait) => {
-                tracing::info!("Telegram asks to wait {wait:?} before sending");
-                tokio::time::sleep(wait).await;
-            }
-            Failure::Unauthorized => {
-                return Err(BridgeError::Unauthorized {
-                    error,
-                    env: config.token_env.clone(),
-                })
-            }
-            Failure::Permanent | Failure::Markup => return Ok(Delivery::Undeliverable(error)),
-            Failure::Transient => {
-                let wait = backoff.next_wait();
-                tracing::warn!("sending to chat {chat} failed: {error}; trying again in {wait:?}");
-                tokio::time::sleep(wait).await;
-            }
-        }
     }
 }

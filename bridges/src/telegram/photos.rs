@@ -6,19 +6,13 @@
 //! as multipart form data; one no copy can make a photo of goes with
 //! `sendDocument` as the file it is.
 
-use super::api::{read_envelope, Api, ApiError, Failure, Message};
+use super::api::{read_envelope, Api, ApiError, Message};
 use super::bridge::{BridgeError, SOURCE};
-use super::config::TelegramConfig;
-use crate::bridge::backoff::Backoff;
-use crate::bridge::delivery::Feed;
-use crate::bridge::fitting::{prepare, Outgoing};
 use crate::bridge::link::{self, LinkError};
 use crate::bridge::multipart;
 use hearth_client::images::{self, Attachment, ImageFileError};
 use hearth_client::Connection;
-use hearth_protocol::image::fit::TELEGRAM_PHOTO;
 use hearth_protocol::image::MAX_IMAGE_BYTES;
-use hearth_protocol::ImageRef;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -116,71 +110,6 @@ impl Api {
             .map_err(|err| ApiError::Network(err.without_url().to_string()))?;
         read_envelope(status.as_u16(), &text).map(drop)
     }
-}
-
-/// Sends a shown image to every chat in `chats`, fitted to a photo's
-/// limits or as a document, waiting out flood control and retrying other
-/// trouble; a chat that can never take it is skipped with a note, and an
-/// image that cannot be sent at all is said in a note.
-pub async fn deliver(
-    api: &Api,
-    config: &TelegramConfig,
-    feed: &mut Feed,
-    chats: &[i64],
-    image: &ImageRef,
-    attachment: &Attachment,
-) -> Result<(), BridgeError> {
-    if chats.is_empty() {
-        return Ok(());
-    }
-    let (attachment, as_photo) = match prepare(attachment, &TELEGRAM_PHOTO).await {
-        Outgoing::Photo(photo) => (photo, true),
-        Outgoing::Document(file, why) => {
-            tracing::info!("telegram: image {} goes as a file: {why}", image.label());
-            (file, false)
-        }
-        Outgoing::Refused(why) => {
-            let note = format!("telegram: could not send image {}: {why}", image.label());
-            feed.note(note).await?;
-            return Ok(());
-        }
-    };
-    for &chat in chats {
-        let mut backoff = Backoff::default();
-        loop {
-            let sent = if as_photo {
-                feed.beside(api.send_photo(chat, &attachment)).await?
-            } else {
-                feed.beside(api.send_document(chat, &attachment)).await?
-            };
-            let Err(error) = sent else {
-                break;
-            };
-            let wait = match error.failure() {
-                Failure::Unauthorized => {
-                    return Err(BridgeError::Unauthorized {
-                        error,
-                        env: config.token_env.clone(),
-                    })
-                }
-                Failure::Wait(wait) => wait,
-                Failure::Transient => backoff.next_wait(),
-                Failure::Permanent | Failure::Markup => {
-                    let note = format!(
-                        "telegram: could not send image {} to chat {chat}: {error}; skipped",
-                        image.label()
-                    );
-                    feed.note(note).await?;
-                    break;
-                }
-            };
-            tracing::warn!(
-                "sending a photo to chat {chat} failed: {error}; trying again in {wait:?}"
-            );
-            feed.beside(tokio::time::sleep(wait)).await?;
-        }
-    }
-    Ok(())
 }
 
 /// Fetches an owner's photo and stores it in the daemon: the words to

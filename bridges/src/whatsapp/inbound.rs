@@ -16,7 +16,7 @@ use super::media;
 use super::payload::Received;
 use super::webhook::Delivery;
 use crate::bridge::link;
-use crate::bridge::people::{refusal_note, remember_chat, Strangers, REFUSAL};
+use crate::bridge::people::{remember_chat, Gate};
 use hearth_client::Connection;
 use hearth_protocol::whatsapp::whatsapp_shown;
 use std::collections::BTreeSet;
@@ -97,7 +97,7 @@ pub struct Inbound<'a> {
     /// For the outbound half's read mark and "typing…".
     last_received: watch::Sender<Option<LastReceived>>,
     /// Numbers refused in this run, so each is told once.
-    refused: Strangers<String>,
+    strangers: Gate<String>,
 }
 
 impl<'a> Inbound<'a> {
@@ -116,7 +116,7 @@ impl<'a> Inbound<'a> {
             deliveries,
             chats,
             last_received,
-            refused: Strangers::default(),
+            strangers: Gate::new(SOURCE),
         }
     }
 
@@ -130,10 +130,9 @@ impl<'a> Inbound<'a> {
             else {
                 return Err(BridgeError::WebhookGone);
             };
-            let mut strangers = Vec::new();
             for received in &delivery.messages {
                 // On failure `done` is dropped unanswered: Meta gets an error.
-                self.take(received, &mut strangers).await?;
+                self.take(received).await?;
             }
             // A send WhatsApp accepted and then could not deliver.
             for failed in &delivery.failed {
@@ -142,23 +141,15 @@ impl<'a> Inbound<'a> {
             }
             // The webhook may have given up waiting; Meta then sends it again.
             let _ = delivery.done.send(true);
-            for to in strangers {
-                let send = self.graph.send_text(&to, REFUSAL);
-                if let Err(err) = link::beside(&mut self.connection, send, &mut |_| {}).await? {
-                    let to = whatsapp_shown(&to);
-                    tracing::warn!("whatsapp: cannot tell {to} they are refused: {err}");
-                }
-            }
+            let graph = self.graph;
+            let tell = |to: String, refusal| async move { graph.send_text(&to, refusal).await };
+            self.strangers.tell(&mut self.connection, tell).await?;
         }
     }
 
-    /// Relays, refuses or skips one message; the numbers to tell they are
-    /// refused go to `strangers`.
-    async fn take(
-        &mut self,
-        received: &Received,
-        strangers: &mut Vec<String>,
-    ) -> Result<(), BridgeError> {
+    /// Relays, refuses or skips one message; strangers are told they are
+    /// refused once the whole delivery is taken.
+    async fn take(&mut self, received: &Received) -> Result<(), BridgeError> {
         match classify(received, self.config) {
             Incoming::Relay {
                 from,
@@ -176,16 +167,10 @@ impl<'a> Inbound<'a> {
                 .await?;
                 self.relay(from, wamid, key, text, images, files).await
             }
-            Incoming::Refuse { from, who } => {
-                if !self.refused.first_time(from.clone()) {
-                    tracing::info!("whatsapp: refused another message from {who}");
-                    return Ok(());
-                }
-                let note = refusal_note(SOURCE, &who);
-                link::note(&mut self.connection, SOURCE, note, &mut |_| {}).await?;
-                strangers.push(from);
-                Ok(())
-            }
+            Incoming::Refuse { from, who } => Ok(self
+                .strangers
+                .refuse(&mut self.connection, from, &who)
+                .await?),
             Incoming::Ignore(why) => {
                 tracing::debug!("whatsapp: skipping message {}: {why}", received.wamid);
                 Ok(())

@@ -11,17 +11,14 @@ use super::bridge::{BridgeError, CURSOR_STATE, SOURCE};
 use super::config::WhatsAppConfig;
 use super::graph::{Failure, Graph, GraphError};
 use super::inbound::LastReceived;
-use crate::bridge::backoff::Backoff;
-use crate::bridge::delivery::{outgoing_text, Courier, Cursor, Feed};
-use crate::bridge::fitting::{prepare, Outgoing};
-use crate::bridge::split::{split, MAX_MESSAGE_UNITS};
+use crate::bridge::config::Outgoing;
+use crate::bridge::courier::{self, Courier, Refused};
+use crate::bridge::delivery::{Cursor, Feed};
 use hearth_client::images::Attachment;
 use hearth_protocol::home::Home;
-use hearth_protocol::image::fit::WHATSAPP_IMAGE;
+use hearth_protocol::image::fit::{Destination, WHATSAPP_IMAGE};
 use hearth_protocol::whatsapp::whatsapp_shown;
-use hearth_protocol::{Event, ImageRef};
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -32,13 +29,6 @@ const TYPING_EVERY: Duration = Duration::from_secs(20);
 
 /// What the note says when a message falls outside the 24-hour window.
 pub const OUTSIDE_WINDOW_NOTE: &str = "WhatsApp refuses free-form messages more than 24 hours after the user last wrote; ask them to write first";
-
-/// How sending one part to one number ended.
-enum Delivery {
-    Sent,
-    /// WhatsApp will not take it: skipped, with this reason in a note.
-    Skipped(String),
-}
 
 /// The outbound half: the daemon's feed and WhatsApp's courier.
 pub struct Outbound<'a> {
@@ -109,73 +99,79 @@ impl WhatsAppCourier<'_> {
             env: self.config.access_token_env.clone(),
         }
     }
+
+    /// What WhatsApp's answer means for one send: skipped outside the
+    /// 24-hour window or when it can never go through, tried again
+    /// otherwise.
+    fn refused(&self, error: GraphError) -> Refused<BridgeError> {
+        match error.failure() {
+            Failure::OutsideWindow => Refused::Skip(OUTSIDE_WINDOW_NOTE.to_string()),
+            Failure::Permanent => Refused::Skip(format!("{error}; skipped")),
+            Failure::Unauthorized => Refused::Fatal(self.unauthorized(error)),
+            Failure::Retry => Refused::Retry(error.to_string()),
+        }
+    }
 }
 
 impl Courier for WhatsAppCourier<'_> {
+    type Address = String;
     type Error = BridgeError;
 
-    /// Uploads a shown image and sends it to every target number; a number
-    /// that will not take it is skipped with a note.
-    async fn deliver_image(
-        &mut self,
-        feed: &mut Feed,
-        image: &ImageRef,
-        attachment: &Attachment,
-    ) -> Result<(), BridgeError> {
-        let targets = self.targets();
-        if targets.is_empty() {
-            return Ok(());
-        }
-        let (attachment, as_image) = match prepare(attachment, &WHATSAPP_IMAGE).await {
-            Outgoing::Photo(photo) => (photo, true),
-            Outgoing::Document(file, why) => {
-                tracing::info!("whatsapp: image {} goes as a file: {why}", image.label());
-                (file, false)
-            }
-            Outgoing::Refused(why) => {
-                let note = format!("whatsapp: could not send image {}: {why}", image.label());
-                feed.note(note).await?;
-                return Ok(());
-            }
+    fn send_list(&self) -> &[Outgoing] {
+        &self.config.send
+    }
+
+    fn recipients(&self) -> Vec<String> {
+        self.targets()
+    }
+
+    fn shown(&self, to: &String) -> String {
+        whatsapp_shown(to)
+    }
+
+    fn photo_limits(&self) -> Option<&'static Destination> {
+        Some(&WHATSAPP_IMAGE)
+    }
+
+    /// A `whatsapp_send` message goes to its one number whether or not that
+    /// number wrote (the daemon let the agent write only to numbers the
+    /// config names); outside the 24-hour window it is skipped with a note,
+    /// as replies are.
+    fn one_person(&self, to: &str) -> Option<String> {
+        Some(to.to_string())
+    }
+
+    async fn send_text(
+        &self,
+        to: &String,
+        part: &str,
+        _plain: bool,
+    ) -> Result<(), Refused<BridgeError>> {
+        let sent = self.graph.send_text(to, part).await;
+        sent.map(drop).map_err(|error| self.refused(error))
+    }
+
+    /// Uploads an image and sends it as an image, or as a document.
+    async fn send_image(
+        &self,
+        to: &String,
+        image: &Attachment,
+        as_photo: bool,
+    ) -> Result<(), Refused<BridgeError>> {
+        let sent = if as_photo {
+            self.graph.send_image(to, image).await
+        } else {
+            self.graph.send_document(to, image).await
         };
-        let attachment = &attachment;
-        let graph = self.graph;
-        for to in targets {
-            let address = to.as_str();
-            let send = move || async move {
-                if as_image {
-                    graph.send_image(address, attachment).await
-                } else {
-                    graph.send_document(address, attachment).await
-                }
-            };
-            let sent = feed.beside(send_retrying(self, &to, send)).await??;
-            if let Delivery::Skipped(why) = sent {
-                let note = format!(
-                    "whatsapp: could not send image {} to {}: {why}",
-                    image.label(),
-                    whatsapp_shown(&to)
-                );
-                feed.note(note).await?;
-            }
-        }
-        Ok(())
+        sent.map(drop).map_err(|error| self.refused(error))
     }
 
     fn busy_every(&self) -> Duration {
         TYPING_EVERY
     }
 
-    fn outgoing(&self, event: &Event) -> Option<String> {
-        outgoing_text(event, &self.config.send, SOURCE)
-    }
-
-    fn has_recipients(&self) -> bool {
-        !self.targets().is_empty()
-    }
-
-    /// Sends `text` to every target number, split into parts WhatsApp
-    /// takes. A number that will not take it is skipped with a note.
+    /// Sends to every target number (see [`courier::to_everyone`]); what
+    /// was received until then counts as answered.
     async fn deliver(
         &mut self,
         feed: &mut Feed,
@@ -183,48 +179,8 @@ impl Courier for WhatsAppCourier<'_> {
         text: &str,
     ) -> Result<(), BridgeError> {
         let answering = self.last_received.borrow().clone();
-        let parts = split(text, MAX_MESSAGE_UNITS);
-        for to in self.targets() {
-            for part in &parts {
-                let sent = feed.beside(send_part(self, &to, part)).await??;
-                if let Delivery::Skipped(why) = sent {
-                    let what =
-                        id.map_or_else(|| "an error".to_string(), |id| format!("message #{id}"));
-                    feed.note(format!(
-                        "whatsapp: could not deliver {what} to {}: {why}",
-                        whatsapp_shown(&to)
-                    ))
-                    .await?;
-                    break;
-                }
-            }
-        }
+        courier::to_everyone(self, feed, id, text).await?;
         self.answered = answering.map(|last| last.wamid);
-        Ok(())
-    }
-
-    /// Sends a `whatsapp_send` message to its one number, whether or not
-    /// that number wrote (the daemon let the agent write only to numbers
-    /// the config names); outside the 24-hour window it is skipped with a
-    /// note, as replies are.
-    async fn send_to(
-        &mut self,
-        feed: &mut Feed,
-        id: u64,
-        to: &str,
-        text: &str,
-    ) -> Result<(), BridgeError> {
-        for part in split(text, MAX_MESSAGE_UNITS) {
-            let sent = feed.beside(send_part(self, to, &part)).await??;
-            if let Delivery::Skipped(why) = sent {
-                feed.note(format!(
-                    "whatsapp: could not deliver message #{id} to {}: {why}",
-                    whatsapp_shown(to)
-                ))
-                .await?;
-                break;
-            }
-        }
         Ok(())
     }
 
@@ -254,47 +210,6 @@ impl Courier for WhatsAppCourier<'_> {
             Err(error) => {
                 tracing::debug!("whatsapp: typing for {}: {error}", last.wamid);
                 Ok(())
-            }
-        }
-    }
-}
-
-/// Sends one part to one number, retrying rate limits and server trouble
-/// with backoff until it goes through.
-async fn send_part(
-    courier: &WhatsAppCourier<'_>,
-    to: &str,
-    part: &str,
-) -> Result<Delivery, BridgeError> {
-    send_retrying(courier, to, || courier.graph.send_text(to, part)).await
-}
-
-/// Sends with `send` to one number: skipped outside the 24-hour window or
-/// when it can never go through, retried with backoff otherwise.
-async fn send_retrying<F: Future<Output = Result<String, GraphError>>>(
-    courier: &WhatsAppCourier<'_>,
-    to: &str,
-    send: impl Fn() -> F,
-) -> Result<Delivery, BridgeError> {
-    let mut backoff = Backoff::default();
-    loop {
-        let error = match send().await {
-            Ok(_) => return Ok(Delivery::Sent),
-            Err(error) => error,
-        };
-        match error.failure() {
-            Failure::OutsideWindow => {
-                return Ok(Delivery::Skipped(OUTSIDE_WINDOW_NOTE.to_string()))
-            }
-            Failure::Permanent => return Ok(Delivery::Skipped(format!("{error}; skipped"))),
-            Failure::Unauthorized => return Err(courier.unauthorized(error)),
-            Failure::Retry => {
-                let wait = backoff.next_wait();
-                tracing::warn!(
-                    "whatsapp: sending to {} failed: {error}; trying again in {wait:?}",
-                    whatsapp_shown(to)
-                );
-                tokio::time::sleep(wait).await;
             }
         }
     }

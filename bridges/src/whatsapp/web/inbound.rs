@@ -11,7 +11,7 @@ use super::bridge::WebError;
 use super::device::{Chat, Device, Own, Received, Stop, WebEvent, WebFile, WebImage};
 use crate::bridge::files;
 use crate::bridge::link::{self, LinkError};
-use crate::bridge::people::{refusal_note, remember_chat, Strangers, REFUSAL};
+use crate::bridge::people::{remember_chat, Gate};
 use crate::whatsapp::bridge::{CHATS_STATE, SOURCE};
 use crate::whatsapp::config::WhatsAppConfig;
 use hearth_client::images::{self, Attachment, ImageFileError};
@@ -139,7 +139,7 @@ pub struct Inbound<'a, D: Device> {
     /// The ids the outbound half sent.
     sent: &'a RefCell<SentIds>,
     /// Addresses refused in this run, so each is told once.
-    refused: Strangers<String>,
+    strangers: Gate<String>,
 }
 
 impl<'a, D: Device> Inbound<'a, D> {
@@ -160,7 +160,7 @@ impl<'a, D: Device> Inbound<'a, D> {
             chats,
             last_chat,
             sent,
-            refused: Strangers::default(),
+            strangers: Gate::new(SOURCE),
         }
     }
 
@@ -174,20 +174,16 @@ impl<'a, D: Device> Inbound<'a, D> {
             match event {
                 None => return Err(WebError::Stopped(Stop::Ended("the library stopped".into()))),
                 Some(WebEvent::Messages { messages, done }) => {
-                    let mut strangers = Vec::new();
                     for received in &messages {
                         // On failure `done` is dropped: WhatsApp delivers again.
-                        self.take(received, &mut strangers).await?;
+                        self.take(received).await?;
                     }
                     let _ = done.send(true);
-                    for address in strangers {
-                        let send = self.device.send_text(&address, REFUSAL);
-                        match link::beside(&mut self.connection, send, &mut |_| {}).await? {
-                            Ok(id) => self.sent.borrow_mut().remember(id),
-                            Err(err) => tracing::warn!(
-                                "whatsapp: cannot tell {address} they are refused: {err}"
-                            ),
-                        }
+                    let device = self.device;
+                    let tell =
+                        |to: String, refusal| async move { device.send_text(&to, refusal).await };
+                    for id in self.strangers.tell(&mut self.connection, tell).await? {
+                        self.sent.borrow_mut().remember(id);
                     }
                 }
                 Some(WebEvent::Stopped(stop)) => return Err(WebError::Stopped(stop)),
@@ -203,13 +199,9 @@ impl<'a, D: Device> Inbound<'a, D> {
         }
     }
 
-    /// Relays, refuses or skips one message; the addresses to tell they are
-    /// refused go to `strangers`.
-    async fn take(
-        &mut self,
-        received: &Received,
-        strangers: &mut Vec<String>,
-    ) -> Result<(), WebError> {
+    /// Relays, refuses or skips one message; strangers are told they are
+    /// refused once the whole batch is taken.
+    async fn take(&mut self, received: &Received) -> Result<(), WebError> {
         let own = self.device.own();
         let incoming = classify(received, self.config, &own, &self.sent.borrow());
         match incoming {
@@ -224,16 +216,10 @@ impl<'a, D: Device> Inbound<'a, D> {
                 };
                 self.relay(chat, key, text, images, files).await
             }
-            Incoming::Refuse { address, who } => {
-                if !self.refused.first_time(address.clone()) {
-                    tracing::info!("whatsapp: refused another message from {who}");
-                    return Ok(());
-                }
-                let note = refusal_note(SOURCE, &who);
-                link::note(&mut self.connection, SOURCE, note, &mut |_| {}).await?;
-                strangers.push(address);
-                Ok(())
-            }
+            Incoming::Refuse { address, who } => Ok(self
+                .strangers
+                .refuse(&mut self.connection, address, &who)
+                .await?),
             Incoming::Ignore(why) => {
                 tracing::debug!("whatsapp: skipping message {}: {why}", received.id);
                 Ok(())

@@ -10,17 +10,16 @@
 use super::bridge::WebError;
 use super::device::{Device, DeviceError};
 use super::inbound::SentIds;
-use crate::bridge::backoff::Backoff;
-use crate::bridge::delivery::{outgoing_text, Courier, Cursor, Feed};
-use crate::bridge::split::{split, MAX_MESSAGE_UNITS};
+use crate::bridge::config::Outgoing;
+use crate::bridge::courier::{Courier, Refused};
+use crate::bridge::delivery::{Cursor, Feed};
 use crate::whatsapp::bridge::{CURSOR_STATE, SOURCE};
 use crate::whatsapp::config::WhatsAppConfig;
 use hearth_client::images::Attachment;
 use hearth_protocol::home::Home;
-use hearth_protocol::{Event, ImageRef};
+use hearth_protocol::image::fit::Destination;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -97,64 +96,77 @@ impl<'a, D: Device> WebCourier<'a, D> {
     }
 }
 
+impl<D: Device> WebCourier<'_, D> {
+    /// What the device's answer means for one send: tried again while the
+    /// device reconnects, skipped when WhatsApp refuses it; the id of what
+    /// went out is remembered.
+    fn sent(&self, sent: Result<String, DeviceError>) -> Result<(), Refused<WebError>> {
+        match sent {
+            Ok(id) => {
+                self.sent.borrow_mut().remember(id);
+                Ok(())
+            }
+            Err(err) if err.retry => Err(Refused::Retry(err.to_string())),
+            Err(err) => Err(Refused::Skip(err.to_string())),
+        }
+    }
+}
+
 impl<D: Device> Courier for WebCourier<'_, D> {
+    type Address = String;
     type Error = WebError;
+
+    fn send_list(&self) -> &[Outgoing] {
+        &self.config.send
+    }
+
+    fn recipients(&self) -> Vec<String> {
+        self.targets()
+    }
+
+    fn shown(&self, to: &String) -> String {
+        format!("+{to}")
+    }
+
+    fn tries(&self) -> Option<u32> {
+        Some(SEND_ATTEMPTS)
+    }
+
+    /// Images go to the device as the daemon has them.
+    fn photo_limits(&self) -> Option<&'static Destination> {
+        None
+    }
+
+    /// For the agent's `whatsapp_send`: any number (digits) the daemon let
+    /// it write to.
+    fn one_person(&self, to: &str) -> Option<String> {
+        Some(to.to_string())
+    }
+
+    async fn send_text(
+        &self,
+        to: &String,
+        part: &str,
+        _plain: bool,
+    ) -> Result<(), Refused<WebError>> {
+        self.sent(self.device.send_text(to, part).await)
+    }
+
+    async fn send_image(
+        &self,
+        to: &String,
+        image: &Attachment,
+        _as_photo: bool,
+    ) -> Result<(), Refused<WebError>> {
+        let sent = self
+            .device
+            .send_image(to, image.bytes.clone(), image.media_type)
+            .await;
+        self.sent(sent)
+    }
 
     fn busy_every(&self) -> Duration {
         TYPING_EVERY
-    }
-
-    fn outgoing(&self, event: &Event) -> Option<String> {
-        outgoing_text(event, &self.config.send, SOURCE)
-    }
-
-    fn has_recipients(&self) -> bool {
-        !self.targets().is_empty()
-    }
-
-    /// Sends `text` to one number (digits), split into parts WhatsApp
-    /// takes; a part WhatsApp refuses ends it with a note. For the agent's
-    /// `whatsapp_send`; `id` is the tool message that asked for it.
-    async fn send_to(
-        &mut self,
-        feed: &mut Feed,
-        id: u64,
-        to: &str,
-        text: &str,
-    ) -> Result<(), WebError> {
-        let parts = split(text, MAX_MESSAGE_UNITS);
-        if let Err(why) = feed
-            .beside(send_parts(self.device, self.sent, to, &parts))
-            .await?
-        {
-            let note = format!("whatsapp: could not send message #{id} to +{to}: {why}");
-            feed.note(note).await?;
-        }
-        Ok(())
-    }
-
-    /// Sends `text` to every target number, split into parts WhatsApp
-    /// takes. A number that will not take it is skipped with a note.
-    async fn deliver(
-        &mut self,
-        feed: &mut Feed,
-        id: Option<u64>,
-        text: &str,
-    ) -> Result<(), WebError> {
-        let parts = split(text, MAX_MESSAGE_UNITS);
-        for to in self.targets() {
-            if let Err(why) = feed
-                .beside(send_parts(self.device, self.sent, &to, &parts))
-                .await?
-            {
-                let what = id.map_or_else(|| "an error".to_string(), |id| format!("message #{id}"));
-                feed.note(format!(
-                    "whatsapp: could not deliver {what} to +{to}: {why}"
-                ))
-                .await?;
-            }
-        }
-        Ok(())
     }
 
     /// Shows "typing…" in the chat of the newest relayed message; a failure
@@ -171,68 +183,5 @@ impl<D: Device> Courier for WebCourier<'_, D> {
             tracing::debug!("whatsapp: typing in +{chat}: {err}");
         }
         Ok(())
-    }
-
-    /// Sends a shown image to every target number; a number that will not
-    /// take it is skipped with a note.
-    async fn deliver_image(
-        &mut self,
-        feed: &mut Feed,
-        image: &ImageRef,
-        attachment: &Attachment,
-    ) -> Result<(), WebError> {
-        for to in self.targets() {
-            let send = || {
-                self.device
-                    .send_image(&to, attachment.bytes.clone(), attachment.media_type)
-            };
-            match feed.beside(send_retrying(send)).await? {
-                Ok(id) => self.sent.borrow_mut().remember(id),
-                Err(why) => {
-                    let note = format!(
-                        "whatsapp: could not send image {} to +{to}: {why}",
-                        image.label()
-                    );
-                    feed.note(note).await?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Sends the parts in order to one address, remembering their ids; the
-/// first part that cannot go through ends it with why.
-pub async fn send_parts<D: Device>(
-    device: &D,
-    sent: &RefCell<SentIds>,
-    to: &str,
-    parts: &[String],
-) -> Result<(), DeviceError> {
-    for part in parts {
-        let id = send_retrying(|| device.send_text(to, part)).await?;
-        sent.borrow_mut().remember(id);
-    }
-    Ok(())
-}
-
-/// Sends with `send`, trying again with backoff while the device says a
-/// later try may go through, up to `SEND_ATTEMPTS` tries.
-pub async fn send_retrying<F: Future<Output = Result<String, DeviceError>>>(
-    send: impl Fn() -> F,
-) -> Result<String, DeviceError> {
-    let mut backoff = Backoff::default();
-    let mut attempt = 1;
-    loop {
-        match send().await {
-            Ok(id) => return Ok(id),
-            Err(err) if err.retry && attempt < SEND_ATTEMPTS => {
-                let wait = backoff.next_wait();
-                tracing::warn!("whatsapp: sending failed: {err}; trying again in {wait:?}");
-                tokio::time::sleep(wait).await;
-                attempt += 1;
-            }
-            Err(err) => return Err(err),
-        }
     }
 }

@@ -7,8 +7,9 @@ use super::convert;
 use super::device::{Chat, Device, DeviceError, Own, Received, Stop, WebEvent, WebFile, WebImage};
 use super::inbound::{classify, Incoming, SentIds};
 use super::library::jid;
-use super::outbound::{send_parts, send_retrying};
+use super::outbound::WebCourier;
 use super::pairing::{pair, HOW_TO_SCAN};
+use crate::bridge::courier::{retrying, send_parts, Courier};
 use crate::whatsapp::config::WhatsAppConfig;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -404,14 +405,37 @@ impl Device for FakeDevice {
     }
 }
 
+/// Sends "hi" to `to` through the courier's retries.
+async fn through<'a>(
+    courier: &'a WebCourier<'a, FakeDevice>,
+    to: &'a String,
+) -> Result<Result<(), String>, WebError> {
+    let send = |plain| courier.send_text(to, "hi", plain);
+    retrying("whatsapp", "+1", courier.tries(), send).await
+}
+
+fn courier<'a>(
+    device: &'a FakeDevice,
+    config: &'a WhatsAppConfig,
+    sent: &'a RefCell<SentIds>,
+) -> WebCourier<'a, FakeDevice> {
+    let (_, chats) = tokio::sync::watch::channel(Default::default());
+    let (_, last_chat) = tokio::sync::watch::channel(None);
+    WebCourier::new(device, config, chats, last_chat, sent)
+}
+
 #[tokio::test(start_paused = true)]
 async fn long_text_goes_out_in_parts_whose_ids_are_remembered() {
     let device = FakeDevice::default();
     let sent = RefCell::new(SentIds::default());
+    let config = config(&[OWNER]);
+    let courier = courier(&device, &config, &sent);
     let text = ["word ".repeat(700), "more ".repeat(700)].join("\n\n");
-    let parts = crate::bridge::split::split(&text, crate::bridge::split::MAX_MESSAGE_UNITS);
+    let parts = crate::bridge::split::split(&text, courier.message_limit());
     assert_eq!(parts.len(), 2);
-    send_parts(&device, &sent, OWNER, &parts).await.unwrap();
+    let to = OWNER.to_string();
+    let done = send_parts(&courier, "whatsapp", &to, "+owner", &parts).await;
+    assert_eq!(done.unwrap(), Ok(()));
     let got = device.sent.borrow();
     assert_eq!(got.len(), 2);
     assert!(got.iter().all(|(to, _)| to == OWNER));
@@ -421,29 +445,34 @@ async fn long_text_goes_out_in_parts_whose_ids_are_remembered() {
 #[tokio::test(start_paused = true)]
 async fn a_send_while_reconnecting_is_tried_again_with_backoff() {
     let device = FakeDevice::failing(true, 3);
+    let sent = RefCell::new(SentIds::default());
+    let config = config(&[FRIEND]);
+    let courier = courier(&device, &config, &sent);
     let started = tokio::time::Instant::now();
-    let id = send_retrying(|| device.send_text(FRIEND, "hi"))
-        .await
-        .unwrap();
-    assert_eq!(id, "SENT1");
+    assert_eq!(
+        through(&courier, &FRIEND.to_string()).await.unwrap(),
+        Ok(())
+    );
+    assert!(sent.borrow().contains("SENT1"));
     // 1 s, 2 s, 4 s of (paused) waiting.
     assert_eq!(started.elapsed(), Duration::from_secs(7));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_refused_send_is_not_tried_again_and_a_lasting_outage_gives_up() {
+    let config = config(&[FRIEND]);
+    let sent = RefCell::new(SentIds::default());
     let device = FakeDevice::failing(false, 1);
-    let err = send_retrying(|| device.send_text(FRIEND, "hi"))
-        .await
-        .unwrap_err();
-    assert!(!err.retry);
+    let courier_once = courier(&device, &config, &sent);
+    let skipped = through(&courier_once, &FRIEND.to_string()).await.unwrap();
+    assert!(skipped.is_err());
     assert!(device.sent.borrow().is_empty());
+    assert_eq!(device.answers.borrow().len(), 0, "one try only");
 
     let device = FakeDevice::failing(true, 100);
-    let err = send_retrying(|| device.send_text(FRIEND, "hi"))
-        .await
-        .unwrap_err();
-    assert!(err.retry);
+    let courier_long = courier(&device, &config, &sent);
+    let skipped = through(&courier_long, &FRIEND.to_string()).await.unwrap();
+    assert!(skipped.is_err());
     assert_eq!(device.answers.borrow().len(), 90, "ten tries, then a note");
 }
 
