@@ -167,11 +167,15 @@ async fn a_shell_command_that_kills_its_own_keeper_cannot_speak_as_the_owner() {
     let command = r#"
 keeper=$PPID
 setsid sh -c '
+  : > in-its-own-session
   while grep -q tool-keeper /proc/$0/cmdline 2>/dev/null; do :; done
   "$HEARTH" send --home "$HEARTH_DIR" "owner words after the keeper" > after-keeper.out 2>&1
   echo "rc=$?" >> after-keeper.out
   mv after-keeper.out after-keeper.done
 ' "$keeper" < /dev/null > /dev/null 2>&1 &
+# Only once the child is in its own session (not in the group the
+# command's end would take down with it) is the keeper killed.
+while [ ! -e in-its-own-session ]; do :; done
 kill -KILL "$keeper"
 "#;
     scene.run_in_shell(command).await;
