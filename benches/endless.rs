@@ -107,7 +107,7 @@ async fn measure(bins: &Bins, home: &Path, size: u64) -> Result<Figures> {
     starts.push(ready);
     tokio::time::sleep(Duration::from_secs(2)).await;
     let memory = daemon.memory()?;
-    let history = timed(|| history_page(daemon.socket())).await?;
+    let history = timed(|| history_page(daemon.home())).await?;
     let since = timed(|| log_since(bins, home, size)).await?;
     let target = home.join("backup.db");
     let copied = Instant::now();
@@ -286,9 +286,8 @@ where
 
 /// The newest page of 50 messages over the protocol, as `hearth history`
 /// asks for it.
-async fn history_page(socket: &Path) -> Result<()> {
-    let (mut connection, _) =
-        hearth_client::Connection::open(socket, "bench-history", None).await?;
+async fn history_page(home: &Home) -> Result<()> {
+    let (mut connection, _) = hearth_client::Connection::open(home, "bench-history", None).await?;
     let answer = connection
         .request(
             &ClientFrame::History {
