@@ -137,7 +137,11 @@ async fn the_keeper_holds_the_view_not_the_history() {
     assert!(long.held < 1_000, "held {} lines", long.held);
 
     // A restart (a second log handle, a second keeper) reads the views and
-    // the queues, not the tree, and shows what the tree gives.
+    // the queues, not the tree, and shows what the tree gives. It opens a
+    // backup of the database, as a restored home would: one database has
+    // one writer, and the first keeper runs on.
+    let database = dir.path().join("restarted.db");
+    log.backup(&database).await.unwrap();
     let (events, _) = tokio::sync::broadcast::channel(1024);
     let log = hearth_daemon::log::Log::open(&database, events.clone()).unwrap();
     let memory = keeper(&log, &events, &layout, dir.path()).await;
