@@ -4,7 +4,7 @@
 //! can be limited and killed, never the daemon.
 //!
 //! - hearthd writes the file's bytes to the reader's stdin and reads its
-//!   pages back from its stdout in small frames ([`Frame`]); at most what a
+//!   pages back from its stdout in small frames (`Frame`); at most what a
 //!   document may hold is read back ([`MAX_ANSWER_BYTES`]), and a reading
 //!   that takes longer than `READ_TIMEOUT` is killed.
 //! - The reader limits itself before it reads the file: its data at

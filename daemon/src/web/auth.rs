@@ -99,7 +99,7 @@ pub fn same_origin(origin: &str, host: &str) -> bool {
 /// sliding window, so that a stranger's failures never refuse the owner's
 /// code from another address. Guessing stays hopeless either way: a code
 /// is 128 random bits, works once and for ten minutes, and each address
-/// may fail [`LOGIN_FAILURES`] times a minute. Behind a proxy every
+/// may fail `LOGIN_FAILURES` times a minute. Behind a proxy every
 /// browser has the proxy's address and shares its count.
 #[derive(Debug, Default)]
 pub struct LoginLimiter {
