@@ -151,7 +151,7 @@ fn verify(home: &Home) -> i32 {
             for problem in &report.problems {
                 println!("{}: {problem}", database.display());
             }
-            println!("restore a backup made before the change (see the README: Backups) or keep the log as it is; hearthd runs either way");
+            println!("restore a backup made before the change (see docs/scripts.md: Backups and restoring) or keep the log as it is; hearthd runs either way");
             1
         }
         Err(err) => {

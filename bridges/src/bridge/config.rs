@@ -14,7 +14,7 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} has no [{table}] table; add one with at least `{example}` (see the README)")]
+    #[error("{path} has no [{table}] table; add one with at least `{example}` (see docs/ for the channel)")]
     Missing {
         path: PathBuf,
         table: &'static str,

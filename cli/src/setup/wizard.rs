@@ -128,8 +128,8 @@ fn memory_model(path: &std::path::Path, text: &str) -> Option<String> {
 /// What setup says about WhatsApp, which it does not configure itself.
 const WHATSAPP: &str = "WhatsApp: add a [whatsapp] table to config.toml — the Cloud API \
 (a business number: access token, app secret, verify token in secrets.env) or a linked \
-personal account (backend = \"web\", then `hearth whatsapp link`). The README's \
-WhatsApp section says what to set.";
+personal account (backend = \"web\", then `hearth whatsapp link`). docs/whatsapp.md \
+says what to set.";
 
 /// `text` with `edits`, checked as the daemon reads it.
 fn edited(path: &Path, text: &str, edits: &[edit::Edit]) -> Result<String, SetupError> {

@@ -120,7 +120,7 @@ pub fn check<'a>(
                 small.tokens(config)
             ),
             _ => "Use a model with a larger window, or a layout file with smaller budgets \
-                  (see layouts/ in the README); if the window is larger than hearth thinks, \
+                  (see layouts/ in docs/memory.md); if the window is larger than hearth thinks, \
                   set `context_window` in [model]."
                 .to_string(),
         };

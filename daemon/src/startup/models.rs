@@ -117,7 +117,7 @@ impl Models {
         match &model {
             Some(model) => tracing::info!("model: {}", model.labels().join(", then ")),
             None => tracing::warn!(
-                "no model is configured: add a [model] section to {} (see the README)",
+                "no model is configured: add a [model] section to {} (see docs/models.md)",
                 home.config_file().display()
             ),
         }

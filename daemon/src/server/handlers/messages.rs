@@ -79,7 +79,7 @@ pub async fn submit(
 pub async fn transcribe(context: &Context<'_>, id: u64) -> Answer {
     let Some(transcriber) = &context.shared.transcriber else {
         return Err(Refusal::refused(
-            "no [transcription] is configured: add one to config.toml (see the README) and restart hearthd",
+            "no [transcription] is configured: add one to config.toml (see docs/media.md) and restart hearthd",
         )
         .into());
     };
