@@ -43,8 +43,9 @@ pub trait Tool: Send + Sync {
         Acts::Always
     }
 
-    /// Whether every call waits for a person's yes, in a clean turn too:
-    /// an MCP server's tool that its server's trust does not let run.
+    /// Whether every call waits for a person's yes, in a clean turn too,
+    /// and does not run when no one can be asked: an MCP server's tool that
+    /// its server's trust does not let run.
     fn asks_always(&self) -> bool {
         false
     }
