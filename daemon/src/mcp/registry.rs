@@ -295,12 +295,6 @@ impl McpTools {
         })
     }
 
-    /// The name of the server whose tool `name` is.
-    pub fn server_of(&self, name: &str) -> Option<String> {
-        self.find(name)
-            .map(|(server, _)| server.config().name.clone())
-    }
-
     /// Whether a call of `name` waits for approval by the server's trust:
     /// `trust = "read"` never; otherwise unless the server marks the tool
     /// read-only.

@@ -1,8 +1,10 @@
 //! `date`: the current local date and time, or when message `id` was written.
 
+use super::tool::{Acts, Call, Tool};
 use super::Outcome;
 use crate::log::Log;
 use crate::model::ToolSpec;
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
 pub fn spec() -> ToolSpec {
@@ -19,6 +21,23 @@ With `id`, when that message was written instead."
             "required": [],
             "additionalProperties": false
         }),
+    }
+}
+
+/// `date`: only reads.
+pub struct Date;
+
+impl Tool for Date {
+    fn spec(&self) -> ToolSpec {
+        spec()
+    }
+
+    fn acts(&self) -> Acts {
+        Acts::Never
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move { self::call(call.log, call.agent, &call.arguments).await })
     }
 }
 

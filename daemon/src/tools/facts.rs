@@ -2,14 +2,23 @@
 //! block it keeps in view for good (see `memory/facts.rs`). The tool's own
 //! message logs the change; a change takes effect in the next turn's state.
 
+use super::tool::{Call, Tool};
 use super::Outcome;
 use crate::log::Log;
 use crate::memory::{FactChange, FACTS_LIMIT, FACT_LIMIT};
 use crate::model::ToolSpec;
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
-pub fn specs() -> Vec<ToolSpec> {
-    vec![
+/// `remember`: acts (what it pins shows in every later turn, and keeps
+/// the turn's taint).
+pub struct Remember;
+
+/// `forget`: acts (it changes what every later turn shows).
+pub struct Forget;
+
+impl Tool for Remember {
+    fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "remember".to_string(),
             description: format!(
@@ -26,7 +35,20 @@ findable with search."
                 "required": ["fact"],
                 "additionalProperties": false
             }),
-        },
+        }
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        // A fact pinned in a tainted turn keeps its taint (untrusted, and
+        // tainting the turns that show it).
+        let fact = fact_of(&call.arguments);
+        let change = FactChange::Remember(fact, call.tainted);
+        Box::pin(change_facts(call.log, call.agent, change, "pinned"))
+    }
+}
+
+impl Tool for Forget {
+    fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "forget".to_string(),
             description: "Unpin a fact that is wrong or no longer holds: its text, words found \
@@ -40,46 +62,31 @@ in it alone, or its number in the list."
                 "required": ["fact"],
                 "additionalProperties": false
             }),
-        },
-    ]
+        }
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        let change = FactChange::Forget(fact_of(&call.arguments));
+        Box::pin(change_facts(call.log, call.agent, change, "unpinned"))
+    }
 }
 
-pub fn handles(name: &str) -> bool {
-    matches!(name, "remember" | "forget")
-}
-
-/// Runs one call. `tainted`: what tainted the running turn; a fact it
-/// pins keeps it (untrusted, and tainting the turns that show it).
-pub async fn call(
-    log: &Log,
-    agent: &str,
-    name: &str,
-    arguments: &Value,
-    tainted: Option<String>,
-) -> Outcome {
-    let fact = arguments
+fn fact_of(arguments: &Value) -> String {
+    arguments
         .get("fact")
         .and_then(Value::as_str)
         .unwrap_or_default()
-        .to_string();
-    let change = if name == "remember" {
-        FactChange::Remember(fact, tainted)
-    } else {
-        FactChange::Forget(fact)
-    };
+        .to_string()
+}
+
+/// Makes the change; `verb` says what it did (`pinned`, `unpinned`).
+async fn change_facts(log: &Log, agent: &str, change: FactChange, verb: &str) -> Outcome {
     match log.change_facts(agent, change, None).await {
-        Ok(Ok((pinned, touched))) => {
-            let verb = if name == "remember" {
-                "pinned"
-            } else {
-                "unpinned"
-            };
-            Outcome::ok(format!(
-                "{verb}: {touched}\n({} facts, {} of {FACTS_LIMIT} bytes; the next turn shows them)",
-                pinned.0.len(),
-                pinned.bytes()
-            ))
-        }
+        Ok(Ok((pinned, touched))) => Outcome::ok(format!(
+            "{verb}: {touched}\n({} facts, {} of {FACTS_LIMIT} bytes; the next turn shows them)",
+            pinned.0.len(),
+            pinned.bytes()
+        )),
         Ok(Err(refused)) => Outcome::error(refused.to_string()),
         Err(err) => Outcome::error(format!("cannot write the facts: {err}")),
     }

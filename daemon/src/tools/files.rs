@@ -6,8 +6,10 @@
 
 use super::beneath::{self, Access, OpenError};
 use super::folder::{Folder, PathError};
+use super::tool::{text_of, Acts, Call, Tool};
 use super::Outcome;
 use crate::model::ToolSpec;
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -496,6 +498,49 @@ fn describe(path: &Path, name: &str) -> String {
         Ok(meta) if meta.is_dir() => format!("{name}/"),
         Ok(meta) => format!("{name} ({} bytes)", meta.len()),
         Err(_) => name.to_string(),
+    }
+}
+
+/// One of the file tools of [`specs`] in a folder, run by [`call`].
+pub struct FileTool {
+    spec: ToolSpec,
+    folder: Arc<Folder>,
+}
+
+/// The file tools in `folder`, in [`specs`]' order.
+pub fn tools(folder: &Arc<Folder>) -> Vec<FileTool> {
+    specs()
+        .into_iter()
+        .map(|spec| FileTool {
+            spec,
+            folder: folder.clone(),
+        })
+        .collect()
+}
+
+impl Tool for FileTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    fn acts(&self) -> Acts {
+        match self.spec.name.as_str() {
+            "read_file" | "list_dir" => Acts::Never,
+            // `write_file`, `edit_file`, and a file tool added later.
+            _ => Acts::Always,
+        }
+    }
+
+    fn detail(&self, arguments: &Value) -> Option<String> {
+        text_of(arguments, "path")
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(self::call(
+            self.folder.clone(),
+            &self.spec.name,
+            call.arguments,
+        ))
     }
 }
 

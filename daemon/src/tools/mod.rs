@@ -1,7 +1,11 @@
 //! The agent's tools, one file per family, behind one registry.
 //!
-//! - `registry.rs`: [`Tools`] — the specs, checking and running calls, one
-//!   at a time or a response's calls at once; [`Workspace`], where they act.
+//! - `tool.rs`: `Tool` — what each tool gives: its spec, whether it acts
+//!   (acting unless it says it only reads), its call; `ToolSet`, tools by name.
+//! - `registry.rs`: [`Tools`] — an agent's tools made from its parts, checking
+//!   and running calls, one at a time or a response's calls at once;
+//!   [`Workspace`], where they act.
+//! - `mcp_tool.rs`: an MCP server's tool as a `Tool`.
 //! - `args.rs`: strict JSON arguments checked against a tool's schema (pure).
 //! - `config.rs`: `[tools]`, what the tools may do.
 //! - `date.rs`: `date` — now, or when a message was written.
@@ -20,8 +24,7 @@
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
 //! - `show_image.rs`: `show_image`, an image of the working folder shown to people.
 //! - `attachment.rs`: `read_attachment`, a page of a document a message carries.
-//! - `taint.rs`: a turn that read from outside makes acting tools ask first;
-//!   which tools only read (every other tool acts).
+//! - `taint.rs`: a turn that read from outside makes acting tools ask first.
 //! - `html.rs`: HTML reduced to readable text (pure).
 //! - `schedule.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
 //! - `subagents.rs`: `subagent_start`, `subagent_stop`, `subagent_list` (top agent only).
@@ -38,6 +41,7 @@ mod files;
 mod folder;
 mod html;
 pub mod keeper;
+mod mcp_tool;
 mod process;
 pub mod reach;
 mod registry;
@@ -47,6 +51,7 @@ mod shell;
 mod show_image;
 mod subagents;
 mod taint;
+mod tool;
 mod web;
 mod whatsapp;
 mod zoom;

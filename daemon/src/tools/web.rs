@@ -15,8 +15,10 @@
 //! tainted and the message's summary line keeps the `[untrusted]` marker.
 
 use super::config::ToolsConfig;
+use super::tool::{text_of, Acts, Call, Tool};
 use super::{html, Outcome};
 use crate::model::ToolSpec;
+use futures_util::future::BoxFuture;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::redirect::{Attempt, Policy};
 use reqwest::Url;
@@ -73,6 +75,24 @@ pub struct Fetcher {
     client: Result<reqwest::Client, String>,
     allow_private: bool,
     max_bytes: usize,
+}
+
+impl Tool for Fetcher {
+    fn spec(&self) -> ToolSpec {
+        spec()
+    }
+
+    fn acts(&self) -> Acts {
+        Acts::OnNewHost
+    }
+
+    fn detail(&self, arguments: &Value) -> Option<String> {
+        text_of(arguments, "url")
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move { Fetcher::call(self, &call.arguments).await })
+    }
 }
 
 impl Fetcher {

@@ -9,13 +9,16 @@
 //! out when it is back, and none goes out twice. Subagents never get the
 //! tool.
 
+use super::tool::{Call, Tool};
 use super::Outcome;
 use crate::model::ToolSpec;
+use futures_util::future::BoxFuture;
 use hearth_protocol::bridge_tables::{BadNumber, WhatsAppTable};
 use hearth_protocol::whatsapp::{whatsapp_id, whatsapp_shown};
 use hearth_protocol::Outbox;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The outbox's `via`: the WhatsApp bridge's source name.
 pub const VIA: &str = "whatsapp";
@@ -126,6 +129,19 @@ pub fn spec(contacts: &Contacts) -> ToolSpec {
             "required": ["to", "text"],
             "additionalProperties": false
         }),
+    }
+}
+
+/// `whatsapp_send` to these contacts: acts (it sends).
+pub struct WhatsAppSend(pub Arc<Contacts>);
+
+impl Tool for WhatsAppSend {
+    fn spec(&self) -> ToolSpec {
+        spec(&self.0)
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move { self::call(&self.0, &call.arguments) })
     }
 }
 

@@ -5,10 +5,12 @@
 //! longer than a page comes a page at a time: `zoom(id, 1, offset, length)`
 //! reads `length` bytes (a page at most) from byte `offset` of its text.
 
+use super::tool::{Acts, Call, Tool};
 use super::Outcome;
 use crate::log::Log;
 use crate::memory::Node;
 use crate::model::ToolSpec;
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
 /// The most bytes of a message one zoom returns: as much as a huge
@@ -32,6 +34,23 @@ lines it summarizes; `zoom(id, 1)` gives message `id` whole, with its images. A 
             "required": ["id", "n"],
             "additionalProperties": false
         }),
+    }
+}
+
+/// `zoom`: only reads.
+pub struct Zoom;
+
+impl Tool for Zoom {
+    fn spec(&self) -> ToolSpec {
+        spec()
+    }
+
+    fn acts(&self) -> Acts {
+        Acts::Never
+    }
+
+    fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move { self::call(call.log, call.agent, &call.arguments).await })
     }
 }
 
