@@ -140,7 +140,11 @@ fn update_refuses_a_bad_signature_and_a_cut_download_and_leaves_the_old_programs
         .cut(Some(&format!("hearth-{}.gz", this_target())));
     let cut = release.hearth(&["update"], &home, &key);
     assert!(!cut.status.success(), "{}", said(&cut));
-    assert!(said(&cut).contains("nothing was installed"), "{}", said(&cut));
+    assert!(
+        said(&cut).contains("nothing was installed"),
+        "{}",
+        said(&cut)
+    );
 
     assert!(release.is_old("hearth") && release.is_old("hearthd"));
     assert!(runs(&release.bin.join("hearth")) && runs(&release.bin.join("hearthd")));
@@ -150,7 +154,8 @@ fn update_refuses_a_bad_signature_and_a_cut_download_and_leaves_the_old_programs
     let check = release.hearth(&["update", "--check"], &home, &key);
     assert!(check.status.success(), "{}", said(&check));
     assert!(
-        said(&check).contains("hearth 9.9.9 is out") && said(&check).contains("everything is better"),
+        said(&check).contains("hearth 9.9.9 is out")
+            && said(&check).contains("everything is better"),
         "{}",
         said(&check)
     );
@@ -189,7 +194,10 @@ fn update_replaces_both_programs_and_restarts_the_running_daemon() {
     assert_eq!(release.leftovers(), Vec::<String>::new());
     // The old daemon was stopped, and the new one answers.
     let old = daemon.wait().unwrap();
-    assert!(old.success() || old.code().is_some(), "the old hearthd ended: {old:?}");
+    assert!(
+        old.success() || old.code().is_some(),
+        "the old hearthd ended: {old:?}"
+    );
     let status = release.hearth(&["status"], &home, &key);
     assert!(status.status.success(), "{}", said(&status));
     let stopped = release.hearth(&["stop"], &home, &key);
@@ -236,7 +244,11 @@ fn install_script_installs_a_signed_release_and_refuses_a_forged_one() {
 
     let installed = install(&release.signer.public_key(), into.path());
     assert!(installed.status.success(), "{}", said(&installed));
-    assert!(said(&installed).contains("hearth 9.9.9"), "{}", said(&installed));
+    assert!(
+        said(&installed).contains("hearth 9.9.9"),
+        "{}",
+        said(&installed)
+    );
     for name in ["hearth", "hearthd"] {
         assert!(runs(&into.path().join(name)), "{name} runs");
     }

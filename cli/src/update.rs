@@ -199,7 +199,10 @@ fn runs(name: &str, path: &Path) -> Result<(), UpdateError> {
     if output.status.success() {
         Ok(())
     } else {
-        Err(does_not_run(format!("`--version` ended with {}", output.status)))
+        Err(does_not_run(format!(
+            "`--version` ended with {}",
+            output.status
+        )))
     }
 }
 

@@ -62,7 +62,10 @@ pub fn write_release(
             .collect();
         sums.push_str(&format!("{digest}  {name}\n"));
     };
-    add("release.txt", format!("hearth {version}\n\n{changes}\n").as_bytes());
+    add(
+        "release.txt",
+        format!("hearth {version}\n\n{changes}\n").as_bytes(),
+    );
     for (name, program) in programs {
         let mut packed = GzEncoder::new(Vec::new(), flate2::Compression::fast());
         packed.write_all(&std::fs::read(program).unwrap()).unwrap();
@@ -135,7 +138,8 @@ fn serve(mut stream: TcpStream, folder: &Path, cut: &Mutex<Option<String>>) {
             Ok(body)
         }
     }) else {
-        let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
         return;
     };
     let head = format!(
