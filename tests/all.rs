@@ -48,6 +48,7 @@ mod telegram;
 mod terminal;
 mod tools;
 mod untrusted;
+mod update;
 mod usage;
 mod voice;
 mod web;

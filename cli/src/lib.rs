@@ -29,6 +29,8 @@
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
 //! - `memory.rs`: `hearth search` and `hearth memory`: what the agent remembers.
 //! - `web.rs`: `hearth web`: the browser client's login links and sessions.
+//! - `update.rs`: `hearth update`: the newest release, its signature checked,
+//!   put in place of these programs; `update/release.rs`: what a release holds.
 //!
 //! The binary's thin `main.rs` is built by the root package; it also runs
 //! the bridges (`hearth telegram`, `hearth whatsapp`) from `hearth-bridges`.
@@ -54,5 +56,6 @@ pub mod slash;
 pub mod stats;
 pub mod status_line;
 pub mod terminal;
+pub mod update;
 pub mod web;
 pub mod welcome;

@@ -192,6 +192,15 @@ enum Subcommands {
     Restart,
     /// Read config.toml again and apply what can change live (the daemon keeps its configuration if the file is broken)
     Reload,
+    /// Install the newest release in place of these programs (its signature checked), then restart the daemon
+    Update {
+        /// Only say whether a newer release is out, and what changed
+        #[arg(long)]
+        check: bool,
+        /// Install the newest release even when it is the version that runs
+        #[arg(long)]
+        force: bool,
+    },
     /// Run the Telegram bridge: relay the allowed users' messages to the agent and its replies back (hearthd starts it when config.toml has a [telegram] table)
     Telegram,
     /// Run the WhatsApp bridge: the allowed numbers' messages in, the agent's replies back (hearthd starts it when config.toml has a [whatsapp] table)
@@ -553,6 +562,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             life::restart(&home, explicit_home.as_deref(), &mut stdout).await?
         }
         Some(Subcommands::Reload) => life::reload(&home, &mut stdout).await?,
+        Some(Subcommands::Update { check, force }) => {
+            let request = hearth_cli::update::UpdateRequest { check, force };
+            hearth_cli::update::update(&home, explicit_home.as_deref(), request, &mut stdout)
+                .await?
+        }
         Some(Subcommands::Telegram) => match telegram::run(&home, stop_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => bridge_failed("telegram", &err, err.is_config()),

@@ -33,7 +33,8 @@ pub async fn mcp(home: &Home, json: bool, out: &mut dyn Write) -> Result<ExitCod
 /// is skipped and why, and its last error.
 pub fn text(servers: &[McpServer]) -> String {
     if servers.is_empty() {
-        return "no MCP servers: add [[mcp]] tables to config.toml (see docs/tools.md)\n".to_string();
+        return "no MCP servers: add [[mcp]] tables to config.toml (see docs/tools.md)\n"
+            .to_string();
     }
     let mut text = String::new();
     for server in servers {

@@ -15,6 +15,9 @@
 //!   checks the multipart request's fields and fails or stalls on demand.
 //! - [`fake_mcp_http`]: an MCP server at a streamable HTTP address on
 //!   `127.0.0.1:0` that records the headers of every request.
+//! - [`release_server`]: a release folder served as a release page serves
+//!   it, for `hearth update` and `install.sh`, and test releases signed
+//!   with a key of the test's own.
 
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -25,6 +28,7 @@ pub mod fake_model;
 pub mod fake_telegram;
 pub mod fake_transcription;
 pub mod meta_webhook;
+pub mod release_server;
 pub mod schema;
 
 /// A small DevTools Protocol client driving a real headless Chromium, for
