@@ -19,8 +19,8 @@ use super::shell::Shell;
 use super::taint::Taint;
 use super::web::Fetcher;
 use super::{
-    args, attachment, date, facts, files, schedule, search, shell, show_image, subagents, web,
-    whatsapp, zoom,
+    args, attachment, date, exposure, facts, files, schedule, search, shell, show_image,
+    subagents, web, whatsapp, zoom,
 };
 use crate::activity::ActivityBoard;
 use crate::approvals::{glob_matches, Approvals, Verdict};
@@ -80,6 +80,9 @@ pub enum Provenance {
     /// A shell command that could reach the network (`network: true`, or a
     /// kernel that cannot deny it).
     Shell { command: String },
+    /// A file of the working folder (`read_file`) changed while a call that
+    /// could bring outside words into it ran (`why`, see `exposure.rs`).
+    File { path: String, why: String },
 }
 
 impl Provenance {
@@ -97,6 +100,7 @@ impl Provenance {
             Provenance::Document { name } => Some(crate::provenance::document(name)),
             Provenance::Web { url } => Some(crate::provenance::web(url)),
             Provenance::Shell { command } => Some(crate::provenance::shell(command)),
+            Provenance::File { path, why } => Some(crate::provenance::file(path, why)),
         };
         message
     }
@@ -488,7 +492,20 @@ impl Tools {
             .as_ref()
             .map(|board| board.tool(call.name, call_detail(call.name, &call.arguments)));
         let (name, arguments) = (call.name, call.arguments.clone());
+        // What may bring outside words into files runs in a window the log
+        // keeps, so a file changed meanwhile reads as outside text.
+        let shell_network = name == "shell"
+            && (self.workspace.as_ref()).is_some_and(|w| w.shell.could_reach_network(&arguments));
+        let tainted = self.taint.reason();
+        let why = exposure::why(name, &arguments, mcp_server.is_some(), shell_network, tainted.as_deref());
+        let window = match exposure::open(&self.log, &self.agent, why).await {
+            Ok(window) => window,
+            Err(err) => return Outcome::error(format!("`{name}` did not run: {err}")),
+        };
         let outcome = self.run(call).await;
+        if let Some(window) = window {
+            window.close().await;
+        }
         // What the outcome carries from outside taints, ok or not (an error
         // page is outside text); a refused fetch brought nothing in.
         self.taint.after_call(name, &arguments, &outcome.provenance);
@@ -580,6 +597,10 @@ impl Tools {
                     .await
             }
             ("web_fetch", Some(workspace)) => workspace.fetcher.call(&arguments).await,
+            ("read_file", Some(workspace)) => {
+                let folder = workspace.folder.clone();
+                exposure::read_file(folder, &self.log, &self.agent, arguments).await
+            }
             ("show_image", Some(workspace)) => match &self.images {
                 Some(store) => show_image::call(workspace.folder.clone(), store, &arguments).await,
                 None => Outcome::error("there is no tool `show_image`"),
