@@ -333,13 +333,13 @@ fn read_changed_within(
     let text = match last_shown {
         None if total == 0 => Ok(format!("`{shown_path}` is empty")),
         None if lines.left == 0 => Err(FileError::PastScan {
-            path: shown_path,
+            path: shown_path.clone(),
             lines: total,
             offset: first,
             mib,
         }),
         None => Err(FileError::PastEnd {
-            path: shown_path,
+            path: shown_path.clone(),
             lines: total,
             offset: first,
         }),
