@@ -383,10 +383,7 @@ async fn the_shell_sends_no_udp_unless_it_asks_and_then_taints_its_turn() {
         .expect("the call with the network sends")
         .unwrap();
     assert_eq!(&buffer[..read], b"with-network");
-    assert!(
-        listener.try_recv(&mut buffer).is_err(),
-        "nothing else came"
-    );
+    assert!(listener.try_recv(&mut buffer).is_err(), "nothing else came");
     assert!(!workdir(&home, "hearth").join("pwned").exists());
 }
 
@@ -408,7 +405,10 @@ async fn a_file_a_networked_command_wrote_is_outside_text_in_a_later_clean_turn(
     // A later turn, clean: reading the owner's file taints nothing (the
     // file write after it runs unasked); the saved page does.
     model.push(call("read_file", json!({"path": "mine.txt"})));
-    model.push(call("write_file", json!({"path": "ok.txt", "content": "ok"})));
+    model.push(call(
+        "write_file",
+        json!({"path": "ok.txt", "content": "ok"}),
+    ));
     model.push(call("read_file", json!({"path": "news.txt"})));
     model.push(pwn());
     model.push(Reply::text("I did not run it"));
@@ -422,7 +422,10 @@ async fn a_file_a_networked_command_wrote_is_outside_text_in_a_later_clean_turn(
     let approvals = client
         .events
         .iter()
-        .filter(|e| e.kind == EventKind::Approval && e.approval.as_ref().is_some_and(|a| a.allowed.is_none()))
+        .filter(|e| {
+            e.kind == EventKind::Approval
+                && e.approval.as_ref().is_some_and(|a| a.allowed.is_none())
+        })
         .count();
     assert_eq!(approvals, 1, "only the call after the saved page asks");
     let db = rusqlite::Connection::open(home.path().join("hearth.db")).unwrap();
@@ -430,7 +433,9 @@ async fn a_file_a_networked_command_wrote_is_outside_text_in_a_later_clean_turn(
         .prepare("SELECT text, data FROM messages WHERE kind = 'tool' ORDER BY id")
         .unwrap();
     let tools: Vec<(String, serde_json::Value)> = statement
-        .query_map([], |row| Ok((row.get(0)?, row.get::<_, Option<String>>(1)?)))
+        .query_map([], |row| {
+            Ok((row.get(0)?, row.get::<_, Option<String>>(1)?))
+        })
         .unwrap()
         .map(|row| {
             let (text, data) = row.unwrap();
@@ -440,7 +445,10 @@ async fn a_file_a_networked_command_wrote_is_outside_text_in_a_later_clean_turn(
         .collect();
     assert_eq!(tools.len(), 5, "{tools:?}");
     let (mine, mine_data) = &tools[1];
-    assert!(mine.contains("my own notes") && !mine.contains("[outside text"), "{mine}");
+    assert!(
+        mine.contains("my own notes") && !mine.contains("[outside text"),
+        "{mine}"
+    );
     assert!(mine_data.get("provenance").is_none(), "{mine_data}");
     let (news, news_data) = &tools[3];
     assert!(

@@ -545,7 +545,9 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
 fn now_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| i64::try_from(since.as_nanos()).unwrap_or(i64::MAX))
+        .map_or(0, |since| {
+            i64::try_from(since.as_nanos()).unwrap_or(i64::MAX)
+        })
 }
 
 /// A failure to open the log, said as a full disk when the disk that holds

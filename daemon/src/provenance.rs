@@ -157,7 +157,10 @@ pub fn untrusted_origin(data: &MessageData) -> Option<String> {
     } else if provenance.shell.is_some() {
         "a shell command that could reach the network".to_string()
     } else if let Some(path) = &provenance.file {
-        let why = provenance.after.as_deref().unwrap_or("outside words came in");
+        let why = provenance
+            .after
+            .as_deref()
+            .unwrap_or("outside words came in");
         format!("reading `{path}`, changed while {why}")
     } else if let (Some(id), Some(agent)) = (provenance.schedule, &provenance.agent) {
         let after = provenance
@@ -216,8 +219,11 @@ mod tests {
             Some("reading https://evil.example/p")
         );
         assert_eq!(
-            untrusted_origin(&with(file("page.html", "`shell` ran with the network: `curl x`")))
-                .as_deref(),
+            untrusted_origin(&with(file(
+                "page.html",
+                "`shell` ran with the network: `curl x`"
+            )))
+            .as_deref(),
             Some("reading `page.html`, changed while `shell` ran with the network: `curl x`")
         );
         assert_eq!(

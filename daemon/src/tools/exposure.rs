@@ -167,7 +167,9 @@ fn coarse_now() -> i64 {
 fn fine_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| i64::try_from(since.as_nanos()).unwrap_or(i64::MAX))
+        .map_or(0, |since| {
+            i64::try_from(since.as_nanos()).unwrap_or(i64::MAX)
+        })
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@ use super::shell::Shell;
 use super::taint::Taint;
 use super::web::Fetcher;
 use super::{
-    args, attachment, date, exposure, facts, files, schedule, search, shell, show_image,
-    subagents, web, whatsapp, zoom,
+    args, attachment, date, exposure, facts, files, schedule, search, shell, show_image, subagents,
+    web, whatsapp, zoom,
 };
 use crate::activity::ActivityBoard;
 use crate::approvals::{glob_matches, Approvals, Verdict};
@@ -497,7 +497,13 @@ impl Tools {
         let shell_network = name == "shell"
             && (self.workspace.as_ref()).is_some_and(|w| w.shell.could_reach_network(&arguments));
         let tainted = self.taint.reason();
-        let why = exposure::why(name, &arguments, mcp_server.is_some(), shell_network, tainted.as_deref());
+        let why = exposure::why(
+            name,
+            &arguments,
+            mcp_server.is_some(),
+            shell_network,
+            tainted.as_deref(),
+        );
         let window = match exposure::open(&self.log, &self.agent, why).await {
             Ok(window) => window,
             Err(err) => return Outcome::error(format!("`{name}` did not run: {err}")),
