@@ -18,14 +18,19 @@
 //! - With Landlock ABI 6 the command also cannot signal processes outside
 //!   its confinement (hearthd among them) nor reach abstract Unix sockets.
 //! - With Landlock ABI 4 a command that did not ask for the network
-//!   (`shell`'s `network: true`) can neither connect nor bind a TCP port:
-//!   it cannot fetch the web, so its output is not outside text. UDP (a
-//!   name lookup) is not covered by Landlock.
+//!   (`shell`'s `network: true`) can neither connect nor bind a TCP port,
+//!   and a seccomp filter (`confine/sockets.rs`) keeps it from every
+//!   socket but local ones (UDP, a name lookup, raw packets): it cannot
+//!   fetch the web nor send words out, so its output is not outside text.
 //! - On a kernel without Landlock commands run unconfined; start-up warns,
 //!   and `hearth status` says which confinement is active.
 //!
-//! Raw system calls rather than a crate: the part that runs in the child
-//! must not allocate, and it is two calls.
+//! Raw system calls rather than a crate for Landlock: the part that runs in
+//! the child must not allocate, and it is two calls.
+
+mod sockets;
+
+pub use sockets::{filter as socket_filter, Filter as SocketFilter};
 
 use std::ffi::CString;
 use std::io;
@@ -178,21 +183,32 @@ pub fn support() -> &'static Support {
     })
 }
 
-/// Whether this kernel's Landlock can deny a command TCP (ABI 4 and on).
+/// Whether this kernel can keep a command off the network: Landlock
+/// denies TCP (ABI 4 and on) and a seccomp filter the other sockets.
 pub fn can_deny_network() -> bool {
     matches!(support(), Support::Landlock(abi) if *abi >= 4)
+        && *sockets::support() == sockets::Support::Available
+}
+
+/// Whether a command that did not ask for the network gets the seccomp
+/// filter: where the kernel has seccomp filters.
+pub fn can_filter_sockets() -> bool {
+    *sockets::support() == sockets::Support::Available
 }
 
 /// Which confinement the shell runs under, in words, for `hearth status`.
 pub fn describe() -> String {
-    match support() {
-        Support::Landlock(abi) if *abi >= 4 => format!(
-            "Landlock (ABI {abi}): the shell writes only its working folder and /tmp, cannot read the hearth home, and has no TCP unless a call asks for the network"
+    match (support(), sockets::support()) {
+        (Support::Landlock(abi), sockets::Support::Available) if *abi >= 4 => format!(
+            "Landlock (ABI {abi}) and seccomp: the shell writes only its working folder and /tmp, cannot read the hearth home, and has no network (no TCP, UDP or raw sockets) unless a call asks for it"
         ),
-        Support::Landlock(abi) => format!(
+        (Support::Landlock(abi), sockets::Support::Unavailable(why)) if *abi >= 4 => format!(
+            "Landlock (ABI {abi}), no seccomp ({why}): the shell writes only its working folder and /tmp, and cannot read the hearth home; it has no TCP unless a call asks, but UDP cannot be denied, so every call taints its turn"
+        ),
+        (Support::Landlock(abi), _) => format!(
             "Landlock (ABI {abi}): the shell writes only its working folder and /tmp, and cannot read the hearth home; it cannot be kept from the network, so every call taints its turn"
         ),
-        Support::Unavailable(why) => format!(
+        (Support::Unavailable(why), _) => format!(
             "none ({why}): the shell can read and write what the daemon's user can, the home included"
         ),
     }

@@ -13,7 +13,8 @@
 //! `usage.rs`), `client_state` (a bridge's offsets and cursors), and the
 //! memory's full-text index and pinned facts (`memory/search.rs`,
 //! `memory/facts.rs`; the index is kept by triggers on `messages` and
-//! `nodes`, in the transaction that writes them).
+//! `nodes`, in the transaction that writes them), and `exposures` (when
+//! calls that may bring outside words into files ran, `log/exposure.rs`).
 //!
 //! Every operation is a job run on the writer thread. Jobs that arrive
 //! together share one transaction (group commit); each job's answer is sent
@@ -534,9 +535,19 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     if migrations::once(&tx, index, crate::memory::search::migrate)? && version > 0 {
         tracing::info!("the search index was rebuilt without copies of the texts ({index})");
     }
+    exposure::close_left_open(&tx, now_ns())?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(())
+}
+
+/// Now on the wall clock, in nanoseconds since the Unix epoch.
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_nanos()).unwrap_or(i64::MAX)
+        })
 }
 
 /// A failure to open the log, said as a full disk when the disk that holds
@@ -747,6 +758,8 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
 mod anchor;
 pub mod chain;
 mod data;
+mod exposure;
+pub use exposure::Exposure;
 mod migrations;
 mod schema;
 pub use data::{MessageData, Provenance};

@@ -14,6 +14,9 @@
 //! - `{"web": URL, "untrusted": true}`: a page `web_fetch` read;
 //! - `{"shell": COMMAND, "untrusted": true}`: the output of a shell command
 //!   that could reach the network;
+//! - `{"file": PATH, "after": WHY, "untrusted": true}`: a file of the
+//!   working folder (`read_file`) changed while a call that could bring
+//!   outside words into it ran, `WHY` being that call (`tools/exposure.rs`);
 //! - `{"agent": NAME, "after": WHY, "untrusted": true}`: words an agent
 //!   wrote in a tainted turn and carried forward (a subagent's task or
 //!   report), `WHY` being what tainted that turn;
@@ -89,6 +92,17 @@ pub fn shell(command: &str) -> Provenance {
     }
 }
 
+/// The text of the file `path`, changed while `why` (`` `shell` ran with
+/// the network: `curl …` ``).
+pub fn file(path: &str, why: &str) -> Provenance {
+    Provenance {
+        file: Some(bounded(path)),
+        after: Some(bounded(why)),
+        untrusted: true,
+        ..Provenance::default()
+    }
+}
+
 /// Words `agent` wrote in a turn tainted `after` (`after reading …`): a
 /// subagent's task or report.
 pub fn carried(agent: &str, after: &str) -> Provenance {
@@ -142,6 +156,12 @@ pub fn untrusted_origin(data: &MessageData) -> Option<String> {
         format!("reading {url}")
     } else if provenance.shell.is_some() {
         "a shell command that could reach the network".to_string()
+    } else if let Some(path) = &provenance.file {
+        let why = provenance
+            .after
+            .as_deref()
+            .unwrap_or("outside words came in");
+        format!("reading `{path}`, changed while {why}")
     } else if let (Some(id), Some(agent)) = (provenance.schedule, &provenance.agent) {
         let after = provenance
             .after
@@ -197,6 +217,14 @@ mod tests {
         assert_eq!(
             untrusted_origin(&with(web("https://evil.example/p"))).as_deref(),
             Some("reading https://evil.example/p")
+        );
+        assert_eq!(
+            untrusted_origin(&with(file(
+                "page.html",
+                "`shell` ran with the network: `curl x`"
+            )))
+            .as_deref(),
+            Some("reading `page.html`, changed while `shell` ran with the network: `curl x`")
         );
         assert_eq!(
             untrusted_origin(&with(carried("scout", "after reading https://e.example"))).as_deref(),

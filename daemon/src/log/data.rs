@@ -95,6 +95,10 @@ pub struct Provenance {
     /// A shell command that could reach the network: its output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<String>,
+    /// A file of the working folder changed while a call that could bring
+    /// outside words into it ran (`after` says which): its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     /// The schedule (its id) whose text this is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<i64>,

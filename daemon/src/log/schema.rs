@@ -167,6 +167,14 @@ fn create_tables(connection: &Connection) -> Result<(), rusqlite::Error> {
         CREATE TABLE IF NOT EXISTS budget_notes (
             period TEXT PRIMARY KEY,
             at     TEXT NOT NULL
-        );",
+        );
+        CREATE TABLE IF NOT EXISTS exposures (
+            seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent   TEXT NOT NULL,
+            why     TEXT NOT NULL,
+            started INTEGER NOT NULL,
+            ended   INTEGER
+        );
+        CREATE INDEX IF NOT EXISTS exposures_by_start ON exposures (started);",
     )
 }

@@ -87,7 +87,10 @@ impl Starter<'_> {
         let models = self.models;
         match crate::tools::confine::support() {
             crate::tools::confine::Support::Landlock(abi) => {
-                tracing::info!("the shell's commands are confined by Landlock (ABI {abi})")
+                tracing::info!("the shell's commands are confined by Landlock (ABI {abi})");
+                if !crate::tools::confine::can_filter_sockets() {
+                    tracing::warn!("{}", crate::tools::confine::describe());
+                }
             }
             crate::tools::confine::Support::Unavailable(why) => tracing::warn!(
                 "the shell's commands run unconfined: {why}; they can read the home's secrets.env and hearth.db"

@@ -13,6 +13,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -219,6 +220,30 @@ pub fn read(
     read_within(folder, path, offset, limit, SCAN_BYTES)
 }
 
+/// What `read_file` showed of a file, and when the file last changed.
+#[derive(Debug)]
+pub struct Shown {
+    /// The numbered lines, or what is wrong with the offset.
+    pub text: String,
+    /// The file as the folder shows it (relative to it).
+    pub path: String,
+    /// The file's ctime, read after the read, in nanoseconds since the Unix
+    /// epoch: the last change of its content or of its name, links or
+    /// mode, which the kernel stamps and no command can set.
+    pub changed: i64,
+}
+
+/// [`read`], and when the file last changed (`exposure.rs` asks whether
+/// outside words may have been written to it then).
+pub fn read_changed(
+    folder: &Folder,
+    path: &str,
+    offset: Option<u64>,
+    limit: Option<u64>,
+) -> Result<Shown, FileError> {
+    read_changed_within(folder, path, offset, limit, SCAN_BYTES)
+}
+
 /// [`read`], going through at most `scan` bytes of the file.
 fn read_within(
     folder: &Folder,
@@ -227,6 +252,16 @@ fn read_within(
     limit: Option<u64>,
     scan: u64,
 ) -> Result<String, FileError> {
+    read_changed_within(folder, path, offset, limit, scan).map(|shown| shown.text)
+}
+
+fn read_changed_within(
+    folder: &Folder,
+    path: &str,
+    offset: Option<u64>,
+    limit: Option<u64>,
+    scan: u64,
+) -> Result<Shown, FileError> {
     let target = folder.resolve(path)?;
     let shown_path = folder.show(&target);
     let file = open_beneath(folder, &target, &shown_path, "open", Access::Read)?;
@@ -287,16 +322,26 @@ fn read_within(
     }
     let total = number;
     let mib = scan / (1024 * 1024);
-    match last_shown {
+    // After the read: a change made while it read is the last one seen.
+    let changed = lines
+        .reader
+        .get_ref()
+        .metadata()
+        .map_err(io_error("read", &shown_path))?;
+    let changed = changed
+        .ctime()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(changed.ctime_nsec());
+    let text = match last_shown {
         None if total == 0 => Ok(format!("`{shown_path}` is empty")),
         None if lines.left == 0 => Err(FileError::PastScan {
-            path: shown_path,
+            path: shown_path.clone(),
             lines: total,
             offset: first,
             mib,
         }),
         None => Err(FileError::PastEnd {
-            path: shown_path,
+            path: shown_path.clone(),
             lines: total,
             offset: first,
         }),
@@ -320,7 +365,12 @@ fn read_within(
             out.push_str(&format!("(lines {first}–{last} of {total})"));
             Ok(out)
         }
-    }
+    }?;
+    Ok(Shown {
+        text,
+        path: shown_path,
+        changed,
+    })
 }
 
 /// A file's lines, read through a bounded buffer: of each line only the
@@ -536,6 +586,17 @@ impl Tool for FileTool {
     }
 
     fn call<'a>(&'a self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        if self.spec.name == "read_file" {
+            // A file changed while outside words could reach it reads as
+            // outside text (`exposure.rs`).
+            let folder = self.folder.clone();
+            return Box::pin(super::exposure::read_file(
+                folder,
+                call.log,
+                call.agent,
+                call.arguments,
+            ));
+        }
         Box::pin(self::call(
             self.folder.clone(),
             &self.spec.name,

@@ -18,6 +18,8 @@
 //! - `confine`: the shell's Landlock rules, `crate::confine` (a leaf, which
 //!   the document reader uses too), named here for the tools that apply them.
 //! - `files.rs`: `read_file`, `write_file`, `edit_file`, `list_dir`.
+//! - `exposure.rs`: the windows in which calls that may bring outside words
+//!   into files ran; `read_file` of a file changed in one is outside text.
 //! - `folder.rs`: where a path leads, confined to the working folder.
 //! - `reach.rs`: where the agents' tools can read (a backup never goes there).
 //! - `beneath.rs`: opening a plain file beneath the folder in one step (`openat2`).
@@ -36,6 +38,7 @@ mod beneath;
 mod config;
 pub use crate::confine;
 mod date;
+mod exposure;
 mod facts;
 mod files;
 mod folder;

@@ -25,7 +25,9 @@
 //!   `env_clear`, so callers never call it; they choose [`Processes::spawn`]
 //!   or [`Processes::spawn_speaker`].
 //! - A command given a [`Confinement`] applies its Landlock rules in the
-//!   child before exec (see [`super::confine`]); hearthd is never confined.
+//!   child before exec, and, when it did not ask for the network, the
+//!   seccomp filter that denies it every socket but local ones (see
+//!   [`super::confine`]); hearthd is never confined.
 
 use super::confine::{self, Confinement, Ruleset};
 use std::collections::HashMap;
@@ -426,6 +428,16 @@ fn start_confined(
         // SAFETY: `restrict` makes two system calls and does not allocate;
         // the descriptor stays open until `start` has returned.
         unsafe { command.pre_exec(move || confine::restrict(fd)) };
+        // After `restrict`, which set "no new privileges": a command that
+        // did not ask for the network gets no socket but local ones.
+        if confinement.is_some_and(|confinement| !confinement.network)
+            && confine::can_filter_sockets()
+        {
+            let filter = confine::socket_filter().map_err(io::Error::other)?;
+            // SAFETY: `install` makes one system call on the compiled
+            // program, a static made before the fork; it does not allocate.
+            unsafe { command.pre_exec(move || filter.install()) };
+        }
     }
     let started = start(command, keeper, processes);
     drop(ruleset);

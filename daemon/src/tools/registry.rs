@@ -21,7 +21,8 @@ use super::taint::Taint;
 use super::tool::{Call, Tool, ToolSet};
 use super::web::Fetcher;
 use super::{
-    args, attachment, date, facts, files, schedule, search, show_image, subagents, whatsapp, zoom,
+    args, attachment, date, exposure, facts, files, schedule, search, show_image, subagents,
+    whatsapp, zoom,
 };
 use crate::activity::ActivityBoard;
 use crate::approvals::{glob_matches, Approvals, Verdict};
@@ -81,6 +82,9 @@ pub enum Provenance {
     /// A shell command that could reach the network (`network: true`, or a
     /// kernel that cannot deny it).
     Shell { command: String },
+    /// A file of the working folder (`read_file`) changed while a call that
+    /// could bring outside words into it ran (`why`, see `exposure.rs`).
+    File { path: String, why: String },
 }
 
 impl Provenance {
@@ -98,6 +102,7 @@ impl Provenance {
             Provenance::Document { name } => Some(crate::provenance::document(name)),
             Provenance::Web { url } => Some(crate::provenance::web(url)),
             Provenance::Shell { command } => Some(crate::provenance::shell(command)),
+            Provenance::File { path, why } => Some(crate::provenance::file(path, why)),
         };
         message
     }
@@ -504,7 +509,29 @@ impl Tools {
             .as_ref()
             .map(|board| board.tool(call.name, call.tool.detail(&call.arguments)));
         let (name, arguments) = (call.name, call.arguments.clone());
+        // What may bring outside words into files runs in a window the log
+        // keeps, so a file changed meanwhile reads as outside text.
+        let shell_network = name == "shell"
+            && (self.workspace.as_ref()).is_some_and(|w| w.shell.could_reach_network(&arguments));
+        let tainted = self.taint.reason();
+        let acts = call.tool.acts() != super::tool::Acts::Never;
+        let is_mcp = self.built_in.get(call.name).is_none();
+        let why = exposure::why(
+            name,
+            &arguments,
+            acts,
+            is_mcp,
+            shell_network,
+            tainted.as_deref(),
+        );
+        let window = match exposure::open(&self.log, &self.agent, why).await {
+            Ok(window) => window,
+            Err(err) => return Outcome::error(format!("`{name}` did not run: {err}")),
+        };
         let outcome = self.run(call).await;
+        if let Some(window) = window {
+            window.close().await;
+        }
         // What the outcome carries from outside taints, ok or not (an error
         // page is outside text); a refused fetch brought nothing in.
         self.taint.after_call(name, &arguments, &outcome.provenance);

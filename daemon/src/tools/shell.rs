@@ -8,11 +8,13 @@
 //! the head and tail of each stream, so any amount of it costs bounded memory.
 //!
 //! A command reaches the network only when its call says `network: true`:
-//! otherwise Landlock (ABI 4) denies it TCP connect and bind, so it cannot
-//! fetch outside text. A call with `network: true`, or any call on a kernel
-//! that cannot deny the network, may have read outside text: its outcome's
-//! provenance says so, and it taints its turn (`taint.rs`), as `web_fetch`
-//! does.
+//! otherwise Landlock (ABI 4) denies it TCP connect and bind, and a seccomp
+//! filter every socket but local ones (UDP, DNS, raw packets), so it can
+//! neither fetch outside text nor send words out. A call with `network:
+//! true`, or any call on a kernel that cannot deny the network, may have
+//! read outside text: its outcome's provenance says so, and it taints its
+//! turn (`taint.rs`), as `web_fetch` does; the files it changes are outside
+//! text too (`exposure.rs`).
 
 use super::config::ToolsConfig;
 use super::confine::Confinement;
@@ -44,8 +46,9 @@ pub fn spec(config: &ToolsConfig) -> ToolSpec {
         description: format!(
             "Runs a bash command in your working folder and returns its exit status, stdout \
 and stderr (long output keeps its head and tail). stdin is closed; background processes end \
-with the command. Default timeout {} s, at most {} s. The command has no network (no TCP) \
-unless `network` is true; its output is then treated as outside text.",
+with the command. Default timeout {} s, at most {} s. The command has no network (no TCP, \
+UDP or DNS) unless `network` is true; its output, and the files it writes, are then treated as \
+outside text.",
             config.shell_timeout_secs, config.shell_max_timeout_secs
         ),
         parameters: json!({
@@ -77,9 +80,16 @@ pub struct Shell {
 
 impl Shell {
     /// Whether a command that did not ask for the network is kept from it:
-    /// confined, on a kernel whose Landlock denies TCP.
+    /// confined, on a kernel whose Landlock denies TCP and whose seccomp
+    /// denies the other sockets.
     pub fn denies_network(&self) -> bool {
         self.confinement.is_some() && super::confine::can_deny_network()
+    }
+
+    /// Whether the call with these (checked) arguments could reach the
+    /// network: it asks for it, or this kernel cannot deny it.
+    pub fn could_reach_network(&self, arguments: &Value) -> bool {
+        arguments.get("network").and_then(Value::as_bool) == Some(true) || !self.denies_network()
     }
 
     /// Runs one call; arguments were checked against [`spec`]. The output's
@@ -118,7 +128,7 @@ impl Shell {
             Err(err) => return Outcome::error(format!("cannot start bash: {err}")),
         };
         // It could have fetched: what it printed may be anyone's words.
-        if network || !self.denies_network() {
+        if self.could_reach_network(arguments) {
             return Outcome {
                 provenance: super::Provenance::Shell {
                     command: script.to_string(),

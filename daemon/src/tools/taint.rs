@@ -6,7 +6,8 @@
 //! provenance, `registry.rs`): a page `web_fetch` read, a result of an MCP
 //! server (its tools' output comes from outside, whatever the server is), a
 //! page of a document someone sent (`read_attachment`), a shell command
-//! that could reach the network. A turn also starts tainted when it takes
+//! that could reach the network, a file changed while outside words could
+//! come into it (`exposure.rs`). A turn also starts tainted when it takes
 //! an untrusted message, offers an MCP server's tools (their descriptions
 //! are the server's words) or shows a pinned fact remembered in a tainted
 //! turn (`turn.rs`).
@@ -100,6 +101,9 @@ impl Taint {
             }
             Provenance::Shell { .. } => {
                 self.taint("after a shell command that could reach the network".to_string());
+            }
+            Provenance::File { path, why } => {
+                self.taint(format!("after reading `{path}`, changed while {why}"));
             }
         }
     }
