@@ -263,48 +263,53 @@ fn keeper(
 
 /// A turn's request build on a keeper started on the history: one more
 /// user message, the view settled through it, the log read from it, the
-/// request built. Returns the time and the lines the keeper holds then.
+/// request built; the median of [`REPEATS`] such turns, one after the
+/// other. Returns the time and the lines the keeper holds then.
 async fn request_build(database: &Path) -> Result<(Duration, u64)> {
     let (events, _) = tokio::sync::broadcast::channel(1024);
     let log = Log::open(database, events.clone())?;
     let memory = Memory::start(log.clone(), keeper(&log, &events, database)?).await?;
-    let id = log
-        .append(
-            AGENT,
-            NewMessage::new(Kind::User, "terminal", "and the kettle?"),
-        )
-        .await?
-        .id;
-    let started = Instant::now();
-    let view = memory.settle(id, Vec::new()).await?;
-    let entries = log.range(AGENT, id, u64::MAX, 100).await?;
     let layout = Layout::find("default")?;
     let carries = BTreeMap::new();
-    let built = request::build(&TurnContext {
-        instructions: "You are hearth.",
-        tools: &[],
-        view: &view,
-        log: &entries,
-        turn: hearth_daemon::log::TurnRecord {
-            seq: 0,
-            start_id: id + 1,
-            taken_after: id.checked_sub(1),
-            taken_through: id,
-        },
-        state: "Local time: now",
-        block_lines: layout.block_lines,
-        cache_key: None,
-        carries: &carries,
-        images: &NoImages,
-        huge_message: layout.huge_limit(),
-    });
-    let took = started.elapsed();
-    if built.request.items.is_empty() {
-        bail!("the request is empty");
+    let mut times = Vec::new();
+    let mut id = 0;
+    for _ in 0..REPEATS {
+        id = log
+            .append(
+                AGENT,
+                NewMessage::new(Kind::User, "terminal", "and the kettle?"),
+            )
+            .await?
+            .id;
+        let started = Instant::now();
+        let view = memory.settle(id, Vec::new()).await?;
+        let entries = log.range(AGENT, id, u64::MAX, 100).await?;
+        let built = request::build(&TurnContext {
+            instructions: "You are hearth.",
+            tools: &[],
+            view: &view,
+            log: &entries,
+            turn: hearth_daemon::log::TurnRecord {
+                seq: 0,
+                start_id: id + 1,
+                taken_after: id.checked_sub(1),
+                taken_through: id,
+            },
+            state: "Local time: now",
+            block_lines: layout.block_lines,
+            cache_key: None,
+            carries: &carries,
+            images: &NoImages,
+            huge_message: layout.huge_limit(),
+        });
+        times.push(started.elapsed());
+        if built.request.items.is_empty() {
+            bail!("the request is empty");
+        }
     }
     // Asked twice: the gauge is published after the first answer.
     memory.settle(id, Vec::new()).await?;
-    Ok((took, memory.gauge().held))
+    Ok((median(times), memory.gauge().held))
 }
 
 /// The median of several runs of `run`.
