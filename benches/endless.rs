@@ -365,9 +365,7 @@ fn search(words: &str) -> ClientFrame {
 async fn ask(home: &Home, frame: ClientFrame, since: Option<u64>) -> Result<()> {
     let (mut connection, _) = hearth_client::Connection::open(home, "bench-ask", since).await?;
     let mut caught_up = 0;
-    let answer = connection
-        .request(&frame, &mut |_| caught_up += 1)
-        .await?;
+    let answer = connection.request(&frame, &mut |_| caught_up += 1).await?;
     connection.close().await;
     if since.is_some() && caught_up < 50 {
         bail!("caught up {caught_up} messages, expected 50");

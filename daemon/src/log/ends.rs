@@ -61,10 +61,11 @@ mod tests {
                     .unwrap();
             }
         }
-        let expected: BTreeMap<String, u64> = [("a", 3), ("hearth", 5), ("hearth-2", 2), ("scout", 1)]
-            .into_iter()
-            .map(|(agent, count)| (agent.to_string(), count))
-            .collect();
+        let expected: BTreeMap<String, u64> =
+            [("a", 3), ("hearth", 5), ("hearth-2", 2), ("scout", 1)]
+                .into_iter()
+                .map(|(agent, count)| (agent.to_string(), count))
+                .collect();
         assert_eq!(lengths(&connection).unwrap(), expected);
     }
 
@@ -83,7 +84,8 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert!(
-            plan.iter().all(|step| !step.starts_with("SCAN m") && !step.contains("SCAN messages")),
+            plan.iter()
+                .all(|step| !step.starts_with("SCAN m") && !step.contains("SCAN messages")),
             "a step reads every message: {plan:?}"
         );
     }
