@@ -566,8 +566,11 @@ mod tests {
             .await
             .unwrap();
         assert!(
-            plan.iter().any(|step| step.contains("messages_voice_pending"))
-                && plan.iter().any(|step| step.contains("messages_transcripts (agent=? AND <expr>=?)")),
+            plan.iter()
+                .any(|step| step.contains("messages_voice_pending"))
+                && plan
+                    .iter()
+                    .any(|step| step.contains("messages_transcripts (agent=? AND <expr>=?)")),
             "{plan:?}"
         );
     }
