@@ -44,6 +44,8 @@ const LAUNCHES: usize = 3;
 /// Repeats of each timed request; the median is reported.
 const REPEATS: usize = 5;
 const AGENT: &str = "hearth";
+/// The folder to build the homes in and keep them, when set.
+const KEEP_HOMES: &str = "HEARTH_BENCH_HOMES";
 
 /// What one size measured.
 struct Figures {
@@ -56,6 +58,11 @@ struct Figures {
     start: Duration,
     history: Duration,
     since: Duration,
+    status: Duration,
+    search_rare: Duration,
+    search_common: Duration,
+    memory_view: Duration,
+    catch_up: Duration,
     request: Duration,
     held: u64,
     backup: Duration,
@@ -75,13 +82,21 @@ async fn main() -> Result<()> {
     };
     let bins = Bins::release()?;
     let dir = tempfile::tempdir().context("a temporary folder")?;
+    // Homes to look into afterwards (`sqlite3`, `EXPLAIN QUERY PLAN`) are
+    // built in this folder and kept.
+    let kept = std::env::var_os(KEEP_HOMES).map(std::path::PathBuf::from);
     let mut all = Vec::new();
     for &size in &sizes {
         eprintln!("endless bench: {size} messages");
-        let home = dir.path().join(format!("home-{size}"));
+        let home = kept
+            .as_deref()
+            .unwrap_or(dir.path())
+            .join(format!("home-{size}"));
         std::fs::create_dir_all(&home)?;
         let figures = measure(&bins, &home, size).await?;
-        std::fs::remove_dir_all(&home).ok();
+        if kept.is_none() {
+            std::fs::remove_dir_all(&home).ok();
+        }
         all.push(figures);
     }
     print!("{}", render(&all));
@@ -109,6 +124,11 @@ async fn measure(bins: &Bins, home: &Path, size: u64) -> Result<Figures> {
     let memory = daemon.memory()?;
     let history = timed(|| history_page(daemon.home())).await?;
     let since = timed(|| log_since(bins, home, size)).await?;
+    let status = timed(|| ask(daemon.home(), ClientFrame::Status, None)).await?;
+    let search_rare = timed(|| ask(daemon.home(), search(RARE), None)).await?;
+    let search_common = timed(|| ask(daemon.home(), search("kettle"), None)).await?;
+    let memory_view = timed(|| ask(daemon.home(), ClientFrame::Memory, None)).await?;
+    let catch_up = timed(|| ask(daemon.home(), ClientFrame::Status, Some(size - 51))).await?;
     let target = home.join("backup.db");
     let copied = Instant::now();
     backup(bins, home, &target)?;
@@ -127,6 +147,11 @@ async fn measure(bins: &Bins, home: &Path, size: u64) -> Result<Figures> {
         start: median(starts),
         history,
         since,
+        status,
+        search_rare,
+        search_common,
+        memory_view,
+        catch_up,
         request,
         held,
         backup,
@@ -134,9 +159,22 @@ async fn measure(bins: &Bins, home: &Path, size: u64) -> Result<Figures> {
     })
 }
 
+/// A word that one message in [`RARE_EVERY`] holds: what a search for
+/// something said once looks for.
+const RARE: &str = "zeppelin";
+const RARE_EVERY: u64 = 100_003;
+
 /// A message's text: chat mostly, a tool output one in twelve, a paste one
-/// in fifty; returns its kind and text. Deterministic in `n`.
+/// in fifty, the [`RARE`] word one in [`RARE_EVERY`]; returns its kind and
+/// text. Deterministic in `n`.
 fn message(n: u64) -> (Kind, &'static str, String) {
+    if n % RARE_EVERY == 7 {
+        return (
+            Kind::User,
+            "terminal",
+            format!("{n}: the {RARE} tickets for the harvest"),
+        );
+    }
     const WORDS: [&str; 16] = [
         "kettle", "garden", "invoice", "tuesday", "plumber", "ticket", "review", "cellar",
         "bicycle", "lantern", "harvest", "meeting", "station", "parcel", "ledger", "window",
@@ -225,48 +263,53 @@ fn keeper(
 
 /// A turn's request build on a keeper started on the history: one more
 /// user message, the view settled through it, the log read from it, the
-/// request built. Returns the time and the lines the keeper holds then.
+/// request built; the median of [`REPEATS`] such turns, one after the
+/// other. Returns the time and the lines the keeper holds then.
 async fn request_build(database: &Path) -> Result<(Duration, u64)> {
     let (events, _) = tokio::sync::broadcast::channel(1024);
     let log = Log::open(database, events.clone())?;
     let memory = Memory::start(log.clone(), keeper(&log, &events, database)?).await?;
-    let id = log
-        .append(
-            AGENT,
-            NewMessage::new(Kind::User, "terminal", "and the kettle?"),
-        )
-        .await?
-        .id;
-    let started = Instant::now();
-    let view = memory.settle(id, Vec::new()).await?;
-    let entries = log.range(AGENT, id, u64::MAX, 100).await?;
     let layout = Layout::find("default")?;
     let carries = BTreeMap::new();
-    let built = request::build(&TurnContext {
-        instructions: "You are hearth.",
-        tools: &[],
-        view: &view,
-        log: &entries,
-        turn: hearth_daemon::log::TurnRecord {
-            seq: 0,
-            start_id: id + 1,
-            taken_after: id.checked_sub(1),
-            taken_through: id,
-        },
-        state: "Local time: now",
-        block_lines: layout.block_lines,
-        cache_key: None,
-        carries: &carries,
-        images: &NoImages,
-        huge_message: layout.huge_limit(),
-    });
-    let took = started.elapsed();
-    if built.request.items.is_empty() {
-        bail!("the request is empty");
+    let mut times = Vec::new();
+    let mut id = 0;
+    for _ in 0..REPEATS {
+        id = log
+            .append(
+                AGENT,
+                NewMessage::new(Kind::User, "terminal", "and the kettle?"),
+            )
+            .await?
+            .id;
+        let started = Instant::now();
+        let view = memory.settle(id, Vec::new()).await?;
+        let entries = log.range(AGENT, id, u64::MAX, 100).await?;
+        let built = request::build(&TurnContext {
+            instructions: "You are hearth.",
+            tools: &[],
+            view: &view,
+            log: &entries,
+            turn: hearth_daemon::log::TurnRecord {
+                seq: 0,
+                start_id: id + 1,
+                taken_after: id.checked_sub(1),
+                taken_through: id,
+            },
+            state: "Local time: now",
+            block_lines: layout.block_lines,
+            cache_key: None,
+            carries: &carries,
+            images: &NoImages,
+            huge_message: layout.huge_limit(),
+        });
+        times.push(started.elapsed());
+        if built.request.items.is_empty() {
+            bail!("the request is empty");
+        }
     }
     // Asked twice: the gauge is published after the first answer.
     memory.settle(id, Vec::new()).await?;
-    Ok((took, memory.gauge().held))
+    Ok((median(times), memory.gauge().held))
 }
 
 /// The median of several runs of `run`.
@@ -301,6 +344,38 @@ async fn history_page(home: &Home) -> Result<()> {
     match answer {
         ServerFrame::History { messages } if messages.len() == 50 => Ok(()),
         other => bail!("expected a page of 50 messages, got {}", other.encode()),
+    }
+}
+
+/// A search for `words` as `hearth search` asks for it.
+fn search(words: &str) -> ClientFrame {
+    ClientFrame::Search {
+        query: words.to_string(),
+        before: None,
+        after: None,
+        kind: None,
+        source: None,
+        limit: None,
+    }
+}
+
+/// One request over a fresh connection, as a command sends it: connect
+/// (catching up every message after `since`, when given), ask, read the
+/// answer. Refuses an error frame, and a catch-up short of 50 messages.
+async fn ask(home: &Home, frame: ClientFrame, since: Option<u64>) -> Result<()> {
+    let (mut connection, _) = hearth_client::Connection::open(home, "bench-ask", since).await?;
+    let mut caught_up = 0;
+    let answer = connection.request(&frame, &mut |_| caught_up += 1).await?;
+    connection.close().await;
+    if since.is_some() && caught_up < 50 {
+        bail!("caught up {caught_up} messages, expected 50");
+    }
+    match answer {
+        ServerFrame::Error { .. } => bail!("{} answered {}", frame.encode(), answer.encode()),
+        ServerFrame::SearchResults { hits } if hits.is_empty() => {
+            bail!("{} found nothing", frame.encode())
+        }
+        _ => Ok(()),
     }
 }
 
@@ -383,6 +458,23 @@ fn render(all: &[Figures]) -> String {
         (
             "`hearth log --since` the last 50",
             Box::new(|f| ms(f.since)),
+            "ms",
+        ),
+        ("`status`", Box::new(|f| ms(f.status)), "ms"),
+        (
+            "`search` a rare word (one message in 100,003)",
+            Box::new(|f| ms(f.search_rare)),
+            "ms",
+        ),
+        (
+            "`search` a common word (in most messages)",
+            Box::new(|f| ms(f.search_common)),
+            "ms",
+        ),
+        ("`memory` (the view)", Box::new(|f| ms(f.memory_view)), "ms"),
+        (
+            "a client catching up the last 50 (`since`), then `status`",
+            Box::new(|f| ms(f.catch_up)),
             "ms",
         ),
         (

@@ -151,3 +151,26 @@ async fn the_keeper_holds_the_view_not_the_history() {
     assert!(restarted.held < 1_000, "held {} lines", restarted.held);
     assert_eq!(view, view_from_the_tree(&database, 5_300, &layout_text));
 }
+
+#[tokio::test]
+async fn a_dropped_memory_ends_its_keeper_and_lets_go_of_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout_text = layout(60, 2000, 1000);
+    let layout = hearth_daemon::layout::Layout::parse("test-layout.toml", &layout_text).unwrap();
+    let (events, _) = tokio::sync::broadcast::channel(1024);
+    let log = hearth_daemon::log::Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
+    let memory = keeper(&log, &events, &layout, dir.path()).await;
+    chat(&log, 0, 100).await;
+    settled(&memory, 100).await;
+    // The keeper listens for appended messages: one receiver of the events.
+    assert_eq!(events.receiver_count(), 1);
+    drop(memory);
+    // Once it ended, it no longer listens (nor holds its handle to the log).
+    tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while events.receiver_count() > 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the keeper ends when its memory is dropped");
+}

@@ -535,6 +535,7 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     if migrations::once(&tx, index, crate::memory::search::migrate)? && version > 0 {
         tracing::info!("the search index was rebuilt without copies of the texts ({index})");
     }
+    migrations::once(&tx, schema::VOICE_NOTES_INDEXED, schema::index_voice_notes)?;
     exposure::close_left_open(&tx, now_ns())?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
@@ -758,6 +759,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
 mod anchor;
 pub mod chain;
 mod data;
+mod ends;
 mod exposure;
 pub use exposure::Exposure;
 mod migrations;

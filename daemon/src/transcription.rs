@@ -441,19 +441,24 @@ pub fn name_media(data: &mut MessageData, media: &[MediaRef], transcribing: bool
     }
 }
 
+/// The voice notes marked pending with no transcript, oldest first.
+const UNTRANSCRIBED: &str = "SELECT agent, id, source, data FROM messages AS voice
+     WHERE kind = 'user' AND json_extract(data, '$.transcription') = 'pending'
+     AND NOT EXISTS (SELECT 1 FROM messages AS transcript
+         WHERE transcript.agent = voice.agent
+         AND json_extract(transcript.data, '$.transcript_of') IS NOT NULL
+         AND json_extract(transcript.data, '$.transcript_of') = voice.id + 0)
+     ORDER BY agent, id";
+
 impl Log {
     /// Voice notes of every agent marked pending with no transcript logged
-    /// yet: `(agent, id, source, data)`.
+    /// yet: `(agent, id, source, data)`. Read through the log's partial
+    /// indexes of voice notes and transcripts (`log/schema.rs`), whose
+    /// conditions the query repeats; `voice.id + 0` has no column affinity,
+    /// so the transcripts' index is searched by the note's id too.
     pub async fn untranscribed(&self) -> Result<Vec<(String, u64, String, MessageData)>, LogError> {
         self.run(|tx, _| {
-            let mut statement = tx.prepare(
-                "SELECT agent, id, source, data FROM messages AS voice
-                 WHERE kind = 'user' AND json_extract(data, '$.transcription') = 'pending'
-                 AND NOT EXISTS (SELECT 1 FROM messages AS transcript
-                     WHERE transcript.agent = voice.agent
-                     AND json_extract(transcript.data, '$.transcript_of') = voice.id)
-                 ORDER BY agent, id",
-            )?;
+            let mut statement = tx.prepare(UNTRANSCRIBED)?;
             let rows = statement.query_map([], |row| {
                 let data: Option<String> = row.get(3)?;
                 Ok((
@@ -518,5 +523,55 @@ mod tests {
         let short = Pending::new(Duration::from_millis(1));
         short.add("a", 2);
         assert!(short.settle("a", &[2]).await, "it gives up after its bound");
+    }
+
+    #[tokio::test]
+    async fn voice_notes_left_untranscribed_are_found_through_indexes_not_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = tokio::sync::broadcast::channel(16);
+        let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+        let note = |pending: bool| {
+            let mut data = MessageData::default();
+            name_media(&mut data, &[voice(Some(3))], pending);
+            NewMessage::new(hearth_protocol::Kind::User, "terminal", "").with_data(data)
+        };
+        let transcribed = log.append("a", note(true)).await.unwrap().id;
+        let left = log.append("a", note(true)).await.unwrap().id;
+        log.append("a", note(false)).await.unwrap();
+        let transcript = MessageData {
+            transcript_of: Some(transcribed),
+            ..MessageData::default()
+        };
+        log.append(
+            "a",
+            NewMessage::new(hearth_protocol::Kind::Note, "hearthd", "words").with_data(transcript),
+        )
+        .await
+        .unwrap();
+        let found: Vec<(String, u64)> = log
+            .untranscribed()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(agent, id, _, _)| (agent, id))
+            .collect();
+        assert_eq!(found, vec![("a".to_string(), left)]);
+        let plan = log
+            .read(|connection| {
+                let mut statement =
+                    connection.prepare(&format!("EXPLAIN QUERY PLAN {UNTRANSCRIBED}"))?;
+                let steps = statement.query_map([], |row| row.get::<_, String>(3))?;
+                steps.collect::<Result<Vec<_>, _>>()
+            })
+            .await
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("messages_voice_pending"))
+                && plan
+                    .iter()
+                    .any(|step| step.contains("messages_transcripts (agent=? AND <expr>=?)")),
+            "{plan:?}"
+        );
     }
 }

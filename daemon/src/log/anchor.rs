@@ -73,11 +73,15 @@ pub(crate) fn read(database: &Path) -> BTreeMap<String, Anchored> {
 pub(crate) fn heads(
     connection: &Connection,
 ) -> Result<BTreeMap<String, Anchored>, rusqlite::Error> {
-    let mut statement = connection.prepare(
-        "SELECT c.agent, c.id + 1, c.hash FROM chain c
-         JOIN (SELECT agent, MAX(id) AS id FROM messages GROUP BY agent) m
-           ON c.agent = m.agent AND c.id = m.id",
-    )?;
+    // Each agent's end through the key (`log/ends.rs`), not a GROUP BY
+    // that reads every message, at each start and anchor.
+    let mut statement = connection.prepare_cached(&format!(
+        "{} SELECT c.agent, c.id + 1, c.hash FROM agents a
+         JOIN chain c ON c.agent = a.agent
+           AND c.id = (SELECT MAX(m.id) FROM messages m WHERE m.agent = a.agent)
+         WHERE a.agent IS NOT NULL",
+        super::ends::AGENTS
+    ))?;
     let rows = statement.query_map([], |row| {
         Ok((
             row.get::<_, String>(0)?,

@@ -219,10 +219,13 @@ fn check_from(
 /// the chain), oldest first; they are linked as they are now.
 pub(crate) fn link_unchained(tx: &Connection) -> Result<u64, rusqlite::Error> {
     let agents: Vec<String> = {
-        let mut statement = tx.prepare(
-            "SELECT DISTINCT agent FROM messages m
-             WHERE NOT EXISTS (SELECT 1 FROM chain c WHERE c.agent = m.agent)",
-        )?;
+        // The agents through the key (`log/ends.rs`): a start runs this,
+        // and a DISTINCT over `messages` read every message.
+        let mut statement = tx.prepare(&format!(
+            "{} SELECT agent FROM agents WHERE agent IS NOT NULL
+             AND NOT EXISTS (SELECT 1 FROM chain c WHERE c.agent = agents.agent)",
+            super::ends::AGENTS
+        ))?;
         let rows = statement.query_map([], |row| row.get(0))?;
         rows.collect::<Result<_, _>>()?
     };
@@ -356,14 +359,9 @@ pub(crate) fn check_at_start(
     Ok(report)
 }
 
-/// Messages per agent.
+/// Messages per agent, read through the key, not the log (`log/ends.rs`).
 fn counts(connection: &Connection) -> Result<BTreeMap<String, u64>, rusqlite::Error> {
-    let mut statement = connection
-        .prepare("SELECT agent, COALESCE(MAX(id), -1) + 1 FROM messages GROUP BY agent")?;
-    let rows = statement.query_map([], |row| {
-        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)? as u64))
-    })?;
-    rows.collect()
+    super::ends::lengths(connection)
 }
 
 /// Where the guard keeps what the log held: `hearth.db.seen` beside it.

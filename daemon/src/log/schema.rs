@@ -39,6 +39,26 @@ fn add_column(
     Ok(())
 }
 
+/// The migration that indexes voice notes: the ones marked pending, and
+/// the transcripts by the note they transcribe. Without them a start with
+/// transcription on read every message, and every transcript for each
+/// note (`Log::untranscribed`).
+pub(super) const VOICE_NOTES_INDEXED: &str = "voice-notes-indexed";
+
+/// Creates the indexes of [`VOICE_NOTES_INDEXED`]: partial, so a message
+/// that is neither costs its append no entry. The queries that use them
+/// repeat their conditions word for word (SQLite uses a partial index only
+/// for a query whose terms imply its own).
+pub(super) fn index_voice_notes(connection: &Connection) -> Result<(), rusqlite::Error> {
+    connection.execute_batch(
+        "CREATE INDEX IF NOT EXISTS messages_voice_pending ON messages (agent, id)
+            WHERE kind = 'user' AND json_extract(data, '$.transcription') = 'pending';
+        CREATE INDEX IF NOT EXISTS messages_transcripts
+            ON messages (agent, json_extract(data, '$.transcript_of'))
+            WHERE json_extract(data, '$.transcript_of') IS NOT NULL;",
+    )
+}
+
 fn create_tables(connection: &Connection) -> Result<(), rusqlite::Error> {
     connection.execute_batch(
         "CREATE TABLE IF NOT EXISTS messages (

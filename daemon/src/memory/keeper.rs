@@ -205,7 +205,7 @@ impl Memory {
             compaction,
             settles: Vec::new(),
             urgent: None,
-            inputs: inputs.clone(),
+            inputs: inputs.downgrade(),
             outage: None,
             refused_defaults: HashSet::new(),
             refusals_said: HashSet::new(),
@@ -321,7 +321,11 @@ struct Keeper {
     settles: Vec<Pending>,
     /// The node the turn view waits for: built first.
     urgent: Option<Node>,
-    inputs: mpsc::UnboundedSender<Input>,
+    /// Where the calls it starts send their answers. Weak: only the
+    /// `Memory` handles keep the keeper's inputs open, so the keeper ends
+    /// when the last of them is dropped (a running call's answer is then
+    /// dropped with it).
+    inputs: mpsc::WeakUnboundedSender<Input>,
     /// While the provider is down, rate-limited or out of budget: why, and
     /// when to try again. Every queued node waits meanwhile.
     outage: Option<Outage>,

@@ -264,7 +264,10 @@ impl Keeper {
             let result = compactor::compact(&model.model, &config.meter, &request, &config.layout)
                 .await
                 .map_err(|err| Failure::of(&err, model.model.label()));
-            let _ = inputs.send(Input::Finished { node, result });
+            // None: the memory was dropped, and its keeper ended.
+            if let Some(inputs) = inputs.upgrade() {
+                let _ = inputs.send(Input::Finished { node, result });
+            }
         });
     }
 
@@ -316,7 +319,10 @@ impl Keeper {
             )
             .await
             .map_err(|err| Failure::of(&err, model.model.label()));
-            let _ = inputs.send(Input::Batch { nodes, result });
+            // None: the memory was dropped, and its keeper ended.
+            if let Some(inputs) = inputs.upgrade() {
+                let _ = inputs.send(Input::Batch { nodes, result });
+            }
         });
         Ok(())
     }
