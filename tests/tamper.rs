@@ -262,7 +262,10 @@ async fn a_pinned_fact_edited_with_sqlite_is_found_at_start_and_by_verify() {
     {
         hearth_protocol::ServerFrame::Facts(facts) => {
             assert!(
-                facts.facts.iter().all(|fact| fact.starts_with("[untrusted]")),
+                facts
+                    .facts
+                    .iter()
+                    .all(|fact| fact.starts_with("[untrusted]")),
                 "{:?}",
                 facts.facts
             );

@@ -563,11 +563,7 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     if migrations::once(&tx, index, crate::memory::search::migrate)? && version > 0 {
         tracing::info!("the search index was rebuilt without copies of the texts ({index})");
     }
-    migrations::once(
-        &tx,
-        facts_record::RECORDED,
-        facts_record::record_unrecorded,
-    )?;
+    migrations::once(&tx, facts_record::RECORDED, facts_record::record_unrecorded)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(())

@@ -131,9 +131,9 @@ pub(crate) fn write(connection: &Connection, database: &Path) {
     let chains = heads
         .iter()
         .map(|(agent, anchored)| format!("{agent} {} {}\n", anchored.count, anchored.head));
-    let facts = facts.iter().map(|(agent, anchored)| {
-        format!("{agent} {FACTS}{} {}\n", anchored.count, anchored.head)
-    });
+    let facts = facts
+        .iter()
+        .map(|(agent, anchored)| format!("{agent} {FACTS}{} {}\n", anchored.count, anchored.head));
     let text: String = chains.chain(facts).collect();
     if let Err(err) = write_private(&anchor_file(database), &text) {
         tracing::warn!(

@@ -219,7 +219,10 @@ mod tests {
     }
 
     fn sql(path: &Path, batch: &str) {
-        Connection::open(path).unwrap().execute_batch(batch).unwrap();
+        Connection::open(path)
+            .unwrap()
+            .execute_batch(batch)
+            .unwrap();
     }
 
     #[tokio::test]
@@ -263,7 +266,12 @@ mod tests {
         let log = open(&path);
         assert!(log.chain_at_start.is_ok(), "{:?}", log.chain_at_start);
         let pinned = log.facts("a").await.unwrap();
-        assert_eq!(pinned.untrusted().len(), 2, "the marks stay: {}", pinned.render());
+        assert_eq!(
+            pinned.untrusted().len(),
+            2,
+            "the marks stay: {}",
+            pinned.render()
+        );
     }
 
     #[tokio::test]
@@ -327,7 +335,13 @@ mod tests {
             "{}",
             log.chain_state()
         );
-        assert!(crate::log::chain::verify_file(&path).unwrap().problems.len() == 1);
+        assert!(
+            crate::log::chain::verify_file(&path)
+                .unwrap()
+                .problems
+                .len()
+                == 1
+        );
     }
 
     #[test]
@@ -336,11 +350,26 @@ mod tests {
             (seq, text.to_string(), untrusted.map(str::to_string))
         };
         let base = digest_of("a", &[fact(0, "likes tea", None), fact(1, "x", None)]);
-        assert_eq!(base, digest_of("a", &[fact(0, "likes tea", None), fact(1, "x", None)]));
-        assert_ne!(base, digest_of("b", &[fact(0, "likes tea", None), fact(1, "x", None)]));
-        assert_ne!(base, digest_of("a", &[fact(1, "x", None), fact(0, "likes tea", None)]));
-        assert_ne!(base, digest_of("a", &[fact(0, "likes tea", Some("")), fact(1, "x", None)]));
-        assert_ne!(base, digest_of("a", &[fact(0, "likes tex", None), fact(1, "x", None)]));
+        assert_eq!(
+            base,
+            digest_of("a", &[fact(0, "likes tea", None), fact(1, "x", None)])
+        );
+        assert_ne!(
+            base,
+            digest_of("b", &[fact(0, "likes tea", None), fact(1, "x", None)])
+        );
+        assert_ne!(
+            base,
+            digest_of("a", &[fact(1, "x", None), fact(0, "likes tea", None)])
+        );
+        assert_ne!(
+            base,
+            digest_of("a", &[fact(0, "likes tea", Some("")), fact(1, "x", None)])
+        );
+        assert_ne!(
+            base,
+            digest_of("a", &[fact(0, "likes tex", None), fact(1, "x", None)])
+        );
         assert_ne!(base, digest_of("a", &[fact(0, "likes tea", None)]));
         assert_ne!(digest_of("a", &[]), digest_of("a", &[fact(0, "", None)]));
     }

@@ -315,30 +315,31 @@ impl Log {
     ) -> Result<Result<(Pinned, String), FactError>, LogError> {
         let changed_outside = self.facts_changed_outside(agent);
         let changer = agent.to_string();
-        let changed = self.run(move |tx, appended| {
-            let agent = changer;
-            let mut pinned = load(tx, &agent)?;
-            if changed_outside {
-                pinned.mark_changed_outside();
-            }
-            let touched = match &change {
-                Change::Remember(fact, untrusted) => pinned.add(fact, untrusted.clone()),
-                Change::Forget(which) => pinned.remove(which),
-            };
-            let touched = match touched {
-                Ok(touched) => touched,
-                Err(refused) => return Ok(Err(refused)),
-            };
-            store(tx, &agent, &pinned)?;
-            // What the facts are now, recorded in the change's transaction:
-            // an edit of the table from outside no longer matches it.
-            crate::log::facts_record::record(tx, &agent)?;
-            if let Some(note) = note {
-                crate::log::append(tx, &agent, note(&change, &touched), appended)?;
-            }
-            Ok(Ok((pinned, touched)))
-        })
-        .await?;
+        let changed = self
+            .run(move |tx, appended| {
+                let agent = changer;
+                let mut pinned = load(tx, &agent)?;
+                if changed_outside {
+                    pinned.mark_changed_outside();
+                }
+                let touched = match &change {
+                    Change::Remember(fact, untrusted) => pinned.add(fact, untrusted.clone()),
+                    Change::Forget(which) => pinned.remove(which),
+                };
+                let touched = match touched {
+                    Ok(touched) => touched,
+                    Err(refused) => return Ok(Err(refused)),
+                };
+                store(tx, &agent, &pinned)?;
+                // What the facts are now, recorded in the change's transaction:
+                // an edit of the table from outside no longer matches it.
+                crate::log::facts_record::record(tx, &agent)?;
+                if let Some(note) = note {
+                    crate::log::append(tx, &agent, note(&change, &touched), appended)?;
+                }
+                Ok(Ok((pinned, touched)))
+            })
+            .await?;
         if changed_outside && changed.is_ok() {
             // Stored with their marks, and recorded as such.
             self.facts_stored_marked(agent);
