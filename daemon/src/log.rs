@@ -13,16 +13,20 @@
 //! `usage.rs`), `client_state` (a bridge's offsets and cursors), and the
 //! memory's full-text index and pinned facts (`memory/search.rs`,
 //! `memory/facts.rs`; the index is kept by triggers on `messages` and
-//! `nodes`, in the transaction that writes them), and `exposures` (when
-//! calls that may bring outside words into files ran, `log/exposure.rs`).
+//! `nodes`, in the transaction that writes them), `exposures` (when
+//! calls that may bring outside words into files ran, `log/exposure.rs`),
+//! and the record of the facts' changes, which the start checks with the
+//! chain (`log/facts_record.rs`).
 //!
 //! Every operation is a job run on the writer thread. Jobs that arrive
 //! together share one transaction (group commit); each job's answer is sent
 //! only after that transaction is durable, and the events of the messages it
-//! appended are broadcast in id order right after.
+//! appended are broadcast in id order right after. An append itself is in
+//! `log/append.rs`.
 
 use hearth_protocol::{Event, Kind, Message, MessageStatus};
 use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -136,7 +140,7 @@ pub struct RunningCall {
 
 /// A job runs inside the group's transaction and returns what to do once the
 /// transaction ends: deliver its answer, or the commit's failure.
-type Job = Box<dyn FnOnce(&Connection, &mut Vec<Message>) -> Delivery + Send>;
+type Job = Box<dyn FnOnce(&Connection, &mut Appended) -> Delivery + Send>;
 type Delivery = Box<dyn FnOnce(Result<(), String>) + Send>;
 
 /// A handle to the writer thread. Cheap to clone.
@@ -152,6 +156,10 @@ pub struct Log {
     readers: Arc<tokio::sync::Semaphore>,
     /// What the start's check of the chain found, for `hearth status`.
     chain_at_start: Arc<chain::Report>,
+    /// The agents whose pinned facts the start found changed outside
+    /// hearth: their facts are shown as untrusted until a change made
+    /// through hearth stores them so (`memory/facts.rs`).
+    facts_changed: Arc<Mutex<BTreeSet<String>>>,
     _writer: Arc<Writer>,
 }
 
@@ -224,6 +232,7 @@ impl Log {
             jobs,
             path: path.to_path_buf(),
             readers: Arc::new(tokio::sync::Semaphore::new(READERS)),
+            facts_changed: Arc::new(Mutex::new(report.facts_changed.clone())),
             chain_at_start: Arc::new(report),
             _writer: Arc::new(Writer {
                 thread: Mutex::new(Some(thread)),
@@ -249,11 +258,29 @@ impl Log {
         }
     }
 
+    /// Whether the start found `agent`'s pinned facts changed outside
+    /// hearth, and no change through hearth has stored them since.
+    pub(crate) fn facts_changed_outside(&self, agent: &str) -> bool {
+        self.facts_changed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(agent)
+    }
+
+    /// A change through hearth stored `agent`'s facts, each one changed
+    /// outside it marked untrusted: they are shown as stored from now on.
+    pub(crate) fn facts_stored_marked(&self, agent: &str) {
+        self.facts_changed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(agent);
+    }
+
     /// Runs `job` on the writer thread inside a transaction and returns its
     /// answer once the transaction is durable.
     pub(crate) async fn run<T: Send + 'static>(
         &self,
-        job: impl FnOnce(&Connection, &mut Vec<Message>) -> Result<T, rusqlite::Error> + Send + 'static,
+        job: impl FnOnce(&Connection, &mut Appended) -> Result<T, rusqlite::Error> + Send + 'static,
     ) -> Result<T, LogError> {
         let (answer, receive) = oneshot::channel::<Result<T, LogError>>();
         let job: Job = Box::new(move |tx, appended| {
@@ -276,19 +303,17 @@ impl Log {
             let result = result
                 .and_then(|()| savepoint("SAVEPOINT job"))
                 .and_then(|()| {
-                    let mut mine = Vec::new();
-                    match job(tx, &mut mine) {
-                        Ok(value) => {
-                            savepoint("RELEASE job")?;
-                            appended.extend(mine);
-                            Ok(value)
-                        }
-                        Err(err) => {
-                            savepoint("ROLLBACK TO job")?;
-                            savepoint("RELEASE job")?;
-                            Err(err)
-                        }
+                    let mark = appended.mark();
+                    let done = match job(tx, appended) {
+                        Ok(value) => savepoint("RELEASE job").map(|()| value),
+                        Err(err) => savepoint("ROLLBACK TO job")
+                            .and_then(|()| savepoint("RELEASE job"))
+                            .and(Err(err)),
+                    };
+                    if done.is_err() {
+                        appended.roll_back_to(mark);
                     }
+                    done
                 });
             Box::new(move |committed: Result<(), String>| {
                 let answer_value = match committed {
@@ -526,7 +551,11 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     migrations::create(&tx)?;
     crate::memory::create_index(&tx)?;
     crate::memory::create_facts_table(&tx)?;
+    facts_record::create(&tx)?;
     // Migrations go here, by name: each runs once and is recorded.
+    migrations::once(&tx, chain::WITHOUT_ROWID, |tx| {
+        chain::rebuild_without_rowid(tx, create)
+    })?;
     let linked = chain::link_unchained(&tx)?;
     if linked > 0 {
         tracing::info!("linked {linked} existing messages into the log's chain");
@@ -537,6 +566,7 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     }
     migrations::once(&tx, schema::VOICE_NOTES_INDEXED, schema::index_voice_notes)?;
     exposure::close_left_open(&tx, now_ns())?;
+    migrations::once(&tx, facts_record::RECORDED, facts_record::record_unrecorded)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(())
@@ -605,6 +635,7 @@ fn writer(
     anchor_to: Option<&Path>,
 ) -> Connection {
     let mut since_anchor = 0;
+    let mut appended = Appended::default();
     while let Ok(first) = jobs.recv() {
         let mut group = vec![first];
         while group.len() < GROUP_COMMIT {
@@ -613,7 +644,6 @@ fn writer(
                 Err(_) => break,
             }
         }
-        let mut appended = Vec::new();
         let tx = match connection.transaction() {
             Ok(tx) => tx,
             Err(err) => {
@@ -632,103 +662,22 @@ fn writer(
             err.to_string()
         });
         if committed.is_err() {
-            appended.clear();
+            appended.commit_failed();
         }
+        let messages = appended.take();
         for delivery in deliveries {
             delivery(committed.clone());
         }
-        for message in &appended {
+        for message in &messages {
             let _ = events.send(Event::message(message));
         }
-        since_anchor += appended.len();
+        since_anchor += messages.len();
         if let Some(database) = anchor_to.filter(|_| since_anchor >= anchor::ANCHOR_EVERY) {
             anchor::write(&connection, database);
             since_anchor = 0;
         }
     }
     connection
-}
-
-// The statements of every append are cached: preparing them again each
-// time cost as much of the writer's time as running them.
-pub(crate) fn next_id(tx: &Connection, agent: &str) -> Result<u64, rusqlite::Error> {
-    tx.prepare_cached("SELECT COALESCE(MAX(id), -1) + 1 FROM messages WHERE agent = ?1")?
-        .query_row(params![agent], |row| row.get::<_, i64>(0))
-        .map(|id| id as u64)
-}
-
-/// Appends one message inside a job's transaction; its event is broadcast
-/// once the transaction is durable.
-pub(crate) fn append(
-    tx: &Connection,
-    agent: &str,
-    mut message: NewMessage,
-    appended: &mut Vec<Message>,
-) -> Result<Message, rusqlite::Error> {
-    let id = next_id(tx, agent)?;
-    let at = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
-    // No key reaches the log: what is logged is sent in later requests.
-    if let std::borrow::Cow::Owned(masked) = crate::redact::mask(&message.text) {
-        message.text = masked;
-    }
-    let mut data = message.data.stored();
-    if let Some(text) = &data {
-        if let std::borrow::Cow::Owned(masked) = crate::redact::mask(text) {
-            // What the clients get is what is stored.
-            message.data = MessageData::read(Some(&masked));
-            data = Some(masked);
-        }
-    }
-    // A tool message's arguments and output once, in its text, when the
-    // text holds them as they are (after masking, both ways the same).
-    if data.is_some() {
-        data = message.data.stored_beside(&message.text);
-    }
-    tx.prepare_cached(
-        "INSERT INTO messages (agent, id, kind, source, text, status, at, data, key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        agent,
-        id as i64,
-        message.kind.as_str(),
-        message.source,
-        message.text,
-        message.status.map(MessageStatus::as_str),
-        at,
-        data,
-        message.key
-    ])?;
-    chain::extend(
-        tx,
-        &chain::Stored {
-            agent,
-            id: id as i64,
-            kind: message.kind.as_str(),
-            source: &message.source,
-            text: &message.text,
-            status: message.status.map(MessageStatus::as_str),
-            at: &at,
-            data: data.as_deref(),
-            key: message.key.as_deref(),
-        },
-    )?;
-    let logged = Message {
-        agent: agent.to_string(),
-        id,
-        kind: message.kind,
-        source: message.source,
-        text: message.text,
-        status: message.status.map(|status| status.as_str().to_string()),
-        at,
-        answers: message.data.answers,
-        images: message.data.images,
-        outbox: message.data.outbox,
-        client: message.data.client,
-        transcript_of: message.data.transcript_of,
-    };
-    appended.push(logged.clone());
-    Ok(logged)
 }
 
 fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
@@ -757,11 +706,14 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
 }
 
 mod anchor;
+mod append;
+pub(crate) use append::{append, next_id, Appended};
 pub mod chain;
 mod data;
 mod ends;
 mod exposure;
 pub use exposure::Exposure;
+pub(crate) mod facts_record;
 mod migrations;
 mod schema;
 pub use data::{MessageData, Provenance};

@@ -141,7 +141,7 @@ fn verify(home: &Home) -> i32 {
     match hearth_daemon::log::chain::verify_file(&database) {
         Ok(report) if report.is_ok() => {
             println!(
-                "{}: ok — {} messages, each linked to the one before; the database's integrity check passed",
+                "{}: ok — {} messages, each linked to the one before; the pinned facts match their record; the database's integrity check passed",
                 database.display(),
                 report.checked
             );

@@ -2,8 +2,10 @@
 //! private files beside the database, outside it.
 //!
 //! `hearth.db.anchor` holds, for each agent, how many messages its chain
-//! had and the link of the last one, written at every start whose check
-//! found nothing wrong, every [`ANCHOR_EVERY`] messages and at every stop.
+//! had and the link of the last one (and how many changes of its pinned
+//! facts were recorded, with the newest digest: `log/facts_record.rs`),
+//! written at every start whose check found nothing wrong, every
+//! [`ANCHOR_EVERY`] messages and at every stop.
 //! A chain rebuilt inside the database (an edit, then `DELETE FROM chain`
 //! and a start that links everything anew) no longer has the anchored link
 //! at the anchored message: start and `hearth verify` say so. The anchor is
@@ -50,9 +52,20 @@ pub(crate) fn verified_file(database: &Path) -> PathBuf {
     beside(database, ".verified")
 }
 
-/// The anchor as written (`agent count head` lines); empty when there is
-/// none (a home from before it: the first start anchors it).
+/// The chain's anchor as written (`agent count head` lines); empty when
+/// there is none (a home from before it: the first start anchors it).
 pub(crate) fn read(database: &Path) -> BTreeMap<String, Anchored> {
+    read_lines(database, false)
+}
+
+/// The anchored record of the pinned facts (`agent facts=N digest` lines,
+/// which a hearthd from before them skips, as their count is no number):
+/// each agent's number of recorded changes and the newest digest.
+pub(crate) fn read_facts(database: &Path) -> BTreeMap<String, Anchored> {
+    read_lines(database, true)
+}
+
+fn read_lines(database: &Path, facts: bool) -> BTreeMap<String, Anchored> {
     let Ok(text) = std::fs::read_to_string(anchor_file(database)) else {
         return BTreeMap::new();
     };
@@ -60,6 +73,11 @@ pub(crate) fn read(database: &Path) -> BTreeMap<String, Anchored> {
         .filter_map(|line| {
             let (rest, head) = line.rsplit_once(' ')?;
             let (agent, count) = rest.rsplit_once(' ')?;
+            let count = match (facts, count.strip_prefix(FACTS)) {
+                (true, Some(count)) => count,
+                (false, None) => count,
+                _ => return None,
+            };
             let anchored = Anchored {
                 count: count.parse().ok()?,
                 head: head.to_string(),
@@ -68,6 +86,9 @@ pub(crate) fn read(database: &Path) -> BTreeMap<String, Anchored> {
         })
         .collect()
 }
+
+/// What marks a line of the facts' record in the anchor.
+const FACTS: &str = "facts=";
 
 /// Each agent's chain as it ends now: its length and last link.
 pub(crate) fn heads(
@@ -104,10 +125,20 @@ pub(crate) fn write(connection: &Connection, database: &Path) {
             return;
         }
     };
-    let text: String = heads
+    let facts = match super::facts_record::heads(connection) {
+        Ok(facts) => facts,
+        Err(err) => {
+            tracing::warn!("cannot read the record of the pinned facts to anchor it: {err}");
+            return;
+        }
+    };
+    let chains = heads
         .iter()
-        .map(|(agent, anchored)| format!("{agent} {} {}\n", anchored.count, anchored.head))
-        .collect();
+        .map(|(agent, anchored)| format!("{agent} {} {}\n", anchored.count, anchored.head));
+    let facts = facts
+        .iter()
+        .map(|(agent, anchored)| format!("{agent} {FACTS}{} {}\n", anchored.count, anchored.head));
+    let text: String = chains.chain(facts).collect();
     if let Err(err) = write_private(&anchor_file(database), &text) {
         tracing::warn!(
             "cannot anchor the log's chain in {}: {err}",

@@ -10,7 +10,9 @@
 //! database (`log/anchor.rs`): a start checks that the anchored links are
 //! still there, then the links from the anchor (or the newest 256, when
 //! they begin before it) to the end, never the whole history, and says so
-//! when something is broken; `hearth verify` checks everything.
+//! when something is broken; `hearth verify` checks everything. Both also
+//! check the pinned facts against the record of their changes
+//! (`log/facts_record.rs`).
 //!
 //! The chain cannot stop someone who can write the database and the home
 //! from rewriting both; it makes an edit from inside the database visible,
@@ -26,7 +28,7 @@
 use super::anchor;
 use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The links checked at every start, per agent (the newest ones).
@@ -79,7 +81,7 @@ fn genesis(agent: &str) -> String {
     hex(&hash.finalize())
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(bytes.len() * 2);
     for byte in bytes {
@@ -96,19 +98,27 @@ fn link(tx: &Connection, agent: &str, id: i64) -> Result<Option<String>, rusqlit
         .optional()
 }
 
-/// Writes the link of a message just inserted, in its transaction.
-pub(crate) fn extend(tx: &Connection, message: &Stored) -> Result<(), rusqlite::Error> {
-    let previous = match message.id {
-        0 => genesis(message.agent),
-        id => link(tx, message.agent, id - 1)?.unwrap_or_else(|| genesis(message.agent)),
-    };
+/// The link before message `id` of `agent`: its predecessor's, or the
+/// chain's start for the first message (or one whose predecessor has no
+/// link, as the chain began).
+pub(crate) fn previous(tx: &Connection, agent: &str, id: i64) -> Result<String, rusqlite::Error> {
+    Ok(match id {
+        0 => genesis(agent),
+        id => link(tx, agent, id - 1)?.unwrap_or_else(|| genesis(agent)),
+    })
+}
+
+/// Writes the link of a message just inserted, in its transaction, after
+/// `previous` (the link of the message before it); returns it.
+pub(crate) fn extend(
+    tx: &Connection,
+    previous: &str,
+    message: &Stored,
+) -> Result<String, rusqlite::Error> {
+    let link = link_of(previous, message);
     tx.prepare_cached("INSERT INTO chain (agent, id, hash) VALUES (?1, ?2, ?3)")?
-        .execute(params![
-            message.agent,
-            message.id,
-            link_of(&previous, message)
-        ])?;
-    Ok(())
+        .execute(params![message.agent, message.id, link])?;
+    Ok(link)
 }
 
 /// What a check of the chain found.
@@ -118,6 +128,9 @@ pub struct Report {
     pub checked: u64,
     /// What is wrong, in words, oldest first; empty when all is well.
     pub problems: Vec<String>,
+    /// The agents whose pinned facts were changed outside hearth
+    /// (`log/facts_record.rs`): shown as untrusted.
+    pub facts_changed: BTreeSet<String>,
 }
 
 impl Report {
@@ -215,6 +228,42 @@ fn check_from(
     Ok(report)
 }
 
+/// The migration that makes the chain's table `WITHOUT ROWID` (as a new
+/// database creates it): the same rows, one B-tree rather than two.
+pub(super) const WITHOUT_ROWID: &str = "chain_without_rowid";
+
+/// The migration [`WITHOUT_ROWID`]: copies the links into the new table,
+/// in the start's transaction, then `recreate` puts back its triggers.
+pub(super) fn rebuild_without_rowid(
+    tx: &Connection,
+    recreate: impl FnOnce(&Connection) -> Result<(), rusqlite::Error>,
+) -> Result<(), rusqlite::Error> {
+    let rowid: bool = tx.query_row(
+        "SELECT COUNT(*) > 0 FROM sqlite_master
+         WHERE type = 'table' AND name = 'chain' AND sql NOT LIKE '%WITHOUT ROWID%'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !rowid {
+        return Ok(());
+    }
+    // Dropping a table fires none of its triggers; the links are copied
+    // first, in the same transaction.
+    tx.execute_batch(
+        "CREATE TABLE chain_without_rowid (
+            agent TEXT NOT NULL,
+            id    INTEGER NOT NULL,
+            hash  TEXT NOT NULL,
+            PRIMARY KEY (agent, id)
+        ) WITHOUT ROWID;
+        INSERT INTO chain_without_rowid (agent, id, hash)
+            SELECT agent, id, hash FROM chain ORDER BY agent, id;
+        DROP TABLE chain;
+        ALTER TABLE chain_without_rowid RENAME TO chain;",
+    )?;
+    recreate(tx)
+}
+
 /// Links the messages of agents that have none yet (a database from before
 /// the chain), oldest first; they are linked as they are now.
 pub(crate) fn link_unchained(tx: &Connection) -> Result<u64, rusqlite::Error> {
@@ -236,13 +285,19 @@ pub(crate) fn link_unchained(tx: &Connection) -> Result<u64, rusqlite::Error> {
              WHERE agent = ?1 ORDER BY id",
         )?;
         let mut rows = statement.query(params![agent])?;
+        let mut previous = None;
         while let Some(row) = rows.next()? {
             let (id, kind, source, text): (i64, String, String, String) =
                 (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
             let (status, at, data, key): (Option<String>, String, Option<String>, Option<String>) =
                 (row.get(4)?, row.get(5)?, row.get(6)?, row.get(7)?);
-            extend(
+            let before = match previous.take() {
+                Some(link) => link,
+                None => self::previous(tx, &agent, id)?,
+            };
+            let link = extend(
                 tx,
+                &before,
                 &Stored {
                     agent: &agent,
                     id,
@@ -255,6 +310,7 @@ pub(crate) fn link_unchained(tx: &Connection) -> Result<u64, rusqlite::Error> {
                     key: key.as_deref(),
                 },
             )?;
+            previous = Some(link);
             linked += 1;
         }
     }
@@ -284,6 +340,7 @@ pub fn verify_file(database: &Path) -> Result<Report, VerifyError> {
     let chain = check(&connection, None)?;
     report.checked = chain.checked;
     report.problems.extend(chain.problems);
+    check_facts(&connection, database, &mut report)?;
     anchor::record_verified(
         database,
         report.checked,
@@ -356,7 +413,26 @@ pub(crate) fn check_at_start(
     })?;
     report.checked = chain.checked;
     report.problems.extend(chain.problems);
+    check_facts(connection, database, &mut report)?;
     Ok(report)
+}
+
+/// Adds what the check of the pinned facts against their record (and the
+/// record against its anchor) found.
+fn check_facts(
+    connection: &Connection,
+    database: &Path,
+    report: &mut Report,
+) -> Result<(), rusqlite::Error> {
+    let anchored = if seen_file(database).exists() {
+        anchor::read_facts(database)
+    } else {
+        BTreeMap::new()
+    };
+    let found = super::facts_record::check(connection, &anchored)?;
+    report.problems.extend(found.problems);
+    report.facts_changed.extend(found.changed);
+    Ok(())
 }
 
 /// Messages per agent, read through the key, not the log (`log/ends.rs`).

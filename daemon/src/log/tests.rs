@@ -126,7 +126,7 @@ fn append_unanchored(path: &Path, from: usize, count: usize) {
     let tx = connection.transaction().unwrap();
     for n in from..from + count {
         let message = NewMessage::new(Kind::User, "t", format!("message {n}"));
-        append(&tx, "a", message, &mut Vec::new()).unwrap();
+        append(&tx, "a", message, &mut Appended::default()).unwrap();
     }
     tx.commit().unwrap();
 }
@@ -264,4 +264,80 @@ async fn a_tool_messages_output_is_stored_once_and_read_whole() {
     assert!(chain::verify_file(&dir.path().join("hearth.db"))
         .unwrap()
         .is_ok());
+}
+
+#[tokio::test]
+async fn a_chain_from_before_without_rowid_is_moved_once_and_still_verifies() {
+    let (dir, log, _events) = open();
+    let path = dir.path().join("hearth.db");
+    let messages = (0..20).map(|n| NewMessage::new(Kind::User, "t", format!("message {n}")));
+    log.append_all("a", messages.collect()).await.unwrap();
+    drop(log);
+    // The chain as a hearthd from before the migration kept it: a table
+    // with rowids, its triggers, and no record of the migration.
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE old_chain (agent TEXT NOT NULL, id INTEGER NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (agent, id));
+             INSERT INTO old_chain SELECT agent, id, hash FROM chain;
+             DROP TABLE chain;
+             ALTER TABLE old_chain RENAME TO chain;
+             DELETE FROM migrations WHERE name = 'chain_without_rowid';",
+        )
+        .unwrap();
+    let (events, _) = broadcast::channel(4);
+    let log = Log::open(&path, events).unwrap();
+    assert!(log.chain_at_start.is_ok(), "{:?}", log.chain_at_start);
+    log.append("a", NewMessage::new(Kind::User, "t", "after"))
+        .await
+        .unwrap();
+    drop(log);
+    let report = chain::verify_file(&path).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.checked, 21);
+    let connection = Connection::open(&path).unwrap();
+    let sql: String = connection
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'chain'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(sql.contains("WITHOUT ROWID"), "{sql}");
+    let triggers: i64 = connection
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'chain'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(triggers, 3, "the chain's triggers are back");
+    let deleted = connection.execute("DELETE FROM chain", []);
+    assert!(deleted.is_err(), "still append-only");
+}
+
+#[tokio::test]
+async fn a_failed_job_leaves_the_next_append_its_right_id_and_link() {
+    let (dir, log, _events) = open();
+    log.append("a", NewMessage::new(Kind::User, "t", "first"))
+        .await
+        .unwrap();
+    // A job that appends and then fails: its message is rolled back, and
+    // the writer's kept tail with it.
+    let failed = log
+        .run(|tx, appended| {
+            append(tx, "a", NewMessage::new(Kind::User, "t", "gone"), appended)?;
+            tx.execute("INSERT INTO no_such_table VALUES (1)", [])
+        })
+        .await;
+    assert!(failed.is_err());
+    let next = log
+        .append("a", NewMessage::new(Kind::User, "t", "second"))
+        .await
+        .unwrap();
+    assert_eq!(next.id, 1);
+    drop(log);
+    let report = chain::verify_file(&dir.path().join("hearth.db")).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.checked, 2);
 }

@@ -13,6 +13,11 @@
 //! the turn, shows as `[untrusted] … (remembered after …)` in the request
 //! and in `hearth memory facts`, and taints every turn that shows it, so a
 //! page cannot pin words that later turns take as the owner's.
+//!
+//! Every change records a digest of the whole block it leaves, in its
+//! transaction (`log/facts_record.rs`): facts edited in the table from
+//! outside hearth are found at start and by `hearth verify`, and shown as
+//! untrusted, the same way, until a change through hearth stores them so.
 
 use super::tree::one_line;
 use crate::log::{Log, LogError, NewMessage};
@@ -23,6 +28,11 @@ pub const FACTS_LIMIT: usize = 4096;
 
 /// The most bytes one fact takes.
 pub const FACT_LIMIT: usize = 512;
+
+/// Why a fact found changed outside hearth is untrusted, in words that
+/// follow "remembered".
+const CHANGED_OUTSIDE: &str =
+    "after the pinned facts were changed outside hearth (they did not match the log's record)";
 
 /// What heads the block in the state message.
 const HEAD: &str = "Pinned facts (yours to keep with remember and forget):";
@@ -185,6 +195,16 @@ impl Pinned {
         Ok(self.0.remove(at).text)
     }
 
+    /// Marks every fact not already untrusted as changed outside hearth: the
+    /// table no longer matched the record of the changes made through it.
+    fn mark_changed_outside(&mut self) {
+        for fact in &mut self.0 {
+            if fact.untrusted.is_none() {
+                fact.untrusted = Some(CHANGED_OUTSIDE.to_string());
+            }
+        }
+    }
+
     /// The facts numbered, for messages: `1. … 2. …`, or `(none)`.
     pub fn listed(&self) -> String {
         if self.0.is_empty() {
@@ -269,10 +289,19 @@ pub enum Change {
 }
 
 impl Log {
-    /// The pinned facts of `agent`.
+    /// The pinned facts of `agent`; each one untrusted when the start found
+    /// them changed outside hearth.
     pub async fn facts(&self, agent: &str) -> Result<Pinned, LogError> {
+        let changed_outside = self.facts_changed_outside(agent);
         let agent = agent.to_string();
-        self.run(move |tx, _| load(tx, &agent)).await
+        self.run(move |tx, _| {
+            let mut pinned = load(tx, &agent)?;
+            if changed_outside {
+                pinned.mark_changed_outside();
+            }
+            Ok(pinned)
+        })
+        .await
     }
 
     /// Applies `change` and, when it applies, logs `note` (made from the
@@ -284,24 +313,38 @@ impl Log {
         change: Change,
         note: Option<FactNote>,
     ) -> Result<Result<(Pinned, String), FactError>, LogError> {
-        let agent = agent.to_string();
-        self.run(move |tx, appended| {
-            let mut pinned = load(tx, &agent)?;
-            let touched = match &change {
-                Change::Remember(fact, untrusted) => pinned.add(fact, untrusted.clone()),
-                Change::Forget(which) => pinned.remove(which),
-            };
-            let touched = match touched {
-                Ok(touched) => touched,
-                Err(refused) => return Ok(Err(refused)),
-            };
-            store(tx, &agent, &pinned)?;
-            if let Some(note) = note {
-                crate::log::append(tx, &agent, note(&change, &touched), appended)?;
-            }
-            Ok(Ok((pinned, touched)))
-        })
-        .await
+        let changed_outside = self.facts_changed_outside(agent);
+        let changer = agent.to_string();
+        let changed = self
+            .run(move |tx, appended| {
+                let agent = changer;
+                let mut pinned = load(tx, &agent)?;
+                if changed_outside {
+                    pinned.mark_changed_outside();
+                }
+                let touched = match &change {
+                    Change::Remember(fact, untrusted) => pinned.add(fact, untrusted.clone()),
+                    Change::Forget(which) => pinned.remove(which),
+                };
+                let touched = match touched {
+                    Ok(touched) => touched,
+                    Err(refused) => return Ok(Err(refused)),
+                };
+                store(tx, &agent, &pinned)?;
+                // What the facts are now, recorded in the change's transaction:
+                // an edit of the table from outside no longer matches it.
+                crate::log::facts_record::record(tx, &agent)?;
+                if let Some(note) = note {
+                    crate::log::append(tx, &agent, note(&change, &touched), appended)?;
+                }
+                Ok(Ok((pinned, touched)))
+            })
+            .await?;
+        if changed_outside && changed.is_ok() {
+            // Stored with their marks, and recorded as such.
+            self.facts_stored_marked(agent);
+        }
+        Ok(changed)
     }
 }
 

@@ -52,6 +52,11 @@ fn run(name: &str, fts: Option<&str>, chain: u8, savepoints: bool, group: usize,
     c.execute_batch(SCHEMA).unwrap();
     if let Some(f) = fts { c.execute_batch(f).unwrap(); }
     c.execute_batch("CREATE TABLE links (agent TEXT NOT NULL, id INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (agent, id)) WITHOUT ROWID;").unwrap();
+    // The chain as hearth now creates it: WITHOUT ROWID, its trigger kept.
+    c.execute_batch("CREATE TABLE chain_wr (agent TEXT NOT NULL, id INTEGER NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (agent, id)) WITHOUT ROWID;
+        CREATE TRIGGER chain_wr_is_never_replaced BEFORE INSERT ON chain_wr
+            WHEN EXISTS (SELECT 1 FROM chain_wr WHERE agent = NEW.agent AND id = NEW.id)
+            BEGIN SELECT RAISE(ABORT, 'no'); END;").unwrap();
     if let Ok(m) = std::env::var("AUTOMERGE") { c.execute_batch(&format!("INSERT INTO message_words(message_words, rank) VALUES('automerge', {m})")).unwrap(); }
     let cpu0 = cpu();
     let started = Instant::now();
@@ -62,7 +67,9 @@ fn run(name: &str, fts: Option<&str>, chain: u8, savepoints: bool, group: usize,
         for _ in 0..group {
             if savepoints && !CACHED.with(|c| c.get()) { tx.execute_batch("SAVEPOINT job").unwrap(); }
             if savepoints && CACHED.with(|c| c.get()) { tx.prepare_cached("SAVEPOINT job").unwrap().execute([]).unwrap(); }
-            let id: i64 = tx.prepare_cached("SELECT COALESCE(MAX(id), -1) + 1 FROM messages WHERE agent = ?1").unwrap().query_row(params!["bench"], |r| r.get(0)).unwrap();
+            // chain 3: the writer keeps the next id and the last link
+            // (log/append.rs), so nothing is read back.
+            let id: i64 = if chain == 3 { n as i64 } else { tx.prepare_cached("SELECT COALESCE(MAX(id), -1) + 1 FROM messages WHERE agent = ?1").unwrap().query_row(params!["bench"], |r| r.get(0)).unwrap() };
             let text = format!("benchmark message {n}: a line about as long as a short chat message");
             let at = "2026-12-02T03:00:00.000+00:00";
             tx.prepare_cached("INSERT INTO messages (agent, id, kind, source, text, status, at, data, key) VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, NULL, NULL)").unwrap()
@@ -73,6 +80,11 @@ fn run(name: &str, fts: Option<&str>, chain: u8, savepoints: bool, group: usize,
                 let mut h = Sha256::new(); h.update(p.as_bytes()); h.update(text.as_bytes()); h.update(at.as_bytes());
                 let link = hex(&h.finalize());
                 tx.prepare_cached("INSERT INTO chain (agent, id, hash) VALUES (?1, ?2, ?3)").unwrap().execute(params!["bench", id, link]).unwrap();
+                prev = link;
+            } else if chain == 3 {
+                let mut h = Sha256::new(); h.update(prev.as_bytes()); h.update(text.as_bytes()); h.update(at.as_bytes());
+                let link = hex(&h.finalize());
+                tx.prepare_cached("INSERT INTO chain_wr (agent, id, hash) VALUES (?1, ?2, ?3)").unwrap().execute(params!["bench", id, link]).unwrap();
                 prev = link;
             } else if chain == 2 {
                 let p: Option<Vec<u8>> = tx.prepare_cached("SELECT hash FROM links WHERE agent = ?1 AND id = ?2").unwrap().query_row(params!["bench", id - 1], |r| r.get(0)).ok();
@@ -105,6 +117,8 @@ fn main() {
     run("before: old index, chain, savepoints", Some(OLD_FTS), 1, true, 64, count);
     cached(true);
     run("after: index without copies, cached", Some(NEW_FTS), 1, true, 100, count);
+    run("kept tail, chain WITHOUT ROWID", Some(NEW_FTS), 3, true, 100, count);
+    run("kept tail, chain WITHOUT ROWID, no index", None, 3, true, 100, count);
     run("after, no index (for scale)", None, 1, true, 100, count);
     run("after, no chain (for scale)", Some(NEW_FTS), 0, true, 100, count);
     }
