@@ -167,6 +167,18 @@ impl Agent {
     fn note(text: impl Into<String>) -> NewMessage {
         NewMessage::daemon_note(text)
     }
+
+    /// The messages `turn` took that still wait for its answer, oldest
+    /// first.
+    async fn taken(&self, turn: &TurnRecord) -> Result<Vec<u64>, LogError> {
+        Ok(self
+            .log
+            .waiting(&self.name, turn.taken_after)
+            .await?
+            .into_iter()
+            .filter(|id| *id <= turn.taken_through)
+            .collect())
+    }
 }
 
 impl AgentLoop {
@@ -308,12 +320,7 @@ impl AgentLoop {
         if let Some((latest, _)) = log.last_turn(&name).await? {
             turn = latest;
         }
-        let taken = log
-            .waiting(&name, turn.taken_after)
-            .await?
-            .into_iter()
-            .filter(|id| *id <= turn.taken_through)
-            .collect::<Vec<_>>();
+        let taken = self.agent.taken(&turn).await?;
         let outcome = match &ending {
             Ending::Replied(text) => TurnOutcome::Replied(text.clone()),
             Ending::Failed(why) => TurnOutcome::Failed(why.clone()),

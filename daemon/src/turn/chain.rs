@@ -139,11 +139,10 @@ impl Agent {
     async fn begin_chain(&self, turn: &TurnRecord) -> Result<ChainStart, Halt> {
         let name = &self.name;
         let taken_before: Vec<u64> = self
-            .log
-            .waiting(name, turn.taken_after)
+            .taken(turn)
             .await?
             .into_iter()
-            .filter(|id| *id <= turn.taken_through && *id < turn.start_id)
+            .filter(|id| *id < turn.start_id)
             .collect();
         let first = taken_before.first().copied().unwrap_or(turn.start_id);
         // A spent budget refuses the turn's requests, and the summaries it
@@ -226,13 +225,7 @@ impl Agent {
     async fn take_waiting(&self, turn: &mut TurnRecord) -> Result<(), LogError> {
         let name = &self.name;
         *turn = self.log.take_more(name, *turn).await?;
-        let taken_now: Vec<u64> = self
-            .log
-            .waiting(name, turn.taken_after)
-            .await?
-            .into_iter()
-            .filter(|id| *id <= turn.taken_through)
-            .collect();
+        let taken_now = self.taken(turn).await?;
         if self.transcripts.settle(name, &taken_now).await {
             *turn = self.log.take_more(name, *turn).await?;
         }
@@ -253,7 +246,10 @@ impl Agent {
         if let Some(spent) = self.meter.refusal().await? {
             return Err(Halt::Failed(spent));
         }
-        let entries = self.log.range(name, start.first, u64::MAX, u32::MAX).await?;
+        let entries = self
+            .log
+            .range(name, start.first, u64::MAX, u32::MAX)
+            .await?;
         let context = TurnContext {
             instructions: &start.instructions,
             tools: &start.specs,
