@@ -382,7 +382,9 @@ async fn the_bridge_killed_mid_conversation_loses_nothing_and_sends_nothing_twic
     // The reply is being sent when the bridge dies.
     graph.hold_sends(true);
     model.push(Reply::text("First answer."));
-    first.deliver_from(&OWNER, vec![text(&OWNER, "wamid.K1", "one")]).await;
+    first
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.K1", "one")])
+        .await;
     graph
         .wait_until("the reply held", |calls| !calls.held.is_empty())
         .await;
@@ -415,8 +417,12 @@ async fn the_bridge_killed_mid_conversation_loses_nothing_and_sends_nothing_twic
     let second = Webhook::of(&daemon, 2).await;
     assert_ne!(bridge_pid(&daemon, "whatsapp").await, pid);
     model.push(Reply::text("Fourth."));
-    second.deliver_from(&OWNER, vec![text(&OWNER, "wamid.K1", "one")]).await;
-    second.deliver_from(&OWNER, vec![text(&OWNER, "wamid.K2", "two")]).await;
+    second
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.K1", "one")])
+        .await;
+    second
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.K2", "two")])
+        .await;
     let calls = graph
         .wait_until("every reply", |calls| calls.sent.len() >= 4)
         .await;
@@ -619,7 +625,9 @@ async fn a_bridge_told_to_stop_finishes_its_send_and_repeats_nothing() {
     // told to stop (as hearthd does when it stops).
     graph.answer_late(true);
     model.push(Reply::text("First answer."));
-    first.deliver_from(&OWNER, vec![text(&OWNER, "wamid.T1", "one")]).await;
+    first
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.T1", "one")])
+        .await;
     graph
         .wait_until("the reply taken", |calls| !calls.unanswered.is_empty())
         .await;
@@ -636,7 +644,9 @@ async fn a_bridge_told_to_stop_finishes_its_send_and_repeats_nothing() {
     let second = Webhook::of(&daemon, 2).await;
     assert_ne!(bridge_pid(&daemon, "whatsapp").await, pid);
     model.push(Reply::text("Second."));
-    second.deliver_from(&OWNER, vec![text(&OWNER, "wamid.T2", "two")]).await;
+    second
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.T2", "two")])
+        .await;
     let calls = graph
         .wait_until("the second reply", |calls| calls.sent.len() >= 2)
         .await;
@@ -654,7 +664,9 @@ async fn hearthd_stopping_mid_send_lets_its_bridge_finish_and_nothing_is_sent_tw
 
     graph.answer_late(true);
     model.push(Reply::text("First answer."));
-    first.deliver_from(&OWNER, vec![text(&OWNER, "wamid.U1", "one")]).await;
+    first
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.U1", "one")])
+        .await;
     graph
         .wait_until("the reply taken", |calls| !calls.unanswered.is_empty())
         .await;
@@ -674,7 +686,9 @@ async fn hearthd_stopping_mid_send_lets_its_bridge_finish_and_nothing_is_sent_tw
     let daemon = home.start();
     let second = Webhook::of(&daemon, 1).await;
     model.push(Reply::text("Second."));
-    second.deliver_from(&OWNER, vec![text(&OWNER, "wamid.U2", "two")]).await;
+    second
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.U2", "two")])
+        .await;
     let calls = graph
         .wait_until("the second reply", |calls| calls.sent.len() >= 2)
         .await;
