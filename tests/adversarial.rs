@@ -5,90 +5,32 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use futures_util::{SinkExt, StreamExt};
-use hearth_protocol::{ClientFrame, ErrorCode, EventKind, ServerFrame, PROTOCOL_VERSION};
+use hearth_protocol::{ClientFrame, ErrorCode, EventKind, ServerFrame};
 use hearth_tests::bins;
-use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{Daemon, TestHome, DEADLINE};
+use hearth_tests::fake_model::{results_sent, FakeModel, Reply};
+use hearth_tests::harness::{Daemon, TestHome, NO_SUMMARIES};
+use hearth_tests::raw::Raw;
 use std::os::unix::fs::PermissionsExt;
 use tokio::net::{TcpStream, UnixStream};
-use tokio_tungstenite::tungstenite::Message as WsMessage;
-use tokio_tungstenite::WebSocketStream;
 
 const TOKEN: &str = "a-long-test-token-0123456789";
 
-/// A bare WebSocket client that sends text as given.
-struct Raw<S>(WebSocketStream<S>);
-
-impl Raw<UnixStream> {
-    /// Connects over the Unix socket and says hello as `name`, with the
-    /// owner key.
-    async fn unix(home: &TestHome, name: &str) -> Raw<UnixStream> {
-        let stream = UnixStream::connect(home.socket()).await.expect("connected");
-        let (socket, _) = tokio_tungstenite::client_async("ws://hearthd/", stream)
-            .await
-            .expect("a WebSocket");
-        let mut raw = Raw(socket);
-        let key = format!(r#","owner_key":"{}""#, home.owner_key());
-        raw.hello(name, &key).await;
-        raw
-    }
+/// Connects over the Unix socket and says hello as `name`, with the owner
+/// key.
+async fn unix(home: &TestHome, name: &str) -> Raw<UnixStream> {
+    let mut raw = Raw::connect(&home.hearth_home()).await;
+    let key = format!(r#","owner_key":"{}""#, home.owner_key());
+    raw.hello(name, &key).await;
+    assert!(matches!(raw.answer().await, ServerFrame::Welcome { .. }));
+    raw
 }
 
-impl Raw<TcpStream> {
-    /// Connects over TCP and says hello as `name` with the token.
-    async fn tcp(address: &str, name: &str) -> Raw<TcpStream> {
-        let stream = TcpStream::connect(address).await.expect("connected");
-        let (socket, _) = tokio_tungstenite::client_async(format!("ws://{address}/"), stream)
-            .await
-            .expect("a WebSocket");
-        let mut raw = Raw(socket);
-        raw.hello(name, &format!(r#","token":"{TOKEN}""#)).await;
-        raw
-    }
-}
-
-impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Raw<S> {
-    /// Says hello as `name` with the door's `secret` (JSON fields).
-    async fn hello(&mut self, name: &str, secret: &str) {
-        self.text(&format!(
-            r#"{{"type":"hello","client":"{name}","version":{PROTOCOL_VERSION}{secret}}}"#
-        ))
-        .await;
-        assert!(matches!(self.answer().await, ServerFrame::Welcome { .. }));
-    }
-
-    async fn text(&mut self, text: &str) {
-        self.0
-            .send(WsMessage::Text(text.to_string().into()))
-            .await
-            .expect("sent");
-    }
-
-    /// The next frame that is not an event; panics if the daemon closed
-    /// the connection.
-    async fn answer(&mut self) -> ServerFrame {
-        loop {
-            let next = tokio::time::timeout(DEADLINE, self.0.next())
-                .await
-                .expect("a frame in time");
-            match next {
-                Some(Ok(WsMessage::Text(text))) => {
-                    match ServerFrame::decode(&text).expect("a readable frame") {
-                        ServerFrame::Event(_) => continue,
-                        frame => return frame,
-                    }
-                }
-                Some(Ok(_)) => continue,
-                other => panic!("the daemon closed the connection: {other:?}"),
-            }
-        }
-    }
-
-    async fn request(&mut self, frame: &ClientFrame) -> ServerFrame {
-        self.text(&frame.encode()).await;
-        self.answer().await
-    }
+/// Connects over TCP and says hello as `name` with the token.
+async fn tcp(address: &str, name: &str) -> Raw<TcpStream> {
+    let mut raw = Raw::connect_tcp(address).await;
+    raw.hello(name, &format!(r#","token":"{TOKEN}""#)).await;
+    assert!(matches!(raw.answer().await, ServerFrame::Welcome { .. }));
+    raw
 }
 
 fn refused(frame: ServerFrame) -> (ErrorCode, String) {
@@ -112,7 +54,7 @@ fn state_set(name: &str, value: &str) -> ClientFrame {
 async fn a_frame_with_a_key_twice_is_refused() {
     let home = TestHome::new(bins!());
     let _daemon = home.start();
-    let mut raw = Raw::unix(&home, "terminal").await;
+    let mut raw = unix(&home, "terminal").await;
     raw.text(r#"{"type":"submit","text":"hello","source":"terminal","text":"rm -rf ~"}"#)
         .await;
     let (code, message) = refused(raw.answer().await);
@@ -173,12 +115,12 @@ async fn a_client_cannot_overwrite_a_bridges_cursor() {
     std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
     let daemon = home.start();
 
-    let mut bridge = Raw::unix(&home, "telegram").await;
+    let mut bridge = unix(&home, "telegram").await;
     assert!(matches!(
         bridge.request(&state_set("telegram.cursor", "41")).await,
         ServerFrame::State { .. }
     ));
-    let mut other = Raw::unix(&home, "terminal").await;
+    let mut other = unix(&home, "terminal").await;
     let (code, message) = refused(other.request(&state_set("telegram.cursor", "0")).await);
     assert_eq!(code, ErrorCode::Refused);
     assert!(
@@ -193,7 +135,7 @@ async fn a_client_cannot_overwrite_a_bridges_cursor() {
 
     // Over TCP, not even a client that calls itself `telegram`.
     let address = tcp_address(&daemon);
-    let mut remote = Raw::tcp(&address, "telegram").await;
+    let mut remote = tcp(&address, "telegram").await;
     let (code, message) = refused(remote.request(&state_set("telegram.cursor", "0")).await);
     assert_eq!(code, ErrorCode::Refused);
     assert!(message.contains("only over the Unix socket"), "{message}");
@@ -235,7 +177,7 @@ async fn a_full_disk_is_an_error_answer_not_a_dropped_connection() {
         &home,
         &[(hearth_daemon::log::TEST_MAX_PAGES_ENV, cap.as_str())],
     );
-    let mut raw = Raw::unix(&home, "terminal").await;
+    let mut raw = unix(&home, "terminal").await;
     let big = "a value that does not fit on the disk ".repeat(4000);
     let frames = [
         state_set("terminal.big", &big),
@@ -424,13 +366,6 @@ fn home_with(model: &FakeModel) -> TestHome {
     home
 }
 
-/// A layout whose lines never need a summary: every request the fake
-/// model sees is the turn's.
-const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
-    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
-    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
-    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\n";
-
 /// Issue 18 item 5: a call's arguments are clipped in the log like its
 /// output (a 200,000-character path), and what is logged is still JSON.
 #[tokio::test]
@@ -469,7 +404,7 @@ async fn a_tool_calls_huge_arguments_are_logged_clipped() {
 async fn a_client_that_never_reads_holds_a_bounded_queue() {
     let home = TestHome::new(bins!());
     let _daemon = home.start();
-    let mut silent = Raw::unix(&home, "silent").await;
+    let mut silent = unix(&home, "silent").await;
     let mut client = home.connect("terminal", None).await;
     // Small enough that a note and its event fit the socket's buffers at once.
     let text = "n".repeat(96 * 1024);
@@ -494,15 +429,8 @@ async fn a_client_that_never_reads_holds_a_bounded_queue() {
     // It reads now: every note, once and in order.
     let mut ids = Vec::new();
     while ids.last() != Some(&last) {
-        let next = tokio::time::timeout(DEADLINE, silent.0.next())
-            .await
-            .expect("a frame in time")
-            .expect("the connection is open")
-            .expect("a readable frame");
-        let WsMessage::Text(text) = next else {
-            continue;
-        };
-        if let ServerFrame::Event(event) = ServerFrame::decode(&text).unwrap() {
+        let next = silent.next_frame().await;
+        if let ServerFrame::Event(event) = next.expect("the connection is open") {
             if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
                 ids.push(id);
             }
@@ -523,17 +451,6 @@ fn peak_memory(pid: u32) -> u64 {
         * 1024
 }
 
-/// The tool results sent back to the model in its request `index`.
-fn results_sent(model: &FakeModel, index: usize) -> Vec<String> {
-    model.requests()[index].body["messages"]
-        .as_array()
-        .expect("chat messages")
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
 /// Issue 18 item 5: `read_file` with `limit: 1` on a file of one 48 MiB
 /// line reads a bounded part of it: the daemon's peak memory grows far less
 /// than the file, and the result says where the read stopped.
@@ -541,7 +458,7 @@ fn results_sent(model: &FakeModel, index: usize) -> Vec<String> {
 async fn read_file_of_one_huge_line_reads_a_bounded_part() {
     let model = FakeModel::start().await;
     let home = home_with(&model);
-    let work = home.path().join("agents/hearth/work");
+    let work = home.work_dir();
     std::fs::create_dir_all(&work).unwrap();
     {
         use std::io::Write;

@@ -10,50 +10,19 @@
 
 use hearth_protocol::{ClientFrame, ErrorCode, Event, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
-use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::fake_telegram::{FakeTelegram, Person, TOKEN};
-use hearth_tests::harness::{Client, Daemon, TestHome, DEADLINE};
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
-use std::time::Duration;
-
-/// A layout whose lines never need a summary, so every request the fake
-/// model sees is the turn's, in order.
-const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
-    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
-    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
-    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\n";
-
-const OWNER: Person = Person {
-    id: 4242,
-    first_name: "Ada",
-    username: Some("ada"),
-};
-
-const STRANGER: Person = Person {
-    id: 999,
-    first_name: "Mallory",
-    username: Some("mallory"),
-};
+use hearth_tests::fake_model::{results_sent, FakeModel, Reply};
+use hearth_tests::fake_telegram::{FakeTelegram, OWNER, STRANGER};
+use hearth_tests::harness::{asks_approval, until, Client, Daemon, TestHome, DEADLINE};
 
 /// A home for `model` with `approvals` as the `[approvals]` table and
 /// `extra` appended to the config.
 fn home(model: &FakeModel, approvals: &str, extra: &str) -> TestHome {
     let home = TestHome::new(bins!());
-    let layout = home.path().join("layout.toml");
-    std::fs::write(&layout, NO_SUMMARIES).unwrap();
-    home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[agent]\nlayout = \"{}\"\n\n\
-         [approvals]\n{approvals}\n{extra}",
-        model.base_url(),
-        layout.display()
-    ));
+    home.use_model_without_summaries(
+        &model.base_url(),
+        &format!("\n[approvals]\n{approvals}\n{extra}"),
+    );
     home
-}
-
-fn workdir(home: &TestHome) -> PathBuf {
-    home.path().join("agents/hearth/work")
 }
 
 struct Running {
@@ -82,25 +51,9 @@ async fn start(approvals: &str, extra: &str) -> Running {
     }
 }
 
-/// The tool results sent back to the model in request `index`, in order.
-fn results_sent(model: &FakeModel, index: usize) -> Vec<String> {
-    model.requests()[index].body["messages"]
-        .as_array()
-        .expect("chat messages")
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
 /// The next approval request (not a decision) a client receives.
 async fn request(client: &mut Client) -> Event {
-    client
-        .wait_for(|e| {
-            e.kind == EventKind::Approval
-                && e.approval.as_ref().is_some_and(|a| a.allowed.is_none())
-        })
-        .await
+    client.approval_asked().await
 }
 
 /// The event that closes approval `id`.
@@ -116,13 +69,7 @@ async fn decision(client: &mut Client, id: &str) -> Event {
 }
 
 async fn answer(client: &mut Client, id: &str, allow: bool) -> ServerFrame {
-    client
-        .request(ClientFrame::Approve {
-            id: id.to_string(),
-            allow,
-            by: None,
-        })
-        .await
+    client.approve(id, allow).await
 }
 
 /// The approval notes of the log, in order.
@@ -133,18 +80,6 @@ async fn approval_notes(home: &TestHome) -> Vec<String> {
         .filter(|m| m.kind == Kind::Note && m.text.starts_with("approval "))
         .map(|m| m.text)
         .collect()
-}
-
-/// Waits, bounded, for a condition that an asynchronous step makes true.
-async fn eventually(what: &str, condition: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 const WRITE: &str = r#"{"path": "a.txt", "content": "hello"}"#;
@@ -168,7 +103,7 @@ async fn a_second_client_approves_and_the_call_runs() {
         asked.text.as_deref().unwrap().starts_with("write_file "),
         "{asked:?}"
     );
-    assert!(!workdir(&t.home).join("a.txt").exists(), "it waits");
+    assert!(!t.home.work_dir().join("a.txt").exists(), "it waits");
     // Every attached client hears of it.
     request(&mut t.terminal).await;
 
@@ -181,7 +116,7 @@ async fn a_second_client_approves_and_the_call_runs() {
         Some("written")
     );
     assert_eq!(
-        std::fs::read_to_string(workdir(&t.home).join("a.txt")).unwrap(),
+        std::fs::read_to_string(t.home.work_dir().join("a.txt")).unwrap(),
         "hello"
     );
     let sent = results_sent(&t.model, 1);
@@ -223,7 +158,7 @@ async fn a_denied_call_never_runs_and_the_model_is_told() {
     ));
     t.terminal.reply_to(id).await;
     assert_eq!(results_sent(&t.model, 1), ["the user denied this call"]);
-    assert!(!workdir(&t.home).join("a.txt").exists());
+    assert!(!t.home.work_dir().join("a.txt").exists());
     let tool = t.terminal.wait_for(|e| e.kind == EventKind::Tool).await;
     assert_eq!(tool.status.as_deref(), Some("error"));
     assert_eq!(
@@ -246,7 +181,7 @@ async fn an_unanswered_approval_is_denied_at_the_timeout() {
         results_sent(&t.model, 1),
         ["no one approved this call within 1 s"]
     );
-    assert!(!workdir(&t.home).join("a.txt").exists());
+    assert!(!t.home.work_dir().join("a.txt").exists());
     assert_eq!(
         approval_notes(&t.home).await[1],
         format!(
@@ -275,7 +210,7 @@ async fn an_interrupt_while_a_call_waits_denies_it_and_ends_the_turn() {
         ServerFrame::Error { message, .. } => assert!(message.contains("already decided")),
         other => panic!("expected a refusal, got {other:?}"),
     }
-    assert!(!workdir(&t.home).join("a.txt").exists());
+    assert!(!t.home.work_dir().join("a.txt").exists());
     assert_eq!(
         t.model.requests().len(),
         1,
@@ -300,7 +235,7 @@ async fn with_no_client_attached_the_call_is_denied_after_the_timeout() {
         results_sent(&model, 1),
         ["no one approved this call within 1 s"]
     );
-    assert!(!workdir(&home).join("a.txt").exists());
+    assert!(!home.work_dir().join("a.txt").exists());
     let notes = approval_notes(&home).await;
     assert!(
         notes[1].ends_with(": denied, no one answered within 1 s"),
@@ -316,7 +251,7 @@ async fn a_matching_shell_command_waits_while_the_others_run() {
         "\n[tools]\nconcurrency = 1\n",
     )
     .await;
-    std::fs::write(workdir(&t.home).join("victim.txt"), "keep me").unwrap();
+    std::fs::write(t.home.work_dir().join("victim.txt"), "keep me").unwrap();
     t.model.push(Reply::ToolCalls {
         text: None,
         calls: vec![
@@ -332,24 +267,16 @@ async fn a_matching_shell_command_waits_while_the_others_run() {
     let asked = request(&mut t.phone).await;
     assert_eq!(asked.text.as_deref(), Some("shell `rm victim.txt`"));
     // The other call of the response runs while this one waits.
-    let free = workdir(&t.home).join("free.txt");
-    eventually("the free command ran", || free.exists()).await;
+    let free = t.home.work_dir().join("free.txt");
+    until("the free command ran", || free.exists()).await;
     let approval = asked.approval.unwrap();
     answer(&mut t.phone, &approval.id, false).await;
     t.terminal.reply_to(id).await;
     let sent = results_sent(&t.model, 1);
     assert_eq!(sent[0], "the user denied this call");
     assert!(sent[1].starts_with("exit code 0"), "{}", sent[1]);
-    assert!(workdir(&t.home).join("victim.txt").exists());
-    let requests = t
-        .phone
-        .events
-        .iter()
-        .filter(|e| {
-            e.kind == EventKind::Approval
-                && e.approval.as_ref().is_some_and(|a| a.allowed.is_none())
-        })
-        .count();
+    assert!(t.home.work_dir().join("victim.txt").exists());
+    let requests = t.phone.events.iter().filter(|e| asks_approval(e)).count();
     assert_eq!(requests, 1, "only the matching command asked");
 }
 
@@ -357,15 +284,9 @@ async fn a_matching_shell_command_waits_while_the_others_run() {
 async fn a_telegram_button_press_answers_an_approval() {
     let model = FakeModel::start().await;
     let telegram = FakeTelegram::start().await;
-    let table = format!(
-        "\n[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
-        OWNER.id,
-        telegram.api_base()
-    );
+    let table = format!("\n{}", telegram.telegram_table());
     let home = home(&model, "tools = [\"write_file\"]", &table);
-    let secrets = home.path().join("secrets.env");
-    std::fs::write(&secrets, format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n")).unwrap();
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    home.write_secrets(&hearth_tests::fake_telegram::secrets());
     let _daemon = home.start();
     // Once the owner has had a reply, the bridge knows their chat.
     model.push(Reply::text("hello Ada"));
@@ -404,7 +325,7 @@ async fn a_telegram_button_press_answers_an_approval() {
         keyboard["inline_keyboard"][0][1]["callback_data"],
         format!("approve:{id}:no")
     );
-    assert!(!workdir(&home).join("a.txt").exists());
+    assert!(!home.work_dir().join("a.txt").exists());
 
     // A stranger's press is ignored; the owner's answers.
     telegram.press(&STRANGER, &allow);
@@ -416,7 +337,7 @@ async fn a_telegram_button_press_answers_an_approval() {
         .await;
     assert_eq!(calls.answered, vec![(press, "Allowed.".to_string())]);
     assert_eq!(
-        std::fs::read_to_string(workdir(&home).join("a.txt")).unwrap(),
+        std::fs::read_to_string(home.work_dir().join("a.txt")).unwrap(),
         "hello"
     );
     let notes = approval_notes(&home).await;

@@ -14,7 +14,7 @@ use hearth_protocol::{ClientFrame, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::cdp::{Browser, Page};
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
-use hearth_tests::harness::{eventually, TestHome};
+use hearth_tests::harness::{bridge_failed, eventually, small_layout, TestHome};
 use hearth_tests::web::{browser, free_port, login_url, send, shown, web_home, web_home_with};
 
 /// Asserts that the page shown is no wider than the phone-sized window.
@@ -155,18 +155,7 @@ async fn the_pages_show_memory_activity_schedules_agents_and_bridges() {
         .await;
 
     // The bridge that cannot run says so, with why.
-    let home_ref = &home;
-    eventually("the bridge failed in status", || async move {
-        let mut client = home_ref.connect("hearth-status", None).await;
-        let ServerFrame::Status(status) = client.request(ClientFrame::Status).await else {
-            return None;
-        };
-        status
-            .bridges
-            .into_iter()
-            .find(|b| b.name == "telegram" && b.state == "failed")
-    })
-    .await;
+    bridge_failed(&home, "telegram").await;
     fits_a_phone(&mut browser, &page).await;
     browser.click(&page, "nav [data-page=bridges]").await;
     browser
@@ -231,14 +220,6 @@ async fn the_pages_show_memory_activity_schedules_agents_and_bridges() {
     fits_a_phone(&mut browser, &page).await;
 }
 
-/// A layout whose view passes its high budget after a few messages, so
-/// old lines are merged (the fake model writes the merged lines).
-const SMALL_VIEW: &str =
-    "block_lines = 4\nline_budget = 400\nline_guard = 800\nhigh_budget = 300\n\
-    low_budget = 150\ncompaction_high_budget = 300\ncompaction_low_budget = 150\n\
-    compactor_concurrency = 1\ncompactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\n\
-    compactor_backoff_ms = 1\n";
-
 #[tokio::test]
 async fn the_memory_page_opens_a_line_into_what_it_was_made_from() {
     let Some(mut browser) = browser().await else {
@@ -248,7 +229,9 @@ async fn the_memory_page_opens_a_line_into_what_it_was_made_from() {
     let home = TestHome::new(bins!());
     let port = free_port();
     web_home(&home, &model, port);
-    std::fs::write(home.path().join("layout.toml"), SMALL_VIEW).unwrap();
+    // A view that passes its high budget after a few messages, so old lines
+    // are merged (the fake model writes the merged lines).
+    std::fs::write(home.path().join("layout.toml"), small_layout(400, 300, 150)).unwrap();
     // Every request, turn or summary, gets a short line back.
     model.set_default(Reply::text("a short line"));
     let _daemon = home.start();

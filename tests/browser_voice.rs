@@ -13,7 +13,7 @@ use hearth_tests::bins;
 use hearth_tests::cdp::{Browser, Page};
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::fake_transcription::{send_voice_note, Answer, FakeTranscription};
-use hearth_tests::harness::TestHome;
+use hearth_tests::harness::{transcription_table, TestHome};
 use hearth_tests::web::{free_port, login_url, web_home_with};
 
 const VOICE: &[u8] = b"OggS\0\x02\0\0\0\0\0\0\0\0 a voice note";
@@ -41,17 +41,10 @@ async fn a_voice_notes_transcript_takes_its_place_in_the_page_once() {
     let transcription = FakeTranscription::start().await;
     // The first try stalls until released (then fails); the second hears it.
     transcription.push(Answer::Stall);
-    transcription.push(Answer::Text {
-        text: "remind me to water the plants".into(),
-        seconds: 42.0,
-    });
+    transcription.push(Answer::text("remind me to water the plants", 42.0));
     let home = TestHome::new(bins!());
     let port = free_port();
-    let table = format!(
-        "[transcription]\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\n\
-         retry_delay_ms = 1\n",
-        transcription.base_url()
-    );
+    let table = transcription_table(&transcription.base_url());
     web_home_with(&home, &model, port, &table);
     let _daemon = home.start();
     let url = login_url(&home).await;

@@ -19,17 +19,9 @@ use hearth_protocol::image::encode;
 use hearth_protocol::{ClientFrame, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
-use hearth_tests::harness::TestHome;
+use hearth_tests::harness::{png_head, TestHome};
 use hearth_tests::schema::*;
 use serde_json::Value;
-
-fn png(width: u32, height: u32) -> Vec<u8> {
-    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-    bytes.extend(width.to_be_bytes());
-    bytes.extend(height.to_be_bytes());
-    bytes.extend([8, 2, 0, 0, 0]);
-    bytes
-}
 
 fn cache_control() -> Schema {
     object(vec![
@@ -445,7 +437,7 @@ async fn conversation(provider: &str, model_name: &str, extra: &str) -> Vec<Reco
     let image = match client
         .request(ClientFrame::ImagePut {
             media_type: "image/png".into(),
-            data_base64: encode(&png(64, 48)),
+            data_base64: encode(&png_head(64, 48)),
         })
         .await
     {
@@ -457,19 +449,9 @@ async fn conversation(provider: &str, model_name: &str, extra: &str) -> Vec<Reco
         calls: vec![("date".into(), "{}".into())],
     });
     model.push(Reply::text("It is a picture."));
-    let ack = client
-        .request(ClientFrame::Submit {
-            text: "what is this?".into(),
-            source: "terminal".into(),
-            key: None,
-            images: vec![image.sha256.clone()],
-            person: None,
-            media: Vec::new(),
-        })
+    let id = client
+        .submit_acked("what is this?", vec![image.sha256.clone()], Vec::new())
         .await;
-    let ServerFrame::Ack { id, .. } = ack else {
-        panic!("expected an ack, got {ack:?}");
-    };
     client.reply_to(id).await;
     model.push(Reply::text("Still a picture."));
     let (id, _) = client.submit("and now?", "terminal", None).await;

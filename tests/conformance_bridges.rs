@@ -9,22 +9,13 @@
 
 use hearth_protocol::EventKind;
 use hearth_tests::bins;
-use hearth_tests::fake_graph::{FakeGraph, ACCESS_TOKEN, PHONE_NUMBER_ID};
+use hearth_tests::fake_graph::{whatsapp_secrets, FakeGraph, ACCESS_TOKEN};
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::fake_telegram::{FakeTelegram, Person, TOKEN};
-use hearth_tests::harness::TestHome;
-use hearth_tests::meta_webhook::{delivery, text, Sender, Webhook, APP_SECRET, VERIFY_TOKEN};
+use hearth_tests::fake_telegram::{FakeTelegram, OWNER};
+use hearth_tests::harness::{model_table, png_head, TestHome};
+use hearth_tests::meta_webhook::{text, Webhook, WA_OWNER};
 use hearth_tests::schema::*;
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
-
-fn png(width: u32, height: u32) -> Vec<u8> {
-    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-    bytes.extend(width.to_be_bytes());
-    bytes.extend(height.to_be_bytes());
-    bytes.extend([8, 2, 0, 0, 0]);
-    bytes
-}
 
 /// The Telegram Bot API, core.telegram.org/bots/api (Bot API 10.1): each
 /// method's parameters as its table lists them.
@@ -135,28 +126,17 @@ fn telegram_method(method: &str) -> Option<Schema> {
     Some(schema)
 }
 
-const OWNER: Person = Person {
-    id: 4242,
-    first_name: "Ada",
-    username: Some("ada"),
-};
-
 #[tokio::test]
 async fn telegram_requests_are_as_documented() {
     let model = FakeModel::start().await;
     let telegram = FakeTelegram::start().await;
     let home = TestHome::new(bins!());
     home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[telegram]\n\
-         token_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
-        model.base_url(),
-        OWNER.id,
-        telegram.api_base()
+        "{}\n{}",
+        model_table("openai-chat", &model.base_url()),
+        telegram.telegram_table()
     ));
-    let secrets = home.path().join("secrets.env");
-    std::fs::write(&secrets, format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n")).unwrap();
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    home.write_secrets(&hearth_tests::fake_telegram::secrets());
     let _daemon = home.start();
     let mut watcher = home.connect("watcher", None).await;
 
@@ -164,7 +144,11 @@ async fn telegram_requests_are_as_documented() {
     model.push(Reply::text("A fine *cat*."));
     telegram.send_photo(&OWNER, Some("my cat"));
     watcher.wait_for(|e| e.kind == EventKind::Reply).await;
-    std::fs::write(home.path().join("agents/hearth/work/plot.png"), png(8, 8)).unwrap();
+    std::fs::write(
+        home.path().join("agents/hearth/work/plot.png"),
+        png_head(8, 8),
+    )
+    .unwrap();
     model.push(Reply::tool_call("show_image", r#"{"path": "plot.png"}"#));
     model.push(Reply::text("Here is the plot."));
     telegram.write(&OWNER, "plot it");
@@ -239,37 +223,27 @@ async fn whatsapp_requests_are_as_documented() {
     let graph = FakeGraph::start().await;
     let home = TestHome::new(bins!());
     home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[whatsapp]\nlisten = \"127.0.0.1:0\"\n\
-         verify_token_env = \"HEARTH_TEST_WA_VERIFY\"\napp_secret_env = \"HEARTH_TEST_WA_SECRET\"\n\
-         access_token_env = \"HEARTH_TEST_WA_TOKEN\"\nphone_number_id = \"{PHONE_NUMBER_ID}\"\n\
-         graph_base = \"{}\"\nallow = [\"+15551234567\"]\n",
-        model.base_url(),
-        graph.graph_base()
+        "{}\n{}",
+        model_table("openai-chat", &model.base_url()),
+        graph.whatsapp_table("\"+15551234567\"")
     ));
-    let secrets = home.path().join("secrets.env");
-    std::fs::write(
-        &secrets,
-        format!("HEARTH_TEST_WA_VERIFY={VERIFY_TOKEN}\nHEARTH_TEST_WA_SECRET={APP_SECRET}\nHEARTH_TEST_WA_TOKEN={ACCESS_TOKEN}\n"),
-    )
-    .unwrap();
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    home.write_secrets(&whatsapp_secrets(ACCESS_TOKEN));
     let daemon = home.start();
     let webhook = Webhook::of(&daemon, 1).await;
-    let owner = Sender {
-        wa_id: "15551234567",
-        name: "Ada",
-    };
 
-    std::fs::write(home.path().join("agents/hearth/work/map.png"), png(5, 5)).unwrap();
+    std::fs::write(
+        home.path().join("agents/hearth/work/map.png"),
+        png_head(5, 5),
+    )
+    .unwrap();
     model.push(Reply::tool_call("show_image", r#"{"path": "map.png"}"#));
     model.push(Reply::text("The map."));
-    let sent = delivery(
-        PHONE_NUMBER_ID,
-        &owner,
-        vec![text(&owner, "wamid.C1", "show me the map")],
-    );
-    assert_eq!(webhook.deliver(&sent).await.status, 200);
+    webhook
+        .deliver_from(
+            &WA_OWNER,
+            vec![text(&WA_OWNER, "wamid.C1", "show me the map")],
+        )
+        .await;
     let calls = graph
         .wait_until("the image and the reply", |calls| {
             !calls.images.is_empty() && !calls.sent.is_empty()

@@ -7,7 +7,7 @@
 use hearth_protocol::{ClientFrame, ErrorCode, EventKind, Kind, MessageStatus, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{Client, TestHome};
+use hearth_tests::harness::{clock_turn, Client, TestHome};
 
 fn home() -> TestHome {
     TestHome::new(bins!())
@@ -192,21 +192,7 @@ async fn tool_calls_run_and_their_results_go_back_to_the_model() {
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;
 
-    model.push(Reply::ToolCalls {
-        text: Some("Let me look at the clock.".into()),
-        calls: vec![("date".into(), "{}".into())],
-    });
-    model.push(Reply::Text("It is now.".into()));
-    let (id, _) = client.submit("what time is it?", "terminal", None).await;
-    let echo = client.wait_for(|e| e.kind == EventKind::Echo).await;
-    assert_eq!(echo.text.as_deref(), Some("Let me look at the clock."));
-    let tool = client.wait_for(|e| e.kind == EventKind::Tool).await;
-    assert_eq!(tool.status.as_deref(), Some("ok"));
-    assert!(tool.text.unwrap().starts_with("date({})"));
-    assert_eq!(
-        client.reply_to(id).await.text.as_deref(),
-        Some("It is now.")
-    );
+    clock_turn(&model, &mut client).await;
 
     let requests = model.requests();
     assert_eq!(requests.len(), 2);

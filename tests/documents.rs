@@ -15,7 +15,7 @@ use hearth_protocol::image::encode;
 use hearth_protocol::{ClientFrame, ErrorCode, EventKind, Kind, MediaKind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{eventually, Client, Daemon, TestHome};
+use hearth_tests::harness::{eventually, process_gone, Client, Daemon, TestHome};
 
 fn home(model: &FakeModel) -> TestHome {
     let home = TestHome::new(bins!());
@@ -86,13 +86,7 @@ async fn a_pdf_from_the_phone_is_read_page_by_page_and_taints_the_turn() {
     assert_eq!(approval.tool, "shell");
     let said = asking.text.clone().unwrap_or_default();
     assert!(said.contains("document"), "{said}");
-    client
-        .request(ClientFrame::Approve {
-            id: approval.id,
-            allow: false,
-            by: None,
-        })
-        .await;
+    client.approve(&approval.id, false).await;
     let reply = client.reply_to(id).await;
     assert_eq!(
         reply.text.as_deref(),
@@ -225,16 +219,6 @@ async fn reader_of(pid: u32) -> u32 {
     .await
 }
 
-/// Whether process `pid` is gone (or a zombie no one has reaped yet).
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
 /// A stop while a bomb is being read ends hearthd cleanly and the reader
 /// with it; so does a SIGKILL of hearthd (the reader's parent-death
 /// signal).
@@ -256,7 +240,7 @@ async fn the_reader_dies_with_the_daemon_stopped_or_killed() {
             assert!(daemon.stop(), "{}", daemon.log_text());
         }
         eventually("the reader to be gone", || {
-            std::future::ready(gone(reader).then_some(()))
+            std::future::ready(process_gone(reader).then_some(()))
         })
         .await;
         putting.abort();

@@ -8,15 +8,15 @@
 
 use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::home::Home;
-use hearth_protocol::{ErrorCode, EventKind, ServerFrame, PROTOCOL_VERSION};
+use hearth_protocol::{ErrorCode, EventKind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::crash::submit_frame;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::{Client, TestHome, DEADLINE};
+use hearth_tests::raw::Raw;
 use rusqlite::{Connection, OpenFlags};
 use tokio::net::UnixStream;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
-use tokio_tungstenite::WebSocketStream;
 
 /// A config for the fake model with these `[model]` settings added.
 fn use_model(home: &TestHome, model: &FakeModel, extra: &str) {
@@ -206,12 +206,7 @@ async fn a_full_disk_stops_the_agent_with_an_error_and_loses_nothing_acknowledge
         .submit("this one is acknowledged", "terminal", None)
         .await;
     let stopped = client
-        .wait_for(|e| {
-            e.kind == EventKind::Error
-                && e.text
-                    .as_deref()
-                    .is_some_and(|text| text.contains("cannot be written"))
-        })
+        .wait_for_text(EventKind::Error, "cannot be written")
         .await;
     let said = stopped.text.unwrap_or_default();
     assert!(said.contains("the log cannot be written"), "{said}");
@@ -269,43 +264,14 @@ async fn a_full_disk_stops_the_agent_with_an_error_and_loses_nothing_acknowledge
     assert_eq!(integrity, "ok");
 }
 
-/// A bare WebSocket client, for what the real client never does.
-struct Raw(WebSocketStream<UnixStream>);
-
-impl Raw {
-    /// Connects and says hello; the welcome is left unread.
-    async fn hello(home: &Home, name: &str) -> Raw {
-        let stream = UnixStream::connect(home.socket()).await.expect("connected");
-        let (mut socket, _) = tokio_tungstenite::client_async("ws://hearthd/", stream)
-            .await
-            .expect("a WebSocket");
-        let key = hearth_protocol::owner_key::read(&home.owner_key())
-            .expect("the owner key is readable")
-            .expect("a daemon wrote the owner key");
-        let hello = format!(
-            r#"{{"type":"hello","client":"{name}","version":{PROTOCOL_VERSION},"owner_key":"{key}"}}"#
-        );
-        socket
-            .send(WsMessage::Text(hello.into()))
-            .await
-            .expect("hello sent");
-        Raw(socket)
-    }
-
-    async fn frame(&mut self) -> ServerFrame {
-        loop {
-            let next = tokio::time::timeout(DEADLINE, self.0.next())
-                .await
-                .expect("a frame in time");
-            match next {
-                Some(Ok(WsMessage::Text(text))) => {
-                    return ServerFrame::decode(&text).expect("a readable frame")
-                }
-                Some(Ok(_)) => continue,
-                other => panic!("the daemon closed the connection: {other:?}"),
-            }
-        }
-    }
+/// Connects and says hello with the owner key; the welcome is left unread.
+async fn raw_hello(home: &Home, name: &str) -> Raw<UnixStream> {
+    let mut raw = Raw::connect(home).await;
+    let key = hearth_protocol::owner_key::read(&home.owner_key())
+        .expect("the owner key is readable")
+        .expect("a daemon wrote the owner key");
+    raw.hello(name, &format!(r#","owner_key":"{key}""#)).await;
+    raw
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -318,7 +284,7 @@ async fn a_client_that_stops_reading_does_not_hold_up_the_others() {
         "A reply long enough to stream in many small pieces. ".repeat(5),
     ));
     let _daemon = home.start();
-    let mut silent = Raw::hello(&home.hearth_home(), "silent").await;
+    let mut silent = raw_hello(&home.hearth_home(), "silent").await;
     let mut client = home.connect("terminal", None).await;
 
     let mut last = 0;
@@ -333,10 +299,15 @@ async fn a_client_that_stops_reading_does_not_hold_up_the_others() {
 
     // The silent client was never dropped: once it reads, it catches up
     // from the log, every message once and in order.
-    assert!(matches!(silent.frame().await, ServerFrame::Welcome { .. }));
+    assert!(matches!(
+        silent.next_frame().await.expect("the connection is open"),
+        ServerFrame::Welcome { .. }
+    ));
     let mut ids = Vec::new();
     while ids.last() != Some(&last) {
-        if let ServerFrame::Event(event) = silent.frame().await {
+        if let ServerFrame::Event(event) =
+            silent.next_frame().await.expect("the connection is open")
+        {
             if let (Some(id), Some(_)) = (event.id, event.kind.message_kind()) {
                 ids.push(id);
             }
@@ -369,7 +340,7 @@ async fn ten_thousand_submits_are_logged_in_order_and_acknowledged_once() {
     for client in 0..CLIENTS {
         let hearth_home = home.hearth_home();
         clients.push(tokio::spawn(async move {
-            let raw = Raw::hello(&hearth_home, &format!("flood{client}")).await;
+            let raw = raw_hello(&hearth_home, &format!("flood{client}")).await;
             let (mut sink, mut source) = raw.0.split();
             let sender = tokio::spawn(async move {
                 for n in 0..EACH {

@@ -12,14 +12,13 @@
 use hearth_protocol::image::{dimensions, encode};
 use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
-use hearth_tests::fake_graph::{FakeGraph, ACCESS_TOKEN, PHONE_NUMBER_ID};
+use hearth_tests::fake_graph::{whatsapp_secrets, FakeGraph, ACCESS_TOKEN};
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::fake_telegram::{FakeTelegram, Person, TOKEN};
-use hearth_tests::harness::TestHome;
-use hearth_tests::meta_webhook::{delivery, text, Sender, Webhook, APP_SECRET, VERIFY_TOKEN};
+use hearth_tests::fake_telegram::{FakeTelegram, OWNER};
+use hearth_tests::harness::{notes_by, TestHome};
+use hearth_tests::meta_webhook::{text, Webhook, WA_OWNER};
 use image::{DynamicImage, ImageBuffer, ImageFormat, Rgb, Rgba};
 use std::io::Cursor;
-use std::os::unix::fs::PermissionsExt;
 
 /// A flat-coloured PNG of `width`x`height` (small on disk, large in pixels).
 fn flat_png(width: u32, height: u32) -> Vec<u8> {
@@ -37,12 +36,6 @@ fn model_config(provider: &str, model: &FakeModel) -> String {
          api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 60\n",
         model.base_url()
     )
-}
-
-fn private_secrets(home: &TestHome, text: &str) {
-    let secrets = home.path().join("secrets.env");
-    std::fs::write(&secrets, text).unwrap();
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
 #[tokio::test]
@@ -65,19 +58,9 @@ async fn an_image_too_large_for_the_model_goes_scaled_and_the_original_is_kept()
     // A tool round: the image goes in both requests of the turn.
     model.push(Reply::tool_call("date", "{}"));
     model.push(Reply::text("A long strip."));
-    let ack = client
-        .request(ClientFrame::Submit {
-            text: "what is this?".into(),
-            source: "terminal".into(),
-            key: None,
-            images: vec![stored.sha256.clone()],
-            person: None,
-            media: Vec::new(),
-        })
+    let id = client
+        .submit_acked("what is this?", vec![stored.sha256.clone()], Vec::new())
         .await;
-    let ServerFrame::Ack { id, .. } = ack else {
-        panic!("expected an ack, got {ack:?}");
-    };
     client.reply_to(id).await;
     let requests = model.requests();
     let sent: Vec<String> = requests
@@ -118,26 +101,19 @@ async fn an_image_too_large_for_the_model_goes_scaled_and_the_original_is_kept()
     assert_eq!(copies.len(), 1);
 }
 
-const OWNER: Person = Person {
-    id: 4242,
-    first_name: "Ada",
-    username: Some("ada"),
-};
-
 #[tokio::test]
 async fn telegram_gets_a_photo_within_its_limits_and_a_strip_as_a_document() {
     let model = FakeModel::start().await;
     let telegram = FakeTelegram::start().await;
     let home = TestHome::new(bins!());
     home.write_config(&format!(
-        "{}\n[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
+        "{}\n{}",
         model_config("openai-chat", &model),
-        OWNER.id,
-        telegram.api_base()
+        telegram.telegram_table()
     ));
-    private_secrets(&home, &format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n"));
+    home.write_secrets(&hearth_tests::fake_telegram::secrets());
     let _daemon = home.start();
-    let work = home.path().join("agents/hearth/work");
+    let work = home.work_dir();
     std::fs::write(work.join("big.png"), flat_png(9000, 1200)).unwrap();
     let strip = flat_png(4200, 100);
     std::fs::write(work.join("strip.png"), &strip).unwrap();
@@ -169,23 +145,14 @@ async fn whatsapp_gets_what_it_takes_and_an_image_it_cannot_be_sent_is_said() {
     let graph = FakeGraph::start().await;
     let home = TestHome::new(bins!());
     home.write_config(&format!(
-        "{}\n[whatsapp]\nlisten = \"127.0.0.1:0\"\nverify_token_env = \"HEARTH_TEST_WA_VERIFY\"\n\
-         app_secret_env = \"HEARTH_TEST_WA_SECRET\"\naccess_token_env = \"HEARTH_TEST_WA_TOKEN\"\n\
-         phone_number_id = \"{PHONE_NUMBER_ID}\"\ngraph_base = \"{}\"\nallow = [\"+15551234567\"]\n",
+        "{}\n{}",
         model_config("openai-chat", &model),
-        graph.graph_base()
+        graph.whatsapp_table("\"+15551234567\"")
     ));
-    private_secrets(
-        &home,
-        &format!("HEARTH_TEST_WA_VERIFY={VERIFY_TOKEN}\nHEARTH_TEST_WA_SECRET={APP_SECRET}\nHEARTH_TEST_WA_TOKEN={ACCESS_TOKEN}\n"),
-    );
+    home.write_secrets(&whatsapp_secrets(ACCESS_TOKEN));
     let daemon = home.start();
     let webhook = Webhook::of(&daemon, 1).await;
-    let owner = Sender {
-        wa_id: "15551234567",
-        name: "Ada",
-    };
-    let work = home.path().join("agents/hearth/work");
+    let work = home.work_dir();
     // A GIF with transparency: WhatsApp takes only JPEG and PNG.
     let mut gif = Cursor::new(Vec::new());
     DynamicImage::ImageRgba8(ImageBuffer::from_pixel(20, 10, Rgba([0u8, 0, 0, 0])))
@@ -202,12 +169,9 @@ async fn whatsapp_gets_what_it_takes_and_an_image_it_cannot_be_sent_is_said() {
     model.push(Reply::tool_call("show_image", r#"{"path": "clear.gif"}"#));
     model.push(Reply::tool_call("show_image", r#"{"path": "broken.gif"}"#));
     model.push(Reply::text("Two pictures."));
-    let sent = delivery(
-        PHONE_NUMBER_ID,
-        &owner,
-        vec![text(&owner, "wamid.F1", "show me")],
-    );
-    assert_eq!(webhook.deliver(&sent).await.status, 200);
+    webhook
+        .deliver_from(&WA_OWNER, vec![text(&WA_OWNER, "wamid.F1", "show me")])
+        .await;
     let calls = graph
         .wait_until("the image and the reply", |calls| {
             !calls.images.is_empty() && !calls.sent.is_empty()
@@ -217,11 +181,7 @@ async fn whatsapp_gets_what_it_takes_and_an_image_it_cannot_be_sent_is_said() {
     assert_eq!(calls.uploads[0].0, "image/png", "transparency kept");
     assert_eq!(dimensions(&calls.uploads[0].1), Some((20, 10)));
     let log = home.history().await;
-    let notes: Vec<&str> = log
-        .iter()
-        .filter(|m| m.kind == Kind::Note && m.source == "whatsapp")
-        .map(|m| m.text.as_str())
-        .collect();
+    let notes = notes_by(&log, "whatsapp");
     assert!(
         notes.iter().any(
             |note| note.starts_with("whatsapp: could not send image broken.gif")
@@ -254,27 +214,6 @@ async fn put(client: &mut hearth_tests::harness::Client, bytes: &[u8]) -> String
         panic!("the image was not stored");
     };
     stored.sha256
-}
-
-async fn submit(
-    client: &mut hearth_tests::harness::Client,
-    text: &str,
-    images: Vec<String>,
-) -> u64 {
-    let ack = client
-        .request(ClientFrame::Submit {
-            text: text.into(),
-            source: "terminal".into(),
-            key: None,
-            images,
-            person: None,
-            media: Vec::new(),
-        })
-        .await;
-    let ServerFrame::Ack { id, .. } = ack else {
-        panic!("expected an ack, got {ack:?}");
-    };
-    id
 }
 
 /// The size of every image block of an Anthropic Messages body, in order.
@@ -317,9 +256,11 @@ async fn a_request_of_more_than_twenty_images_sends_each_within_2000_pixels() {
     let gate = hearth_tests::fake_model::Gate::new();
     model.push(Reply::gated(Reply::tool_call("date", "{}"), &gate));
     model.push(Reply::text("Twenty-one pictures."));
-    let id = submit(&mut client, "look at these", first).await;
+    let id = client
+        .submit_acked("look at these", first, Vec::new())
+        .await;
     model.wait_for_requests(1).await;
-    submit(&mut client, "and these", second).await;
+    client.submit_acked("and these", second, Vec::new()).await;
     gate.open();
     client.reply_to(id).await;
     let requests = model.requests();
@@ -357,7 +298,9 @@ async fn an_image_that_cannot_be_fitted_is_left_out_and_the_user_is_told() {
     let good = put(&mut client, &coloured_png(30, 20, 7)).await;
     let bad = put(&mut client, &broken).await;
     model.push(Reply::text("I see one picture."));
-    let id = submit(&mut client, "what are these?", vec![good, bad.clone()]).await;
+    let id = client
+        .submit_acked("what are these?", vec![good, bad.clone()], Vec::new())
+        .await;
     client.reply_to(id).await;
 
     // The request went, with the image it could carry and a line where
@@ -373,12 +316,7 @@ async fn an_image_that_cannot_be_fitted_is_left_out_and_the_user_is_told() {
     );
     // The user is told, in the conversation.
     let note = client
-        .wait_for(|e| {
-            e.kind == EventKind::Note
-                && e.text
-                    .as_deref()
-                    .is_some_and(|text| text.contains("without its pixels"))
-        })
+        .wait_for_text(EventKind::Note, "without its pixels")
         .await;
     let text = note.text.unwrap();
     assert!(
@@ -433,7 +371,9 @@ async fn the_images_of_one_request_share_its_size_limit() {
         images.push(put(&mut client, &png).await);
     }
     model.push(Reply::text("Eight pictures of noise."));
-    let id = submit(&mut client, "what are these?", images).await;
+    let id = client
+        .submit_acked("what are these?", images, Vec::new())
+        .await;
     let reply = client.reply_to(id).await;
     assert_eq!(reply.text.as_deref(), Some("Eight pictures of noise."));
     let requests = model.requests();

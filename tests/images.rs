@@ -11,49 +11,17 @@
 use hearth_protocol::image::{encode, MAX_IMAGE_BYTES};
 use hearth_protocol::{ClientFrame, ErrorCode, EventKind, ImageRef, Message, ServerFrame};
 use hearth_tests::bins;
-use hearth_tests::fake_graph::{FakeGraph, ACCESS_TOKEN, PHONE_NUMBER_ID};
+use hearth_tests::fake_graph::{whatsapp_secrets, FakeGraph, ACCESS_TOKEN};
 use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
-use hearth_tests::fake_telegram::{FakeTelegram, Person, TOKEN};
-use hearth_tests::harness::{Client, Daemon, TestHome};
-use hearth_tests::meta_webhook::{
-    delivery, image, text, Sender, Webhook, APP_SECRET, VERIFY_TOKEN,
-};
+use hearth_tests::fake_telegram::{FakeTelegram, OWNER};
+use hearth_tests::harness::{png_head, Client, Daemon, TestHome};
+use hearth_tests::meta_webhook::{image, text, Webhook, WA_OWNER};
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
-
-/// A layout whose lines never need a summary: every request the fake model
-/// sees is a turn's, and every view line is the message's own.
-const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
-    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
-    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
-    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\n";
-
-const OWNER: Person = Person {
-    id: 4242,
-    first_name: "Ada",
-    username: Some("ada"),
-};
-
-/// A PNG's signature and header: all that hearth reads of an image.
-fn png(width: u32, height: u32) -> Vec<u8> {
-    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-    bytes.extend(width.to_be_bytes());
-    bytes.extend(height.to_be_bytes());
-    bytes.extend([8, 2, 0, 0, 0]);
-    bytes
-}
 
 /// A home for the fake model, with `extra` config appended.
 fn home(model: &FakeModel, extra: &str) -> TestHome {
     let home = TestHome::new(bins!());
-    let layout = home.path().join("images-layout.toml");
-    std::fs::write(&layout, NO_SUMMARIES).unwrap();
-    home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[agent]\nlayout = \"{}\"\n{extra}",
-        model.base_url(),
-        layout.display()
-    ));
+    home.use_model_without_summaries(&model.base_url(), extra);
     home
 }
 
@@ -70,26 +38,6 @@ async fn stored(client: &mut Client, bytes: &[u8]) -> ImageRef {
     match put(client, "image/png", bytes).await {
         ServerFrame::ImageStored(image) => image,
         other => panic!("expected image_stored, got {other:?}"),
-    }
-}
-
-async fn submit(client: &mut Client, text: &str, images: Vec<String>) -> ServerFrame {
-    client
-        .request(ClientFrame::Submit {
-            text: text.into(),
-            source: "terminal".into(),
-            key: None,
-            images,
-            person: None,
-            media: Vec::new(),
-        })
-        .await
-}
-
-async fn submitted(client: &mut Client, text: &str, images: Vec<String>) -> u64 {
-    match submit(client, text, images).await {
-        ServerFrame::Ack { id, .. } => id,
-        other => panic!("expected an ack, got {other:?}"),
     }
 }
 
@@ -145,7 +93,7 @@ async fn a_submitted_image_reaches_the_model_and_the_next_view_says_so() {
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;
 
-    let bytes = png(640, 480);
+    let bytes = png_head(640, 480);
     let image = stored(&mut client, &bytes).await;
     assert_eq!((image.width, image.height), (Some(640), Some(480)));
     let file = home.path().join(format!("images/{}.png", image.sha256));
@@ -156,7 +104,9 @@ async fn a_submitted_image_reaches_the_model_and_the_next_view_says_so() {
     );
 
     model.push(Reply::text("A picture."));
-    let first = submitted(&mut client, "what is this?", vec![image.sha256.clone()]).await;
+    let first = client
+        .submit_acked("what is this?", vec![image.sha256.clone()], Vec::new())
+        .await;
     let event = client
         .wait_for(|e| e.kind == EventKind::User && e.id == Some(first))
         .await;
@@ -177,7 +127,7 @@ async fn a_submitted_image_reaches_the_model_and_the_next_view_says_so() {
 
     // The next turn's view names the image; its bytes stay out of the view.
     model.push(Reply::text("Still a picture."));
-    let second = submitted(&mut client, "and now?", vec![]).await;
+    let second = client.submit_acked("and now?", vec![], Vec::new()).await;
     client.reply_to(second).await;
     let requests = model.requests();
     let view: Vec<String> = messages(&requests[1])
@@ -196,7 +146,7 @@ async fn a_submitted_image_reaches_the_model_and_the_next_view_says_so() {
 
     // `hearth send --image` stores the file and submits it.
     let path = home.path().join("chart.png");
-    std::fs::write(&path, png(2, 2)).unwrap();
+    std::fs::write(&path, png_head(2, 2)).unwrap();
     model.push(Reply::text("A chart."));
     let output = home
         .hearth_async(&[
@@ -214,7 +164,7 @@ async fn a_submitted_image_reaches_the_model_and_the_next_view_says_so() {
     );
     let requests = model.requests();
     let last = messages(requests.last().unwrap()).pop().unwrap();
-    assert_eq!(parts(&last).1, vec![data_url(&png(2, 2))]);
+    assert_eq!(parts(&last).1, vec![data_url(&png_head(2, 2))]);
     assert!(parts(&last)
         .0
         .ends_with("user from script: [1 image] explain"));
@@ -227,10 +177,12 @@ async fn zoom_of_a_message_with_an_image_brings_the_image_back_to_the_model() {
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;
 
-    let bytes = png(3, 3);
+    let bytes = png_head(3, 3);
     let image = stored(&mut client, &bytes).await;
     model.push(Reply::text("Noted."));
-    let first = submitted(&mut client, "my cat", vec![image.sha256]).await;
+    let first = client
+        .submit_acked("my cat", vec![image.sha256], Vec::new())
+        .await;
     client.reply_to(first).await;
 
     model.push(Reply::tool_call(
@@ -238,7 +190,9 @@ async fn zoom_of_a_message_with_an_image_brings_the_image_back_to_the_model() {
         format!(r#"{{"id": {first}, "n": 1}}"#),
     ));
     model.push(Reply::text("Orange."));
-    let second = submitted(&mut client, "what colour was my cat?", vec![]).await;
+    let second = client
+        .submit_acked("what colour was my cat?", vec![], Vec::new())
+        .await;
     client.reply_to(second).await;
 
     let requests = model.requests();
@@ -265,12 +219,14 @@ async fn show_image_reaches_the_clients_and_image_get_returns_the_bytes() {
     let home = home(&model, "");
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;
-    let bytes = png(32, 16);
+    let bytes = png_head(32, 16);
     std::fs::write(home.path().join("agents/hearth/work/cat.png"), &bytes).unwrap();
 
     model.push(Reply::tool_call("show_image", r#"{"path": "cat.png"}"#));
     model.push(Reply::text("There it is."));
-    let id = submitted(&mut client, "show me the cat", vec![]).await;
+    let id = client
+        .submit_acked("show me the cat", vec![], Vec::new())
+        .await;
     let tool = client
         .wait_for(|e| e.kind == EventKind::Tool && e.id > Some(id))
         .await;
@@ -313,7 +269,9 @@ async fn show_image_reaches_the_clients_and_image_get_returns_the_bytes() {
         r#"{"path": "../../../config.toml"}"#,
     ));
     model.push(Reply::text("Cannot."));
-    let id = submitted(&mut client, "show the config", vec![]).await;
+    let id = client
+        .submit_acked("show the config", vec![], Vec::new())
+        .await;
     let tool = client
         .wait_for(|e| e.kind == EventKind::Tool && e.id > Some(id))
         .await;
@@ -341,10 +299,10 @@ async fn an_oversized_or_non_image_payload_is_refused_and_nothing_is_logged() {
         message.contains("image/png, image/jpeg, image/gif, image/webp"),
         "{message}"
     );
-    let (code, message) = refused(put(&mut client, "image/jpeg", &png(1, 1)).await);
+    let (code, message) = refused(put(&mut client, "image/jpeg", &png_head(1, 1)).await);
     assert_eq!(code, ErrorCode::BadFrame);
     assert!(message.contains("image/png, not image/jpeg"), "{message}");
-    let mut big = png(1, 1);
+    let mut big = png_head(1, 1);
     big.resize(MAX_IMAGE_BYTES + 1, 0);
     let (code, message) = refused(put(&mut client, "image/png", &big).await);
     assert_eq!(code, ErrorCode::TooLarge);
@@ -360,10 +318,14 @@ async fn an_oversized_or_non_image_payload_is_refused_and_nothing_is_logged() {
     assert_eq!(code, ErrorCode::BadFrame);
 
     let unknown = "0".repeat(64);
-    let (code, message) = refused(submit(&mut client, "look", vec![unknown]).await);
+    let (code, message) = refused(client.submit_with("look", vec![unknown], Vec::new()).await);
     assert_eq!(code, ErrorCode::Refused);
     assert!(message.contains("no stored image"), "{message}");
-    let (code, _) = refused(submit(&mut client, "look", vec!["../../hearth.db".into()]).await);
+    let (code, _) = refused(
+        client
+            .submit_with("look", vec!["../../hearth.db".into()], Vec::new())
+            .await,
+    );
     assert_eq!(code, ErrorCode::BadFrame);
 
     assert!(history(&mut client).await.is_empty(), "nothing was logged");
@@ -377,17 +339,8 @@ async fn an_oversized_or_non_image_payload_is_refused_and_nothing_is_logged() {
 /// The fake model and a `[telegram]` table for the fake Bot API that
 /// allows the owner.
 fn telegram_home(model: &FakeModel, telegram: &FakeTelegram) -> TestHome {
-    let home = home(
-        model,
-        &format!(
-            "\n[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
-            OWNER.id,
-            telegram.api_base()
-        ),
-    );
-    let secrets = home.path().join("secrets.env");
-    std::fs::write(&secrets, format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n")).unwrap();
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let home = home(model, &format!("\n{}", telegram.telegram_table()));
+    home.write_secrets(&hearth_tests::fake_telegram::secrets());
     home
 }
 
@@ -399,7 +352,7 @@ async fn a_telegram_photo_reaches_the_model_and_a_shown_image_goes_back_as_a_pho
     let _daemon: Daemon = home.start();
     let mut watcher = home.connect("watcher", None).await;
 
-    let photo = png(1280, 960);
+    let photo = png_head(1280, 960);
     model.push(Reply::text("A fine cat."));
     telegram.send_photo_bytes(&OWNER, &photo, Some("my cat"));
     let user = watcher.wait_for(|e| e.kind == EventKind::User).await;
@@ -424,7 +377,7 @@ async fn a_telegram_photo_reaches_the_model_and_a_shown_image_goes_back_as_a_pho
     );
 
     // An image the agent shows goes to the chat as a photo.
-    let shown = png(8, 8);
+    let shown = png_head(8, 8);
     std::fs::write(home.path().join("agents/hearth/work/plot.png"), &shown).unwrap();
     model.push(Reply::tool_call("show_image", r#"{"path": "plot.png"}"#));
     model.push(Reply::text("Here is the plot."));
@@ -447,30 +400,13 @@ fn whatsapp_home(model: &FakeModel, graph: &FakeGraph) -> TestHome {
     let home = home(
         model,
         &format!(
-            "\n[whatsapp]\nlisten = \"127.0.0.1:0\"\nverify_token_env = \"HEARTH_TEST_WA_VERIFY\"\n\
-             app_secret_env = \"HEARTH_TEST_WA_SECRET\"\naccess_token_env = \"HEARTH_TEST_WA_TOKEN\"\n\
-             phone_number_id = \"{PHONE_NUMBER_ID}\"\ngraph_base = \"{}\"\nallow = [\"+{}\"]\n",
-            graph.graph_base(),
-            WA_OWNER.wa_id
+            "\n{}",
+            graph.whatsapp_table(&format!("\"+{}\"", WA_OWNER.wa_id))
         ),
     );
-    let secrets = home.path().join("secrets.env");
-    std::fs::write(
-        &secrets,
-        format!(
-            "HEARTH_TEST_WA_VERIFY={VERIFY_TOKEN}\nHEARTH_TEST_WA_SECRET={APP_SECRET}\n\
-             HEARTH_TEST_WA_TOKEN={ACCESS_TOKEN}\n"
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    home.write_secrets(&whatsapp_secrets(ACCESS_TOKEN));
     home
 }
-
-const WA_OWNER: Sender = Sender {
-    wa_id: "15551234567",
-    name: "Ada",
-};
 
 #[tokio::test]
 async fn a_whatsapp_image_reaches_the_model_and_a_shown_image_is_uploaded_and_sent() {
@@ -487,12 +423,12 @@ async fn a_whatsapp_image_reaches_the_model_and_a_shown_image_is_uploaded_and_se
     ];
     graph.add_media("MEDIA7", "image/jpeg", &jpeg);
     model.push(Reply::text("A small picture."));
-    let sent = delivery(
-        PHONE_NUMBER_ID,
-        &WA_OWNER,
-        vec![image(&WA_OWNER, "wamid.P1", "MEDIA7", None)],
-    );
-    assert_eq!(webhook.deliver(&sent).await.status, 200);
+    webhook
+        .deliver_from(
+            &WA_OWNER,
+            vec![image(&WA_OWNER, "wamid.P1", "MEDIA7", None)],
+        )
+        .await;
     let user = watcher.wait_for(|e| e.kind == EventKind::User).await;
     assert_eq!(user.text.as_deref(), Some(""), "no caption, no placeholder");
     assert_eq!(user.images.len(), 1);
@@ -509,16 +445,16 @@ async fn a_whatsapp_image_reaches_the_model_and_a_shown_image_is_uploaded_and_se
         vec![format!("data:image/jpeg;base64,{}", encode(&jpeg))]
     );
 
-    let shown = png(5, 5);
+    let shown = png_head(5, 5);
     std::fs::write(home.path().join("agents/hearth/work/map.png"), &shown).unwrap();
     model.push(Reply::tool_call("show_image", r#"{"path": "map.png"}"#));
     model.push(Reply::text("The map."));
-    let sent = delivery(
-        PHONE_NUMBER_ID,
-        &WA_OWNER,
-        vec![text(&WA_OWNER, "wamid.P2", "show me the map")],
-    );
-    assert_eq!(webhook.deliver(&sent).await.status, 200);
+    webhook
+        .deliver_from(
+            &WA_OWNER,
+            vec![text(&WA_OWNER, "wamid.P2", "show me the map")],
+        )
+        .await;
     let calls = graph
         .wait_until("the image and the reply", |calls| {
             !calls.images.is_empty() && calls.sent.len() == 2

@@ -8,10 +8,10 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth_protocol::{ClientFrame, EventKind, ServerFrame};
+use hearth_protocol::{EventKind, ServerFrame};
 use hearth_tests::bins;
-use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
-use hearth_tests::harness::eventually;
+use hearth_tests::fake_model::{results_sent, FakeModel, Recorded, Reply};
+use hearth_tests::harness::{eventually, small_layout};
 use hearth_tests::mcp::{everything, mcp_status, servers, start_with, turn, Running};
 use std::path::PathBuf;
 
@@ -63,17 +63,6 @@ fn offered(request: &Recorded) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// The tool results sent back to the model in request `index`.
-fn results_sent(model: &FakeModel, index: usize) -> Vec<String> {
-    model.requests()[index].body["messages"]
-        .as_array()
-        .expect("chat messages")
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
 }
 
 #[tokio::test]
@@ -198,22 +187,11 @@ async fn a_write_through_the_filesystem_server_waits_for_approval() {
         .push(Reply::tool_call("mcp__fs__write_file", arguments));
     t.model.push(Reply::text("wrote it"));
     let (id, _) = t.client.submit("write a file", "terminal", None).await;
-    let asked = approver
-        .wait_for(|e| {
-            e.kind == EventKind::Approval
-                && e.approval.as_ref().is_some_and(|a| a.allowed.is_none())
-        })
-        .await;
+    let asked = approver.approval_asked().await;
     let approval = asked.approval.unwrap();
     assert_eq!(approval.tool, "mcp__fs__write_file");
     assert!(!target.exists(), "nothing is written before the yes");
-    let answer = approver
-        .request(ClientFrame::Approve {
-            id: approval.id.clone(),
-            allow: true,
-            by: None,
-        })
-        .await;
+    let answer = approver.approve(&approval.id, true).await;
     assert!(!matches!(answer, ServerFrame::Error { .. }), "{answer:?}");
     t.client.reply_to(id).await;
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "written");
@@ -237,13 +215,7 @@ async fn approvals_patterns_name_mcp_tools_even_of_a_trusted_server() {
         .approval
         .unwrap();
     assert_eq!(asked.tool, "mcp__one__echo");
-    let answer = approver
-        .request(ClientFrame::Approve {
-            id: asked.id.clone(),
-            allow: false,
-            by: None,
-        })
-        .await;
+    let answer = approver.approve(&asked.id, false).await;
     assert!(!matches!(answer, ServerFrame::Error { .. }), "{answer:?}");
     t.client.reply_to(id).await;
     let tool = t
@@ -375,20 +347,14 @@ async fn a_hung_call_times_out_and_a_line_that_is_not_json_is_a_fault() {
     assert!(t.daemon.is_running());
 }
 
-/// A layout whose line budget is small, so a long message is summarized by
-/// a compaction request before the turn that takes it.
-const SMALL_LINES: &str =
-    "block_lines = 4\nline_budget = 80\nline_guard = 160\nhigh_budget = 4000\n\
-    low_budget = 2000\ncompaction_high_budget = 4000\ncompaction_low_budget = 2000\n\
-    compactor_concurrency = 1\ncompactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\n\
-    compactor_backoff_ms = 1\n";
-
 #[tokio::test]
 async fn a_changed_tool_list_changes_the_next_requests_with_a_note() {
     // The compactor is its own model, so its requests answer themselves
     // (the default reply) and the turns' replies are queued for the turns.
     let layout = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(layout.path(), SMALL_LINES).unwrap();
+    // A small line budget: a long message is summarized by a compaction
+    // request before the turn that takes it.
+    std::fs::write(layout.path(), small_layout(80, 4000, 2000)).unwrap();
     let mut t = start(&format!(
         "[memory]\nmodel = \"summary-model\"\n[agent]\nlayout = \"{}\"\n\n{}",
         layout.path().display(),
@@ -527,13 +493,7 @@ async fn a_subagent_is_offered_only_the_servers_its_config_names() {
     }
     // A call of the other server's tool is refused before any server sees
     // it; the named server's works.
-    let results: Vec<String> = scout[1].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect();
+    let results = scout[1].tool_results();
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(
         results[0].contains("there is no tool `mcp__two__echo`"),

@@ -8,18 +8,8 @@
 use hearth_protocol::{Doing, EventKind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Recorded, Reply};
-use hearth_tests::harness::TestHome;
+use hearth_tests::harness::{small_layout, TestHome};
 use serde_json::Value;
-
-/// A layout with small budgets, so a short test reaches every rule.
-fn layout(line_budget: usize, high: usize, low: usize) -> String {
-    format!(
-        "block_lines = 4\nline_budget = {line_budget}\nline_guard = {}\nhigh_budget = {high}\nlow_budget = {low}\n\
-         compaction_high_budget = {high}\ncompaction_low_budget = {low}\ncompactor_concurrency = 1\n\
-         compactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\ncompactor_backoff_ms = 1\n",
-        line_budget * 2
-    )
-}
 
 fn home_with(model: &FakeModel, layout_text: &str) -> TestHome {
     home_with_model(model, layout_text, "")
@@ -81,7 +71,7 @@ fn is_alone(request: &Recorded) -> bool {
 #[tokio::test]
 async fn a_long_message_is_summarized_and_the_view_shows_its_line() {
     let model = FakeModel::start().await;
-    let home = home_with(&model, &layout(80, 4000, 2000));
+    let home = home_with(&model, &small_layout(80, 4000, 2000));
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;
 
@@ -120,7 +110,7 @@ async fn a_long_message_is_summarized_and_the_view_shows_its_line() {
 async fn the_view_stays_within_budget_and_merges_old_lines() {
     let model = FakeModel::start().await;
     // Lines fit together, so merges cost no model call.
-    let home = home_with(&model, &layout(400, 300, 150));
+    let home = home_with(&model, &small_layout(400, 300, 150));
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;
     for n in 0..12 {
@@ -157,7 +147,7 @@ async fn the_view_stays_within_budget_and_merges_old_lines() {
 #[tokio::test]
 async fn the_view_renders_byte_identically_after_a_restart() {
     let model = FakeModel::start().await;
-    let home = home_with(&model, &layout(400, 2000, 1000));
+    let home = home_with(&model, &small_layout(400, 2000, 1000));
     let mut daemon = home.start();
     let mut client = home.connect("terminal", None).await;
     for n in 0..5 {
@@ -188,7 +178,7 @@ async fn the_view_renders_byte_identically_after_a_restart() {
 #[tokio::test]
 async fn a_summary_that_keeps_failing_gets_a_mechanical_line_and_an_error() {
     let model = FakeModel::start().await;
-    let home = home_with(&model, &layout(64, 4000, 2000));
+    let home = home_with(&model, &small_layout(64, 4000, 2000));
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;
     for _ in 0..3 {
@@ -219,7 +209,7 @@ async fn a_summary_that_keeps_failing_gets_a_mechanical_line_and_an_error() {
 async fn an_outage_during_compaction_leaves_no_mechanical_line_once_the_model_is_back() {
     let model = FakeModel::start().await;
     // No retries inside a call: each failure reaches the compactor.
-    let home = home_with_model(&model, &layout(64, 4000, 2000), "max_retries = 0\n");
+    let home = home_with_model(&model, &small_layout(64, 4000, 2000), "max_retries = 0\n");
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;
     let down = || Reply::Error {
@@ -282,7 +272,7 @@ async fn an_outage_during_compaction_leaves_no_mechanical_line_once_the_model_is
 #[tokio::test]
 async fn an_over_long_summary_is_asked_again_and_the_shortest_kept() {
     let model = FakeModel::start().await;
-    let home = home_with(&model, &layout(80, 4000, 2000));
+    let home = home_with(&model, &small_layout(80, 4000, 2000));
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;
     model.push(Reply::Text("far too long a summary ".repeat(10)));
@@ -304,7 +294,7 @@ async fn an_over_long_summary_is_asked_again_and_the_shortest_kept() {
 #[tokio::test]
 async fn a_crash_mid_compaction_loses_no_summary_and_builds_none_twice() {
     let model = FakeModel::start().await;
-    let home = home_with(&model, &layout(80, 4000, 2000));
+    let home = home_with(&model, &small_layout(80, 4000, 2000));
     let mut daemon = home.start();
     let mut client = home.connect("terminal", None).await;
     model.push(Reply::Hang {
@@ -373,8 +363,8 @@ async fn stored(home: &TestHome, level: u8, first: u64) -> (String, bool) {
 #[tokio::test]
 async fn a_turns_long_messages_and_ready_merges_are_asked_for_in_its_own_chain() {
     let model = FakeModel::start().await;
-    let home = home_with(&model, &layout(80, 4000, 2000));
-    let work = home.path().join("agents/hearth/work");
+    let home = home_with(&model, &small_layout(80, 4000, 2000));
+    let work = home.work_dir();
     std::fs::create_dir_all(&work).unwrap();
     let notes = "the plumber comes on tuesday at nine; call ahead on 555 0199. ".repeat(6);
     std::fs::write(work.join("notes.txt"), &notes).unwrap();
@@ -458,8 +448,8 @@ async fn a_turns_long_messages_and_ready_merges_are_asked_for_in_its_own_chain()
 #[tokio::test]
 async fn a_garbled_batch_answer_asks_again_alone_for_each_line_it_lacks() {
     let model = FakeModel::start().await;
-    let home = home_with(&model, &layout(80, 4000, 2000));
-    let work = home.path().join("agents/hearth/work");
+    let home = home_with(&model, &small_layout(80, 4000, 2000));
+    let work = home.work_dir();
     std::fs::create_dir_all(&work).unwrap();
     std::fs::write(
         work.join("a.txt"),
@@ -534,8 +524,8 @@ async fn a_garbled_batch_answer_asks_again_alone_for_each_line_it_lacks() {
 #[tokio::test]
 async fn an_outage_of_a_turns_chain_call_leaves_its_lines_to_the_ordinary_calls() {
     let model = FakeModel::start().await;
-    let home = home_with_model(&model, &layout(80, 4000, 2000), "max_retries = 0\n");
-    let work = home.path().join("agents/hearth/work");
+    let home = home_with_model(&model, &small_layout(80, 4000, 2000), "max_retries = 0\n");
+    let work = home.work_dir();
     std::fs::create_dir_all(&work).unwrap();
     std::fs::write(
         work.join("roof.txt"),
@@ -593,8 +583,8 @@ async fn an_outage_of_a_turns_chain_call_leaves_its_lines_to_the_ordinary_calls(
 #[tokio::test]
 async fn the_merges_ready_at_a_turns_end_are_asked_for_together_in_one_call() {
     let model = FakeModel::start().await;
-    let home = home_with(&model, &layout(120, 4000, 2000));
-    let work = home.path().join("agents/hearth/work");
+    let home = home_with(&model, &small_layout(120, 4000, 2000));
+    let work = home.work_dir();
     std::fs::create_dir_all(&work).unwrap();
     for name in ["a", "b", "c", "d"] {
         std::fs::write(
@@ -686,7 +676,7 @@ fn has_merged_line(view: &str) -> bool {
 async fn a_message_after_an_idle_hour_starts_the_batch_the_view_would_soon_need() {
     // 30 replies of about 45 bytes: past the idle budget (1,000 bytes),
     // well within the high one (4,000). Any lines fit together: no call.
-    let text = layout(4000, 4000, 500) + "idle_secs = 3600\nidle_budget = 1000\n";
+    let text = small_layout(4000, 4000, 500) + "idle_secs = 3600\nidle_budget = 1000\n";
     let mut views = Vec::new();
     for gap in [false, true] {
         let model = FakeModel::start().await;

@@ -7,15 +7,7 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-/// A layout with small budgets, so a short test reaches every rule.
-fn layout(line_budget: usize, high: usize, low: usize) -> String {
-    format!(
-        "block_lines = 4\nline_budget = {line_budget}\nline_guard = {}\nhigh_budget = {high}\nlow_budget = {low}\n\
-         compaction_high_budget = {high}\ncompaction_low_budget = {low}\ncompactor_concurrency = 1\n\
-         compactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\ncompactor_backoff_ms = 1\n",
-        line_budget * 2
-    )
-}
+use hearth_tests::harness::small_layout;
 
 /// A keeper on `log` with no memory model: every line is a message's own
 /// or a mechanical cut, so the tree is a function of the log alone.
@@ -113,7 +105,7 @@ fn view_from_the_tree(database: &std::path::Path, through: u64, layout_text: &st
 async fn the_keeper_holds_the_view_not_the_history() {
     let dir = tempfile::tempdir().unwrap();
     let database = dir.path().join("hearth.db");
-    let layout_text = layout(60, 2000, 1000);
+    let layout_text = small_layout(60, 2000, 1000);
     let layout = hearth_daemon::layout::Layout::parse("test-layout.toml", &layout_text).unwrap();
     let (events, _) = tokio::sync::broadcast::channel(1024);
     let log = hearth_daemon::log::Log::open(&database, events.clone()).unwrap();

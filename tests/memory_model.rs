@@ -47,7 +47,7 @@ fn home_with(model: &FakeModel, layout_text: &str, more: &str) -> TestHome {
         model.base_url(),
         layout_file.display()
     ));
-    let work = home.path().join("agents/hearth/work");
+    let work = home.work_dir();
     std::fs::create_dir_all(&work).unwrap();
     let notes = "the plumber comes on tuesday at nine; call ahead on 555 0199. ".repeat(6);
     std::fs::write(work.join("notes.txt"), notes).unwrap();

@@ -9,7 +9,7 @@
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{anthropic, FakeModel, Recorded, Reply};
-use hearth_tests::harness::{Client, TestHome};
+use hearth_tests::harness::{clock_turn, Client, TestHome};
 use serde_json::{json, Value};
 
 fn home() -> TestHome {
@@ -86,21 +86,7 @@ async fn an_anthropic_tool_loop_streams_and_sends_the_results_back() {
     let _daemon = home.start();
     let mut client = home.connect("terminal", None).await;
 
-    model.push(Reply::ToolCalls {
-        text: Some("Let me look at the clock.".into()),
-        calls: vec![("date".into(), "{}".into())],
-    });
-    model.push(Reply::text("It is now."));
-    let (id, _) = client.submit("what time is it?", "terminal", None).await;
-    let echo = client.wait_for(|e| e.kind == EventKind::Echo).await;
-    assert_eq!(echo.text.as_deref(), Some("Let me look at the clock."));
-    let tool = client.wait_for(|e| e.kind == EventKind::Tool).await;
-    assert_eq!(tool.status.as_deref(), Some("ok"));
-    assert!(tool.text.unwrap().starts_with("date({})"));
-    assert_eq!(
-        client.reply_to(id).await.text.as_deref(),
-        Some("It is now.")
-    );
+    clock_turn(&model, &mut client).await;
     let streamed: String = client
         .events
         .iter()

@@ -6,15 +6,12 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use futures_util::{SinkExt, StreamExt};
 use hearth_protocol::{ClientFrame, ErrorCode, EventKind, Kind, ServerFrame, PROTOCOL_VERSION};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{eventually, Client, TestHome, DEADLINE};
+use hearth_tests::harness::{eventually, Client, TestHome};
+use hearth_tests::raw::Raw;
 use std::path::PathBuf;
-use tokio::net::UnixStream;
-use tokio_tungstenite::tungstenite::Message as WsMessage;
-use tokio_tungstenite::WebSocketStream;
 
 /// Whether the daemon confines its shell with Landlock (`hearth status`
 /// says so); without it the shell can read the home, the owner key too.
@@ -103,7 +100,7 @@ impl Scene {
     }
 
     fn work(&self) -> PathBuf {
-        self.home.path().join("agents/hearth/work")
+        self.home.work_dir()
     }
 }
 
@@ -193,41 +190,6 @@ kill -KILL "$keeper"
     assert!(!scene.submitted("owner words after the keeper").await);
 }
 
-/// A bare WebSocket on the Unix socket, for hellos the real client never sends.
-struct Raw(WebSocketStream<UnixStream>);
-
-impl Raw {
-    async fn connect(home: &TestHome) -> Raw {
-        let stream = UnixStream::connect(home.socket()).await.expect("connected");
-        let (socket, _) = tokio_tungstenite::client_async("ws://hearthd/", stream)
-            .await
-            .expect("a WebSocket");
-        Raw(socket)
-    }
-
-    async fn send(&mut self, frame: &ClientFrame) {
-        // The daemon may have closed the connection already: a refused
-        // client's later frames are lost, which is the point.
-        let _ = self.0.send(WsMessage::Text(frame.encode().into())).await;
-    }
-
-    /// The next frame; `None` once the daemon closed the connection.
-    async fn frame(&mut self) -> Option<ServerFrame> {
-        loop {
-            let next = tokio::time::timeout(DEADLINE, self.0.next())
-                .await
-                .expect("a frame or the end in time");
-            match next {
-                Some(Ok(WsMessage::Text(text))) => {
-                    return Some(ServerFrame::decode(&text).unwrap())
-                }
-                Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => return None,
-                Some(Ok(_)) => continue,
-            }
-        }
-    }
-}
-
 fn hello(owner_key: Option<&str>) -> ClientFrame {
     ClientFrame::Hello {
         client: "terminal".into(),
@@ -261,13 +223,7 @@ async fn a_hello_without_the_owner_key_is_refused_and_can_do_nothing() {
         matches!(receipt, ServerFrame::Receipt { .. }),
         "{receipt:?}"
     );
-    let asked = scene
-        .owner
-        .wait_for(|e| {
-            e.kind == EventKind::Approval
-                && e.approval.as_ref().is_some_and(|a| a.allowed.is_none())
-        })
-        .await;
+    let asked = scene.owner.approval_asked().await;
     let approval = asked.approval.unwrap().id;
 
     let backup = tempfile::tempdir().unwrap();
@@ -290,13 +246,13 @@ async fn a_hello_without_the_owner_key_is_refused_and_can_do_nothing() {
         (Some(wrong.as_str()), "not the running hearthd's"),
         (Some("short"), "not the running hearthd's"),
     ] {
-        let mut raw = Raw::connect(&scene.home).await;
+        let mut raw = Raw::connect(&scene.home.hearth_home()).await;
         // Before hello nothing is served.
         for attack in &attacks {
-            raw.send(attack).await;
+            let _ = raw.try_text(&attack.encode()).await;
             assert!(
                 matches!(
-                    raw.frame().await,
+                    raw.next_frame().await,
                     Some(ServerFrame::Error {
                         code: ErrorCode::Sequence,
                         ..
@@ -307,29 +263,22 @@ async fn a_hello_without_the_owner_key_is_refused_and_can_do_nothing() {
         }
         // A hello without the right key is refused, the connection ends,
         // and what follows it is never read.
-        raw.send(&hello(key)).await;
+        let _ = raw.try_text(&hello(key).encode()).await;
         for attack in &attacks {
-            raw.send(attack).await;
+            let _ = raw.try_text(&attack.encode()).await;
         }
-        match raw.frame().await {
+        match raw.next_frame().await {
             Some(ServerFrame::Error {
                 code: ErrorCode::Unauthorized,
                 message,
             }) => assert!(message.contains(said), "{message}"),
             other => panic!("expected a refusal, got {other:?}"),
         }
-        assert_eq!(raw.frame().await, None, "the connection ended");
+        assert_eq!(raw.next_frame().await, None, "the connection ended");
     }
 
     // The approval still waits: the owner's answer is the first.
-    let answered = scene
-        .owner
-        .request(ClientFrame::Approve {
-            id: approval,
-            allow: false,
-            by: None,
-        })
-        .await;
+    let answered = scene.owner.approve(&approval, false).await;
     assert!(
         !matches!(answered, ServerFrame::Error { .. }),
         "{answered:?}"
@@ -342,10 +291,10 @@ async fn a_hello_without_the_owner_key_is_refused_and_can_do_nothing() {
     assert!(!copy.exists(), "no backup was written");
     assert!(!scene.submitted("owner words from a raw client").await);
     // The right key is let in.
-    let mut raw = Raw::connect(&scene.home).await;
-    raw.send(&hello(Some(&real))).await;
+    let mut raw = Raw::connect(&scene.home.hearth_home()).await;
+    let _ = raw.try_text(&hello(Some(&real)).encode()).await;
     assert!(matches!(
-        raw.frame().await,
+        raw.next_frame().await,
         Some(ServerFrame::Welcome { .. })
     ));
 }

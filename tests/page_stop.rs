@@ -9,9 +9,9 @@
 
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{Daemon, TestHome, DEADLINE};
+use hearth_tests::harness::{read_request_head, Daemon, TestHome, DEADLINE};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 /// The daemon's test hook (`tools/web.rs`) that holds a reduction forever.
@@ -36,15 +36,7 @@ async fn serve(body: String) -> (String, tokio::task::JoinHandle<()>) {
     let url = format!("http://{}/page", listener.local_addr().unwrap());
     let server = tokio::spawn(async move {
         let (mut stream, _) = listener.accept().await.unwrap();
-        let mut request = Vec::new();
-        let mut buffer = [0u8; 4096];
-        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-            let read = stream.read(&mut buffer).await.unwrap();
-            if read == 0 {
-                break;
-            }
-            request.extend_from_slice(&buffer[..read]);
-        }
+        read_request_head(&mut stream).await;
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             body.len()

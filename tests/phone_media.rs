@@ -9,29 +9,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hearth_daemon::documents::{bomb_pdf, tiny_pdf};
-use hearth_protocol::Kind;
 use hearth_tests::bins;
-use hearth_tests::fake_graph::{FakeGraph, ACCESS_TOKEN, PHONE_NUMBER_ID};
+use hearth_tests::fake_graph::{whatsapp_secrets, FakeGraph, ACCESS_TOKEN};
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::fake_telegram::{FakeTelegram, Person, TOKEN};
+use hearth_tests::fake_telegram::{FakeTelegram, OWNER};
 use hearth_tests::fake_transcription::{Answer, FakeTranscription};
-use hearth_tests::harness::{eventually, TestHome};
-use hearth_tests::meta_webhook::{delivery, Sender, Webhook, APP_SECRET, VERIFY_TOKEN};
+use hearth_tests::harness::{eventually, logged_user_message, TestHome};
+use hearth_tests::meta_webhook::{Webhook, WA_OWNER};
 use serde_json::json;
-use std::os::unix::fs::PermissionsExt;
 
 const VOICE: &[u8] = b"OggS\0\x02\0\0\0\0\0\0\0\0 a voice note from the phone";
-
-const OWNER: Person = Person {
-    id: 4242,
-    first_name: "Ada",
-    username: Some("ada"),
-};
-
-const WA_OWNER: Sender = Sender {
-    wa_id: "15551234567",
-    name: "Ada",
-};
 
 /// A home for the fake model and transcription endpoint, with `bridge`'s
 /// table and secrets.
@@ -42,29 +29,13 @@ fn home(
     secrets: &str,
 ) -> TestHome {
     let home = TestHome::new(bins!());
-    home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n\
-         [transcription]\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\n\
-         retry_delay_ms = 1\n\n{bridge}",
-        model.base_url(),
-        transcription.base_url(),
-    ));
-    let file = home.path().join("secrets.env");
-    std::fs::write(&file, secrets).unwrap();
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    home.use_model_and_transcription(
+        &model.base_url(),
+        &transcription.base_url(),
+        &format!("\n{bridge}"),
+    );
+    home.write_secrets(secrets);
     home
-}
-
-/// The user message whose text starts with `start`, once it is logged.
-async fn logged(home: &TestHome, start: &str) -> hearth_protocol::Message {
-    eventually(&format!("a message starting {start:?}"), || async {
-        home.history()
-            .await
-            .into_iter()
-            .find(|message| message.kind == Kind::User && message.text.starts_with(start))
-    })
-    .await
 }
 
 #[tokio::test]
@@ -72,17 +43,10 @@ async fn a_telegram_voice_note_is_answered_as_if_typed_and_a_document_is_read() 
     let model = FakeModel::start().await;
     model.set_default(Reply::text("on it"));
     let transcription = FakeTranscription::start().await;
-    transcription.push(Answer::Text {
-        text: "remind me to water the plants".into(),
-        seconds: 42.0,
-    });
+    transcription.push(Answer::text("remind me to water the plants", 42.0));
     let telegram = FakeTelegram::start().await;
-    let table = format!(
-        "[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
-        OWNER.id,
-        telegram.api_base()
-    );
-    let secrets = format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n");
+    let table = telegram.telegram_table();
+    let secrets = hearth_tests::fake_telegram::secrets();
     let home = home(&model, &transcription, &table, &secrets);
     let _daemon = home.start();
 
@@ -94,9 +58,9 @@ async fn a_telegram_voice_note_is_answered_as_if_typed_and_a_document_is_read() 
         VOICE,
         None,
     );
-    let voice = logged(&home, "[voice 0:42, transcribing]").await;
+    let voice = logged_user_message(&home, "[voice 0:42, transcribing]").await;
     assert_eq!(voice.source, "telegram");
-    let heard = logged(&home, "[voice 0:42] ").await;
+    let heard = logged_user_message(&home, "[voice 0:42] ").await;
     assert_eq!(heard.text, "[voice 0:42] remind me to water the plants");
     let received = transcription.wait_for(1).await;
     assert_eq!(received[0].file, VOICE);
@@ -115,7 +79,7 @@ async fn a_telegram_voice_note_is_answered_as_if_typed_and_a_document_is_read() 
         &pdf,
         Some("what is the deposit?"),
     );
-    let document = logged(&home, "[file: \"lease.pdf\"").await;
+    let document = logged_user_message(&home, "[file: \"lease.pdf\"").await;
     assert_eq!(
         document.text,
         "[file: \"lease.pdf\", 1 page] what is the deposit?"
@@ -140,12 +104,8 @@ async fn a_pdf_bomb_from_telegram_is_refused_and_the_daemon_answers_on() {
     model.set_default(Reply::text("on it"));
     let transcription = FakeTranscription::start().await;
     let telegram = FakeTelegram::start().await;
-    let table = format!(
-        "[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
-        OWNER.id,
-        telegram.api_base()
-    );
-    let secrets = format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n");
+    let table = telegram.telegram_table();
+    let secrets = hearth_tests::fake_telegram::secrets();
     let home = home(&model, &transcription, &table, &secrets);
     let daemon = home.start();
 
@@ -176,7 +136,7 @@ async fn a_pdf_bomb_from_telegram_is_refused_and_the_daemon_answers_on() {
         })
         .await;
     telegram.write(&OWNER, "are you still there?");
-    logged(&home, "are you still there?").await;
+    logged_user_message(&home, "are you still there?").await;
     telegram
         .wait_until("a reply to the next message", |calls| {
             calls
@@ -194,22 +154,10 @@ async fn a_whatsapp_voice_note_and_document_come_by_their_media_url() {
     let model = FakeModel::start().await;
     model.set_default(Reply::text("noted"));
     let transcription = FakeTranscription::start().await;
-    transcription.push(Answer::Text {
-        text: "the meeting moved to friday".into(),
-        seconds: 9.0,
-    });
+    transcription.push(Answer::text("the meeting moved to friday", 9.0));
     let graph = FakeGraph::start().await;
-    let table = format!(
-        "[whatsapp]\nlisten = \"127.0.0.1:0\"\nverify_token_env = \"HEARTH_TEST_WA_VERIFY\"\n\
-         app_secret_env = \"HEARTH_TEST_WA_SECRET\"\naccess_token_env = \"HEARTH_TEST_WA_TOKEN\"\n\
-         phone_number_id = \"{PHONE_NUMBER_ID}\"\ngraph_base = \"{}\"\nallow = [\"+{}\"]\n",
-        graph.graph_base(),
-        WA_OWNER.wa_id
-    );
-    let secrets = format!(
-        "HEARTH_TEST_WA_VERIFY={VERIFY_TOKEN}\nHEARTH_TEST_WA_SECRET={APP_SECRET}\n\
-         HEARTH_TEST_WA_TOKEN={ACCESS_TOKEN}\n"
-    );
+    let table = graph.whatsapp_table(&format!("\"+{}\"", WA_OWNER.wa_id));
+    let secrets = whatsapp_secrets(ACCESS_TOKEN);
     let home = home(&model, &transcription, &table, &secrets);
     let daemon = home.start();
     let webhook = Webhook::of(&daemon, 1).await;
@@ -218,11 +166,10 @@ async fn a_whatsapp_voice_note_and_document_come_by_their_media_url() {
     let voice = json!({"from": WA_OWNER.wa_id, "id": "wamid.V1", "timestamp": "1767225600",
         "type": "audio", "audio": {"id": "AUDIO1", "mime_type": "audio/ogg; codecs=opus",
         "sha256": "x", "voice": true}});
-    let sent = delivery(PHONE_NUMBER_ID, &WA_OWNER, vec![voice]);
-    assert_eq!(webhook.deliver(&sent).await.status, 200);
+    webhook.deliver_from(&WA_OWNER, vec![voice]).await;
     // WhatsApp says no length: the voice note is said without one.
-    logged(&home, "[voice, transcribing]").await;
-    let heard = logged(&home, "[voice] ").await;
+    logged_user_message(&home, "[voice, transcribing]").await;
+    let heard = logged_user_message(&home, "[voice] ").await;
     assert_eq!(heard.text, "[voice] the meeting moved to friday");
     assert_eq!(heard.source, "whatsapp");
     assert_eq!(transcription.wait_for(1).await[0].file, VOICE);
@@ -231,8 +178,7 @@ async fn a_whatsapp_voice_note_and_document_come_by_their_media_url() {
     let document = json!({"from": WA_OWNER.wa_id, "id": "wamid.D1", "timestamp": "1767225601",
         "type": "document", "document": {"id": "DOC1", "mime_type": "text/plain",
         "sha256": "y", "filename": "list.txt", "caption": "buy these"}});
-    let sent = delivery(PHONE_NUMBER_ID, &WA_OWNER, vec![document]);
-    assert_eq!(webhook.deliver(&sent).await.status, 200);
-    let said = logged(&home, "[file: \"list.txt\"").await;
+    webhook.deliver_from(&WA_OWNER, vec![document]).await;
+    let said = logged_user_message(&home, "[file: \"list.txt\"").await;
     assert_eq!(said.text, "[file: \"list.txt\", 1 page] buy these");
 }

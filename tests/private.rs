@@ -10,7 +10,7 @@ use hearth_protocol::home::Home;
 use hearth_protocol::image::encode;
 use hearth_protocol::{ClientFrame, ServerFrame};
 use hearth_tests::bins;
-use hearth_tests::harness::{eventually, Client, TestHome, OLLAMA_URL_ENV};
+use hearth_tests::harness::{eventually, png_head, Client, TestHome, OLLAMA_URL_ENV};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -89,7 +89,7 @@ async fn hearthd_under_umask_022_creates_every_file_private() {
     // An image and a backup are written by the daemon too.
     let put = ClientFrame::ImagePut {
         media_type: "image/png".into(),
-        data_base64: encode(&png(4, 3)),
+        data_base64: encode(&png_head(4, 3)),
     };
     let ServerFrame::ImageStored(image) = client.request(put).await else {
         panic!("stored")
@@ -214,13 +214,4 @@ async fn a_bridge_run_by_hand_under_umask_022_creates_its_lock_private() {
     let _ = child.kill();
     let _ = child.wait();
     assert_private(&lock, 0o600);
-}
-
-/// The head of a PNG of this size: as much as the daemon reads.
-fn png(width: u32, height: u32) -> Vec<u8> {
-    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-    bytes.extend(width.to_be_bytes());
-    bytes.extend(height.to_be_bytes());
-    bytes.extend([8, 2, 0, 0, 0]);
-    bytes
 }

@@ -9,35 +9,18 @@
 use hearth_protocol::{ClientFrame, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Recorded, Reply};
-use hearth_tests::harness::TestHome;
-
-/// Lines never need a summary, so every request the model sees is a turn's.
-const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
-    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
-    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
-    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\nhuge_message = 4000\n";
+use hearth_tests::harness::{TestHome, NO_SUMMARIES};
 
 fn home(model: &FakeModel) -> TestHome {
     let home = TestHome::new(bins!());
     let layout = home.path().join("recall-layout.toml");
-    std::fs::write(&layout, NO_SUMMARIES).unwrap();
+    std::fs::write(&layout, format!("{NO_SUMMARIES}huge_message = 4000\n")).unwrap();
     home.write_config(&format!(
         "[model]\nprovider = \"openai-chat\"\nmodel = \"fake\"\nbase_url = \"{}\"\n\n[agent]\nlayout = \"{}\"\n",
         model.base_url(),
         layout.display()
     ));
     home
-}
-
-/// The output the daemon sent back for each tool call of a request.
-fn tool_results(request: &Recorded) -> Vec<String> {
-    request.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect()
 }
 
 /// The state message of a turn request (it begins `</chat>`).
@@ -101,7 +84,7 @@ async fn the_agent_searches_its_memory_and_an_acknowledged_message_is_found_at_o
 
     client.reply_to(fresh).await;
     let requests = model.requests();
-    let results = tool_results(requests.last().unwrap());
+    let results = requests.last().unwrap().tool_results();
     assert_eq!(results.len(), 1);
     assert!(
         results[0].starts_with(&format!("{planted}+1 user from terminal")),
@@ -144,7 +127,7 @@ async fn pinned_facts_are_in_every_turns_state_and_survive_a_restart() {
         .submit("I'm Ada. Tea, no sugar.", "terminal", None)
         .await;
     client.reply_to(first).await;
-    let results = tool_results(model.requests().last().unwrap());
+    let results = model.requests().last().unwrap().tool_results();
     assert!(
         results[0].starts_with("pinned: Her name is Ada"),
         "{results:?}"
@@ -224,7 +207,7 @@ async fn a_huge_message_is_sent_as_head_and_tail_and_zoom_pages_through_it() {
     assert!(first.contains("message 0 is 120000 bytes"), "{first:.400}");
     assert!(first.contains("00000 00001"), "the head is sent");
     assert!(first.contains("19999"), "the tail is sent");
-    let results = tool_results(&requests[1]);
+    let results = requests[1].tool_results();
     assert_eq!(
         results[0],
         "0+0|user: 10000 10001 10002 10003 10004 \n[bytes 60000 to 60030 of 120000; zoom(id=0, n=1, offset=60030) reads on]"

@@ -6,26 +6,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hearth_bridges::telegram::inbound::{REFUSAL, WEBHOOK_NOTE};
-use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
+use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
-use hearth_tests::fake_telegram::{Failure, FakeTelegram, Person, Sent, TOKEN};
-use hearth_tests::harness::{bridge_pid, eventually, TestHome};
+use hearth_tests::fake_telegram::{Failure, FakeTelegram, Sent, OWNER, STRANGER};
+use hearth_tests::harness::{
+    bridge_failed, bridge_pid, eventually, model_table, notes_by, TestHome,
+};
 use serde_json::json;
-use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
-
-const OWNER: Person = Person {
-    id: 4242,
-    first_name: "Ada",
-    username: Some("ada"),
-};
-
-const STRANGER: Person = Person {
-    id: 999,
-    first_name: "Mallory",
-    username: Some("mallory"),
-};
 
 fn home() -> TestHome {
     TestHome::new(bins!())
@@ -40,14 +29,11 @@ fn configure(home: &TestHome, model: &FakeModel, telegram: &FakeTelegram) {
 /// As [`configure`], with `extra` lines in the `[telegram]` table.
 fn configure_with(home: &TestHome, model: &FakeModel, telegram: &FakeTelegram, extra: &str) {
     home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n{extra}",
-        model.base_url(),
-        OWNER.id,
-        telegram.api_base()
+        "{}\n{}{extra}",
+        model_table("openai-chat", &model.base_url()),
+        telegram.telegram_table()
     ));
-    let secrets = home.path().join("secrets.env");
-    std::fs::write(&secrets, format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n")).expect("secrets");
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    home.write_secrets(&hearth_tests::fake_telegram::secrets());
 }
 
 #[tokio::test]
@@ -225,11 +211,7 @@ async fn a_stranger_is_refused_once_and_the_agent_never_sees_the_message() {
     assert_eq!(calls.sent_to(STRANGER.id), vec![REFUSAL.to_string()]);
 
     let log = home.history().await;
-    let notes: Vec<&str> = log
-        .iter()
-        .filter(|m| m.kind == Kind::Note && m.source == "telegram")
-        .map(|m| m.text.as_str())
-        .collect();
+    let notes = notes_by(&log, "telegram");
     assert_eq!(
         notes,
         vec!["telegram: refused a message from user 999 (@mallory)"]
@@ -501,18 +483,7 @@ async fn a_bridge_that_cannot_start_says_why_in_the_log_and_status_not_the_conve
     let home = home();
     home.write_config("[telegram]\ntoken_env = \"HEARTH_TEST_NO_SUCH_TOKEN\"\nallow = [1]\n");
     let mut daemon = home.start();
-    let home_ref = &home;
-    let bridge = eventually("the bridge failed in status", || async move {
-        let mut client = home_ref.connect("hearth-status", None).await;
-        let ServerFrame::Status(status) = client.request(ClientFrame::Status).await else {
-            return None;
-        };
-        status
-            .bridges
-            .into_iter()
-            .find(|b| b.name == "telegram" && b.state == "failed")
-    })
-    .await;
+    let bridge = bridge_failed(&home, "telegram").await;
     let why = bridge.error.unwrap_or_default();
     assert!(why.contains("no Telegram bot token"), "{why}");
     assert!(daemon.log_text().contains("no Telegram bot token"));

@@ -10,60 +10,25 @@
 
 use hearth_protocol::{ClientFrame, Event, EventKind, ServerFrame};
 use hearth_tests::bins;
-use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{Client, Daemon, TestHome};
+use hearth_tests::fake_model::{results_sent, FakeModel, Reply};
+use hearth_tests::harness::{process_gone, read_request_head, until, Client, Running, TestHome};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::path::Path;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
-
-/// A layout whose lines never need a summary, so the memory's compactor
-/// makes no model requests of its own: every request the fake model sees is
-/// the turn's, in order.
-const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
-    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
-    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
-    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\n";
 
 /// A home whose config points at `model`, with `tools` as the `[tools]` table.
 fn home(model: &FakeModel, tools: &str) -> TestHome {
     let home = TestHome::new(bins!());
-    let layout = home.path().join("tools-layout.toml");
-    std::fs::write(&layout, NO_SUMMARIES).unwrap();
-    home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[agent]\nlayout = \"{}\"\n\n\
-         [tools]\n{tools}\n",
-        model.base_url(),
-        layout.display()
-    ));
+    home.use_model_without_summaries(&model.base_url(), &format!("\n[tools]\n{tools}\n"));
     home
-}
-
-/// The default working folder of the agent `hearth`.
-fn workdir(home: &TestHome) -> PathBuf {
-    home.path().join("agents/hearth/work")
-}
-
-struct Running {
-    model: FakeModel,
-    home: TestHome,
-    daemon: Daemon,
-    client: Client,
 }
 
 async fn start(tools: &str) -> Running {
     let model = FakeModel::start().await;
     let home = home(&model, tools);
     let daemon = home.start();
-    let client = home.connect("terminal", None).await;
-    Running {
-        model,
-        home,
-        daemon,
-        client,
-    }
+    Running::attach(model, home, daemon).await
 }
 
 /// Submits a message and returns its id.
@@ -90,43 +55,10 @@ async fn tool_events(client: &mut Client, after: u64, count: usize) -> Vec<Event
     }
 }
 
-/// The tool results sent back to the model in request `index`, in order.
-fn results_sent(model: &FakeModel, index: usize) -> Vec<String> {
-    model.requests()[index].body["messages"]
-        .as_array()
-        .expect("chat messages")
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
-/// A process is gone once it has no /proc entry, or is a zombie waiting
-/// only for its new parent (init, which may not reap in a container).
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
-/// Waits, bounded, for a condition that an asynchronous step makes true.
-async fn eventually(what: &str, condition: impl Fn() -> bool) {
-    for _ in 0..3000 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("never happened: {what}");
-}
-
 /// The pid a command wrote into `file` in the working folder, once written.
 async fn pid_in(dir: &Path, file: &str) -> u32 {
     let path = dir.join(file);
-    eventually(&format!("{file} written"), || {
+    until(&format!("{file} written"), || {
         std::fs::read_to_string(&path).is_ok_and(|text| text.ends_with('\n'))
     })
     .await;
@@ -144,18 +76,18 @@ async fn an_interrupt_kills_a_running_command_with_its_whole_group() {
     let mut t = start("").await;
     t.model.push(Reply::tool_call("shell", SLEEPER));
     let id = ask(&mut t.client, "sleep a while").await;
-    let work = workdir(&t.home);
+    let work = t.home.work_dir();
     let leader = pid_in(&work, "leader").await;
     let child = pid_in(&work, "child").await;
-    assert!(!gone(leader) && !gone(child));
+    assert!(!process_gone(leader) && !process_gone(child));
 
     match t.client.request(ClientFrame::Interrupt).await {
         ServerFrame::Interrupted { running } => assert!(running),
         other => panic!("expected interrupted, got {other:?}"),
     }
     t.client.wait_for(|e| e.kind == EventKind::Idle).await;
-    eventually("the shell is gone", || gone(leader)).await;
-    eventually("its background child is gone", || gone(child)).await;
+    until("the shell is gone", || process_gone(leader)).await;
+    until("its background child is gone", || process_gone(child)).await;
     let tool = &tool_events(&mut t.client, id, 1).await[0];
     assert_eq!(tool.status.as_deref(), Some("interrupted"));
     assert!(t.daemon.is_running());
@@ -173,10 +105,10 @@ async fn a_timeout_kills_a_process_tree_that_ignores_sigterm() {
     assert_eq!(tool.status.as_deref(), Some("error"));
     assert!(text.contains("timed out after 1 s"), "{text}");
     assert!(text.contains("killed by signal 9 (SIGKILL)"), "{text}");
-    let work = workdir(&t.home);
+    let work = t.home.work_dir();
     let (leader, child) = (pid_in(&work, "leader").await, pid_in(&work, "child").await);
-    eventually("the shell is gone", || gone(leader)).await;
-    eventually("its background child is gone", || gone(child)).await;
+    until("the shell is gone", || process_gone(leader)).await;
+    until("its background child is gone", || process_gone(child)).await;
     assert_eq!(
         t.client.reply_to(id).await.text.as_deref(),
         Some("it timed out")
@@ -221,7 +153,7 @@ async fn fifty_megabytes_of_output_are_clipped_and_the_daemon_stays_up() {
 async fn paths_that_escape_the_working_folder_are_refused() {
     let model = FakeModel::start().await;
     let home = home(&model, "");
-    let work = workdir(&home);
+    let work = home.work_dir();
     std::fs::create_dir_all(&work).unwrap();
     std::fs::write(home.path().join("secret.txt"), "the owner's secret").unwrap();
     std::os::unix::fs::symlink(home.path(), work.join("door")).unwrap();
@@ -340,7 +272,7 @@ async fn malformed_arguments_get_their_error_and_the_turn_continues() {
         statuses,
         ["error", "error", "error", "error", "error", "ok"]
     );
-    let work = workdir(&t.home);
+    let work = t.home.work_dir();
     for n in 1..=4 {
         assert!(
             !work.join(format!("ran-{n}")).exists(),
@@ -353,7 +285,7 @@ async fn malformed_arguments_get_their_error_and_the_turn_continues() {
 #[tokio::test]
 async fn several_calls_in_one_response_come_back_in_call_order() {
     let mut t = start("").await;
-    std::fs::write(workdir(&t.home).join("note.txt"), "a note\n").unwrap();
+    std::fs::write(t.home.work_dir().join("note.txt"), "a note\n").unwrap();
     let calls = [
         ("shell", r#"{"command": "sleep 0.5; echo first"}"#),
         ("shell", r#"{"command": "echo second"}"#),
@@ -402,15 +334,7 @@ async fn serve(pages: Vec<String>) -> (String, tokio::task::JoinHandle<usize>) {
         let mut served = 0;
         for page in pages {
             let (mut stream, _) = listener.accept().await.unwrap();
-            let mut request = Vec::new();
-            let mut buffer = [0u8; 4096];
-            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                let read = stream.read(&mut buffer).await.unwrap();
-                if read == 0 {
-                    break;
-                }
-                request.extend_from_slice(&buffer[..read]);
-            }
+            read_request_head(&mut stream).await;
             stream.write_all(page.as_bytes()).await.unwrap();
             stream.shutdown().await.ok();
             served += 1;
@@ -508,7 +432,7 @@ async fn a_daemon_stopped_with_sigterm_leaves_no_child_behind() {
     let mut t = start("").await;
     t.model.push(Reply::tool_call("shell", SLEEPER));
     ask(&mut t.client, "sleep a while").await;
-    let work = workdir(&t.home);
+    let work = t.home.work_dir();
     let leader = pid_in(&work, "leader").await;
     let child = pid_in(&work, "child").await;
     assert!(
@@ -516,8 +440,8 @@ async fn a_daemon_stopped_with_sigterm_leaves_no_child_behind() {
         "hearthd exits cleanly:\n{}",
         t.daemon.log_text()
     );
-    eventually("the shell is gone", || gone(leader)).await;
-    eventually("its background child is gone", || gone(child)).await;
+    until("the shell is gone", || process_gone(leader)).await;
+    until("its background child is gone", || process_gone(child)).await;
 }
 
 /// Commands that leave their process group, each writing the escaped
@@ -536,11 +460,11 @@ async fn a_process_that_leaves_the_group_ends_with_its_call() {
         t.model.push(Reply::tool_call("shell", *escape));
         t.model.push(Reply::text("done"));
         let id = ask(&mut t.client, "start something in the background").await;
-        let work = workdir(&t.home);
+        let work = t.home.work_dir();
         let child = pid_in(&work, "child").await;
         t.client.reply_to(id).await;
-        eventually(&format!("escape {n}: the escaped process is gone"), || {
-            gone(child)
+        until(&format!("escape {n}: the escaped process is gone"), || {
+            process_gone(child)
         })
         .await;
         assert!(t.daemon.is_running());
@@ -553,12 +477,12 @@ async fn an_interrupt_ends_a_process_that_left_the_group() {
     let command = r#"{"command": "setsid bash -c 'trap \"\" TERM; echo $$ > child; exec sleep 1000' & sleep 1000"}"#;
     t.model.push(Reply::tool_call("shell", command));
     ask(&mut t.client, "sleep a while").await;
-    let child = pid_in(&workdir(&t.home), "child").await;
+    let child = pid_in(&t.home.work_dir(), "child").await;
     match t.client.request(ClientFrame::Interrupt).await {
         ServerFrame::Interrupted { running } => assert!(running),
         other => panic!("expected interrupted, got {other:?}"),
     }
-    eventually("the escaped process is gone", || gone(child)).await;
+    until("the escaped process is gone", || process_gone(child)).await;
 }
 
 #[tokio::test]
@@ -568,9 +492,9 @@ async fn a_daemon_killed_with_sigkill_takes_escaped_processes_with_it() {
         r#"{"command": "setsid sleep 1000 > /dev/null 2>&1 & echo $! > child; sleep 1000"}"#;
     t.model.push(Reply::tool_call("shell", command));
     ask(&mut t.client, "sleep a while").await;
-    let child = pid_in(&workdir(&t.home), "child").await;
+    let child = pid_in(&t.home.work_dir(), "child").await;
     t.daemon.kill9();
-    eventually("the escaped process is gone", || gone(child)).await;
+    until("the escaped process is gone", || process_gone(child)).await;
 }
 
 #[tokio::test]
@@ -580,9 +504,9 @@ async fn a_daemon_stopped_with_sigterm_ends_escaped_processes() {
         r#"{"command": "setsid sleep 1000 > /dev/null 2>&1 & echo $! > child; sleep 1000"}"#;
     t.model.push(Reply::tool_call("shell", command));
     ask(&mut t.client, "sleep a while").await;
-    let child = pid_in(&workdir(&t.home), "child").await;
+    let child = pid_in(&t.home.work_dir(), "child").await;
     assert!(t.daemon.stop(), "{}", t.daemon.log_text());
-    eventually("the escaped process is gone", || gone(child)).await;
+    until("the escaped process is gone", || process_gone(child)).await;
 }
 
 /// One answer that calls these tools at once.
@@ -599,7 +523,7 @@ fn calls(calls: &[(&str, &str)]) -> Reply {
 #[tokio::test]
 async fn read_file_refuses_a_named_pipe_and_a_hard_link_and_the_daemon_stops_cleanly() {
     let mut t = start("").await;
-    let work = workdir(&t.home);
+    let work = t.home.work_dir();
     std::fs::create_dir_all(&work).unwrap();
     let status = std::process::Command::new("mkfifo")
         .arg(work.join("pipe"))
@@ -632,7 +556,7 @@ async fn read_file_refuses_a_named_pipe_and_a_hard_link_and_the_daemon_stops_cle
 #[tokio::test]
 async fn a_folder_swapped_for_a_symlink_during_reads_never_leads_outside() {
     let mut t = start("").await;
-    let work = workdir(&t.home);
+    let work = t.home.work_dir();
     let outside = t.home.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("f"), "OUTSIDE").unwrap();
@@ -699,25 +623,12 @@ async fn after_reading_a_page_the_shell_waits_for_a_yes_that_names_the_page() {
     t.model.push(Reply::text("I did not run it"));
     let id = ask(&mut t.client, "summarize that page").await;
     // The shell call waits for a person; the request says what the turn read.
-    let asked = t
-        .client
-        .wait_for(|e| {
-            e.kind == EventKind::Approval
-                && e.approval.as_ref().is_some_and(|a| a.allowed.is_none())
-        })
-        .await;
+    let asked = t.client.approval_asked().await;
     let approval = asked.approval.clone().unwrap();
     assert_eq!(approval.tool, "shell");
     let text = asked.text.clone().unwrap_or_default();
     assert!(text.contains(&format!("after reading {url}")), "{text}");
-    let answered = t
-        .client
-        .request(ClientFrame::Approve {
-            id: approval.id.clone(),
-            allow: false,
-            by: None,
-        })
-        .await;
+    let answered = t.client.approve(&approval.id, false).await;
     assert!(
         !matches!(answered, ServerFrame::Error { .. }),
         "{answered:?}"
@@ -727,7 +638,7 @@ async fn after_reading_a_page_the_shell_waits_for_a_yes_that_names_the_page() {
         Some("I did not run it")
     );
     assert!(
-        !workdir(&t.home).join("pwned").exists(),
+        !t.home.work_dir().join("pwned").exists(),
         "the injected command never ran"
     );
     let sent = results_sent(&t.model, 2);

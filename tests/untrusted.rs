@@ -8,7 +8,7 @@
 use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::TestHome;
+use hearth_tests::harness::{small_layout, TestHome};
 use std::os::unix::fs::PermissionsExt;
 
 /// Whether this kernel has Landlock, from the daemon's own words.
@@ -85,23 +85,12 @@ async fn the_shell_cannot_read_the_homes_secrets_or_database_but_works_in_its_fo
 
 /// Waits for the pending approval, checks it names `origin`, denies it.
 async fn deny_naming(client: &mut hearth_tests::harness::Client, origin: &str) {
-    let asked = client
-        .wait_for(|e| {
-            e.kind == EventKind::Approval
-                && e.approval.as_ref().is_some_and(|a| a.allowed.is_none())
-        })
-        .await;
+    let asked = client.approval_asked().await;
     let approval = asked.approval.clone().unwrap();
     assert_eq!(approval.tool, "shell");
     let text = asked.text.clone().unwrap_or_default();
     assert!(text.contains(origin), "the request names {origin}: {text}");
-    let answered = client
-        .request(ClientFrame::Approve {
-            id: approval.id,
-            allow: false,
-            by: None,
-        })
-        .await;
+    let answered = client.approve(&approval.id, false).await;
     assert!(
         !matches!(answered, ServerFrame::Error { .. }),
         "{answered:?}"
@@ -192,13 +181,7 @@ async fn an_untrusted_messages_summary_line_keeps_the_marker() {
     let model = FakeModel::start().await;
     let home = TestHome::new(bins!());
     let layout_file = home.path().join("test-layout.toml");
-    std::fs::write(
-        &layout_file,
-        "block_lines = 4\nline_budget = 80\nline_guard = 160\nhigh_budget = 4000\nlow_budget = 2000\n\
-         compaction_high_budget = 4000\ncompaction_low_budget = 2000\ncompactor_concurrency = 1\n\
-         compactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\ncompactor_backoff_ms = 1\n",
-    )
-    .unwrap();
+    std::fs::write(&layout_file, small_layout(80, 4000, 2000)).unwrap();
     home.write_config(&format!(
         "[model]\nprovider = \"openai-chat\"\nmodel = \"fake\"\nbase_url = \"{}\"\n\n[agent]\nlayout = \"{}\"\n",
         model.base_url(),

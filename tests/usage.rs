@@ -10,7 +10,7 @@ use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply, Usage};
-use hearth_tests::harness::{Daemon, TestHome, OLLAMA_URL_ENV};
+use hearth_tests::harness::{small_layout, Daemon, TestHome, OLLAMA_URL_ENV};
 use serde_json::Value;
 
 fn usage(input: u64, cached_input: u64, cache_write: u64, output: u64) -> Usage {
@@ -91,15 +91,9 @@ async fn stats_json(home: &TestHome, extra: &[&str]) -> Vec<Value> {
 
 /// A layout file whose 80-byte line budget sends any long message to the
 /// compactor.
-fn small_layout(home: &TestHome) -> std::path::PathBuf {
+fn small_layout_file(home: &TestHome) -> std::path::PathBuf {
     let layout_file = home.path().join("test-layout.toml");
-    std::fs::write(
-        &layout_file,
-        "block_lines = 4\nline_budget = 80\nline_guard = 160\nhigh_budget = 4000\nlow_budget = 2000\n\
-         compaction_high_budget = 4000\ncompaction_low_budget = 2000\ncompactor_concurrency = 1\n\
-         compactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\ncompactor_backoff_ms = 1\n",
-    )
-    .unwrap();
+    std::fs::write(&layout_file, small_layout(80, 4000, 2000)).unwrap();
     layout_file
 }
 
@@ -184,7 +178,7 @@ async fn a_turn_with_a_tool_call_stores_both_requests_and_stats_price_them() {
 async fn a_compaction_stores_its_request_as_anthropic_reported_it() {
     let model = FakeModel::start().await;
     let home = TestHome::new(bins!());
-    let layout_file = small_layout(&home);
+    let layout_file = small_layout_file(&home);
     home.write_config(&format!(
         "[model]\nprovider = \"anthropic\"\nmodel = \"claude-fake\"\nbase_url = \"{}\"\n\
          api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\nretry_delay_ms = 1\n\n\
@@ -256,14 +250,7 @@ async fn a_spent_budget_stops_the_next_turn_before_any_request() {
     ));
     let (first, _) = client.submit("hello", "terminal", None).await;
     client.reply_to(first).await;
-    let warning = client
-        .wait_for(|e| {
-            e.kind == EventKind::Note
-                && e.text
-                    .as_deref()
-                    .is_some_and(|t| t.contains("daily budget"))
-        })
-        .await;
+    let warning = client.wait_for_text(EventKind::Note, "daily budget").await;
     assert!(
         warning.text.unwrap().contains("200% of the daily budget"),
         "the 80% warning"
@@ -365,7 +352,7 @@ async fn an_ollama_without_models_leaves_the_daemon_saying_how_to_configure_one(
 async fn with_the_budget_spent_summaries_wait_without_a_request_and_no_line_is_cut() {
     let model = FakeModel::start().await;
     let home = TestHome::new(bins!());
-    let layout_file = small_layout(&home);
+    let layout_file = small_layout_file(&home);
     home.write_config(&format!(
         "{}\n[agent]\nlayout = \"{}\"\n\n[prices.fake]\ninput = 10.0\noutput = 10.0\n\n\
          [budget]\nmonthly_usd = 0.005\n",

@@ -10,11 +10,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hearth_protocol::image::encode;
-use hearth_protocol::{ClientFrame, Kind, MediaAttachment, MediaKind, Message, ServerFrame};
+use hearth_protocol::{ClientFrame, MediaAttachment, MediaKind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::fake_transcription::{Answer, FakeTranscription};
-use hearth_tests::harness::{eventually, Client, Daemon, TestHome};
+use hearth_tests::harness::{
+    eventually, logged_user_message, model_table, Client, Daemon, TestHome,
+};
 
 /// A voice note's bytes: enough of an Ogg file for hearth, which never
 /// decodes it.
@@ -23,11 +25,9 @@ const VOICE: &[u8] = b"OggS\0\x02\0\0\0\0\0\0\0\0 a voice note";
 fn home(model: &FakeModel, transcription: &FakeTranscription, extra: &str) -> TestHome {
     let home = TestHome::new(bins!());
     home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n\
-         [transcription]\nbase_url = \"{}\"\nmodel = \"whisper-1\"\nlanguage = \"en\"\n\
+        "{}\n[transcription]\nbase_url = \"{}\"\nmodel = \"whisper-1\"\nlanguage = \"en\"\n\
          api_key_env = \"HEARTH_TEST_KEY\"\nretry_delay_ms = 1\nwait_secs = 60\n{extra}",
-        model.base_url(),
+        model_table("openai-chat", &model.base_url()),
         transcription.base_url(),
     ));
     home
@@ -68,26 +68,12 @@ async fn send_voice(client: &mut Client, key: &str, duration_secs: u32) -> (u64,
     }
 }
 
-/// The user message whose text starts with `start`, once it is logged.
-async fn logged(home: &TestHome, start: &str) -> Message {
-    eventually(&format!("a message starting {start:?}"), || async {
-        home.history()
-            .await
-            .into_iter()
-            .find(|message| message.kind == Kind::User && message.text.starts_with(start))
-    })
-    .await
-}
-
 #[tokio::test]
 async fn a_voice_note_is_heard_once_however_often_it_is_delivered_and_its_cost_is_shown() {
     let model = FakeModel::start().await;
     model.set_default(Reply::text("noted"));
     let transcription = FakeTranscription::start().await;
-    transcription.push(Answer::Text {
-        text: "buy milk on the way home".into(),
-        seconds: 42.0,
-    });
+    transcription.push(Answer::text("buy milk on the way home", 42.0));
     let home = home(&model, &transcription, "");
     let _daemon = Daemon::start(&home);
     let mut client = home.connect("bridge", None).await;
@@ -101,7 +87,7 @@ async fn a_voice_note_is_heard_once_however_often_it_is_delivered_and_its_cost_i
     let log = home.history().await;
     let voice = log.iter().find(|m| m.id == id).unwrap();
     assert_eq!(voice.text, "[voice 0:42, transcribing]");
-    let transcript = logged(&home, "[voice 0:42] ").await;
+    let transcript = logged_user_message(&home, "[voice 0:42] ").await;
     assert_eq!(transcript.text, "[voice 0:42] buy milk on the way home");
     assert_eq!(transcript.source, "telegram");
     assert!(reply.answers.contains(&transcript.id), "{reply:?}");
@@ -157,19 +143,16 @@ async fn a_transcription_outage_loses_nothing_and_hearth_transcribe_tries_again(
     let mut client = home.connect("bridge", None).await;
 
     let (id, _) = send_voice(&mut client, "telegram:1:80", 5).await;
-    let failed = logged(&home, "[voice 0:05: could not transcribe").await;
+    let failed = logged_user_message(&home, "[voice 0:05: could not transcribe").await;
     assert!(failed.text.contains("answered 503"), "{}", failed.text);
     assert_eq!(transcription.received().len(), 3, "every try was made");
     client.reply_to(id).await;
 
     // The service is back: the stored audio is tried again on request.
-    transcription.set_default(Answer::Text {
-        text: "call mum tonight".into(),
-        seconds: 5.0,
-    });
+    transcription.set_default(Answer::text("call mum tonight", 5.0));
     let said = home.hearth_async(&["transcribe", &id.to_string()]).await;
     assert!(said.status.success(), "{said:?}");
-    let heard = logged(&home, "[voice 0:05] ").await;
+    let heard = logged_user_message(&home, "[voice 0:05] ").await;
     assert_eq!(heard.text, "[voice 0:05] call mum tonight");
 
     // The failure's own id names the voice note too.
@@ -206,12 +189,9 @@ async fn a_voice_note_left_pending_by_a_killed_daemon_is_transcribed_after_the_r
     daemon.kill9();
     drop(client);
 
-    transcription.set_default(Answer::Text {
-        text: "after the restart".into(),
-        seconds: 3.0,
-    });
+    transcription.set_default(Answer::text("after the restart", 3.0));
     let _daemon = Daemon::start(&home);
-    let heard = logged(&home, "[voice 0:03] ").await;
+    let heard = logged_user_message(&home, "[voice 0:03] ").await;
     assert_eq!(heard.text, "[voice 0:03] after the restart");
     let mut client = home.connect("watcher", Some(0)).await;
     let reply = client.reply_to(id).await;

@@ -12,24 +12,18 @@ use hearth_bridges::whatsapp::outbound::OUTSIDE_WINDOW_NOTE;
 use hearth_bridges::whatsapp::webhook::signature;
 use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
 use hearth_tests::bins;
-use hearth_tests::fake_graph::{Failure, FakeGraph, Sent, ACCESS_TOKEN, PHONE_NUMBER_ID};
+use hearth_tests::fake_graph::{
+    whatsapp_secrets, Failure, FakeGraph, Sent, ACCESS_TOKEN, PHONE_NUMBER_ID,
+};
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
-use hearth_tests::harness::{bridge_pid, cursor_at_log_end, eventually, texts, TestHome};
+use hearth_tests::harness::{
+    bridge_pid, cursor_at_log_end, eventually, model_table, notes_by, texts, TestHome,
+};
 use hearth_tests::meta_webhook::{
-    self, delivery, image, text, Sender, Webhook, APP_SECRET, VERIFY_TOKEN,
+    self, delivery, image, text, Webhook, APP_SECRET, VERIFY_TOKEN, WA_OWNER as OWNER,
+    WA_STRANGER as STRANGER,
 };
-use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
-
-const OWNER: Sender = Sender {
-    wa_id: "15551234567",
-    name: "Ada",
-};
-
-const STRANGER: Sender = Sender {
-    wa_id: "4915100000000",
-    name: "Mallory",
-};
 
 fn home() -> TestHome {
     TestHome::new(bins!())
@@ -40,25 +34,11 @@ fn home() -> TestHome {
 /// the system picks; the secrets in `secrets.env`, as a service finds them.
 fn configure(home: &TestHome, model: &FakeModel, graph: &FakeGraph, access_token: &str) {
     home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[whatsapp]\nlisten = \"127.0.0.1:0\"\nverify_token_env = \"HEARTH_TEST_WA_VERIFY\"\napp_secret_env = \"HEARTH_TEST_WA_SECRET\"\naccess_token_env = \"HEARTH_TEST_WA_TOKEN\"\nphone_number_id = \"{PHONE_NUMBER_ID}\"\ngraph_base = \"{}\"\nallow = [\"+1 555 123 4567\"]\n",
-        model.base_url(),
-        graph.graph_base()
+        "{}\n{}",
+        model_table("openai-chat", &model.base_url()),
+        graph.whatsapp_table("\"+1 555 123 4567\"")
     ));
-    let secrets = home.path().join("secrets.env");
-    std::fs::write(
-        &secrets,
-        format!("HEARTH_TEST_WA_VERIFY={VERIFY_TOKEN}\nHEARTH_TEST_WA_SECRET={APP_SECRET}\nHEARTH_TEST_WA_TOKEN={access_token}\n"),
-    )
-    .expect("secrets");
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-}
-
-/// `messages` from `from`, delivered with a good signature; asserts 200.
-async fn deliver(webhook: &Webhook, from: &Sender, messages: Vec<serde_json::Value>) {
-    let answer = webhook
-        .deliver(&delivery(PHONE_NUMBER_ID, from, messages))
-        .await;
-    assert_eq!(answer.status, 200, "{answer:?}");
+    home.write_secrets(&whatsapp_secrets(access_token));
 }
 
 #[tokio::test]
@@ -92,12 +72,9 @@ async fn an_owners_signed_message_reaches_the_agent_and_the_reply_goes_back() {
 
     let gate = Gate::new();
     model.push(Reply::gated(Reply::text("Hello, Ada!"), &gate));
-    deliver(
-        &webhook,
-        &OWNER,
-        vec![text(&OWNER, "wamid.A1", "hi from my phone")],
-    )
-    .await;
+    webhook
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.A1", "hi from my phone")])
+        .await;
     let user = watcher.wait_for(|e| e.kind == EventKind::User).await;
     assert_eq!(user.source.as_deref(), Some("whatsapp"));
     assert_eq!(user.text.as_deref(), Some("hi from my phone"));
@@ -135,12 +112,9 @@ async fn an_owners_signed_message_reaches_the_agent_and_the_reply_goes_back() {
     assert_eq!(calls.reads.len(), 1);
 
     // Meta delivers the same message again: acknowledged, logged once.
-    deliver(
-        &webhook,
-        &OWNER,
-        vec![text(&OWNER, "wamid.A1", "hi from my phone")],
-    )
-    .await;
+    webhook
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.A1", "hi from my phone")])
+        .await;
     let (id, duplicate) = watcher
         .submit("again", "whatsapp", Some("whatsapp:wamid.A1"))
         .await;
@@ -166,12 +140,9 @@ async fn an_owners_signed_message_reaches_the_agent_and_the_reply_goes_back() {
     .enumerate()
     {
         model.push(Reply::text(answer));
-        deliver(
-            &webhook,
-            &OWNER,
-            vec![image(&OWNER, wamid, "MEDIA1", caption)],
-        )
-        .await;
+        webhook
+            .deliver_from(&OWNER, vec![image(&OWNER, wamid, "MEDIA1", caption)])
+            .await;
         let calls = graph
             .wait_until("the photo's reply", |calls| calls.sent.len() == 3 + n)
             .await;
@@ -243,20 +214,19 @@ async fn a_stranger_is_refused_once_with_a_note_and_the_agent_never_sees_them() 
     let daemon = home.start();
     let webhook = Webhook::of(&daemon, 1).await;
 
-    deliver(
-        &webhook,
-        &STRANGER,
-        vec![text(&STRANGER, "wamid.S1", "let me in")],
-    )
-    .await;
-    deliver(
-        &webhook,
-        &STRANGER,
-        vec![text(&STRANGER, "wamid.S2", "pretty please")],
-    )
-    .await;
+    webhook
+        .deliver_from(&STRANGER, vec![text(&STRANGER, "wamid.S1", "let me in")])
+        .await;
+    webhook
+        .deliver_from(
+            &STRANGER,
+            vec![text(&STRANGER, "wamid.S2", "pretty please")],
+        )
+        .await;
     model.push(Reply::text("Hi Ada."));
-    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.O1", "hello")]).await;
+    webhook
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.O1", "hello")])
+        .await;
     // Deliveries are taken in order, each stranger told before the next:
     // once the owner is answered, the stranger was handled.
     let calls = graph
@@ -267,11 +237,7 @@ async fn a_stranger_is_refused_once_with_a_note_and_the_agent_never_sees_them() 
     assert_eq!(calls.sent_to(STRANGER.wa_id), vec![REFUSAL.to_string()]);
 
     let log = home.history().await;
-    let notes: Vec<&str> = log
-        .iter()
-        .filter(|m| m.kind == Kind::Note && m.source == "whatsapp")
-        .map(|m| m.text.as_str())
-        .collect();
+    let notes = notes_by(&log, "whatsapp");
     assert_eq!(
         notes,
         vec!["whatsapp: refused a message from +4915100000000 (Mallory)"]
@@ -302,12 +268,12 @@ async fn a_long_reply_is_split_on_paragraphs() {
     let story = vec![paragraph.clone(); 5].join("\n\n");
     assert!(story.chars().count() > 2 * 4096);
     model.push(Reply::text(story.clone()));
-    deliver(
-        &webhook,
-        &OWNER,
-        vec![text(&OWNER, "wamid.L1", "tell me a long story")],
-    )
-    .await;
+    webhook
+        .deliver_from(
+            &OWNER,
+            vec![text(&OWNER, "wamid.L1", "tell me a long story")],
+        )
+        .await;
     let calls = graph
         .wait_until("three parts", |calls| calls.sent.len() == 3)
         .await;
@@ -332,7 +298,9 @@ async fn outside_the_24_hour_window_a_note_says_why_and_delivery_goes_on() {
 
     graph.fail_next_send(Failure::OutsideWindow);
     model.push(Reply::text("You will not see this."));
-    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.W1", "one")]).await;
+    webhook
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.W1", "one")])
+        .await;
     let reply = watcher.wait_for(|e| e.kind == EventKind::Reply).await;
     let note = watcher
         .wait_for(|e| e.kind == EventKind::Note && e.source.as_deref() == Some("whatsapp"))
@@ -350,7 +318,9 @@ async fn outside_the_24_hour_window_a_note_says_why_and_delivery_goes_on() {
     // Another refusal (a 4xx other than the window) is skipped with a note too.
     graph.fail_next_send(Failure::Undeliverable);
     model.push(Reply::text("Nor this."));
-    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.W2", "two")]).await;
+    webhook
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.W2", "two")])
+        .await;
     let undeliverable = watcher
         .wait_for(|e| {
             e.kind == EventKind::Note && e.text.as_deref().is_some_and(|t| t.contains("131026"))
@@ -363,7 +333,9 @@ async fn outside_the_24_hour_window_a_note_says_why_and_delivery_goes_on() {
     );
 
     model.push(Reply::text("But this."));
-    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.W3", "three")]).await;
+    webhook
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.W3", "three")])
+        .await;
     let calls = graph
         .wait_until("the next reply", |calls| !calls.sent.is_empty())
         .await;
@@ -383,7 +355,9 @@ async fn rate_limits_and_server_errors_are_retried_and_the_reply_sent_once() {
     graph.fail_next_send(Failure::TooManyRequests);
     graph.fail_next_send(Failure::ServerError);
     model.push(Reply::text("Slowly now."));
-    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.R1", "hurry")]).await;
+    webhook
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.R1", "hurry")])
+        .await;
     let calls = graph
         .wait_until("the reply", |calls| !calls.sent.is_empty())
         .await;
@@ -408,7 +382,9 @@ async fn the_bridge_killed_mid_conversation_loses_nothing_and_sends_nothing_twic
     // The reply is being sent when the bridge dies.
     graph.hold_sends(true);
     model.push(Reply::text("First answer."));
-    deliver(&first, &OWNER, vec![text(&OWNER, "wamid.K1", "one")]).await;
+    first
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.K1", "one")])
+        .await;
     graph
         .wait_until("the reply held", |calls| !calls.held.is_empty())
         .await;
@@ -441,8 +417,12 @@ async fn the_bridge_killed_mid_conversation_loses_nothing_and_sends_nothing_twic
     let second = Webhook::of(&daemon, 2).await;
     assert_ne!(bridge_pid(&daemon, "whatsapp").await, pid);
     model.push(Reply::text("Fourth."));
-    deliver(&second, &OWNER, vec![text(&OWNER, "wamid.K1", "one")]).await;
-    deliver(&second, &OWNER, vec![text(&OWNER, "wamid.K2", "two")]).await;
+    second
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.K1", "one")])
+        .await;
+    second
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.K2", "two")])
+        .await;
     let calls = graph
         .wait_until("every reply", |calls| calls.sent.len() >= 4)
         .await;
@@ -620,7 +600,9 @@ async fn whatsapp_send_writes_to_a_named_contact_once_even_across_a_bridge_resta
     // message from them now gets its answer, and Anna got hers only once.
     model.push(Reply::text("Hi Ada."));
     let webhook = Webhook::of(&daemon, 2).await;
-    deliver(&webhook, &OWNER, vec![text(&OWNER, "wamid.S1", "hi")]).await;
+    webhook
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.S1", "hi")])
+        .await;
     let calls = graph
         .wait_until("the answer to the owner", |calls| {
             !calls.sent_to(OWNER.wa_id).is_empty()
@@ -643,7 +625,9 @@ async fn a_bridge_told_to_stop_finishes_its_send_and_repeats_nothing() {
     // told to stop (as hearthd does when it stops).
     graph.answer_late(true);
     model.push(Reply::text("First answer."));
-    deliver(&first, &OWNER, vec![text(&OWNER, "wamid.T1", "one")]).await;
+    first
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.T1", "one")])
+        .await;
     graph
         .wait_until("the reply taken", |calls| !calls.unanswered.is_empty())
         .await;
@@ -660,7 +644,9 @@ async fn a_bridge_told_to_stop_finishes_its_send_and_repeats_nothing() {
     let second = Webhook::of(&daemon, 2).await;
     assert_ne!(bridge_pid(&daemon, "whatsapp").await, pid);
     model.push(Reply::text("Second."));
-    deliver(&second, &OWNER, vec![text(&OWNER, "wamid.T2", "two")]).await;
+    second
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.T2", "two")])
+        .await;
     let calls = graph
         .wait_until("the second reply", |calls| calls.sent.len() >= 2)
         .await;
@@ -678,7 +664,9 @@ async fn hearthd_stopping_mid_send_lets_its_bridge_finish_and_nothing_is_sent_tw
 
     graph.answer_late(true);
     model.push(Reply::text("First answer."));
-    deliver(&first, &OWNER, vec![text(&OWNER, "wamid.U1", "one")]).await;
+    first
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.U1", "one")])
+        .await;
     graph
         .wait_until("the reply taken", |calls| !calls.unanswered.is_empty())
         .await;
@@ -698,7 +686,9 @@ async fn hearthd_stopping_mid_send_lets_its_bridge_finish_and_nothing_is_sent_tw
     let daemon = home.start();
     let second = Webhook::of(&daemon, 1).await;
     model.push(Reply::text("Second."));
-    deliver(&second, &OWNER, vec![text(&OWNER, "wamid.U2", "two")]).await;
+    second
+        .deliver_from(&OWNER, vec![text(&OWNER, "wamid.U2", "two")])
+        .await;
     let calls = graph
         .wait_until("the second reply", |calls| calls.sent.len() >= 2)
         .await;

@@ -10,14 +10,12 @@
 use hearth_bridges::bridge::people::REFUSAL;
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
-use hearth_tests::fake_graph::{FakeGraph, ACCESS_TOKEN, PHONE_NUMBER_ID};
+use hearth_tests::fake_graph::{whatsapp_secrets, FakeGraph, ACCESS_TOKEN, PHONE_NUMBER_ID};
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{texts, TestHome};
+use hearth_tests::harness::{model_table, notes_by, texts, TestHome};
 use hearth_tests::meta_webhook::{
-    delivery, delivery_from_user_id, text, text_from_user_id, Sender, Webhook, APP_SECRET,
-    VERIFY_TOKEN,
+    delivery, delivery_from_user_id, text, text_from_user_id, Sender, Webhook,
 };
-use std::os::unix::fs::PermissionsExt;
 
 const USER_ID: &str = "US.13491208655302741918";
 const STRANGER_ID: &str = "DE.99887766554433";
@@ -26,17 +24,11 @@ const STRANGER_ID: &str = "DE.99887766554433";
 /// allows `allow` (TOML list items), with its secrets in `secrets.env`.
 fn configure(home: &TestHome, model: &FakeModel, graph: &FakeGraph, allow: &str) {
     home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[whatsapp]\nlisten = \"127.0.0.1:0\"\nverify_token_env = \"HEARTH_TEST_WA_VERIFY\"\napp_secret_env = \"HEARTH_TEST_WA_SECRET\"\naccess_token_env = \"HEARTH_TEST_WA_TOKEN\"\nphone_number_id = \"{PHONE_NUMBER_ID}\"\ngraph_base = \"{}\"\nallow = [{allow}]\n",
-        model.base_url(),
-        graph.graph_base()
+        "{}\n{}",
+        model_table("openai-chat", &model.base_url()),
+        graph.whatsapp_table(allow)
     ));
-    let secrets = home.path().join("secrets.env");
-    std::fs::write(
-        &secrets,
-        format!("HEARTH_TEST_WA_VERIFY={VERIFY_TOKEN}\nHEARTH_TEST_WA_SECRET={APP_SECRET}\nHEARTH_TEST_WA_TOKEN={ACCESS_TOKEN}\n"),
-    )
-    .expect("secrets");
-    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    home.write_secrets(&whatsapp_secrets(ACCESS_TOKEN));
 }
 
 async fn deliver(webhook: &Webhook, body: Vec<u8>) {
@@ -97,11 +89,7 @@ async fn a_sender_known_only_by_user_id_is_allowed_answered_and_strangers_refuse
     assert_eq!(texts_sent[1]["recipient"], USER_ID);
 
     let log = home.history().await;
-    let notes: Vec<&str> = log
-        .iter()
-        .filter(|m| m.kind == Kind::Note && m.source == "whatsapp")
-        .map(|m| m.text.as_str())
-        .collect();
+    let notes = notes_by(&log, "whatsapp");
     assert_eq!(
         notes,
         vec![format!(

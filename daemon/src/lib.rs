@@ -22,7 +22,8 @@
 //! - `request.rs`: how a turn's request is laid out from the log (pure).
 //! - `schedule.rs`: schedules and the notify queue, delivered between chains.
 //! - `subagents.rs`: the top agent's children and their runs.
-//! - `turn.rs`: the turn loop of one agent.
+//! - `turn.rs`: the turn loop of one agent; `turn/chain.rs` a turn's chain
+//!   of requests and tool calls, step by step.
 //! - `inputs.rs`: what an agent's loop reads (wake, interrupt, due, stop),
 //!   and the side the rest of the daemon holds to send it.
 //! - `server/`: the WebSocket protocol over the Unix socket (or TCP): the

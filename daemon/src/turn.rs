@@ -11,20 +11,24 @@
 //! new message, so a lasting failure does not spin. A turn that a crash or a
 //! stop cut off is continued at the next start, and a tool call the crash cut
 //! off is logged as interrupted rather than run again.
+//!
+//! - `turn.rs` (this file): the agent, its handle, and the loop that begins
+//!   turns, races a turn's chain against interrupts and stops, and ends it.
+//! - `turn/chain.rs`: the chain's steps (begin, one request, the reply, the
+//!   calls).
+
+mod chain;
 
 use crate::activity::ActivityBoard;
 use crate::config::Limits;
 use crate::inputs::{AgentInputs, Inbox, Input};
 use crate::log::{Log, LogError, MessageData, NewMessage, RunningCall, TurnRecord};
-use crate::memory::{Memory, TurnChain};
-use crate::model::{CallNews, Carry, Model, Response, ToolCall};
-use crate::request::{self, TurnContext};
+use crate::memory::Memory;
+use crate::model::{Model, ToolCall};
 use crate::subagents::{Subagents, TurnOutcome};
-use crate::tools::{self, Tools};
-use crate::usage::{Meter, Purpose};
-use futures_util::StreamExt;
+use crate::tools::Tools;
+use crate::usage::Meter;
 use hearth_protocol::{Event, EventKind, Kind, MessageStatus};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
@@ -163,6 +167,18 @@ impl Agent {
     fn note(text: impl Into<String>) -> NewMessage {
         NewMessage::daemon_note(text)
     }
+
+    /// The messages `turn` took that still wait for its answer, oldest
+    /// first.
+    async fn taken(&self, turn: &TurnRecord) -> Result<Vec<u64>, LogError> {
+        Ok(self
+            .log
+            .waiting(&self.name, turn.taken_after)
+            .await?
+            .into_iter()
+            .filter(|id| *id <= turn.taken_through)
+            .collect())
+    }
 }
 
 impl AgentLoop {
@@ -258,7 +274,6 @@ impl AgentLoop {
         mut turn: TurnRecord,
         shutdown: &mut watch::Receiver<bool>,
     ) -> Result<bool, LogError> {
-        let name = self.agent.name.clone();
         self.inbox.set_busy(true);
         self.agent.emit(EventKind::Busy, None, Vec::new());
         // An interrupt sent before this turn began is not for it.
@@ -284,23 +299,28 @@ impl AgentLoop {
         if !matches!(ending, Some(Ending::Replied(_))) {
             self.agent.memory.turn_ended(None);
         }
-        let log = &self.agent.log;
         // Whatever ran (a tool, a request) was dropped with the chain.
         self.agent.activity.idle();
         let Some(ending) = ending else {
             self.inbox.set_busy(false);
             return Ok(true);
         };
+        self.end_turn(turn, ending).await?;
+        Ok(false)
+    }
+
+    /// Ends a turn its chain did not cut off: logs how a turn that did not
+    /// reply ended (a note, and its calls still running as interrupted),
+    /// tells the clients, reports the turn to a subagent's parent, and
+    /// shows the agent idle.
+    async fn end_turn(&self, mut turn: TurnRecord, ending: Ending) -> Result<(), LogError> {
+        let name = self.agent.name.clone();
+        let log = &self.agent.log;
         // The record may have taken more while the chain ran.
         if let Some((latest, _)) = log.last_turn(&name).await? {
             turn = latest;
         }
-        let taken = log
-            .waiting(&name, turn.taken_after)
-            .await?
-            .into_iter()
-            .filter(|id| *id <= turn.taken_through)
-            .collect::<Vec<_>>();
+        let taken = self.agent.taken(&turn).await?;
         let outcome = match &ending {
             Ending::Replied(text) => TurnOutcome::Replied(text.clone()),
             Ending::Failed(why) => TurnOutcome::Failed(why.clone()),
@@ -353,259 +373,7 @@ impl AgentLoop {
         }
         self.inbox.set_busy(false);
         self.agent.emit(EventKind::Idle, None, Vec::new());
-        Ok(false)
-    }
-}
-
-impl Agent {
-    /// The chain of a turn: requests and tool calls until a reply. The
-    /// model and limits are read from `settings` before each request.
-    async fn chain(
-        &self,
-        turn: &mut TurnRecord,
-        settings: &watch::Receiver<AgentSettings>,
-    ) -> Result<Ending, LogError> {
-        let name = &self.name;
-        let mut rounds = 0;
-        // The view is settled once, at the turn's start, and stays the same
-        // for the whole chain, so each request extends the one before.
-        let taken_before: Vec<u64> = self
-            .log
-            .waiting(name, turn.taken_after)
-            .await?
-            .into_iter()
-            .filter(|id| *id <= turn.taken_through && *id < turn.start_id)
-            .collect();
-        let first = taken_before.first().copied().unwrap_or(turn.start_id);
-        // A spent budget refuses the turn's requests, and the summaries it
-        // would wait for: it says so now rather than wait.
-        if let Some(spent) = self.meter.refusal().await? {
-            return Ok(Ending::Failed(spent));
-        }
-        let pending = self.memory.gauge().messages;
-        if pending > 0 {
-            self.activity
-                .summaries(u32::try_from(pending).unwrap_or(u32::MAX));
-        }
-        let view = match self.memory.settle(turn.start_id, taken_before).await {
-            Ok(view) => view,
-            Err(err) => {
-                return Ok(Ending::Failed(format!(
-                    "the memory is not available: {err}"
-                )))
-            }
-        };
-        // Reasoning to hand back to the model within this chain only.
-        let mut carries: BTreeMap<u32, Carry> = BTreeMap::new();
-        // Images the chain's requests went without, each told once.
-        let mut told_left_out = std::collections::BTreeSet::new();
-        self.tools.begin_turn();
-        // The prompt, the tools and the state are read once: every request of
-        // the chain extends the one before, byte for byte.
-        let instructions = request::instructions(&self.prompt_file);
-        for change in self.tools.changes() {
-            let why = format!(
-                "{change}. The tools in the request changed, so the model's cached prefix starts over from this turn."
-            );
-            self.log.append(name, Agent::note(why)).await?;
-        }
-        let specs = self.tools.specs();
-        // An MCP server's names and descriptions ride every request: its
-        // words, unless the owner vouched for them (`trust_descriptions`).
-        for server in self.tools.unvouched_mcp_servers() {
-            self.tools.taint(format!(
-                "after the tool descriptions of the MCP server `{server}`, which every request carries"
-            ));
-        }
-        let mut state = format!(
-            "Local time: {}\nYou are the agent `{name}`.",
-            tools::date_now()
-        );
-        match &self.family {
-            Family::Parent(family) => {
-                state.push('\n');
-                state.push_str(&family.describe().await?);
-            }
-            Family::Child(family) => state.push_str(&format!(
-                "\nYou are a subagent of `{}`: your answer to a task is your report to it.",
-                family.parent()
-            )),
-            Family::Alone => {}
-        }
-        // The pinned facts as the turn starts: a change made during the
-        // chain shows from the next turn, so every request of the chain
-        // extends the one before.
-        let pinned = self.log.facts(name).await?;
-        // A fact pinned in a tainted turn taints every turn that shows it.
-        for why in pinned.untrusted() {
-            self.tools.taint(format!("after {why}"));
-        }
-        let facts = pinned.render();
-        if !facts.is_empty() {
-            state.push('\n');
-            state.push_str(&facts);
-        }
-        loop {
-            *turn = self.log.take_more(name, *turn).await?;
-            // A voice note taken is heard before it is answered: its
-            // transcript, logged as a message of its own, is taken too.
-            let taken_now: Vec<u64> = self
-                .log
-                .waiting(name, turn.taken_after)
-                .await?
-                .into_iter()
-                .filter(|id| *id <= turn.taken_through)
-                .collect();
-            if self.transcripts.settle(name, &taken_now).await {
-                *turn = self.log.take_more(name, *turn).await?;
-            }
-            let AgentSettings { model, limits } = settings.borrow().clone();
-            let Some(model) = &model else {
-                return Ok(Ending::Failed(format!(
-                    "no model is configured: add a [model] section to {} \
-                     (provider = \"openai\", \"anthropic\" or \"openai-chat\", model = \"…\", and base_url for a \
-                     local server such as Ollama), then run `hearth reload`",
-                    self.config_file.display()
-                )));
-            };
-            if let Some(spent) = self.meter.refusal().await? {
-                return Ok(Ending::Failed(spent));
-            }
-            let entries = self.log.range(name, first, u64::MAX, u32::MAX).await?;
-            let context = TurnContext {
-                instructions: &instructions,
-                tools: &specs,
-                view: &view,
-                log: &entries,
-                turn: *turn,
-                state: &state,
-                block_lines: self.block_lines,
-                huge_message: self.huge_message,
-                cache_key: Some(request::cache_key(name)),
-                carries: &carries,
-                images: self.tools.image_source(),
-            };
-            let built = request::build(&context);
-            for left in &built.left_out {
-                if told_left_out.insert((left.message, left.image.sha256.clone())) {
-                    let why = format!(
-                        "message {}: image {} went to the model without its pixels: {}",
-                        left.message,
-                        left.image.label(),
-                        left.why
-                    );
-                    tracing::warn!(agent = %name, "{why}");
-                    self.log.append(name, Agent::note(why)).await?;
-                }
-            }
-            let request = built.request;
-            let step = context.next_step();
-            let taken = context.taken_ids();
-            let chained = context.chained_ids();
-            // Words from outside the owner taint the turn that takes them.
-            for entry in entries.iter().filter(|e| taken.contains(&e.message.id)) {
-                if let Some(origin) = crate::provenance::untrusted_origin(&entry.data) {
-                    self.tools.taint(format!("after {origin}"));
-                }
-            }
-            let events = self.events.clone();
-            let agent = name.clone();
-            let send_delta = move |text: String| {
-                let _ = events.send(Event::signal(EventKind::Delta, &agent, Some(text)));
-            };
-            // A key the model writes is masked across deltas, not only in
-            // each; what is held back is sent when the call ends or is dropped.
-            let mut masked = crate::redact::MaskedSender::new(send_delta);
-            let mut on_text = |text: &str| masked.push(text);
-            // Switches to a fallback model, logged as notes whatever the
-            // outcome; retries shown as activity while they wait.
-            let mut notes = Vec::new();
-            let activity = &self.activity;
-            let mut on_news = |news: CallNews| match news {
-                CallNews::Switched(note) => notes.push(note),
-                CallNews::Retrying {
-                    attempt,
-                    attempts,
-                    reason,
-                    wait,
-                } => activity.retrying(attempt, attempts, &reason, wait),
-            };
-            // Every try the provider billed, answered or not.
-            let mut bills = Vec::new();
-            self.activity.thinking();
-            let result = model
-                .complete(&request, &mut on_text, &mut on_news, &mut bills)
-                .await;
-            drop(masked);
-            for note in notes {
-                self.log.append(name, Agent::note(note)).await?;
-            }
-            self.meter.record(Purpose::Turn, &bills).await?;
-            let response: Response = match result {
-                Ok(response) => response,
-                Err(err) => return Ok(Ending::Failed(err.to_string())),
-            };
-            rounds += 1;
-            if response.tool_calls.is_empty() {
-                let mut reply = NewMessage::new(Kind::Reply, name, response.text.clone())
-                    .with_data(MessageData::answering(taken.clone()));
-                // A cut or refused answer says so in its status.
-                if let Some(status) = response.ending.status() {
-                    reply = reply.with_status(status);
-                }
-                let logged = self.log.finish_turn(name, *turn, vec![reply]).await?;
-                // The lines of the turn's long messages are asked for in
-                // one call that extends this request, whose prefix is cached.
-                let mut messages = chained;
-                messages.extend(logged.iter().map(|message| message.id));
-                self.memory.turn_ended(Some(TurnChain {
-                    request,
-                    reply: response.text.clone(),
-                    messages,
-                }));
-                return Ok(Ending::Replied(response.text));
-            }
-            if !response.carry.is_empty() {
-                carries.insert(step, response.carry.clone());
-            }
-            let echo = (!response.text.trim().is_empty()).then(|| {
-                NewMessage::new(Kind::Echo, name, response.text.clone())
-                    .with_data(MessageData::at_step(step))
-            });
-            let running: Vec<RunningCall> = response
-                .tool_calls
-                .iter()
-                .map(|call| RunningCall {
-                    call_id: call.id.clone(),
-                    step,
-                    name: call.name.clone(),
-                    arguments: logged_arguments(&call.arguments, limits.tool_output_chars),
-                })
-                .collect();
-            self.log
-                .start_calls(name, *turn, echo, running.clone())
-                .await?;
-            // The calls run concurrently (up to `[tools] concurrency`); each
-            // result is logged as soon as it and every call before it are done,
-            // so the log keeps the calls' order.
-            let mut outcomes = std::pin::pin!(self.tools.call_in_order(&response.tool_calls));
-            let mut records = running.iter();
-            while let Some(outcome) = outcomes.next().await {
-                let Some(record) = records.next() else { break };
-                let output = clip(&outcome.output, limits.tool_output_chars);
-                let message = crate::images::name_in_tool_message(
-                    tool_message(name, record, &output, outcome.status)
-                        .with_outbox(outcome.outbox.as_ref()),
-                    &outcome.images,
-                    &outcome.recalled,
-                );
-                let message = outcome.provenance.mark(message);
-                self.log.finish_call(name, &record.call_id, message).await?;
-            }
-            if rounds >= limits.max_rounds {
-                return Ok(Ending::OutOfRounds(rounds));
-            }
-        }
+        Ok(())
     }
 }
 

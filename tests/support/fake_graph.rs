@@ -15,6 +15,7 @@
 
 use crate::fake_model::http::{self, Request, RequestError};
 use crate::harness::DEADLINE;
+use crate::meta_webhook::{APP_SECRET, VERIFY_TOKEN};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -22,7 +23,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 /// The business phone number's id the fake serves.
 pub const PHONE_NUMBER_ID: &str = "1098765";
@@ -175,6 +176,18 @@ impl FakeGraph {
         format!("http://{}{VERSION}", self.addr)
     }
 
+    /// A `[whatsapp]` table for this fake, listening on a port the system
+    /// picks and allowing `allow` (TOML list items); its secrets are
+    /// [`whatsapp_secrets`].
+    pub fn whatsapp_table(&self, allow: &str) -> String {
+        format!(
+            "[whatsapp]\nlisten = \"127.0.0.1:0\"\nverify_token_env = \"HEARTH_TEST_WA_VERIFY\"\n\
+             app_secret_env = \"HEARTH_TEST_WA_SECRET\"\naccess_token_env = \"HEARTH_TEST_WA_TOKEN\"\n\
+             phone_number_id = \"{PHONE_NUMBER_ID}\"\ngraph_base = \"{}\"\nallow = [{allow}]\n",
+            self.graph_base()
+        )
+    }
+
     /// The next send (after any failures queued before) fails so.
     pub fn fail_next_send(&self, failure: Failure) {
         self.shared.lock().failures.push_back(failure);
@@ -235,6 +248,15 @@ impl FakeGraph {
     }
 }
 
+/// The `secrets.env` lines [`FakeGraph::whatsapp_table`] names: the
+/// webhook's verify token and app secret, and `access_token`.
+pub fn whatsapp_secrets(access_token: &str) -> String {
+    format!(
+        "HEARTH_TEST_WA_VERIFY={VERIFY_TOKEN}\nHEARTH_TEST_WA_SECRET={APP_SECRET}\n\
+         HEARTH_TEST_WA_TOKEN={access_token}\n"
+    )
+}
+
 impl Drop for FakeGraph {
     fn drop(&mut self) {
         self.accept_loop.abort();
@@ -254,22 +276,14 @@ impl Shared {
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                if let Ok((stream, _)) = accepted {
-                    let shared = shared.clone();
-                    connections.spawn(async move {
-                        let mut stream = stream;
-                        // A failed write means the client left: nothing to do.
-                        let _ = serve(&mut stream, &shared).await;
-                    });
-                }
-            }
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+    http::accept_each(listener, |mut stream| {
+        let shared = shared.clone();
+        async move {
+            // A failed write means the client left: nothing to do.
+            let _ = serve(&mut stream, &shared).await;
         }
-    }
+    })
+    .await;
 }
 
 async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {

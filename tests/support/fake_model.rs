@@ -36,4 +36,4 @@ mod script;
 mod server;
 
 pub use script::{Finish, Gate, Reply, Thought, Usage};
-pub use server::{FakeModel, Recorded};
+pub use server::{results_sent, FakeModel, Recorded};

@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 /// The bot token the fake accepts.
 pub const TOKEN: &str = "123456:TEST-token";
@@ -51,6 +51,26 @@ pub struct Person {
     pub first_name: &'static str,
     pub username: Option<&'static str>,
 }
+
+/// The `secrets.env` line [`FakeTelegram::telegram_table`] names: the
+/// bot token.
+pub fn secrets() -> String {
+    format!("HEARTH_TEST_TELEGRAM_TOKEN={TOKEN}\n")
+}
+
+/// The owner the tests' bridges allow.
+pub const OWNER: Person = Person {
+    id: 4242,
+    first_name: "Ada",
+    username: Some("ada"),
+};
+
+/// Someone the tests' bridges do not allow.
+pub const STRANGER: Person = Person {
+    id: 999,
+    first_name: "Mallory",
+    username: Some("mallory"),
+};
 
 /// One `sendMessage` request.
 #[derive(Clone, Debug, PartialEq)]
@@ -220,6 +240,16 @@ impl FakeTelegram {
     /// The `api_base` a bridge is configured with.
     pub fn api_base(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// A `[telegram]` table for this fake that allows [`OWNER`]; its
+    /// secret is [`secrets`].
+    pub fn telegram_table(&self) -> String {
+        format!(
+            "[telegram]\ntoken_env = \"HEARTH_TEST_TELEGRAM_TOKEN\"\nallow = [{}]\napi_base = \"{}\"\n",
+            OWNER.id,
+            self.api_base()
+        )
     }
 
     /// `from` writes `text` to the bot in their private chat; returns the
@@ -401,22 +431,14 @@ impl Shared {
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                if let Ok((stream, _)) = accepted {
-                    let shared = shared.clone();
-                    connections.spawn(async move {
-                        let mut stream = stream;
-                        // A failed write means the client left: nothing to do.
-                        let _ = serve(&mut stream, &shared).await;
-                    });
-                }
-            }
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+    http::accept_each(listener, |mut stream| {
+        let shared = shared.clone();
+        async move {
+            // A failed write means the client left: nothing to do.
+            let _ = serve(&mut stream, &shared).await;
         }
-    }
+    })
+    .await;
 }
 
 async fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {

@@ -41,6 +41,16 @@ pub enum Answer {
     Stall,
 }
 
+impl Answer {
+    /// A transcript of `text` for a note `seconds` long.
+    pub fn text(text: &str, seconds: f64) -> Answer {
+        Answer::Text {
+            text: text.into(),
+            seconds,
+        }
+    }
+}
+
 /// One request as received.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Received {

@@ -6,7 +6,7 @@
 
 use hearth_client::Connection;
 use hearth_protocol::home::Home;
-use hearth_protocol::{ClientFrame, Event, EventKind, Kind, Message, ServerFrame};
+use hearth_protocol::{ClientFrame, Event, EventKind, Kind, MediaAttachment, Message, ServerFrame};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -21,6 +21,42 @@ pub const OLLAMA_URL_ENV: &str = "HEARTH_OLLAMA_URL";
 
 /// How long a test waits for something before it fails.
 pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A layout whose lines never need a summary, so the memory's compactor
+/// makes no model requests of its own: every request the fake model sees
+/// is a turn's, in order.
+pub const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
+    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
+    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
+    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\n";
+
+/// The `[model]` table for the fake model at `base_url`: the test key, a
+/// 30 s timeout.
+pub fn model_table(provider: &str, base_url: &str) -> String {
+    format!(
+        "[model]\nprovider = \"{provider}\"\nmodel = \"fake-model\"\nbase_url = \"{base_url}\"\napi_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n"
+    )
+}
+
+/// The `[transcription]` table for the fake transcription at `base_url`,
+/// retrying at once.
+pub fn transcription_table(base_url: &str) -> String {
+    format!(
+        "[transcription]\nbase_url = \"{base_url}\"\napi_key_env = \"HEARTH_TEST_KEY\"\nretry_delay_ms = 1\n"
+    )
+}
+
+/// A layout with small budgets (lines of `line_budget` bytes, compaction
+/// between `high` and `low`), so a short test reaches every rule of the
+/// memory.
+pub fn small_layout(line_budget: usize, high: usize, low: usize) -> String {
+    format!(
+        "block_lines = 4\nline_budget = {line_budget}\nline_guard = {}\nhigh_budget = {high}\nlow_budget = {low}\n\
+         compaction_high_budget = {high}\ncompaction_low_budget = {low}\ncompactor_concurrency = 1\n\
+         compactor_ahead = 1\ncompactor_tries = 2\ncompactor_failures = 3\ncompactor_backoff_ms = 1\n",
+        line_budget * 2
+    )
+}
 
 /// Paths of the binaries under test: `bins!()` in a test of this package.
 #[derive(Debug, Clone)]
@@ -58,6 +94,11 @@ impl TestHome {
         self.dir.path()
     }
 
+    /// The working folder of the agent `hearth`, where its tools work.
+    pub fn work_dir(&self) -> PathBuf {
+        self.path().join("agents/hearth/work")
+    }
+
     pub fn socket(&self) -> PathBuf {
         Home::at(self.path()).socket()
     }
@@ -78,10 +119,45 @@ impl TestHome {
         std::fs::write(self.path().join("config.toml"), text).expect("config written");
     }
 
+    /// Writes `secrets.env`, private to its owner as hearth requires.
+    pub fn write_secrets(&self, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let secrets = self.path().join("secrets.env");
+        std::fs::write(&secrets, text).expect("secrets written");
+        std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600))
+            .expect("secrets made private");
+    }
+
     /// A config for the fake model at `base_url` with the given provider.
     pub fn use_model(&self, provider: &str, base_url: &str) {
+        self.write_config(&model_table(provider, base_url));
+    }
+
+    /// A config for the fake model (Chat Completions) and the fake
+    /// transcription at these addresses, with `extra` after them.
+    pub fn use_model_and_transcription(
+        &self,
+        model_url: &str,
+        transcription_url: &str,
+        extra: &str,
+    ) {
         self.write_config(&format!(
-            "[model]\nprovider = \"{provider}\"\nmodel = \"fake-model\"\nbase_url = \"{base_url}\"\napi_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n"
+            "{}\n{}{extra}",
+            model_table("openai-chat", model_url),
+            transcription_table(transcription_url)
+        ));
+    }
+
+    /// A config for the fake model at `base_url` (Chat Completions) whose
+    /// layout is [`NO_SUMMARIES`], with `extra` after its `[agent]` table:
+    /// every request the fake model sees is a turn's, in order.
+    pub fn use_model_without_summaries(&self, base_url: &str, extra: &str) {
+        let layout = self.path().join("no-summaries.toml");
+        std::fs::write(&layout, NO_SUMMARIES).expect("layout written");
+        self.write_config(&format!(
+            "{}\n[agent]\nlayout = \"{}\"\n{extra}",
+            model_table("openai-chat", base_url),
+            layout.display()
         ));
     }
 
@@ -167,6 +243,34 @@ pub fn texts(log: &[Message], kind: Kind) -> Vec<String> {
         .collect()
 }
 
+/// The texts of the notes `source` (a bridge: `whatsapp`, `telegram`) left
+/// in `log`.
+pub fn notes_by(log: &[Message], source: &str) -> Vec<String> {
+    log.iter()
+        .filter(|m| m.kind == Kind::Note && m.source == source)
+        .map(|m| m.text.clone())
+        .collect()
+}
+
+/// Whether `event` asks for an approval (rather than closing one).
+pub fn asks_approval(event: &Event) -> bool {
+    event.kind == EventKind::Approval
+        && event
+            .approval
+            .as_ref()
+            .is_some_and(|approval| approval.allowed.is_none())
+}
+
+/// The head of a PNG of this size (its signature and header): all that
+/// hearth reads of an image to name it.
+pub fn png_head(width: u32, height: u32) -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    bytes.extend(width.to_be_bytes());
+    bytes.extend(height.to_be_bytes());
+    bytes.extend([8, 2, 0, 0, 0]);
+    bytes
+}
+
 /// Waits (checking every few milliseconds, up to [`DEADLINE`]) until
 /// `check` gives a value.
 pub async fn eventually<T, F>(what: &str, mut check: impl FnMut() -> F) -> T
@@ -184,6 +288,94 @@ where
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Waits (checking every few milliseconds, up to [`DEADLINE`]) until
+/// `condition` holds: [`eventually`] for a condition read without waiting.
+pub async fn until(what: &str, condition: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never happened: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The user message whose text starts with `start`, once it is logged.
+pub async fn logged_user_message(home: &TestHome, start: &str) -> Message {
+    eventually(&format!("a message starting {start:?}"), || async {
+        home.history()
+            .await
+            .into_iter()
+            .find(|message| message.kind == Kind::User && message.text.starts_with(start))
+    })
+    .await
+}
+
+/// Whether process `pid` is gone: it has no /proc entry, or is a zombie
+/// waiting only for its new parent (init, which may not reap in a
+/// container).
+pub fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Reads the head of an HTTP request from `stream` (up to its blank line,
+/// or the end), for the tests' one-page web servers.
+pub async fn read_request_head(stream: &mut tokio::net::TcpStream) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut request = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => request.extend_from_slice(&buffer[..read]),
+        }
+    }
+    request
+}
+
+/// Waits until `status` shows the bridge `name` failed; returns its entry.
+pub async fn bridge_failed(home: &TestHome, name: &str) -> hearth_protocol::BridgeStatus {
+    eventually("the bridge failed in status", || async move {
+        let mut client = home.connect("hearth-status", None).await;
+        let ServerFrame::Status(status) = client.request(ClientFrame::Status).await else {
+            return None;
+        };
+        status
+            .bridges
+            .into_iter()
+            .find(|b| b.name == name && b.state == "failed")
+    })
+    .await
+}
+
+/// The clock turn: the model says it looks at the clock, calls `date`,
+/// then answers; `client` sees the echo, the call's result and the reply,
+/// in that order.
+pub async fn clock_turn(model: &crate::fake_model::FakeModel, client: &mut Client) {
+    use crate::fake_model::Reply;
+    model.push(Reply::ToolCalls {
+        text: Some("Let me look at the clock.".into()),
+        calls: vec![("date".into(), "{}".into())],
+    });
+    model.push(Reply::text("It is now."));
+    let (id, _) = client.submit("what time is it?", "terminal", None).await;
+    let echo = client.wait_for(|e| e.kind == EventKind::Echo).await;
+    assert_eq!(echo.text.as_deref(), Some("Let me look at the clock."));
+    let tool = client.wait_for(|e| e.kind == EventKind::Tool).await;
+    assert_eq!(tool.status.as_deref(), Some("ok"));
+    assert!(tool.text.unwrap().starts_with("date({})"));
+    assert_eq!(
+        client.reply_to(id).await.text.as_deref(),
+        Some("It is now.")
+    );
 }
 
 /// Waits until the delivery cursor a bridge stores in `state`
@@ -309,6 +501,31 @@ impl Drop for Daemon {
     }
 }
 
+/// A running `hearthd`, its fake model and a client attached as `terminal`.
+pub struct Running {
+    pub model: crate::fake_model::FakeModel,
+    pub home: TestHome,
+    pub daemon: Daemon,
+    pub client: Client,
+}
+
+impl Running {
+    /// Attaches a `terminal` client to `daemon`, which runs on `home`.
+    pub async fn attach(
+        model: crate::fake_model::FakeModel,
+        home: TestHome,
+        daemon: Daemon,
+    ) -> Running {
+        let client = home.connect("terminal", None).await;
+        Running {
+            model,
+            home,
+            daemon,
+            client,
+        }
+    }
+}
+
 /// A protocol client that remembers every event it received.
 pub struct Client {
     pub connection: Connection,
@@ -366,6 +583,47 @@ impl Client {
         }
     }
 
+    /// Submits `text` from the terminal with these stored images and media;
+    /// returns the daemon's answer (an ack, or an error).
+    pub async fn submit_with(
+        &mut self,
+        text: &str,
+        images: Vec<String>,
+        media: Vec<MediaAttachment>,
+    ) -> ServerFrame {
+        self.request(ClientFrame::Submit {
+            text: text.to_string(),
+            source: "terminal".to_string(),
+            key: None,
+            images,
+            person: None,
+            media,
+        })
+        .await
+    }
+
+    /// [`Client::submit_with`], which must be acknowledged; returns the
+    /// message's id.
+    pub async fn submit_acked(
+        &mut self,
+        text: &str,
+        images: Vec<String>,
+        media: Vec<MediaAttachment>,
+    ) -> u64 {
+        match self.submit_with(text, images, media).await {
+            ServerFrame::Ack { id, .. } => id,
+            other => panic!("expected an ack, got {other:?}"),
+        }
+    }
+
+    /// Waits for an event of `kind` whose text contains `needle`.
+    pub async fn wait_for_text(&mut self, kind: EventKind, needle: &str) -> Event {
+        self.wait_for(|e| {
+            e.kind == kind && e.text.as_deref().is_some_and(|text| text.contains(needle))
+        })
+        .await
+    }
+
     /// Waits for an event matching `wanted` (also among those already received).
     pub async fn wait_for(&mut self, wanted: impl Fn(&Event) -> bool) -> Event {
         if let Some(event) = self.events.iter().find(|e| wanted(e)) {
@@ -382,6 +640,21 @@ impl Client {
                 other => panic!("expected events, got {other:?}"),
             }
         }
+    }
+
+    /// Waits for the next approval request (not a decision).
+    pub async fn approval_asked(&mut self) -> Event {
+        self.wait_for(asks_approval).await
+    }
+
+    /// Answers approval `id` as the owner; returns the daemon's answer.
+    pub async fn approve(&mut self, id: &str, allow: bool) -> ServerFrame {
+        self.request(ClientFrame::Approve {
+            id: id.to_string(),
+            allow,
+            by: None,
+        })
+        .await
     }
 
     /// Waits for the reply that answers message `id`.

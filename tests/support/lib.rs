@@ -45,6 +45,9 @@ pub mod harness;
 /// `[[mcp]]` tables, a turn, `hearth mcp`.
 pub mod mcp;
 
+/// A bare WebSocket client, for what the real client never does.
+pub mod raw;
+
 /// The crash suite's workload, its clients and the ledger of what the
 /// daemon acknowledged before it was killed.
 pub mod crash;

@@ -3,7 +3,7 @@
 //! a fake model, a turn run to its reply, and `hearth mcp`'s output.
 
 use crate::fake_model::FakeModel;
-use crate::harness::{Bins, Client, Daemon, TestHome};
+use crate::harness::{model_table, Bins, Daemon, TestHome};
 use hearth_protocol::{Event, EventKind};
 use std::path::PathBuf;
 
@@ -28,13 +28,7 @@ pub fn everything() -> String {
     )
 }
 
-/// A running `hearthd`, its fake model and a client attached as `terminal`.
-pub struct Running {
-    pub model: FakeModel,
-    pub home: TestHome,
-    pub daemon: Daemon,
-    pub client: Client,
-}
+pub use crate::harness::Running;
 
 /// A daemon whose config has `extra` (the `[[mcp]]` tables and more), with
 /// these variables in its environment and, unless empty, this secrets.env.
@@ -42,25 +36,14 @@ pub async fn start_with(bins: Bins, extra: &str, env: &[(&str, &str)], secrets: 
     let model = FakeModel::start().await;
     let home = TestHome::new(bins);
     home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n{extra}\n",
-        model.base_url(),
+        "{}\n{extra}\n",
+        model_table("openai-chat", &model.base_url())
     ));
     if !secrets.is_empty() {
-        use std::os::unix::fs::PermissionsExt;
-        let file = home.path().join("secrets.env");
-        std::fs::write(&file, secrets).expect("secrets.env written");
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
-            .expect("secrets.env made private");
+        home.write_secrets(secrets);
     }
     let daemon = Daemon::start_with_env(&home, env);
-    let client = home.connect("terminal", None).await;
-    Running {
-        model,
-        home,
-        daemon,
-        client,
-    }
+    Running::attach(model, home, daemon).await
 }
 
 /// Submits `text` and waits for its reply; returns the `tool` events of the turn.

@@ -5,6 +5,7 @@
 //! The HTTP is a minimal HTTP/1.1 client over a TCP stream: one request per
 //! connection, `Connection: close`.
 
+use crate::fake_graph::PHONE_NUMBER_ID;
 use crate::harness::{Daemon, DEADLINE};
 use hearth_bridges::whatsapp::webhook::signature;
 use serde_json::{json, Value};
@@ -75,6 +76,16 @@ impl Webhook {
     pub async fn deliver(&self, body: &[u8]) -> Answer {
         let signed = signature(APP_SECRET.as_bytes(), body);
         self.post(body, Some(&signed)).await
+    }
+
+    /// Delivers `messages` (the `messages[]` objects) from `from` to the
+    /// fake Graph API's business number, signed; asserts the bridge took
+    /// them (200).
+    pub async fn deliver_from(&self, from: &Sender, messages: Vec<Value>) {
+        let answer = self
+            .deliver(&delivery(PHONE_NUMBER_ID, from, messages))
+            .await;
+        assert_eq!(answer.status, 200, "{answer:?}");
     }
 
     /// Posts `body` with this `X-Hub-Signature-256` header, or none.
@@ -150,6 +161,18 @@ pub struct Sender {
     pub wa_id: &'static str,
     pub name: &'static str,
 }
+
+/// The owner the tests' WhatsApp bridges allow (`+1 555 123 4567`).
+pub const WA_OWNER: Sender = Sender {
+    wa_id: "15551234567",
+    name: "Ada",
+};
+
+/// Someone the tests' WhatsApp bridges do not allow.
+pub const WA_STRANGER: Sender = Sender {
+    wa_id: "4915100000000",
+    name: "Mallory",
+};
 
 /// A delivery of `messages` (the `messages[]` objects) from `from` to the
 /// business number `phone_number_id`, as the Cloud API sends it.

@@ -10,13 +10,6 @@ use crate::harness::{TestHome, DEADLINE};
 use std::collections::BTreeMap;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// A layout whose lines never need a summary, so every request the fake
-/// model sees is a turn's.
-const NO_SUMMARIES: &str = "block_lines = 4\nline_budget = 10000000\nline_guard = 20000000\n\
-    high_budget = 100000000\nlow_budget = 50000000\ncompaction_high_budget = 100000000\n\
-    compaction_low_budget = 50000000\ncompactor_concurrency = 1\ncompactor_ahead = 8\n\
-    compactor_tries = 1\ncompactor_failures = 1\ncompactor_backoff_ms = 1\n";
-
 /// A free loopback port: the daemon listens on the same one after a
 /// restart, so an open page finds it again.
 pub fn free_port() -> u16 {
@@ -32,17 +25,14 @@ pub fn web_home(home: &TestHome, model: &FakeModel, port: u16) {
 
 /// [`web_home`] with `extra` appended to its config.
 pub fn web_home_with(home: &TestHome, model: &FakeModel, port: u16, extra: &str) {
-    let layout = home.path().join("layout.toml");
-    std::fs::write(&layout, NO_SUMMARIES).expect("layout written");
-    home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n[agent]\nlayout = \"{}\"\n\n\
-         [approvals]\ntools = [\"write_file\"]\ntimeout_secs = 300\n\n\
-         [prices.\"fake-model\"]\ninput = 3.0\noutput = 15.0\ncached_input = 0.3\n\n\
-         [budget]\ndaily_usd = 2.0\n\n[web]\nlisten = \"127.0.0.1:{port}\"\n\n{extra}",
-        model.base_url(),
-        layout.display()
-    ));
+    home.use_model_without_summaries(
+        &model.base_url(),
+        &format!(
+            "\n[approvals]\ntools = [\"write_file\"]\ntimeout_secs = 300\n\n\
+             [prices.\"fake-model\"]\ninput = 3.0\noutput = 15.0\ncached_input = 0.3\n\n\
+             [budget]\ndaily_usd = 2.0\n\n[web]\nlisten = \"127.0.0.1:{port}\"\n\n{extra}"
+        ),
+    );
 }
 
 /// The login link `hearth web` prints.

@@ -16,14 +16,7 @@ const VOICE: &[u8] = b"OggS\0\x02\0\0\0\0\0\0\0\0 a voice note";
 /// `transcription`.
 fn hearing_home(model: &FakeModel, transcription: &FakeTranscription) -> TestHome {
     let home = TestHome::new(bins!());
-    home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n\
-         [transcription]\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\n\
-         retry_delay_ms = 1\n",
-        model.base_url(),
-        transcription.base_url(),
-    ));
+    home.use_model_and_transcription(&model.base_url(), &transcription.base_url(), "");
     home
 }
 
@@ -32,10 +25,7 @@ async fn a_voice_notes_transcript_follows_it_once_live_and_in_history() {
     let model = FakeModel::start().await;
     model.set_default(Reply::text("I will remind you."));
     let transcription = FakeTranscription::start().await;
-    transcription.push(Answer::Text {
-        text: "remind me to water the plants".into(),
-        seconds: 42.0,
-    });
+    transcription.push(Answer::text("remind me to water the plants", 42.0));
     let home = hearing_home(&model, &transcription);
     let _daemon = home.start();
     let mut pty = Pty::attach(&home, &key_env());
@@ -73,10 +63,7 @@ async fn file_attaches_a_document_and_a_voice_note_from_the_terminal() {
     let model = FakeModel::start().await;
     model.set_default(Reply::text("Done reading."));
     let transcription = FakeTranscription::start().await;
-    transcription.push(Answer::Text {
-        text: "call the plumber".into(),
-        seconds: 3.0,
-    });
+    transcription.push(Answer::text("call the plumber", 3.0));
     let home = hearing_home(&model, &transcription);
     let _daemon = home.start();
     let notes = home.path().join("notes.md");

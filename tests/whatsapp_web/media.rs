@@ -16,11 +16,11 @@
 use super::device::*;
 use hearth_bridges::whatsapp::web::device::{AudioMessage, DocumentMessage, Received, WebFile};
 use hearth_daemon::documents::tiny_pdf;
-use hearth_protocol::{Kind, Message};
+use hearth_protocol::Kind;
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::fake_transcription::{Answer, FakeTranscription};
-use hearth_tests::harness::{eventually, TestHome};
+use hearth_tests::harness::{logged_user_message, TestHome};
 use std::os::unix::fs::PermissionsExt;
 use tokio::task::LocalSet;
 
@@ -32,14 +32,7 @@ const VOICE: &[u8] = b"OggS\0\x02\0\0\0\0\0\0\0\0 a voice note from the linked d
 /// `transcription`, with no bridge of its own.
 fn hearing_home(model: &FakeModel, transcription: &FakeTranscription) -> TestHome {
     let home = TestHome::new(bins!());
-    home.write_config(&format!(
-        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n\
-         [transcription]\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\n\
-         retry_delay_ms = 1\n",
-        model.base_url(),
-        transcription.base_url(),
-    ));
+    home.use_model_and_transcription(&model.base_url(), &transcription.base_url(), "");
     home
 }
 
@@ -66,17 +59,6 @@ fn file_from(number: &str, id: &str, file: WebFile, caption: Option<&str>) -> Re
     }
 }
 
-/// The user message whose text starts with `start`, once it is logged.
-async fn logged(home: &TestHome, start: &str) -> Message {
-    eventually(&format!("a message starting {start:?}"), || async {
-        home.history()
-            .await
-            .into_iter()
-            .find(|message| message.kind == Kind::User && message.text.starts_with(start))
-    })
-    .await
-}
-
 /// The files of the home's `folder` whose names end with `ext`; every
 /// file there is checked to be the owner's only.
 fn stored(home: &TestHome, folder: &str, ext: &str) -> Vec<Vec<u8>> {
@@ -99,10 +81,7 @@ async fn a_voice_note_is_heard_once_and_a_pdf_read_through_the_linked_device() {
         .run_until(async {
             let model = FakeModel::start().await;
             let transcription = FakeTranscription::start().await;
-            transcription.push(Answer::Text {
-                text: "remind me to water the plants".into(),
-                seconds: 42.0,
-            });
+            transcription.push(Answer::text("remind me to water the plants", 42.0));
             let home = hearing_home(&model, &transcription);
             let _daemon = home.start();
             let config = parse(&web_table(&[FRIEND]));
@@ -113,9 +92,9 @@ async fn a_voice_note_is_heard_once_and_a_pdf_read_through_the_linked_device() {
             let voice = voice_note(&device, "3EB0VOICE1");
             model.push(Reply::text("I will remind you."));
             assert!(bridge.deliver(vec![voice.clone()]).await);
-            let placeholder = logged(&home, "[voice 0:42, transcribing]").await;
+            let placeholder = logged_user_message(&home, "[voice 0:42, transcribing]").await;
             assert_eq!(placeholder.source, "whatsapp");
-            let heard = logged(&home, "[voice 0:42] ").await;
+            let heard = logged_user_message(&home, "[voice 0:42] ").await;
             assert_eq!(heard.text, "[voice 0:42] remind me to water the plants");
             assert_eq!(transcription.wait_for(1).await[0].file, VOICE);
             let sent = sends(&device, 1).await;
@@ -164,7 +143,7 @@ async fn a_voice_note_is_heard_once_and_a_pdf_read_through_the_linked_device() {
             ));
             model.push(Reply::text("Two months' rent."));
             assert!(bridge.deliver(vec![document]).await);
-            let said = logged(&home, "[file: \"lease.pdf\"").await;
+            let said = logged_user_message(&home, "[file: \"lease.pdf\"").await;
             assert_eq!(said.id, id);
             assert_eq!(
                 said.text,
@@ -192,10 +171,7 @@ async fn a_voice_note_whose_bridge_was_killed_before_whatsapp_was_told_is_heard_
         .run_until(async {
             let model = FakeModel::start().await;
             let transcription = FakeTranscription::start().await;
-            transcription.push(Answer::Text {
-                text: "remind me to water the plants".into(),
-                seconds: 42.0,
-            });
+            transcription.push(Answer::text("remind me to water the plants", 42.0));
             let home = hearing_home(&model, &transcription);
             let _daemon = home.start();
             let config = parse(&web_table(&[FRIEND]));
@@ -217,7 +193,7 @@ async fn a_voice_note_whose_bridge_was_killed_before_whatsapp_was_told_is_heard_
             };
             let list = file_from(FRIEND, "3EB0LIST", WebFile::Document(Box::new(list)), None);
             let answer = bridge.offer(vec![voice.clone(), list.clone()]);
-            logged(&home, "[voice 0:42] ").await;
+            logged_user_message(&home, "[voice 0:42] ").await;
             bridge.kill().await;
             assert!(!answer.await.unwrap_or(false), "WhatsApp was never told");
 

@@ -27,7 +27,7 @@ use hearth_bridges::bridge::people::REFUSAL;
 use hearth_bridges::whatsapp::web::device::Chat;
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
-use hearth_tests::harness::{cursor_at_log_end, eventually, texts};
+use hearth_tests::harness::{cursor_at_log_end, eventually, notes_by, texts};
 use tokio::sync::oneshot;
 use tokio::task::LocalSet;
 
@@ -167,11 +167,7 @@ async fn a_stranger_is_refused_once_with_a_note_and_the_agent_never_sees_them() 
             assert_eq!(device.sent().len(), 2, "{:?}", device.sent());
 
             let log = home.history().await;
-            let notes: Vec<&str> = log
-                .iter()
-                .filter(|m| m.kind == Kind::Note && m.source == "whatsapp")
-                .map(|m| m.text.as_str())
-                .collect();
+            let notes = notes_by(&log, "whatsapp");
             assert_eq!(
                 notes,
                 vec!["whatsapp: refused a message from +4915100000000 (Mallory)"]

@@ -7,12 +7,34 @@ use std::io;
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
 
 /// Larger request heads are refused: a client gone wrong, not a model call.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Larger request bodies are refused.
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// Accepts connections on `listener` until the task is aborted, serving
+/// each on a task of its own with `serve`.
+pub(crate) async fn accept_each<F, Served>(listener: TcpListener, serve: F)
+where
+    F: Fn(TcpStream) -> Served,
+    Served: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                // An accept error concerns that one connection attempt only.
+                if let Ok((stream, _)) = accepted {
+                    connections.spawn(serve(stream));
+                }
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
 
 /// One request as read off the connection.
 pub(crate) struct Request {

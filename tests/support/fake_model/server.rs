@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 use super::answer::{Answer, Call, Exchange, StreamEnd};
 use super::http::{self, RequestError};
@@ -56,6 +56,23 @@ impl Recorded {
             })
             .unwrap_or_default()
     }
+
+    /// The tool results a Chat Completions request sent back (its `tool`
+    /// messages' text), in order.
+    pub fn tool_results(&self) -> Vec<String> {
+        self.body["messages"]
+            .as_array()
+            .expect("chat messages")
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+}
+
+/// The tool results sent back to `model` in its request `index`, in order.
+pub fn results_sent(model: &FakeModel, index: usize) -> Vec<String> {
+    model.requests()[index].tool_results()
 }
 
 /// State shared by the handle and the connection tasks.
@@ -325,18 +342,7 @@ impl Endpoint {
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                // An accept error concerns that one connection attempt only.
-                if let Ok((stream, _)) = accepted {
-                    connections.spawn(serve(stream, Arc::clone(&shared)));
-                }
-            }
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
+    http::accept_each(listener, |stream| serve(stream, Arc::clone(&shared))).await;
 }
 
 async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
