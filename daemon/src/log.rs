@@ -64,6 +64,10 @@ pub struct NewMessage {
     pub data: MessageData,
     /// An idempotency key; the same key again is not appended twice.
     pub key: Option<String>,
+    /// When it was written, if not now: an imported message's original
+    /// time, RFC 3339 in local time (`log/import.rs`, which keeps the log's
+    /// times growing with its ids).
+    pub at: Option<String>,
 }
 
 /// The source of what the daemon itself logs: its notes (a failed or
@@ -84,6 +88,7 @@ impl NewMessage {
             status: None,
             data: MessageData::default(),
             key: None,
+            at: None,
         }
     }
 
@@ -654,7 +659,9 @@ pub(crate) fn append(
     appended: &mut Vec<Message>,
 ) -> Result<Message, rusqlite::Error> {
     let id = next_id(tx, agent)?;
-    let at = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
+    let at = message.at.take().unwrap_or_else(|| {
+        chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
+    });
     // No key reaches the log: what is logged is sent in later requests.
     if let std::borrow::Cow::Owned(masked) = crate::redact::mask(&message.text) {
         message.text = masked;
@@ -747,9 +754,11 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
 mod anchor;
 pub mod chain;
 mod data;
+mod import;
 mod migrations;
 mod schema;
-pub use data::{MessageData, Provenance};
+pub use data::{Imported, MessageData, Provenance};
+pub use import::{ImportOutcome, ImportRefusal};
 use schema::create;
 mod turns;
 mod waiting;
