@@ -116,14 +116,11 @@ pub async fn import(
         Peer::Hermes => hermes::read(&request.path)?,
     };
     let history = in_order(history);
-    let say = |out: &mut dyn Write, text: String| {
-        writeln!(out, "{text}").map_err(|err| ImportError::from(CommandError::Output(err)))
-    };
     for line in summary(request.peer, &history) {
-        say(out, line)?;
+        say(out, &line)?;
     }
     if history.messages.is_empty() {
-        say(out, "nothing to import".to_string())?;
+        say(out, "nothing to import")?;
         return Ok(ExitCode::SUCCESS);
     }
     let (mut connection, _) = connect_running(home, agent, "hearth-import", None).await?;
@@ -150,7 +147,7 @@ pub async fn import(
             Err(err) => {
                 connection.close().await;
                 if total.0 > 0 && !request.dry_run {
-                    say(out, format!("imported {} messages before this:", total.0))?;
+                    say(out, &format!("imported {} messages before this:", total.0))?;
                 }
                 return Err(err.into());
             }
@@ -170,8 +167,12 @@ pub async fn import(
         }
         (false, _, _) => format!("imported {imported} messages, {before}"),
     };
-    say(out, line)?;
+    say(out, &line)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn say(out: &mut dyn Write, line: &str) -> Result<(), ImportError> {
+    writeln!(out, "{line}").map_err(|err| CommandError::Output(err).into())
 }
 
 /// The messages oldest first; equal times keep the store's order.
