@@ -171,7 +171,7 @@ pub fn event_line(event: &Event, mine: bool, style: Style, now: DateTime<Local>)
             };
             stamp(format!(
                 "{} {text}",
-                style.other(&format!("[{}]", terminal_safe(from)))
+                style.other(&format!("[{}]", terminal_safe(&from)))
             ))
         }
         EventKind::Tool => {
