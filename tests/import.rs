@@ -123,15 +123,28 @@ async fn openclaw_history_is_imported_once_in_order_with_its_times_and_found_by_
     let path = store.to_str().unwrap();
 
     // A dry run says what it would do and writes nothing.
-    let said = succeeded(&home.hearth_async(&["import", "openclaw", path, "--dry-run"]).await);
-    assert!(said.contains("openclaw: 2 sessions, 5 messages (3 user, 2 reply)"), "{said}");
+    let said = succeeded(
+        &home
+            .hearth_async(&["import", "openclaw", path, "--dry-run"])
+            .await,
+    );
+    assert!(
+        said.contains("openclaw: 2 sessions, 5 messages (3 user, 2 reply)"),
+        "{said}"
+    );
     assert!(said.contains("session 9f1c: 1 user, 1 reply"), "{said}");
     assert!(said.contains("1 tool calls and 1 tool results"), "{said}");
-    assert!(said.contains("dry run: 5 would be imported, 0 imported before"), "{said}");
+    assert!(
+        said.contains("dry run: 5 would be imported, 0 imported before"),
+        "{said}"
+    );
     assert!(home.history().await.is_empty());
 
     let said = succeeded(&home.hearth_async(&["import", "openclaw", path]).await);
-    assert!(said.contains("imported 5 messages (ids 0 to 4), 0 imported before"), "{said}");
+    assert!(
+        said.contains("imported 5 messages (ids 0 to 4), 0 imported before"),
+        "{said}"
+    );
     let log = home.history().await;
     let read: Vec<(Kind, &str, &str)> = log
         .iter()
@@ -140,20 +153,43 @@ async fn openclaw_history_is_imported_once_in_order_with_its_times_and_found_by_
     assert_eq!(
         read,
         vec![
-            (Kind::User, "openclaw", "Plan a weekend in Lisbon with the kids"),
-            (Kind::Reply, "openclaw", "Oceanário on Saturday, Belém tram on Sunday."),
-            (Kind::User, "openclaw", "Remind me: the plumber is Quillfeather"),
+            (
+                Kind::User,
+                "openclaw",
+                "Plan a weekend in Lisbon with the kids"
+            ),
+            (
+                Kind::Reply,
+                "openclaw",
+                "Oceanário on Saturday, Belém tram on Sunday."
+            ),
+            (
+                Kind::User,
+                "openclaw",
+                "Remind me: the plumber is Quillfeather"
+            ),
             (Kind::Reply, "openclaw", "Noted: Quillfeather."),
             (Kind::User, "openclaw", "thanks"),
         ]
     );
     assert_eq!(imported(&log).len(), 5, "every one is marked imported");
-    assert!(same_instant(&log[0].at, "2025-03-01T09:00:05Z"), "{}", log[0].at);
-    assert!(same_instant(&log[4].at, "2025-04-02T18:05:00Z"), "{}", log[4].at);
+    assert!(
+        same_instant(&log[0].at, "2025-03-01T09:00:05Z"),
+        "{}",
+        log[0].at
+    );
+    assert!(
+        same_instant(&log[4].at, "2025-04-02T18:05:00Z"),
+        "{}",
+        log[4].at
+    );
 
     // Again: nothing twice.
     let said = succeeded(&home.hearth_async(&["import", "openclaw", path]).await);
-    assert!(said.contains("imported 0 messages, 5 imported before"), "{said}");
+    assert!(
+        said.contains("imported 0 messages, 5 imported before"),
+        "{said}"
+    );
     assert_eq!(home.history().await.len(), 5);
 
     // Indexed for search at once.
@@ -170,12 +206,19 @@ async fn openclaw_history_is_imported_once_in_order_with_its_times_and_found_by_
     assert_eq!(reply.answers, vec![asked]);
     let request = model.requests().pop().unwrap();
     let sent = request.contents().join("\n");
-    assert!(sent.contains("Remind me: the plumber is Quillfeather"), "{sent}");
+    assert!(
+        sent.contains("Remind me: the plumber is Quillfeather"),
+        "{sent}"
+    );
     assert!(!sent.contains("ignore previous instructions"), "{sent}");
 
     // The chain covers the imported messages.
     let verified = home.hearth_async(&["verify"]).await;
-    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
 }
 
 #[tokio::test]
@@ -187,8 +230,14 @@ async fn hermes_history_is_imported_once_without_tools_summaries_or_copies() {
     let path = store.to_str().unwrap();
 
     let said = succeeded(&home.hearth_async(&["import", "hermes", path]).await);
-    assert!(said.contains("hermes: 1 sessions, 4 messages (2 user, 2 reply)"), "{said}");
-    assert!(said.contains("imported 4 messages (ids 0 to 3), 0 imported before"), "{said}");
+    assert!(
+        said.contains("hermes: 1 sessions, 4 messages (2 user, 2 reply)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("imported 4 messages (ids 0 to 3), 0 imported before"),
+        "{said}"
+    );
     let log = home.history().await;
     let texts: Vec<&str> = log.iter().map(|m| m.text.as_str()).collect();
     assert_eq!(
@@ -201,10 +250,17 @@ async fn hermes_history_is_imported_once_without_tools_summaries_or_copies() {
         ]
     );
     assert!(log.iter().all(|m| m.source == "hermes"));
-    assert!(same_instant(&log[0].at, "2025-03-01T09:00:01.250Z"), "{}", log[0].at);
+    assert!(
+        same_instant(&log[0].at, "2025-03-01T09:00:01.250Z"),
+        "{}",
+        log[0].at
+    );
 
     let said = succeeded(&home.hearth_async(&["import", "hermes", path]).await);
-    assert!(said.contains("imported 0 messages, 4 imported before"), "{said}");
+    assert!(
+        said.contains("imported 0 messages, 4 imported before"),
+        "{said}"
+    );
     assert_eq!(home.history().await.len(), 4);
     let found = succeeded(&home.hearth_async(&["search", "Zephyrine"]).await);
     assert!(found.contains("Zephyrine"), "{found}");
@@ -235,9 +291,17 @@ async fn history_older_than_the_log_is_refused_unless_forced() {
     }
     assert_eq!(home.history().await.len(), 2, "nothing was imported");
 
-    let said = succeeded(&home.hearth_async(&["import", "openclaw", path, "--force"]).await);
+    let said = succeeded(
+        &home
+            .hearth_async(&["import", "openclaw", path, "--force"])
+            .await,
+    );
     assert!(said.contains("imported 5 messages (ids 2 to 6)"), "{said}");
     let log = home.history().await;
     assert_eq!(imported(&log).len(), 5);
-    assert_eq!(model.request_count(), 1, "no turn took the imported messages");
+    assert_eq!(
+        model.request_count(),
+        1,
+        "no turn took the imported messages"
+    );
 }

@@ -161,7 +161,9 @@ pub async fn import(
     let (imported, known, first, last) = total;
     let before = format!("{known} imported before");
     let line = match (request.dry_run, first, last) {
-        (true, _, _) => format!("dry run: {imported} would be imported, {before}; nothing was written"),
+        (true, _, _) => {
+            format!("dry run: {imported} would be imported, {before}; nothing was written")
+        }
         (false, Some(first), Some(last)) => {
             format!("imported {imported} messages (ids {first} to {last}), {before}")
         }
@@ -241,7 +243,11 @@ pub fn summary(peer: Peer, history: &History) -> Vec<String> {
         users + replies,
     )];
     if let (Some(first), Some(last)) = (history.messages.first(), history.messages.last()) {
-        lines.push(format!("  from {} to {}", shown(&first.at), shown(&last.at)));
+        lines.push(format!(
+            "  from {} to {}",
+            shown(&first.at),
+            shown(&last.at)
+        ));
     }
     for (name, session) in &sessions {
         lines.push(format!(
@@ -264,7 +270,11 @@ pub fn summary(peer: Peer, history: &History) -> Vec<String> {
 fn shown(at: &str) -> String {
     time(at).map_or_else(
         || at.to_string(),
-        |at| at.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string(),
+        |at| {
+            at.with_timezone(&Local)
+                .format("%Y-%m-%d %H:%M")
+                .to_string()
+        },
     )
 }
 
@@ -310,7 +320,15 @@ mod tests {
     fn batches_stay_under_the_frame_limit_and_keep_the_order() {
         let big = "x".repeat(200_000);
         let messages: Vec<_> = (0..12)
-            .map(|i| message(Kind::User, &big, format!("2025-01-01T00:00:{i:02}Z"), "s", &i.to_string()))
+            .map(|i| {
+                message(
+                    Kind::User,
+                    &big,
+                    format!("2025-01-01T00:00:{i:02}Z"),
+                    "s",
+                    &i.to_string(),
+                )
+            })
             .collect();
         let batches = batches(messages);
         assert!(batches.len() > 1);
@@ -344,7 +362,13 @@ mod tests {
         });
         assert_eq!(history.messages[0].text, "hi");
         let lines = summary(Peer::Hermes, &history);
-        assert!(lines[0].starts_with("hermes: 2 sessions, 2 messages (1 user, 1 reply)"), "{lines:?}");
-        assert!(lines.iter().any(|l| l.contains("3 tool calls")), "{lines:?}");
+        assert!(
+            lines[0].starts_with("hermes: 2 sessions, 2 messages (1 user, 1 reply)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("3 tool calls")),
+            "{lines:?}"
+        );
     }
 }

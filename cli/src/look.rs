@@ -128,7 +128,8 @@ pub fn connection_lost(reason: Option<&str>) -> String {
 /// shown with it, so old words never pass for ones said here.
 pub fn imported_from(event: &Event) -> Option<&str> {
     let imported = hearth_protocol::MessageStatus::Imported.as_str();
-    (event.status.as_deref() == Some(imported)).then(|| event.source.as_deref().unwrap_or("elsewhere"))
+    (event.status.as_deref() == Some(imported))
+        .then(|| event.source.as_deref().unwrap_or("elsewhere"))
 }
 
 /// The line over the agent's words: its time and name.

@@ -189,7 +189,11 @@ mod tests {
         assert_eq!(
             read,
             vec![
-                (Kind::User, "What is the capital of Peru?", "2025-02-19T21:20:01.500Z"),
+                (
+                    Kind::User,
+                    "What is the capital of Peru?",
+                    "2025-02-19T21:20:01.500Z"
+                ),
                 (Kind::Reply, "Lima.", "2025-02-19T21:20:04.000Z"),
             ]
         );

@@ -71,10 +71,9 @@ fn transcripts(path: &Path) -> Result<Vec<PathBuf>, ImportError> {
             continue;
         };
         found.extend(
-            entries
-                .flatten()
-                .map(|entry| entry.path())
-                .filter(|file| file.extension().is_some_and(|ext| ext == "jsonl") && file.is_file()),
+            entries.flatten().map(|entry| entry.path()).filter(|file| {
+                file.extension().is_some_and(|ext| ext == "jsonl") && file.is_file()
+            }),
         );
     }
     found.sort();
@@ -212,7 +211,11 @@ not json
         assert_eq!(
             read,
             vec![
-                (Kind::User, "Plan the trip to Lisbon", "2025-03-01T09:00:05.000Z"),
+                (
+                    Kind::User,
+                    "Plan the trip to Lisbon",
+                    "2025-03-01T09:00:05.000Z"
+                ),
                 (Kind::Reply, "Here is a plan.", "2025-03-01T09:00:11.000Z"),
                 (Kind::User, "thanks", "2025-03-01T09:01:00.000Z"),
             ]
@@ -221,7 +224,12 @@ not json
         assert!(history.messages[0].key.starts_with("s-1:b1:"));
         let skipped = history.skipped;
         assert_eq!(
-            (skipped.tool_calls, skipped.tool_results, skipped.other, skipped.unreadable),
+            (
+                skipped.tool_calls,
+                skipped.tool_results,
+                skipped.other,
+                skipped.unreadable
+            ),
             (1, 1, 1, 1)
         );
     }

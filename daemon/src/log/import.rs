@@ -45,7 +45,6 @@ pub enum ImportRefusal {
     Log(#[from] LogError),
 }
 
-
 impl Log {
     /// Appends the messages whose keys are new, in order, in one
     /// transaction; with `dry_run` writes nothing and says what it would
@@ -139,8 +138,8 @@ mod tests {
     use hearth_protocol::MessageStatus;
 
     fn message(text: &str, at: &str, key: &str) -> NewMessage {
-        let mut message = NewMessage::new(Kind::User, "openclaw", text)
-            .with_status(MessageStatus::Imported);
+        let mut message =
+            NewMessage::new(Kind::User, "openclaw", text).with_status(MessageStatus::Imported);
         message.at = Some(at.to_string());
         message.key = Some(key.to_string());
         message

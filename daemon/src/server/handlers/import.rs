@@ -23,11 +23,9 @@ pub async fn import(
         .into());
     }
     if !SOURCES.contains(&from.as_str()) {
-        return Err(Refusal::refused(format!(
-            "`from` must be one of {}",
-            SOURCES.join(", ")
-        ))
-        .into());
+        return Err(
+            Refusal::refused(format!("`from` must be one of {}", SOURCES.join(", "))).into(),
+        );
     }
     let messages = messages
         .into_iter()
