@@ -22,6 +22,7 @@ mod fake_model;
 mod faults;
 mod image_fit;
 mod images;
+mod import;
 mod inbox;
 mod life;
 mod mcp;

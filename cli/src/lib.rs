@@ -29,6 +29,8 @@
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
 //! - `memory.rs`: `hearth search` and `hearth memory`: what the agent remembers.
 //! - `web.rs`: `hearth web`: the browser client's login links and sessions.
+//! - `import.rs`: `hearth import`: another agent's history (OpenClaw's
+//!   transcripts, Hermes Agent's database) brought into the log.
 //! - `update.rs`: `hearth update`: the newest release, its signature checked,
 //!   put in place of these programs; `update/release.rs`: what a release holds.
 //!
@@ -38,6 +40,7 @@
 pub mod approvals;
 pub mod commands;
 pub mod display;
+pub mod import;
 pub mod inbox;
 pub mod keyboard;
 pub mod launch;

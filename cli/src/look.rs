@@ -124,6 +124,14 @@ pub fn connection_lost(reason: Option<&str>) -> String {
     format!("{said} (reconnecting; Ctrl-D leaves)")
 }
 
+/// The agent a message was imported from (`hearth import`), if it was:
+/// shown with it, so old words never pass for ones said here.
+pub fn imported_from(event: &Event) -> Option<&str> {
+    let imported = hearth_protocol::MessageStatus::Imported.as_str();
+    (event.status.as_deref() == Some(imported))
+        .then(|| event.source.as_deref().unwrap_or("elsewhere"))
+}
+
 /// The line over the agent's words: its time and name.
 pub fn header(agent: &str, at: &str, style: Style, now: DateTime<Local>) -> String {
     format!(
@@ -158,9 +166,13 @@ pub fn event_line(event: &Event, mine: bool, style: Style, now: DateTime<Local>)
                 Some(client) if source == "terminal" && !client.is_empty() => client,
                 _ => source,
             };
+            let from = match imported_from(event) {
+                Some(peer) => format!("imported from {peer}"),
+                None => from.to_string(),
+            };
             stamp(format!(
                 "{} {text}",
-                style.other(&format!("[{}]", terminal_safe(from)))
+                style.other(&format!("[{}]", terminal_safe(&from)))
             ))
         }
         EventKind::Tool => {

@@ -167,6 +167,21 @@ enum Subcommands {
         #[arg(long)]
         json: bool,
     },
+    /// Bring your history from another agent into the log (through the running daemon), with its times; each message once however often it runs
+    Import {
+        /// The agent it comes from: openclaw (its sessions folder of *.jsonl transcripts) or hermes (its home, or state.db)
+        #[arg(value_enum)]
+        from: ImportFrom,
+        /// The store: for openclaw e.g. ~/.openclaw/agents/main/sessions; for hermes ~/.hermes
+        #[arg(value_name = "PATH")]
+        path: PathBuf,
+        /// Say what would be imported (per session, user and reply, the times), and write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Import even into a log that already has newer messages (the history then comes after them)
+        #[arg(long)]
+        force: bool,
+    },
     /// Write a consistent copy of the database to FILE while the daemon runs
     Backup {
         #[arg(value_name = "FILE")]
@@ -340,6 +355,12 @@ enum WebAction {
     Revoke { id: i64 },
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ImportFrom {
+    Openclaw,
+    Hermes,
+}
+
 #[derive(Subcommand)]
 enum ServiceAction {
     /// Write a systemd user unit for the installed hearthd and print how to enable it
@@ -490,6 +511,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Subcommands::Stats { days, json }) => {
             stats::stats(&home, agent, days, json, &mut stdout).await?
+        }
+        Some(Subcommands::Import {
+            from,
+            path,
+            dry_run,
+            force,
+        }) => {
+            let peer = match from {
+                ImportFrom::Openclaw => hearth_cli::import::Peer::OpenClaw,
+                ImportFrom::Hermes => hearth_cli::import::Peer::Hermes,
+            };
+            let request = hearth_cli::import::ImportRequest {
+                peer,
+                path,
+                dry_run,
+                force,
+            };
+            hearth_cli::import::import(&home, agent, request, &mut stdout).await?
         }
         Some(Subcommands::Backup { file }) => {
             service::backup(&home, agent, &file, &mut stdout).await?

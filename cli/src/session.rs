@@ -230,7 +230,10 @@ impl Session {
     fn look(&self, event: &Event, now: DateTime<Local>) -> Show {
         match event.kind {
             EventKind::Reply | EventKind::Echo => Show::Words {
-                agent: event.agent.clone(),
+                agent: match look::imported_from(event) {
+                    Some(peer) => format!("{} · imported from {peer}", event.agent),
+                    None => event.agent.clone(),
+                },
                 at: event.at.clone().unwrap_or_default(),
                 // A cut or refused reply carries the line that says so.
                 text: match event.kind {
@@ -341,6 +344,20 @@ mod tests {
         let mut other = event(12, Kind::User, "terminal", "hi");
         other.client = Some("terminal@elsewhere".into());
         assert!(line(session.on_event(&other)).ends_with("[terminal@elsewhere] hi"));
+    }
+
+    #[test]
+    fn an_imported_message_says_where_it_came_from() {
+        let mut session = session();
+        let mut asked = message(1, Kind::User, "openclaw", "old words");
+        asked.status = Some("imported".into());
+        assert!(line(session.on_message(&asked)).ends_with("[imported from openclaw] old words"));
+        let mut answered = message(2, Kind::Reply, "openclaw", "old answer");
+        answered.status = Some("imported".into());
+        let Show::Words { agent, .. } = session.on_message(&answered) else {
+            panic!("words")
+        };
+        assert_eq!(agent, "hearth · imported from openclaw");
     }
 
     #[test]

@@ -69,6 +69,10 @@ pub struct NewMessage {
     pub data: MessageData,
     /// An idempotency key; the same key again is not appended twice.
     pub key: Option<String>,
+    /// When it was written, if not now: an imported message's original
+    /// time, RFC 3339 in local time (`log/import.rs`, which keeps the log's
+    /// times growing with its ids).
+    pub at: Option<String>,
 }
 
 /// The source of what the daemon itself logs: its notes (a failed or
@@ -89,6 +93,7 @@ impl NewMessage {
             status: None,
             data: MessageData::default(),
             key: None,
+            at: None,
         }
     }
 
@@ -716,7 +721,8 @@ pub use exposure::Exposure;
 pub(crate) mod facts_record;
 mod migrations;
 mod schema;
-pub use data::{MessageData, Provenance};
+pub use data::{Imported, MessageData, Provenance};
+pub use import::{ImportOutcome, ImportRefusal};
 use schema::create;
 mod turns;
 mod waiting;

@@ -517,6 +517,23 @@ pub enum ClientFrame {
     /// not parse is refused (`error`, with its file and line) and the daemon
     /// keeps the configuration it runs.
     Reload,
+    /// Brings history from another agent's store into the log (`hearth
+    /// import`; see [`crate::import`]), oldest first, each message with its
+    /// original time and marked as imported `from` there. Only over the
+    /// Unix socket. A message whose key was imported before is skipped.
+    /// The new ones are refused, and nothing is written, when the log
+    /// already holds a message newer than the oldest of them (the daemon's
+    /// own notes aside), unless `force`. With `dry_run` nothing is written:
+    /// the answer says what would be. Answered with `imported`.
+    Import {
+        /// One of [`crate::import::SOURCES`].
+        from: String,
+        messages: Vec<crate::import::ImportMessage>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        force: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dry_run: bool,
+    },
 }
 
 fn default_source() -> String {
@@ -635,6 +652,17 @@ pub enum ServerFrame {
         /// `agents`, `memory`, …).
         #[serde(default)]
         needs_restart: Vec<String>,
+    },
+    /// The answer to `import`: how many of its messages were logged (with
+    /// a dry run: would be), how many had been imported before and were
+    /// skipped, and the ids the logged ones got.
+    Imported {
+        imported: u64,
+        known: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        first_id: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_id: Option<u64>,
     },
     /// A frame was refused; nothing changed.
     Error { code: ErrorCode, message: String },

@@ -38,6 +38,9 @@
 //! work, and [`bridge_tables`] the `[whatsapp]` table both read (and what
 //! a bridge sends besides replies).
 //!
+//! [`import`] holds what an `import` frame carries: another agent's
+//! history, brought in by `hearth import`.
+//!
 //! [`owner_key`] is what a client of the Unix socket shows in its `hello`
 //! to be let in as the owner, and where it finds it.
 //!
@@ -52,6 +55,7 @@ pub mod exit;
 mod frames;
 pub mod home;
 pub mod image;
+pub mod import;
 pub mod lock;
 pub mod media;
 pub mod memory;

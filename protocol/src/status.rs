@@ -1,6 +1,7 @@
 //! A message's status: how the tool call or the subagent's run it reports
-//! ended, or what a daemon's note records. Stored in the log's `status` column and sent in events under the
-//! same names; a message of another kind has none.
+//! ended, or what a daemon's note records, or that a message was imported
+//! from another agent's history. Stored in the log's `status` column and
+//! sent in events under the same names; any other message has none.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -35,10 +36,14 @@ pub enum MessageStatus {
     CutContextWindow,
     /// A reply that is the model's refusal.
     Refused,
+    /// A user message or a reply brought in from another agent's history
+    /// (`hearth import`): it was answered there, so it starts no turn, and
+    /// no bridge sends it again.
+    Imported,
 }
 
 impl MessageStatus {
-    pub const ALL: [MessageStatus; 11] = [
+    pub const ALL: [MessageStatus; 12] = [
         MessageStatus::Ok,
         MessageStatus::Error,
         MessageStatus::Interrupted,
@@ -50,6 +55,7 @@ impl MessageStatus {
         MessageStatus::CutContentFilter,
         MessageStatus::CutContextWindow,
         MessageStatus::Refused,
+        MessageStatus::Imported,
     ];
 
     /// The stored and wire name.
@@ -66,6 +72,7 @@ impl MessageStatus {
             MessageStatus::CutContentFilter => "cut_content_filter",
             MessageStatus::CutContextWindow => "cut_context_window",
             MessageStatus::Refused => "refused",
+            MessageStatus::Imported => "imported",
         }
     }
 

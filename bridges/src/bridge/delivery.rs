@@ -97,8 +97,13 @@ impl Cursor {
 /// The text that goes out for an event, if any (pure): replies always;
 /// echoes, work reports, notes and errors when `send` names them; never a
 /// note of the bridge itself (`own_source`), since one about a failed
-/// delivery would otherwise be delivered, fail again and be noted again.
+/// delivery would otherwise be delivered, fail again and be noted again;
+/// never a message imported from another agent's history (`hearth
+/// import`), which was said there long ago.
 pub fn outgoing_text(event: &Event, send: &[Outgoing], own_source: &str) -> Option<String> {
+    if event.status.as_deref() == Some(hearth_protocol::MessageStatus::Imported.as_str()) {
+        return None;
+    }
     let sends = |kind| send.contains(&kind);
     let text = event.text.as_deref().unwrap_or_default().trim();
     let text = match event.kind {
@@ -410,6 +415,10 @@ mod tests {
             outgoing_text(&event(Kind::Reply, "hearth", "  \n"), &ALL, "telegram"),
             None
         );
+        // Nor a reply imported from another agent's history.
+        let mut imported = event(Kind::Reply, "openclaw", "said long ago");
+        imported.status = Some("imported".into());
+        assert_eq!(outgoing_text(&imported, &ALL, "telegram"), None);
     }
 
     #[test]

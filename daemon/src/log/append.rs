@@ -87,7 +87,10 @@ pub(crate) fn append(
 ) -> Result<Message, rusqlite::Error> {
     let tail = tail(tx, appended, agent)?;
     let id = tail.next;
-    let at = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
+    // An imported message keeps the time it was written at elsewhere.
+    let at = message.at.take().unwrap_or_else(|| {
+        chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
+    });
     // No key reaches the log: what is logged is sent in later requests.
     if let std::borrow::Cow::Owned(masked) = crate::redact::mask(&message.text) {
         message.text = masked;

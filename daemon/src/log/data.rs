@@ -71,6 +71,22 @@ pub struct MessageData {
     /// read from the text rather than stored a second time here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_in_text: Option<usize>,
+    /// A message brought in from another agent's history (`hearth
+    /// import`): where from. Its words are the owner's and that agent's,
+    /// which may have carried pages it read: they are marked, never
+    /// passed off as said here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<Imported>,
+}
+
+/// Where an imported message came from.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Imported {
+    /// The agent whose store it was read from (`openclaw`, `hermes`).
+    pub from: String,
+    /// Its session there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// Where a message's text came from, when it came from outside: one of the

@@ -1,8 +1,9 @@
 //! Which messages wait for a turn: the rule, once, and the SQL made from it.
 //!
-//! A person's message (`user`) waits until a turn takes it; so does a
-//! subagent's report (`work`), unless its run was stopped — the parent asked
-//! for the stop and is not woken by it. Every other kind is the agent's own
+//! A person's message (`user`) waits until a turn takes it, unless it was
+//! imported from another agent's history (answered there already); so does
+//! a subagent's report (`work`), unless its run was stopped — the parent
+//! asked for the stop and is not woken by it. Every other kind is the agent's own
 //! or the daemon's and starts no turn. The turn loop reads the rule as
 //! [`waits_for_turn`]; the log's queries as [`WAITS_FOR_TURN_SQL`]; a test
 //! proves the two agree on every kind, status and source.
@@ -14,7 +15,7 @@ use std::sync::LazyLock;
 /// Whether a message of this kind and stored status waits for a turn.
 pub fn waits_for_turn(kind: Kind, status: Option<&str>) -> bool {
     match kind {
-        Kind::User => true,
+        Kind::User => status != Some(MessageStatus::Imported.as_str()),
         Kind::Work => status != Some(MessageStatus::Stopped.as_str()),
         Kind::Reply | Kind::Echo | Kind::Tool | Kind::Note => false,
     }
@@ -24,8 +25,10 @@ pub fn waits_for_turn(kind: Kind, status: Option<&str>) -> bool {
 /// same names.
 pub static WAITS_FOR_TURN_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "(kind = '{user}' OR (kind = '{work}' AND COALESCE(status, '') != '{stopped}'))",
+        "((kind = '{user}' AND COALESCE(status, '') != '{imported}') \
+         OR (kind = '{work}' AND COALESCE(status, '') != '{stopped}'))",
         user = Kind::User.as_str(),
+        imported = MessageStatus::Imported.as_str(),
         work = Kind::Work.as_str(),
         stopped = MessageStatus::Stopped.as_str(),
     )

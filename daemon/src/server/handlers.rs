@@ -10,8 +10,10 @@
 //!   (`media_put` is answered by the media store itself).
 //! - `handlers/memory.rs`: `search`, `memory`, `memory_show`, `facts`.
 //! - `handlers/web.rs`: `web_login`, `web_sessions`, `web_revoke` (Unix socket only).
+//! - `handlers/import.rs`: `import`, another agent's history (Unix socket only).
 
 mod control;
+mod import;
 mod memory;
 mod messages;
 mod reading;
@@ -148,5 +150,11 @@ pub async fn answer(frame: ClientFrame, context: &Context<'_>) -> Answer {
         ClientFrame::WebRevoke { id } => web::revoke(context, id).await,
         ClientFrame::Stop { restart } => Ok(control::stop(context, restart).await),
         ClientFrame::Reload => control::reload(context).await,
+        ClientFrame::Import {
+            from,
+            messages,
+            force,
+            dry_run,
+        } => import::import(context, from, messages, force, dry_run).await,
     }
 }

@@ -131,6 +131,12 @@ mod tests {
             ClientFrame::WebRevoke { id: 1 },
             ClientFrame::Stop { restart: false },
             ClientFrame::Reload,
+            ClientFrame::Import {
+                from: "openclaw".into(),
+                messages: vec![],
+                force: false,
+                dry_run: false,
+            },
         ];
         for sample in &samples {
             match sample {
@@ -162,7 +168,8 @@ mod tests {
                 | ClientFrame::WebSessions
                 | ClientFrame::WebRevoke { .. }
                 | ClientFrame::Stop { .. }
-                | ClientFrame::Reload => {}
+                | ClientFrame::Reload
+                | ClientFrame::Import { .. } => {}
             }
         }
         samples

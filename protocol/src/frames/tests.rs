@@ -325,3 +325,34 @@ fn an_older_status_frame_still_reads() {
     assert_eq!(status.activity, None);
     assert!(status.bridges.is_empty());
 }
+
+#[test]
+fn an_import_and_its_answer_read_back_and_an_unknown_field_is_refused() {
+    let frame = ClientFrame::decode(
+        r#"{"type":"import","from":"openclaw","messages":[{"kind":"user","text":"hi","at":"2025-01-02T10:00:00Z","key":"s:1:ab","session":"s"}],"dry_run":true}"#,
+    )
+    .unwrap();
+    let ClientFrame::Import {
+        from,
+        messages,
+        force,
+        dry_run,
+    } = &frame
+    else {
+        panic!("an import: {frame:?}")
+    };
+    assert_eq!((from.as_str(), *force, *dry_run), ("openclaw", false, true));
+    assert_eq!(messages[0].kind, Kind::User);
+    assert_eq!(ClientFrame::decode(&frame.encode()).unwrap(), frame);
+    assert!(ClientFrame::decode(
+        r#"{"type":"import","from":"openclaw","messages":[{"kind":"user","text":"hi","at":"x","key":"k","role":"user"}]}"#
+    )
+    .is_err());
+    let answer = ServerFrame::Imported {
+        imported: 3,
+        known: 1,
+        first_id: Some(0),
+        last_id: Some(2),
+    };
+    assert_eq!(ServerFrame::decode(&answer.encode()).unwrap(), answer);
+}
