@@ -29,6 +29,8 @@
 //! - `stats.rs`: `hearth stats`, model usage and cost per day and agent.
 //! - `memory.rs`: `hearth search` and `hearth memory`: what the agent remembers.
 //! - `web.rs`: `hearth web`: the browser client's login links and sessions.
+//! - `login.rs`: `hearth login chatgpt` / `hearth logout chatgpt`: a
+//!   ChatGPT plan's sign-in.
 //!
 //! The binary's thin `main.rs` is built by the root package; it also runs
 //! the bridges (`hearth telegram`, `hearth whatsapp`) from `hearth-bridges`.
@@ -41,6 +43,7 @@ pub mod keyboard;
 pub mod launch;
 pub mod life;
 pub mod log;
+pub mod login;
 pub mod look;
 pub mod markdown;
 pub mod mcp;
