@@ -202,22 +202,32 @@ fn issue(fake: &mut Fake) -> (String, String, String) {
 
 fn tokens_answer(fake: &mut Fake) -> Response {
     let (id, access, refresh) = issue(fake);
-    axum::Json(json!({
-        "id_token": id,
-        "access_token": access,
-        "refresh_token": refresh,
-        "token_type": "Bearer",
-        "expires_in": fake.lifetime,
-    }))
-    .into_response()
+    json_reply(
+        StatusCode::OK,
+        json!({
+            "id_token": id,
+            "access_token": access,
+            "refresh_token": refresh,
+            "token_type": "Bearer",
+            "expires_in": fake.lifetime,
+        }),
+    )
+}
+
+fn json_reply(status: StatusCode, value: Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
 }
 
 fn refused(status: StatusCode, code: &str, message: &str) -> Response {
-    (
+    json_reply(
         status,
-        axum::Json(json!({"error": {"code": code, "message": message}})),
+        json!({"error": {"code": code, "message": message}}),
     )
-        .into_response()
 }
 
 /// The browser's sign-in: approved at once, back to the redirect address.
@@ -307,12 +317,14 @@ async fn user_code(body: String) -> Response {
     if request["client_id"] != hearth_daemon::model::chatgpt::CLIENT_ID {
         return refused(StatusCode::BAD_REQUEST, "invalid_client", "unknown client");
     }
-    axum::Json(json!({
-        "device_auth_id": "device-1",
-        "user_code": "WXYZ-2345",
-        "interval": "1",
-    }))
-    .into_response()
+    json_reply(
+        StatusCode::OK,
+        json!({
+            "device_auth_id": "device-1",
+            "user_code": "WXYZ-2345",
+            "interval": "1",
+        }),
+    )
 }
 
 /// Pending (403) on the first poll; on the second the person has entered
@@ -333,12 +345,14 @@ async fn device_token(State(fake): State<Shared>, body: String) -> Response {
     let redirect = format!("{}/deviceauth/callback", fake.issuer);
     fake.codes
         .insert("device-code".to_string(), (challenge.clone(), redirect));
-    axum::Json(json!({
-        "authorization_code": "device-code",
-        "code_challenge": challenge,
-        "code_verifier": verifier,
-    }))
-    .into_response()
+    json_reply(
+        StatusCode::OK,
+        json!({
+            "authorization_code": "device-code",
+            "code_challenge": challenge,
+            "code_verifier": verifier,
+        }),
+    )
 }
 
 /// The Codex backend's Responses endpoint.
@@ -378,16 +392,15 @@ async fn responses(State(fake): State<Shared>, headers: HeaderMap, body: String)
         ("x-codex-secondary-window-minutes", "10080".to_string()),
     ];
     let mut response = match fake.replies.pop_front() {
-        Some(BackendReply::UsageLimit { resets_at }) => (
+        Some(BackendReply::UsageLimit { resets_at }) => json_reply(
             StatusCode::TOO_MANY_REQUESTS,
-            axum::Json(json!({"error": {
+            json!({"error": {
                 "type": "usage_limit_reached",
                 "message": "The usage limit has been reached",
                 "plan_type": PLAN,
                 "resets_at": resets_at,
-            }})),
-        )
-            .into_response(),
+            }}),
+        ),
         Some(BackendReply::Text(text)) => stream(&text),
         None => stream("(the fake backend had no reply scripted)"),
     };
