@@ -70,14 +70,21 @@ async fn login_with_the_browsers_callback_stores_private_tokens() {
         let url = lines
             .by_ref()
             .map_while(Result::ok)
-            .find_map(|line| line.trim().strip_prefix("http").map(|rest| format!("http{rest}")))
+            .find_map(|line| {
+                line.trim()
+                    .strip_prefix("http")
+                    .map(|rest| format!("http{rest}"))
+            })
             .expect("the sign-in address is printed");
         (url, lines)
     })
     .await
     .unwrap();
     let parsed = reqwest::Url::parse(&url).unwrap();
-    assert!(url.starts_with(&format!("{}/oauth/authorize?", fake.issuer())), "{url}");
+    assert!(
+        url.starts_with(&format!("{}/oauth/authorize?", fake.issuer())),
+        "{url}"
+    );
     let query: std::collections::BTreeMap<String, String> =
         parsed.query_pairs().into_owned().collect();
     assert_eq!(query["client_id"], CLIENT_ID);
@@ -109,7 +116,9 @@ async fn login_with_the_browsers_callback_stores_private_tokens() {
     // The code was exchanged once, form-encoded, with its verifier.
     let exchanges = fake.token_requests();
     assert_eq!(exchanges.len(), 1);
-    assert!(exchanges[0].0.starts_with("application/x-www-form-urlencoded"));
+    assert!(exchanges[0]
+        .0
+        .starts_with("application/x-www-form-urlencoded"));
     assert!(exchanges[0].1.contains("code_verifier="));
 
     let file = tokens_file(&home.hearth_home());
@@ -136,7 +145,10 @@ async fn login_with_a_device_code_waits_until_the_code_is_entered() {
         .unwrap();
     let said = text(&output.stdout);
     assert!(output.status.success(), "{said}{}", text(&output.stderr));
-    assert!(said.contains(&format!("{}/codex/device", fake.issuer())), "{said}");
+    assert!(
+        said.contains(&format!("{}/codex/device", fake.issuer())),
+        "{said}"
+    );
     assert!(said.contains("WXYZ-2345"), "{said}");
     let stored = tokens::load(&tokens_file(&home.hearth_home()))
         .unwrap()
@@ -171,16 +183,24 @@ async fn the_plans_request_carries_the_sign_in_and_the_codex_fields() {
     assert_eq!(header("accept"), "text/event-stream");
     let body = &first.body;
     assert_eq!(body["model"], "gpt-5");
-    assert!(body["instructions"].as_str().is_some_and(|text| !text.is_empty()));
+    assert!(body["instructions"]
+        .as_str()
+        .is_some_and(|text| !text.is_empty()));
     assert_eq!(body["store"], false);
     assert_eq!(body["stream"], true);
     assert_eq!(body["tool_choice"], "auto");
     assert_eq!(body["parallel_tool_calls"], false);
-    assert!(body["tools"].as_array().is_some_and(|tools| !tools.is_empty()));
-    assert!(body["input"].as_array().is_some_and(|input| !input.is_empty()));
+    assert!(body["tools"]
+        .as_array()
+        .is_some_and(|tools| !tools.is_empty()));
+    assert!(body["input"]
+        .as_array()
+        .is_some_and(|input| !input.is_empty()));
     assert!(body.get("max_output_tokens").is_none(), "{body}");
     assert!(body.get("prompt_cache_retention").is_none(), "{body}");
-    let key = body["prompt_cache_key"].as_str().expect("a prompt_cache_key");
+    let key = body["prompt_cache_key"]
+        .as_str()
+        .expect("a prompt_cache_key");
     assert_eq!(header("session_id"), key);
     assert_eq!(
         requests[1].body["prompt_cache_key"], key,
@@ -221,7 +241,9 @@ async fn the_access_token_is_renewed_before_it_expires_and_after_a_401() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(fake.refreshes(), 1);
     assert_eq!(fake.requests().len(), 1, "the old token was never sent");
-    let stored = tokens::load(&tokens_file(&home.hearth_home())).unwrap().unwrap();
+    let stored = tokens::load(&tokens_file(&home.hearth_home()))
+        .unwrap()
+        .unwrap();
     assert_eq!(Some(stored.access_token.clone()), fake.current_access());
 
     // The backend refuses a token before its time: renewed once, sent again.
@@ -250,7 +272,9 @@ async fn a_revoked_sign_in_asks_to_sign_in_again() {
     assert_eq!(output.status.code(), Some(1));
     let said = text(&output.stderr);
     assert!(
-        said.contains("the ChatGPT sign-in must be renewed (it was revoked): run `hearth login chatgpt`"),
+        said.contains(
+            "the ChatGPT sign-in must be renewed (it was revoked): run `hearth login chatgpt`"
+        ),
         "{said}"
     );
     assert!(fake.requests().is_empty(), "an expired token is never sent");
@@ -281,7 +305,9 @@ async fn a_plan_at_its_usage_limit_says_when_it_resets() {
     let output = home.hearth_async(&["status"]).await;
     let status = text(&output.stdout);
     assert!(
-        status.contains(&format!("plan     usage limit reached; requests resume at {local}")),
+        status.contains(&format!(
+            "plan     usage limit reached; requests resume at {local}"
+        )),
         "{status}"
     );
 }

@@ -341,8 +341,15 @@ pub fn status_text(status: &Status) -> String {
     }
     if let Some(cost) = status.cost_today_usd {
         // A plan's requests are metered in tokens, never priced.
-        let plan = status.model.as_deref().is_some_and(|model| model.starts_with("chatgpt/"));
-        let note = if plan { " (the model's requests are on your plan)" } else { "" };
+        let plan = status
+            .model
+            .as_deref()
+            .is_some_and(|model| model.starts_with("chatgpt/"));
+        let note = if plan {
+            " (the model's requests are on your plan)"
+        } else {
+            ""
+        };
         extra.push_str(&format!("today    ${cost:.4}{note}\n"));
     }
     if let Some(plan) = &status.plan {
@@ -409,10 +416,10 @@ pub fn plan_text(plan: &hearth_protocol::PlanLimits) -> String {
             .to_string(),
         Err(_) => at.to_string(),
     };
-    let name = plan
-        .plan
-        .as_deref()
-        .map_or_else(|| "ChatGPT plan".to_string(), |plan| format!("ChatGPT {plan} plan"));
+    let name = plan.plan.as_deref().map_or_else(
+        || "ChatGPT plan".to_string(),
+        |plan| format!("ChatGPT {plan} plan"),
+    );
     let windows: Vec<String> = plan
         .windows
         .iter()

@@ -68,13 +68,22 @@ pub async fn login(
         }
     };
     std::fs::create_dir_all(&home.config_dir).map_err(|err| {
-        ChatGptError::Store(format!("cannot create {}: {err}", home.config_dir.display()))
+        ChatGptError::Store(format!(
+            "cannot create {}: {err}",
+            home.config_dir.display()
+        ))
     })?;
     let file = chatgpt::tokens_file(home);
     tokens::save(&file, &signed_in)?;
     let who = signed_in.identity();
-    let name = who.email.map(|email| format!(" as {email}")).unwrap_or_default();
-    let plan = who.plan.map(|plan| format!(" ({plan} plan)")).unwrap_or_default();
+    let name = who
+        .email
+        .map(|email| format!(" as {email}"))
+        .unwrap_or_default();
+    let plan = who
+        .plan
+        .map(|plan| format!(" ({plan} plan)"))
+        .unwrap_or_default();
     writeln!(
         out,
         "Signed in to ChatGPT{name}{plan}; the tokens are in {} (private to you).\nUse the plan with `provider = \"chatgpt\"` in [model], or `hearth setup --provider chatgpt`.",

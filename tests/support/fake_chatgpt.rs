@@ -224,10 +224,7 @@ fn json_reply(status: StatusCode, value: Value) -> Response {
 }
 
 fn refused(status: StatusCode, code: &str, message: &str) -> Response {
-    json_reply(
-        status,
-        json!({"error": {"code": code, "message": message}}),
-    )
+    json_reply(status, json!({"error": {"code": code, "message": message}}))
 }
 
 /// The browser's sign-in: approved at once, back to the redirect address.
@@ -240,7 +237,9 @@ async fn authorize(
         || param("response_type") != "code"
         || param("code_challenge_method") != "S256"
         || param("code_challenge").is_empty()
-        || !param("scope").split(' ').any(|scope| scope == "offline_access")
+        || !param("scope")
+            .split(' ')
+            .any(|scope| scope == "offline_access")
     {
         return (StatusCode::BAD_REQUEST, "bad authorize request").into_response();
     }
@@ -248,7 +247,10 @@ async fn authorize(
     fake.lock()
         .unwrap_or_else(PoisonError::into_inner)
         .codes
-        .insert(code.clone(), (param("code_challenge"), param("redirect_uri")));
+        .insert(
+            code.clone(),
+            (param("code_challenge"), param("redirect_uri")),
+        );
     let mut back = match reqwest::Url::parse(&param("redirect_uri")) {
         Ok(url) => url,
         Err(_) => return (StatusCode::BAD_REQUEST, "bad redirect_uri").into_response(),
@@ -268,7 +270,8 @@ async fn token(State(fake): State<Shared>, headers: HeaderMap, body: String) -> 
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    fake.token_requests.push((content_type.clone(), body.clone()));
+    fake.token_requests
+        .push((content_type.clone(), body.clone()));
     if content_type.starts_with("application/x-www-form-urlencoded") {
         let form: HashMap<String, String> = reqwest::Url::parse(&format!("http://f/?{body}"))
             .map(|url| url.query_pairs().into_owned().collect())
@@ -283,7 +286,11 @@ async fn token(State(fake): State<Shared>, headers: HeaderMap, body: String) -> 
             || verified != challenge
             || field("redirect_uri") != redirect
         {
-            return refused(StatusCode::BAD_REQUEST, "invalid_grant", "PKCE or redirect mismatch");
+            return refused(
+                StatusCode::BAD_REQUEST,
+                "invalid_grant",
+                "PKCE or redirect mismatch",
+            );
         }
         return tokens_answer(&mut fake);
     }
@@ -337,7 +344,11 @@ async fn device_token(State(fake): State<Shared>, body: String) -> Response {
     let mut fake = fake.lock().unwrap_or_else(PoisonError::into_inner);
     fake.polls += 1;
     if fake.polls < 2 {
-        return refused(StatusCode::FORBIDDEN, "deviceauth_authorization_pending", "pending");
+        return refused(
+            StatusCode::FORBIDDEN,
+            "deviceauth_authorization_pending",
+            "pending",
+        );
     }
     let verifier = "device-verifier-0123456789-0123456789-0123456789".to_string();
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
@@ -431,7 +442,12 @@ fn stream(text: &str) -> Response {
     ];
     let body: String = events
         .iter()
-        .map(|event| format!("event: {}\ndata: {event}\n\n", event["type"].as_str().unwrap_or("")))
+        .map(|event| {
+            format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap_or("")
+            )
+        })
         .collect();
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")

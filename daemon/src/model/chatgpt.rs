@@ -173,7 +173,11 @@ fn headers(tokens: &tokens::Tokens, request: &Request) -> HeaderMap {
             headers.insert(name, value);
         }
     };
-    put("authorization", &format!("Bearer {}", tokens.access_token), true);
+    put(
+        "authorization",
+        &format!("Bearer {}", tokens.access_token),
+        true,
+    );
     if let Some(account) = &tokens.account_id {
         put("chatgpt-account-id", account, false);
     }
@@ -198,7 +202,7 @@ pub(super) async fn complete(
         .config
         .tokens_file
         .as_deref()
-        .ok_or(ModelError::SignIn(ChatGptError::NotSignedIn.to_string()))?;
+        .ok_or_else(|| ModelError::SignIn(ChatGptError::NotSignedIn.to_string()))?;
     let session = session(path);
     let tokens = session.tokens(&provider.http, None).await?;
     let plan = tokens.identity().plan;

@@ -249,7 +249,10 @@ mod tests {
         for prices in [Prices::default(), Prices::new(&overrides)] {
             assert!(prices.lookup("openai/gpt-5").is_some());
             assert_eq!(prices.lookup("chatgpt/gpt-5"), None);
-            assert_eq!(prices.cost("chatgpt/gpt-5-codex", &usage(1000, 0, 0, 1000)), None);
+            assert_eq!(
+                prices.cost("chatgpt/gpt-5-codex", &usage(1000, 0, 0, 1000)),
+                None
+            );
         }
     }
 

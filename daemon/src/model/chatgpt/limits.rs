@@ -64,7 +64,10 @@ fn window_from_headers(headers: &HeaderMap, name: &str, now: DateTime<Utc>) -> O
             .map(str::trim)
             .filter(|value| !value.is_empty())
     };
-    let used_percent: f64 = header("used-percent")?.parse().ok().filter(|v: &f64| v.is_finite())?;
+    let used_percent: f64 = header("used-percent")?
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())?;
     let window_minutes = header("window-minutes").and_then(|v| v.parse().ok());
     let resets_at = header("reset-at")
         .and_then(|v| v.parse::<i64>().ok())
@@ -94,7 +97,10 @@ pub fn record_event(event: &Value) {
                 .map(rfc3339),
         })
     };
-    let windows: Vec<PlanWindow> = ["primary", "secondary"].iter().filter_map(|n| window(n)).collect();
+    let windows: Vec<PlanWindow> = ["primary", "secondary"]
+        .iter()
+        .filter_map(|n| window(n))
+        .collect();
     let plan = event.get("plan_type").and_then(Value::as_str);
     if windows.is_empty() && plan.is_none() {
         return;
@@ -127,7 +133,10 @@ pub fn refusal(body: &str) -> Option<Refusal> {
             Some(Utc::now() + chrono::Duration::seconds(after))
         });
     let refusal = Refusal {
-        plan: error.get("plan_type").and_then(Value::as_str).map(str::to_string),
+        plan: error
+            .get("plan_type")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         resets_at,
         not_included: kind == "usage_not_included",
     };
@@ -184,7 +193,10 @@ mod tests {
         headers.insert("x-codex-primary-window-minutes", "300".parse().unwrap());
         headers.insert("x-codex-primary-reset-at", "4070908800".parse().unwrap());
         headers.insert("x-codex-secondary-used-percent", "12".parse().unwrap());
-        headers.insert("x-codex-secondary-reset-after-seconds", "60".parse().unwrap());
+        headers.insert(
+            "x-codex-secondary-reset-after-seconds",
+            "60".parse().unwrap(),
+        );
         let now = Utc::now();
         let primary = window_from_headers(&headers, "primary", now).unwrap();
         assert_eq!(primary.used_percent, 37.5);
@@ -204,8 +216,13 @@ mod tests {
         let body = r#"{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_at":4070908800}}"#;
         let refusal = refusal(body).unwrap();
         assert_eq!(refusal.plan.as_deref(), Some("plus"));
-        assert_eq!(refusal.resets_at.map(|at| at.timestamp()), Some(4_070_908_800));
-        assert!(refusal.message().contains("ChatGPT plus plan has reached its usage limit; it resets at"));
+        assert_eq!(
+            refusal.resets_at.map(|at| at.timestamp()),
+            Some(4_070_908_800)
+        );
+        assert!(refusal
+            .message()
+            .contains("ChatGPT plus plan has reached its usage limit; it resets at"));
         assert!(super::refusal(r#"{"error":{"type":"rate_limit_exceeded"}}"#).is_none());
     }
 }

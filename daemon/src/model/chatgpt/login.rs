@@ -100,8 +100,14 @@ impl BrowserSignIn {
         let code = self.code.await;
         self.server.abort();
         let code = code.map_err(|_| ChatGptError::Failed("the sign-in was abandoned".into()))??;
-        oauth::exchange_code(&client(), &self.issuer, &self.redirect_uri, &self.pkce.verifier, &code)
-            .await
+        oauth::exchange_code(
+            &client(),
+            &self.issuer,
+            &self.redirect_uri,
+            &self.pkce.verifier,
+            &code,
+        )
+        .await
     }
 }
 

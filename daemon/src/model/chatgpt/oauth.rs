@@ -127,7 +127,9 @@ pub async fn exchange_code(
         )));
     }
     let answer: TokenAnswer = serde_json::from_str(&text).map_err(|err| {
-        ChatGptError::Failed(format!("the authorization server's answer is unreadable: {err}"))
+        ChatGptError::Failed(format!(
+            "the authorization server's answer is unreadable: {err}"
+        ))
     })?;
     match (answer.id_token, answer.access_token, answer.refresh_token) {
         (Some(id), Some(access), Some(refresh)) => Ok(Tokens::issued(issuer, id, access, refresh)),
@@ -234,7 +236,10 @@ pub async fn device_code(http: &reqwest::Client, issuer: &str) -> Result<DeviceC
     }
     .unwrap_or(5)
     .max(1);
-    match (text_of("device_auth_id"), text_of("user_code").or_else(|| text_of("usercode"))) {
+    match (
+        text_of("device_auth_id"),
+        text_of("user_code").or_else(|| text_of("usercode")),
+    ) {
         (Some(device_auth_id), Some(user_code)) => Ok(DeviceCode {
             verification_url: format!("{issuer}/codex/device"),
             user_code,

@@ -65,7 +65,12 @@ pub struct Identity {
 impl Tokens {
     /// Tokens as an authorization server issued them now; the account is
     /// read from the id token's claims.
-    pub fn issued(issuer: &str, id_token: String, access_token: String, refresh_token: String) -> Tokens {
+    pub fn issued(
+        issuer: &str,
+        id_token: String,
+        access_token: String,
+        refresh_token: String,
+    ) -> Tokens {
         let account_id = identity(&id_token).account_id;
         Tokens {
             issuer: issuer.trim_end_matches('/').to_string(),
@@ -234,7 +239,12 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("chatgpt-tokens.json");
-        let tokens = Tokens::issued("i", "id-secret".into(), "access-secret".into(), "refresh-secret".into());
+        let tokens = Tokens::issued(
+            "i",
+            "id-secret".into(),
+            "access-secret".into(),
+            "refresh-secret".into(),
+        );
         save(&path, &tokens).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
