@@ -311,3 +311,37 @@ async fn a_plan_at_its_usage_limit_says_when_it_resets() {
         "{status}"
     );
 }
+
+#[tokio::test]
+async fn setup_with_the_chatgpt_choice_proves_the_plan_and_writes_no_key() {
+    let fake = FakeChatGpt::start().await;
+    let home = signed_in_home(&fake);
+    std::fs::remove_file(home.path().join("config.toml")).unwrap();
+    fake.push(BackendReply::Text("ready".into()));
+    let backend = fake.backend();
+    let mut command = login_command(
+        &home,
+        &fake,
+        &[
+            "setup",
+            "--yes",
+            "--provider",
+            "chatgpt",
+            "--base-url",
+            &backend,
+            "--no-telegram",
+            "--no-service",
+        ],
+    );
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let said = text(&output.stdout);
+    assert!(output.status.success(), "{said}{}", text(&output.stderr));
+    assert!(said.contains("Signed in with ChatGPT already"), "{said}");
+    assert_eq!(fake.requests().len(), 1, "one test request, on the plan");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(config.contains("provider = \"chatgpt\""), "{config}");
+    assert!(config.contains("model = \"gpt-5\""), "{config}");
+    assert!(!config.contains("api_key_env"), "{config}");
+}
