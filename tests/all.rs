@@ -12,6 +12,7 @@ mod approvals;
 mod browser;
 mod browser_pages;
 mod browser_voice;
+mod chatgpt;
 mod cli;
 mod conformance;
 mod conformance_bridges;

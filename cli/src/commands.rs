@@ -340,7 +340,20 @@ pub fn status_text(status: &Status) -> String {
         extra.push_str(&format!("next     {next}\n"));
     }
     if let Some(cost) = status.cost_today_usd {
-        extra.push_str(&format!("today    ${cost:.4}\n"));
+        // A plan's requests are metered in tokens, never priced.
+        let plan = status
+            .model
+            .as_deref()
+            .is_some_and(|model| model.starts_with("chatgpt/"));
+        let note = if plan {
+            " (the model's requests are on your plan)"
+        } else {
+            ""
+        };
+        extra.push_str(&format!("today    ${cost:.4}{note}\n"));
+    }
+    if let Some(plan) = &status.plan {
+        extra.push_str(&plan_text(plan));
     }
     for call in &status.mcp_calls {
         extra.push_str(&format!(
@@ -391,6 +404,51 @@ pub fn status_text(status: &Status) -> String {
         "agent    {}\nstate    {state}\nlast     {last}\nwaiting  {}\nmodel    {model}\nclients  {} besides this one\nuptime   {}\npid      {}\nversion  {}\n",
         status.agent, status.waiting, status.clients, uptime(status.uptime_secs), status.pid, status.version
     ) + &extra
+}
+
+/// A ChatGPT plan's limits as `plan` lines: each window's use and reset,
+/// and when a refusal at the limit ends.
+pub fn plan_text(plan: &hearth_protocol::PlanLimits) -> String {
+    let local = |at: &str| match chrono::DateTime::parse_from_rfc3339(at) {
+        Ok(at) => at
+            .with_timezone(&chrono::Local)
+            .format("%Y-%m-%d %H:%M")
+            .to_string(),
+        Err(_) => at.to_string(),
+    };
+    let name = plan.plan.as_deref().map_or_else(
+        || "ChatGPT plan".to_string(),
+        |plan| format!("ChatGPT {plan} plan"),
+    );
+    let windows: Vec<String> = plan
+        .windows
+        .iter()
+        .map(|window| {
+            let span = match window.window_minutes {
+                Some(minutes) if minutes % 1440 == 0 => format!("{}-day", minutes / 1440),
+                Some(minutes) if minutes % 60 == 0 => format!("{}-hour", minutes / 60),
+                Some(minutes) => format!("{minutes}-minute"),
+                None => "a".to_string(),
+            };
+            let reset = window
+                .resets_at
+                .as_deref()
+                .map(|at| format!(", resets {}", local(at)))
+                .unwrap_or_default();
+            format!("{span} window {:.0}% used{reset}", window.used_percent)
+        })
+        .collect();
+    let mut text = match windows.is_empty() {
+        true => format!("plan     {name}\n"),
+        false => format!("plan     {name}: {}\n", windows.join("; ")),
+    };
+    if let Some(until) = &plan.limited_until {
+        text.push_str(&format!(
+            "plan     usage limit reached; requests resume at {}\n",
+            local(until)
+        ));
+    }
+    text
 }
 
 /// Ends the running turn, if any, and says whether one was running.
@@ -537,6 +595,16 @@ mod tests {
             bridges: vec![],
             queued_bytes: None,
             chain: None,
+            plan: Some(hearth_protocol::PlanLimits {
+                plan: Some("plus".into()),
+                windows: vec![hearth_protocol::PlanWindow {
+                    window_minutes: Some(300),
+                    used_percent: 37.0,
+                    resets_at: None,
+                }],
+                limited_until: None,
+                reported_at: "2026-12-01T09:00:00Z".into(),
+            }),
         };
         let text = status_text(&status);
         assert!(text.contains("state    busy\n"), "{text}");
@@ -559,5 +627,9 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("today    $0.2500\n"), "{text}");
+        assert!(
+            text.contains("plan     ChatGPT plus plan: 5-hour window 37% used\n"),
+            "{text}"
+        );
     }
 }

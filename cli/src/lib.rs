@@ -33,6 +33,8 @@
 //!   transcripts, Hermes Agent's database) brought into the log.
 //! - `update.rs`: `hearth update`: the newest release, its signature checked,
 //!   put in place of these programs; `update/release.rs`: what a release holds.
+//! - `login.rs`: `hearth login chatgpt` / `hearth logout chatgpt`: a
+//!   ChatGPT plan's sign-in.
 //!
 //! The binary's thin `main.rs` is built by the root package; it also runs
 //! the bridges (`hearth telegram`, `hearth whatsapp`) from `hearth-bridges`.
@@ -46,6 +48,7 @@ pub mod keyboard;
 pub mod launch;
 pub mod life;
 pub mod log;
+pub mod login;
 pub mod look;
 pub mod markdown;
 pub mod mcp;

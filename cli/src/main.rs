@@ -196,6 +196,25 @@ enum Subcommands {
     },
     /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram (paired by code) and the service; every question has a flag
     Setup(SetupArgs),
+    /// Sign in with your ChatGPT plan (the `chatgpt` provider): in a browser, or with --device on a machine without one
+    Login {
+        #[arg(value_enum)]
+        service: SignInService,
+        /// Sign in with a code entered in a browser on any device (for a server without a browser)
+        #[arg(long)]
+        device: bool,
+        /// Print the sign-in address without opening a browser
+        #[arg(long)]
+        no_browser: bool,
+        /// The port of the local callback [default: 1455, else 1457]
+        #[arg(long, value_name = "PORT", conflicts_with = "device")]
+        callback_port: Option<u16>,
+    },
+    /// Sign out: forget the stored ChatGPT sign-in
+    Logout {
+        #[arg(value_enum)]
+        service: SignInService,
+    },
     /// Run hearthd as a service
     Service {
         #[command(subcommand)]
@@ -228,9 +247,12 @@ enum Subcommands {
 /// The answers `hearth setup` would ask for.
 #[derive(clap::Args)]
 struct SetupArgs {
-    /// The model provider: ollama, openai, anthropic, or openai-chat (another OpenAI-compatible server)
+    /// The model provider: ollama, openai, anthropic, chatgpt (sign in with your ChatGPT plan), or openai-chat (another OpenAI-compatible server)
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
+    /// With --provider chatgpt: sign in with a code entered in a browser on any device (a server without a browser)
+    #[arg(long)]
+    device: bool,
     /// The model's name (`gpt-5-mini`, `qwen3:8b`, …)
     #[arg(long)]
     model: Option<String>,
@@ -276,6 +298,7 @@ impl SetupArgs {
     fn options(self) -> hearth_cli::setup::SetupOptions {
         hearth_cli::setup::SetupOptions {
             provider: self.provider,
+            device: self.device,
             model: self.model,
             base_url: self.base_url,
             key_env: self.key_env,
@@ -294,6 +317,13 @@ impl SetupArgs {
             yes: self.yes,
         }
     }
+}
+
+/// What `hearth login` signs in to.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SignInService {
+    /// A ChatGPT plan, as OpenAI's Codex client uses it
+    Chatgpt,
 }
 
 #[derive(Subcommand)]
@@ -588,6 +618,26 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Setup(args)) => {
             let options = args.options();
             hearth_cli::setup::run(&home, explicit_home.as_deref(), options, &mut stdout).await?
+        }
+        Some(Subcommands::Login {
+            service: SignInService::Chatgpt,
+            device,
+            no_browser,
+            callback_port,
+        }) => {
+            let options = hearth_cli::login::LoginOptions {
+                device,
+                open_browser: !no_browser,
+                port: callback_port,
+            };
+            hearth_cli::login::login(&home, &options, &mut stdout).await?;
+            ExitCode::SUCCESS
+        }
+        Some(Subcommands::Logout {
+            service: SignInService::Chatgpt,
+        }) => {
+            hearth_cli::login::logout(&home, &mut stdout)?;
+            ExitCode::SUCCESS
         }
         Some(Subcommands::Service { action }) => match action {
             ServiceAction::Install => {

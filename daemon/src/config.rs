@@ -149,6 +149,10 @@ pub enum ProviderKind {
     /// The Anthropic Messages API (`POST /messages`).
     #[serde(rename = "anthropic")]
     Anthropic,
+    /// A ChatGPT plan, signed in with `hearth login chatgpt`: the Responses
+    /// API of the Codex backend (`model/chatgpt.rs`).
+    #[serde(rename = "chatgpt")]
+    ChatGpt,
 }
 
 impl ProviderKind {
@@ -157,6 +161,7 @@ impl ProviderKind {
             ProviderKind::OpenAiResponses => "openai",
             ProviderKind::OpenAiChat => "openai-chat",
             ProviderKind::Anthropic => "anthropic",
+            ProviderKind::ChatGpt => "chatgpt",
         }
     }
 
@@ -165,6 +170,7 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat => "https://api.openai.com/v1",
             ProviderKind::Anthropic => "https://api.anthropic.com/v1",
+            ProviderKind::ChatGpt => crate::model::chatgpt::BACKEND,
         }
     }
 
@@ -173,6 +179,8 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat => "OPENAI_API_KEY",
             ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+            // No key: the sign-in's tokens, in the home (`model/chatgpt/`).
+            ProviderKind::ChatGpt => "",
         }
     }
 }
@@ -237,6 +245,10 @@ pub struct ModelConfig {
     /// output; a failing model is skipped for a few minutes.
     #[serde(default)]
     pub fallback: Vec<ModelConfig>,
+    /// For `chatgpt`: the file of the sign-in's tokens, set from the home
+    /// by whoever opens the model (never read from config.toml).
+    #[serde(skip)]
+    pub tokens_file: Option<PathBuf>,
 }
 
 /// `cache_retention` in `[model]`: how long a cached prefix is kept.

@@ -16,7 +16,7 @@ mod budget;
 mod prices;
 
 pub use budget::{usd, Budget, Spending, Warning, WARN_AT};
-pub use prices::{Price, PriceConfig, Prices};
+pub use prices::{is_plan, Price, PriceConfig, Prices};
 
 use crate::log::{append, Log, LogError, NewMessage};
 use crate::model::{Bill, Usage};

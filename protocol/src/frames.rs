@@ -677,8 +677,8 @@ pub use names::client_frame_types;
 
 mod replies;
 pub use replies::{
-    AgentStatus, BudgetUse, McpCall, McpServer, ReceiptStatus, ScheduleInfo, StatsRow, Status,
-    WebSession,
+    AgentStatus, BudgetUse, McpCall, McpServer, PlanLimits, PlanWindow, ReceiptStatus,
+    ScheduleInfo, StatsRow, Status, WebSession,
 };
 
 #[cfg(test)]

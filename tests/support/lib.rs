@@ -13,6 +13,10 @@
 //!   bodies and the check of a captured body against one.
 //! - [`fake_transcription`]: a fake OpenAI `/v1/audio/transcriptions` that
 //!   checks the multipart request's fields and fails or stalls on demand.
+//! - [`fake_chatgpt`]: a fake of OpenAI's authorization server and Codex
+//!   backend on `127.0.0.1:0`, for signing in with a ChatGPT plan (PKCE,
+//!   device codes, refreshes, revocation) and the plan's requests and
+//!   limits.
 //! - [`fake_mcp_http`]: an MCP server at a streamable HTTP address on
 //!   `127.0.0.1:0` that records the headers of every request.
 //! - [`release_server`]: a release folder served as a release page serves
@@ -22,6 +26,7 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod fake_chatgpt;
 pub mod fake_graph;
 pub mod fake_mcp_http;
 pub mod fake_model;

@@ -15,7 +15,7 @@ async fn setup_asks_on_a_terminal_and_never_shows_the_key() {
     let base_url = model.base_url();
     let mut pty = Pty::run(&home, &["setup", "--base-url", &base_url], &[]);
     pty.wait_for("Which model provider?");
-    pty.wait_for("Choose 1-4:");
+    pty.wait_for("Choose 1-5:");
     pty.line("2");
     pty.wait_for("Which model? [gpt-5-mini]:");
     pty.line("");

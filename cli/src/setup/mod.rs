@@ -24,8 +24,10 @@ use std::time::Duration;
 /// is not asked.
 #[derive(Debug, Clone, Default)]
 pub struct SetupOptions {
-    /// `ollama`, `openai`, `anthropic` or `openai-chat`.
+    /// `ollama`, `openai`, `anthropic`, `chatgpt` or `openai-chat`.
     pub provider: Option<String>,
+    /// With `chatgpt`: sign in with a device code rather than a browser.
+    pub device: bool,
     pub model: Option<String>,
     /// The provider's address (up to `/v1`), or the Ollama server's.
     pub base_url: Option<String>,

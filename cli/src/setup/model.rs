@@ -29,7 +29,7 @@ const TEST_TIMEOUT_SECS: u64 = 120;
 pub enum ModelStepError {
     #[error(transparent)]
     Ask(#[from] AskError),
-    #[error("unknown provider `{0}`; use ollama, openai, anthropic or openai-chat")]
+    #[error("unknown provider `{0}`; use ollama, openai, anthropic, chatgpt or openai-chat")]
     UnknownProvider(String),
     #[error("no Ollama answers at {url} ({reason}); start it (`ollama serve`), or give its address with --base-url")]
     NoOllama { url: String, reason: String },
@@ -45,6 +45,8 @@ pub enum ModelStepError {
     },
     #[error("the model settings do not make a valid [model] table: {0}")]
     BadSettings(String),
+    #[error("signing in with ChatGPT failed: {0}")]
+    SignIn(#[from] crate::login::LoginError),
     #[error("the test request to {model} failed, so nothing was written: {reason}")]
     TestFailed { model: String, reason: String },
 }
@@ -58,6 +60,8 @@ pub enum Provider {
     Anthropic,
     /// Another OpenAI-compatible server (vLLM, llama.cpp, OpenRouter, …).
     Compatible,
+    /// A ChatGPT plan, signed in with `hearth login chatgpt`'s flow.
+    ChatGpt,
 }
 
 impl Provider {
@@ -66,6 +70,7 @@ impl Provider {
             "ollama" => Ok(Provider::Ollama),
             "openai" => Ok(Provider::OpenAi),
             "anthropic" => Ok(Provider::Anthropic),
+            "chatgpt" => Ok(Provider::ChatGpt),
             "openai-chat" | "compatible" => Ok(Provider::Compatible),
             other => Err(ModelStepError::UnknownProvider(other.to_string())),
         }
@@ -76,6 +81,7 @@ impl Provider {
             Provider::OpenAi => ProviderKind::OpenAiResponses,
             Provider::Anthropic => ProviderKind::Anthropic,
             Provider::Ollama | Provider::Compatible => ProviderKind::OpenAiChat,
+            Provider::ChatGpt => ProviderKind::ChatGpt,
         }
     }
 
@@ -83,6 +89,7 @@ impl Provider {
         match self {
             Provider::OpenAi => Some("gpt-5-mini"),
             Provider::Anthropic => Some("claude-sonnet-4-5"),
+            Provider::ChatGpt => Some("gpt-5"),
             Provider::Ollama | Provider::Compatible => None,
         }
     }
@@ -95,6 +102,8 @@ impl Provider {
             Provider::Compatible => hearth_daemon::config::COMPATIBLE_KEY_ENV,
             Provider::Anthropic => "ANTHROPIC_API_KEY",
             Provider::Ollama => "OLLAMA_API_KEY",
+            // No key: the sign-in's tokens.
+            Provider::ChatGpt => "",
         }
     }
 }
@@ -130,7 +139,10 @@ impl Chosen {
             Some(url) => Edit::set("model", "base_url", url.as_str()),
             None => Edit::remove("model", "base_url"),
         });
-        edits.push(Edit::set("model", "api_key_env", config.key_env()));
+        edits.push(match config.provider {
+            ProviderKind::ChatGpt => Edit::remove("model", "api_key_env"),
+            _ => Edit::set("model", "api_key_env", config.key_env()),
+        });
         edits.push(match config.context_window {
             Some(window) => Edit::set("model", "context_window", i64::from(window)),
             None => Edit::remove("model", "context_window"),
@@ -235,14 +247,23 @@ pub async fn choose(
         .key_env
         .clone()
         .unwrap_or_else(|| provider.default_key_env().to_string());
-    table.insert("api_key_env".into(), key_env.clone().into());
+    if provider != Provider::ChatGpt {
+        table.insert("api_key_env".into(), key_env.clone().into());
+    }
     if let Some(window) = window {
         table.insert("context_window".into(), i64::from(window).into());
     }
-    let config: ModelConfig = table
+    let mut config: ModelConfig = table
         .try_into()
         .map_err(|err: toml::de::Error| ModelStepError::BadSettings(err.message().to_string()))?;
-    let (key, store_key) = find_key(asker, options, home, provider, &key_env)?;
+    let (key, store_key) = match provider {
+        Provider::ChatGpt => {
+            sign_in(asker, options, home).await?;
+            config.tokens_file = Some(hearth_daemon::model::chatgpt::tokens_file(home));
+            (None, false)
+        }
+        _ => find_key(asker, options, home, provider, &key_env)?,
+    };
     let layout = match window {
         Some(window) => Some(pick_layout(&config, window)?),
         None => None,
@@ -276,6 +297,7 @@ fn ask_provider(
         "OpenAI".to_string(),
         "Anthropic".to_string(),
         "Another OpenAI-compatible server (vLLM, llama.cpp, OpenRouter, …)".to_string(),
+        "Sign in with ChatGPT (your ChatGPT plan; no API key)".to_string(),
     ];
     let default = detected
         .is_some_and(|models| !models.is_empty())
@@ -286,7 +308,36 @@ fn ask_provider(
         Provider::OpenAi,
         Provider::Anthropic,
         Provider::Compatible,
+        Provider::ChatGpt,
     ][at])
+}
+
+/// The ChatGPT sign-in, unless the home has one: the same flow as
+/// `hearth login chatgpt` (a browser, or a device code with `--device`).
+async fn sign_in(
+    asker: &mut Asker<'_>,
+    options: &SetupOptions,
+    home: &Home,
+) -> Result<(), ModelStepError> {
+    use hearth_daemon::model::chatgpt::{tokens, tokens_file};
+    if let Ok(Some(signed_in)) = tokens::load(&tokens_file(home)) {
+        let who = signed_in
+            .identity()
+            .email
+            .map(|email| format!(" as {email}"))
+            .unwrap_or_default();
+        asker.say(&format!(
+            "Signed in with ChatGPT already{who}; `hearth login chatgpt` signs in again."
+        ));
+        return Ok(());
+    }
+    let login = crate::login::LoginOptions {
+        device: options.device,
+        open_browser: true,
+        port: None,
+    };
+    crate::login::login(home, &login, asker.out()).await?;
+    Ok(())
 }
 
 /// An Ollama address as given: the server's root, without `/v1`.

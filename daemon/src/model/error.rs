@@ -87,6 +87,14 @@ pub enum ModelError {
     /// The provider reported a failure that is none of the above.
     #[error("the model failed: {0}")]
     Failed(String),
+    /// The ChatGPT sign-in is missing or must be renewed; the message says
+    /// how (`model/chatgpt.rs`).
+    #[error("{0}")]
+    SignIn(String),
+    /// A ChatGPT plan refused the request at its usage limit; the message
+    /// names when it resets.
+    #[error("{0}")]
+    PlanLimit(String),
 }
 
 impl ModelError {
@@ -104,7 +112,9 @@ impl ModelError {
             | ModelError::Quota { .. }
             | ModelError::ContextLength { .. }
             | ModelError::Garbage(_)
-            | ModelError::Failed(_) => false,
+            | ModelError::Failed(_)
+            | ModelError::SignIn(_)
+            | ModelError::PlanLimit(_) => false,
         }
     }
 

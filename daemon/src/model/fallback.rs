@@ -60,10 +60,16 @@ impl Model {
     /// Builds the chain of `config` and its fallbacks; `key_for` finds the
     /// key in the environment variable each one names.
     pub fn new(config: ModelConfig, key_for: impl Fn(&str) -> Option<String>) -> Model {
+        let tokens_file = config.tokens_file.clone();
         let providers: Vec<Provider> = config
             .chain()
             .into_iter()
-            .map(|config| {
+            .map(|mut config| {
+                // A ChatGPT plan signs in with tokens, never a key.
+                if config.provider == crate::config::ProviderKind::ChatGpt {
+                    config.tokens_file = config.tokens_file.or_else(|| tokens_file.clone());
+                    return Provider::new(config, None);
+                }
                 let key = key_for(config.key_env());
                 Provider::new(config, key)
             })

@@ -13,7 +13,7 @@ use super::sse::{SseEvent, SseParser};
 use super::ModelError;
 use crate::config::ProviderKind;
 use futures_util::StreamExt;
-use reqwest::header::{HeaderValue, CONTENT_TYPE};
+use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use serde::Serialize;
 use serde_json::Value;
 use std::error::Error as _;
@@ -49,6 +49,17 @@ pub(super) async fn post_json(
     path: &str,
     body: &impl Serialize,
 ) -> Result<reqwest::Response, ModelError> {
+    post_json_with(provider, path, body, HeaderMap::new()).await
+}
+
+/// [`post_json`] with more headers (the Codex backend's sign-in, which
+/// takes the place of a key).
+pub(super) async fn post_json_with(
+    provider: &Provider,
+    path: &str,
+    body: &impl Serialize,
+    headers: HeaderMap,
+) -> Result<reqwest::Response, ModelError> {
     let url = format!("{}/{}", provider.config.base_url(), path);
     let bytes = serde_json::to_vec(body)
         .map_err(|err| ModelError::Failed(format!("cannot encode the request: {err}")))?;
@@ -57,6 +68,7 @@ pub(super) async fn post_json(
         .http
         .post(&url)
         .header(CONTENT_TYPE, "application/json")
+        .headers(headers)
         .body(bytes);
     match provider.config.provider {
         ProviderKind::Anthropic => {
@@ -73,6 +85,8 @@ pub(super) async fn post_json(
                 builder = builder.bearer_auth(key);
             }
         }
+        // Its token came with `headers`.
+        ProviderKind::ChatGpt => {}
     }
     let response = builder
         .send()
@@ -83,6 +97,10 @@ pub(super) async fn post_json(
         return Ok(response);
     }
     let retry_after = retry::server_delay(response.headers(), SystemTime::now());
+    let codex = provider.config.provider == ProviderKind::ChatGpt;
+    if codex {
+        super::chatgpt::limits::record_headers(response.headers(), None, false);
+    }
     // The body only explains the status; when it cannot be read, the status
     // alone still says what happened. Its start is enough.
     let body = match read_prefix(response, ERROR_BODY_BYTES).await {
@@ -98,6 +116,13 @@ pub(super) async fn post_json(
         error.message = error.message.replace(key, "[redacted key]");
     }
     tracing::debug!(url = %url, status = status.as_u16(), message = %error.message, "model request refused");
+    // A plan at its limit waits hours, not seconds: no retry helps.
+    if let Some(refusal) = codex
+        .then(|| super::chatgpt::limits::refusal(&body))
+        .flatten()
+    {
+        return Err(ModelError::PlanLimit(refusal.message()));
+    }
     Err(classify(
         &provider.source(),
         Some(status.as_u16()),

@@ -10,6 +10,8 @@
 //! - `chat.rs`: OpenAI-compatible Chat Completions.
 //! - `responses.rs`: the OpenAI Responses API.
 //! - `anthropic.rs`: the Anthropic Messages API.
+//! - `chatgpt.rs`: a ChatGPT plan: signing in, its tokens, and the Codex
+//!   backend's Responses requests and usage limits.
 //! - `provider.rs`: one configured model: its address, key and HTTP client.
 //! - `fallback.rs`: [`Model`], the configured model and its fallbacks, with
 //!   retries and cool-downs.
@@ -28,6 +30,7 @@
 mod anthropic;
 pub mod bill;
 mod chat;
+pub mod chatgpt;
 mod error;
 mod fallback;
 mod http;

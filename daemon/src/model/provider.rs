@@ -3,7 +3,7 @@
 
 use super::bill::{Bill, Metering};
 use super::error::Source;
-use super::{anthropic, chat, responses, ModelError, Request, Response, Usage};
+use super::{anthropic, chat, chatgpt, responses, ModelError, Request, Response, Usage};
 use crate::config::{ModelConfig, ProviderKind};
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -37,9 +37,10 @@ impl Provider {
     /// Names for the messages of this model's failures.
     pub fn source(&self) -> Source<'_> {
         let env = self.config.key_env();
-        let key_hint = match self.key {
-            Some(_) => format!("check the key in ${env} (or secrets.env)"),
-            None => format!("no key was found in ${env} or secrets.env: set it there"),
+        let key_hint = match (&self.key, self.config.provider) {
+            (_, ProviderKind::ChatGpt) => "sign in again: run `hearth login chatgpt`".to_string(),
+            (Some(_), _) => format!("check the key in ${env} (or secrets.env)"),
+            (None, _) => format!("no key was found in ${env} or secrets.env: set it there"),
         };
         Source {
             provider: self.config.provider.name(),
@@ -75,6 +76,9 @@ impl Provider {
                 }
                 ProviderKind::Anthropic => {
                     anthropic::complete(self, request, &mut counted, metering).await
+                }
+                ProviderKind::ChatGpt => {
+                    chatgpt::complete(self, request, &mut counted, metering).await
                 }
             }
         };

@@ -19,7 +19,8 @@ use super::http::{self, Flow};
 use super::provider::Provider;
 use super::sse::SseEvent;
 use super::{Carry, Cut, Ending, Item, ModelError, Request, Response, ToolCall, Usage};
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, ProviderKind};
+use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -30,11 +31,30 @@ pub(super) async fn complete(
     on_text: &mut (dyn FnMut(&str) + Send),
     metering: &mut Metering,
 ) -> Result<Response, ModelError> {
-    let stream = provider.config.stream;
+    complete_with(provider, request, on_text, metering, HeaderMap::new(), None).await
+}
+
+/// [`complete`] with more headers: the Codex backend's sign-in
+/// (`chatgpt.rs`), whose answers also report the plan's limits; `plan`
+/// names the plan they are recorded under.
+pub(super) async fn complete_with(
+    provider: &Provider,
+    request: &Request,
+    on_text: &mut (dyn FnMut(&str) + Send),
+    metering: &mut Metering,
+    headers: HeaderMap,
+    plan: Option<&str>,
+) -> Result<Response, ModelError> {
+    let codex = provider.config.provider == ProviderKind::ChatGpt;
+    // The Codex backend answers only streams.
+    let stream = provider.config.stream || codex;
     let label = provider.label();
     let source = provider.source();
     let body = request_body(&provider.config, request, &label, stream);
-    let response = http::post_json(provider, "responses", &body).await?;
+    let response = http::post_json_with(provider, "responses", &body, headers).await?;
+    if codex {
+        super::chatgpt::limits::record_headers(response.headers(), plan, true);
+    }
     metering.accepted = true;
     let reply = if !stream || http::is_json(&response) {
         let value = http::read_json(provider, response, "the response").await?;
@@ -67,6 +87,12 @@ struct ResponsesBody<'a> {
     input: Vec<Input<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
+    /// `auto`, as the Codex backend is sent it; absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    /// False, as the Codex backend is sent it; absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
     /// The output limit, when the config sets one (reasoning included).
     #[serde(skip_serializing_if = "Option::is_none")]
     max_output_tokens: Option<u32>,
@@ -164,6 +190,7 @@ fn request_body<'a>(
     label: &str,
     stream: bool,
 ) -> ResponsesBody<'a> {
+    let codex = config.provider == ProviderKind::ChatGpt;
     let mut input = Vec::with_capacity(request.items.len());
     for item in &request.items {
         match item {
@@ -221,7 +248,11 @@ fn request_body<'a>(
                 strict: false,
             })
             .collect(),
-        max_output_tokens: config.max_tokens,
+        tool_choice: codex.then_some("auto"),
+        parallel_tool_calls: codex.then_some(false),
+        // The Codex backend refuses an output limit and a retention: a
+        // plan's requests take the backend's own.
+        max_output_tokens: config.max_tokens.filter(|_| !codex),
         reasoning: config.effort.as_deref().map(|effort| Reasoning { effort }),
         store: false,
         include: match config.effort {
@@ -229,7 +260,7 @@ fn request_body<'a>(
             None => Vec::new(),
         },
         prompt_cache_key: request.cache_key.as_deref(),
-        prompt_cache_retention: config.openai_retention(),
+        prompt_cache_retention: config.openai_retention().filter(|_| !codex),
         stream,
     }
 }
@@ -579,6 +610,8 @@ impl StreamAssembly {
                 self.completed = true;
                 return Ok(Flow::Stop);
             }
+            // The Codex backend's report of the plan's limits.
+            "codex.rate_limits" => super::chatgpt::limits::record_event(&value),
             "response.failed" => {
                 let response = value.get("response").unwrap_or(&Value::Null);
                 self.reported = reported_usage(response);

@@ -41,6 +41,9 @@ pub fn small_model(provider: ProviderKind, model: &str) -> Option<&'static str> 
         ProviderKind::Anthropic => {
             (model.starts_with("claude-") && !model.contains("haiku")).then_some("claude-haiku-4-5")
         }
+        // Which models a plan's backend serves changes with the plan; the
+        // turn's own model is one it serves.
+        ProviderKind::ChatGpt => None,
     }
 }
 

@@ -175,7 +175,9 @@ pub fn form(model: &str, over: Option<ThinkingForm>) -> ThinkingForm {
 /// The effort values `model` of `provider` takes.
 pub fn efforts(provider: ProviderKind, model: &str) -> &'static [&'static str] {
     match provider {
-        ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat => OPENAI_EFFORTS,
+        ProviderKind::OpenAiResponses | ProviderKind::OpenAiChat | ProviderKind::ChatGpt => {
+            OPENAI_EFFORTS
+        }
         ProviderKind::Anthropic => known(model).map_or(ANTHROPIC_EFFORTS, |known| known.efforts),
     }
 }

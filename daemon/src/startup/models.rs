@@ -56,6 +56,8 @@ pub struct Models {
     config: Option<ModelConfig>,
     /// Where keys not in the environment are found.
     secrets_file: PathBuf,
+    /// Where a ChatGPT plan's sign-in is kept (`model/chatgpt/tokens.rs`).
+    tokens_file: PathBuf,
     /// The variables already said to hold no key: each is said once.
     said: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
@@ -65,6 +67,7 @@ impl Models {
         Models {
             config: config.model.clone(),
             secrets_file: home.secrets_file(),
+            tokens_file: crate::model::chatgpt::tokens_file(home),
             said: Default::default(),
         }
     }
@@ -97,7 +100,8 @@ impl Models {
 
     /// A model of `config`, its key looked up in the environment or
     /// secrets.env.
-    fn open(&self, config: ModelConfig) -> Model {
+    fn open(&self, mut config: ModelConfig) -> Model {
+        config.tokens_file = Some(self.tokens_file.clone());
         Model::new(config, |env: &str| {
             let key = secrets::find(&self.secrets_file, env);
             let mut said = self

@@ -51,6 +51,8 @@ pub fn names(config: &Config) -> Vec<String> {
             }
         }
     }
+    // A ChatGPT plan names no variable: its tokens live in a file.
+    names.retain(|name| !name.is_empty());
     names.sort();
     names.dedup();
     names

@@ -142,6 +142,11 @@ impl Prices {
     /// (OpenRouter) is priced as `claude-sonnet-4`.
     pub fn lookup(&self, model: &str) -> Option<Price> {
         let label = model.to_lowercase();
+        // A ChatGPT plan's requests are paid for by the plan: metered in
+        // tokens, never priced as API calls.
+        if is_plan(&label) {
+            return None;
+        }
         let name = label
             .split_once('/')
             .map_or(label.as_str(), |(_, name)| name);
@@ -171,6 +176,11 @@ impl Prices {
     pub fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
         self.lookup(model).map(|price| price.cost(usage))
     }
+}
+
+/// Whether the model labelled `label` runs on a ChatGPT plan (`chatgpt/…`).
+pub fn is_plan(label: &str) -> bool {
+    label.starts_with("chatgpt/")
 }
 
 #[cfg(test)]
@@ -222,6 +232,28 @@ mod tests {
             prices.lookup("openai-chat/anthropic/claude-sonnet-4.5"),
             Some(sonnet)
         );
+    }
+
+    #[test]
+    fn a_plans_requests_are_never_priced_as_api_calls() {
+        let mut overrides = BTreeMap::new();
+        overrides.insert(
+            "gpt-5".to_string(),
+            PriceConfig {
+                input: 1.0,
+                cached_input: None,
+                output: 1.0,
+                cache_write: None,
+            },
+        );
+        for prices in [Prices::default(), Prices::new(&overrides)] {
+            assert!(prices.lookup("openai/gpt-5").is_some());
+            assert_eq!(prices.lookup("chatgpt/gpt-5"), None);
+            assert_eq!(
+                prices.cost("chatgpt/gpt-5-codex", &usage(1000, 0, 0, 1000)),
+                None
+            );
+        }
     }
 
     #[test]

@@ -132,6 +132,41 @@ pub struct Status {
     /// found if it found something wrong, and the last `hearth verify`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<String>,
+    /// The ChatGPT plan's usage limits, when the model is `chatgpt` and the
+    /// backend reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanLimits>,
+}
+
+/// A ChatGPT plan's usage limits, as the Codex backend last reported them
+/// (its `x-codex-*` headers, or a refusal at the limit).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PlanLimits {
+    /// `plus`, `pro`, `team`, … when known.
+    #[serde(default)]
+    pub plan: Option<String>,
+    /// The windows the plan counts use in (a few hours, a week).
+    #[serde(default)]
+    pub windows: Vec<PlanWindow>,
+    /// When the plan refused a request at its limit: when it takes requests
+    /// again (RFC 3339).
+    #[serde(default)]
+    pub limited_until: Option<String>,
+    /// When the backend said so (RFC 3339).
+    pub reported_at: String,
+}
+
+/// One window of a plan's usage limit.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PlanWindow {
+    /// How long the window is, in minutes (300: five hours; 10080: a week).
+    #[serde(default)]
+    pub window_minutes: Option<u64>,
+    /// How much of the window's allowance is used, 0 to 100.
+    pub used_percent: f64,
+    /// When the window starts afresh (RFC 3339).
+    #[serde(default)]
+    pub resets_at: Option<String>,
 }
 
 /// An MCP tool call that runs now, in `status`.

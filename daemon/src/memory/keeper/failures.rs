@@ -74,6 +74,8 @@ impl Failure {
             ModelError::Auth { .. }
             | ModelError::UnknownModel { .. }
             | ModelError::Quota { .. }
+            | ModelError::SignIn(_)
+            | ModelError::PlanLimit(_)
             | ModelError::Unavailable { .. }
             | ModelError::Network { .. }
             | ModelError::Timeout(_)

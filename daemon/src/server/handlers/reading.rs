@@ -94,6 +94,7 @@ pub async fn status(context: &Context<'_>) -> Answer {
         confinement: Some(crate::tools::confine::describe()),
         queued_bytes: Some(crate::server::queued_bytes()),
         chain: Some(shared.log.chain_state()),
+        plan: crate::model::chatgpt::limits::last(),
     };
     Ok(ServerFrame::Status(Box::new(status)))
 }

@@ -61,6 +61,7 @@ export async function costs(connection, root, days = 14) {
       legend(series),
       el("p", `${dollars(total((row) => row.cost_usd))} in all · ${tokens(input)} input tokens, ${input ? Math.round((100 * cached) / input) : 0}% of them cached · ${tokens(total((row) => row.output_tokens))} output tokens · ${total((row) => row.requests)} requests`),
     ];
+    if (status.plan) parts.push(plan(status.plan));
     if (stats.budget) parts.push(budget(stats.budget));
     else if (status.cost_today_usd !== undefined && status.cost_today_usd !== null) {
       parts.push(el("p", `Today: ${dollars(status.cost_today_usd)}; no budget is set.`));
@@ -80,6 +81,30 @@ export async function costs(connection, root, days = 14) {
   } catch (err) {
     failed(root, err);
   }
+}
+
+// A ChatGPT plan's limits: each window's use and reset; its requests are
+// metered in tokens, never priced.
+function plan(limits) {
+  const box = el("div");
+  box.className = "budget";
+  box.append(el("h3", limits.plan ? `ChatGPT ${limits.plan} plan` : "ChatGPT plan"));
+  const when = (at) => new Date(at).toLocaleString();
+  for (const window of limits.windows || []) {
+    const meter = el("meter");
+    meter.min = 0;
+    meter.max = 100;
+    meter.value = Math.min(window.used_percent, 100);
+    meter.high = 80;
+    const span = window.window_minutes ? `${window.window_minutes / 60} h window` : "window";
+    const reset = window.resets_at ? `, resets ${when(window.resets_at)}` : "";
+    const line = el("p", `${span}: ${Math.round(window.used_percent)}% used${reset} `);
+    line.append(meter);
+    box.append(line);
+  }
+  if (limits.limited_until) box.append(el("p", `Usage limit reached; requests resume ${when(limits.limited_until)}.`));
+  box.append(el("p", "Requests on the plan are counted in tokens, not priced."));
+  return box;
 }
 
 function budget(use) {
