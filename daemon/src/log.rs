@@ -716,6 +716,7 @@ pub(crate) use append::{append, next_id, Appended};
 pub mod chain;
 mod data;
 mod ends;
+mod import;
 mod exposure;
 pub use exposure::Exposure;
 pub(crate) mod facts_record;
