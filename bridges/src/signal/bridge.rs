@@ -66,21 +66,24 @@ impl BridgeError {
 pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), BridgeError> {
     let config = SignalConfig::load(home)?;
     let _lock = lock(&home.bridge_lock("signal"), "Signal", "signal")?;
-    // Kept for as long as the bridge runs: dropping it stops signal-cli.
-    let mut _started = None;
-    let (rpc, notifications) = match &config.reach {
-        Reach::Socket(path) => Rpc::unix(path, &config.account).await?,
-        Reach::Tcp(address) => Rpc::tcp(address, &config.account).await?,
+    // `_started` is kept for as long as the bridge runs: dropping it stops
+    // the signal-cli the bridge started.
+    let (_started, rpc, notifications) = match &config.reach {
+        Reach::Socket(path) => {
+            let (rpc, notifications) = Rpc::unix(path, &config.account).await?;
+            (None, rpc, notifications)
+        }
+        Reach::Tcp(address) => {
+            let (rpc, notifications) = Rpc::tcp(address, &config.account).await?;
+            (None, rpc, notifications)
+        }
         Reach::Command(program) => {
             let socket = signal_cli::socket_path(home);
             let (process, rpc, notifications) =
                 signal_cli::start(program, &config.account, &socket).await?;
-            _started = Some(process);
-            (rpc, notifications)
+            (Some(process), rpc, notifications)
         }
     };
-    api::subscribe(&rpc).await?;
-
     let (mut control, _) = connect_running(home, None, "signal", None)
         .await
         .map_err(LinkError::from)?;
@@ -95,6 +98,8 @@ pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), 
     // any new message can be logged by the inbound half.
     let outbound = Outbound::start(home, &rpc, &config, cursor, chats_in, open.clone()).await?;
     let inbound = Inbound::new(&rpc, &config, control, notifications, chats_out, open);
+    // Only now are messages taken from Signal: both halves are ready.
+    api::subscribe(&rpc).await?;
     tracing::info!(
         "signal bridge running as {} for {} allowed people",
         config.account,

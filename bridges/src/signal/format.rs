@@ -6,7 +6,7 @@
 //! or numbered (nested ones indented), tables one row a line with the cells
 //! apart and the head in bold, links their words with the address after.
 
-use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 /// What Signal can style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,11 +131,9 @@ impl Writer {
                 self.quotes += 1;
                 self.begin(Style::Italic);
             }
-            Tag::CodeBlock(kind) => {
+            Tag::CodeBlock(_) => {
                 self.block();
-                if let CodeBlockKind::Fenced(_) | CodeBlockKind::Indented = kind {
-                    self.code = true;
-                }
+                self.code = true;
                 self.begin(Style::Monospace);
             }
             Tag::List(first) => {
