@@ -159,7 +159,8 @@ impl<'a> Inbound<'a> {
             Err(err) => return Err(err.into()),
         };
         self.open.close(&id);
-        let told = api::send_text(self.rpc, from, &Styled::plain(&said));
+        let said = Styled::plain(&said);
+        let told = api::send_text(self.rpc, from, &said);
         match link::beside(&mut self.connection, told, &mut |_| {}).await? {
             Ok(_) => Ok(()),
             Err(SendFailure::Closed) => Err(RpcError::Closed.into()),
