@@ -89,7 +89,11 @@ async fn an_owners_message_reaches_the_agent_and_the_reply_comes_back_styled() {
     let calls = signal
         .wait_until("the reply", |calls| !calls.sent.is_empty())
         .await;
-    assert_eq!(calls.sent.len(), 1, "only the reply, never the owner's words");
+    assert_eq!(
+        calls.sent.len(),
+        1,
+        "only the reply, never the owner's words"
+    );
     let reply = &calls.sent[0];
     assert_eq!(reply.recipient, OWNER.number);
     // Markdown as Signal shows it: no marks, styles over the words.
@@ -187,7 +191,9 @@ async fn a_restart_mid_delivery_loses_and_doubles_nothing() {
     model.push(Reply::text("Eggs too, noted."));
     signal.write(&OWNER, "and eggs");
     let calls = signal
-        .wait_until("both replies", |calls| calls.sent_to(OWNER.number).len() == 2)
+        .wait_until("both replies", |calls| {
+            calls.sent_to(OWNER.number).len() == 2
+        })
         .await;
     assert_eq!(
         calls.sent_to(OWNER.number),
@@ -206,7 +212,9 @@ async fn a_restart_mid_delivery_loses_and_doubles_nothing() {
     model.push(Reply::text("Bread, noted."));
     signal.write(&OWNER, "and bread");
     let calls = signal
-        .wait_until("the third reply", |calls| calls.sent_to(OWNER.number).len() >= 3)
+        .wait_until("the third reply", |calls| {
+            calls.sent_to(OWNER.number).len() >= 3
+        })
         .await;
     assert_eq!(
         calls.sent_to(OWNER.number),
@@ -255,7 +263,9 @@ async fn an_approval_is_answered_by_a_reaction_or_a_reply() {
         .await;
     let request = calls.sent[1].clone();
     assert!(
-        request.message.starts_with("hearth asks to run write_file "),
+        request
+            .message
+            .starts_with("hearth asks to run write_file "),
         "{}",
         request.message
     );
@@ -272,7 +282,9 @@ async fn an_approval_is_answered_by_a_reaction_or_a_reply() {
         .await;
     // The bridge says how it went (beside the reply, in either order).
     assert_eq!(calls.sent_to(OWNER.number).len(), 4);
-    assert!(calls.sent_to(OWNER.number).contains(&"Allowed.".to_string()));
+    assert!(calls
+        .sent_to(OWNER.number)
+        .contains(&"Allowed.".to_string()));
     assert_eq!(
         std::fs::read_to_string(workdir.join("a.txt")).unwrap(),
         "hello"
@@ -309,11 +321,15 @@ async fn an_approval_is_answered_by_a_reaction_or_a_reply() {
         .map(|m| m.text)
         .collect();
     assert!(
-        notes.iter().any(|n| n.ends_with(&format!("allowed by signal ({})", OWNER.number))),
+        notes
+            .iter()
+            .any(|n| n.ends_with(&format!("allowed by signal ({})", OWNER.number))),
         "{notes:?}"
     );
     assert!(
-        notes.iter().any(|n| n.ends_with(&format!("denied by signal ({})", OWNER.number))),
+        notes
+            .iter()
+            .any(|n| n.ends_with(&format!("denied by signal ({})", OWNER.number))),
         "{notes:?}"
     );
     // The answers were never the agent's messages.
@@ -359,7 +375,9 @@ async fn a_voice_note_is_transcribed_and_a_photo_and_a_document_go_in() {
     let received = transcription.wait_for(1).await;
     assert_eq!(received[0].file, VOICE);
     signal
-        .wait_until("the reply", |calls| calls.sent_to(OWNER.number) == ["on it"])
+        .wait_until("the reply", |calls| {
+            calls.sent_to(OWNER.number) == ["on it"]
+        })
         .await;
 
     let photo = hearth_tests::fake_telegram::photo_bytes();
@@ -379,7 +397,10 @@ async fn a_voice_note_is_transcribed_and_a_photo_and_a_document_go_in() {
             .find(|m| m.kind == Kind::User && m.text.starts_with("[file: \"lease.pdf\""))
     })
     .await;
-    assert_eq!(document.text, "[file: \"lease.pdf\", 1 page] what is the deposit?");
+    assert_eq!(
+        document.text,
+        "[file: \"lease.pdf\", 1 page] what is the deposit?"
+    );
     let log = home.history().await;
     let cat = log
         .iter()
@@ -388,7 +409,6 @@ async fn a_voice_note_is_transcribed_and_a_photo_and_a_document_go_in() {
     assert_eq!(cat.images.len(), 1, "the photo goes in as an image");
     assert_eq!(signal.calls().fetched.len(), 3);
     assert!(signal_notes(&home).await.is_empty());
-
 }
 
 #[tokio::test]

@@ -233,7 +233,10 @@ impl FakeSignal {
         let attachment = json!({"contentType": content_type, "filename": filename, "id": id,
             "size": bytes.len(), "width": null, "height": null, "caption": null,
             "uploadTimestamp": null});
-        self.message(from, json!({"message": caption, "attachments": [attachment]}))
+        self.message(
+            from,
+            json!({"message": caption, "attachments": [attachment]}),
+        )
     }
 
     /// Queues an envelope with a data message of `fields`.
@@ -303,7 +306,11 @@ async fn serve(
     let (lines_out, mut lines) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(async move {
         while let Some(line) = lines.recv().await {
-            if write.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+            if write
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .is_err()
+            {
                 break;
             }
         }
@@ -371,7 +378,9 @@ async fn answer(
                 let mut state = shared.lock();
                 let subscription = state.next_subscription;
                 state.next_subscription += 1;
-                state.subscribed.push((connection, subscription, out.clone()));
+                state
+                    .subscribed
+                    .push((connection, subscription, out.clone()));
                 state.calls.subscribers = state.subscribed.len();
                 subscription
             };
@@ -395,7 +404,10 @@ async fn answer(
                     let data = base64::engine::general_purpose::STANDARD.encode(bytes);
                     reply(Ok(json!({"data": data})))
                 }
-                None => reply(Err((-1, format!("Could not find attachment with ID: {wanted}")))),
+                None => reply(Err((
+                    -1,
+                    format!("Could not find attachment with ID: {wanted}"),
+                ))),
             }
         }
         "send" => {

@@ -43,7 +43,10 @@ pub async fn send_text(rpc: &Rpc, to: &str, styled: &Styled) -> Result<u64, Send
         let styles: Vec<String> = styled.styles.iter().map(|range| range.encode()).collect();
         params["textStyle"] = json!(styles);
     }
-    outcome(rpc.call("send", params, SEND_TIMEOUT).await, !styled.styles.is_empty())
+    outcome(
+        rpc.call("send", params, SEND_TIMEOUT).await,
+        !styled.styles.is_empty(),
+    )
 }
 
 /// Sends a file (`bytes` of `media_type`, named `name`) to `to`, as a data
@@ -64,7 +67,9 @@ pub async fn send_file(
 /// Shows "typing…" to `to`.
 pub async fn send_typing(rpc: &Rpc, to: &str) -> Result<(), RpcError> {
     let params = json!({"recipient": [to]});
-    rpc.call("sendTyping", params, SHORT_TIMEOUT).await.map(drop)
+    rpc.call("sendTyping", params, SHORT_TIMEOUT)
+        .await
+        .map(drop)
 }
 
 /// Asks signal-cli for the messages that arrive (needed when it runs with
@@ -213,7 +218,10 @@ mod tests {
             Err(SendFailure::Skip("not registered on Signal".into()))
         );
         let network = json!({"timestamp": 7, "results": [{"type": "NETWORK_FAILURE"}]});
-        assert!(matches!(outcome(Ok(network), false), Err(SendFailure::Retry(_))));
+        assert!(matches!(
+            outcome(Ok(network), false),
+            Err(SendFailure::Retry(_))
+        ));
         assert!(matches!(
             outcome(refused(-32602, None), true),
             Err(SendFailure::Markup(_))
@@ -222,6 +230,9 @@ mod tests {
             outcome(refused(UNTRUSTED_KEY_ERROR, None), false),
             Err(SendFailure::Skip(_))
         ));
-        assert_eq!(outcome(Err(RpcError::Closed), false), Err(SendFailure::Closed));
+        assert_eq!(
+            outcome(Err(RpcError::Closed), false),
+            Err(SendFailure::Closed)
+        );
     }
 }

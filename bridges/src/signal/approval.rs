@@ -47,10 +47,7 @@ pub fn reaction_answer(emoji: &str) -> Option<bool> {
 
 /// What a reply's words answer, when they are only a yes or a no.
 pub fn text_answer(text: &str) -> Option<bool> {
-    let word = text
-        .trim()
-        .trim_end_matches(['.', '!'])
-        .to_lowercase();
+    let word = text.trim().trim_end_matches(['.', '!']).to_lowercase();
     match word.as_str() {
         "yes" | "y" | "allow" | "ok" | "👍" => Some(true),
         "no" | "n" | "deny" | "👎" => Some(false),
@@ -142,7 +139,10 @@ mod tests {
         assert_eq!(open.reacted_to("+1555", 10).as_deref(), Some("aaa111"));
         assert_eq!(open.reacted_to("+1555", 30), None, "asked of someone else");
         assert_eq!(open.replied_to("+1555", None).as_deref(), Some("bbb222"));
-        assert_eq!(open.replied_to("+1555", Some(10)).as_deref(), Some("aaa111"));
+        assert_eq!(
+            open.replied_to("+1555", Some(10)).as_deref(),
+            Some("aaa111")
+        );
         assert_eq!(open.replied_to("+1555", Some(99)), None);
         open.close("bbb222");
         assert_eq!(open.replied_to("+1555", None).as_deref(), Some("aaa111"));
@@ -161,7 +161,10 @@ mod tests {
             allowed: None,
         }));
         let text = request_text(&event).unwrap();
-        assert!(text.starts_with("hearth asks to run shell `ls`\n\nAllow it? React 👍"), "{text}");
+        assert!(
+            text.starts_with("hearth asks to run shell `ls`\n\nAllow it? React 👍"),
+            "{text}"
+        );
         assert!(text.ends_with("(approval abc123; denied in 300 s without an answer)"));
         if let Some(approval) = event.approval.as_mut() {
             approval.allowed = Some(false);

@@ -190,7 +190,10 @@ mod tests {
 
     #[test]
     fn numbers_and_account_ids_are_read_one_way() {
-        assert_eq!(address("+1 (555) 123-4567").as_deref(), Some("+15551234567"));
+        assert_eq!(
+            address("+1 (555) 123-4567").as_deref(),
+            Some("+15551234567")
+        );
         assert_eq!(address("4915112345678").as_deref(), Some("+4915112345678"));
         assert_eq!(
             address("0A1B2C3D-0000-4000-8000-00000000ABCD").as_deref(),
@@ -222,8 +225,13 @@ mod tests {
         let said = parse(&format!("{base}tcp = \"a:1\"\nsocket = \"/s\"\n"))
             .unwrap_err()
             .to_string();
-        assert!(said.contains("give one of socket, tcp or command"), "{said}");
-        let said = parse(&format!("{base}tcp = \"7583\"\n")).unwrap_err().to_string();
+        assert!(
+            said.contains("give one of socket, tcp or command"),
+            "{said}"
+        );
+        let said = parse(&format!("{base}tcp = \"7583\"\n"))
+            .unwrap_err()
+            .to_string();
         assert!(said.contains("not HOST:PORT"), "{said}");
     }
 
@@ -232,7 +240,10 @@ mod tests {
         let said = parse("[signal]\naccount = \"me\"\nallow = []\n")
             .unwrap_err()
             .to_string();
-        assert!(said.contains("account `me` is not a phone number"), "{said}");
+        assert!(
+            said.contains("account `me` is not a phone number"),
+            "{said}"
+        );
         let said = parse("[signal]\naccount = \"+15550001111\"\nallow = [\"bob\"]\n")
             .unwrap_err()
             .to_string();
@@ -242,7 +253,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(said.contains("owner +15557654321 is not one of allow"), "{said}");
+        assert!(
+            said.contains("owner +15557654321 is not one of allow"),
+            "{said}"
+        );
         let said = parse("[signal]\naccount = \"+15550001111\"\n")
             .unwrap_err()
             .to_string();

@@ -236,7 +236,10 @@ mod tests {
     #[test]
     fn strangers_are_refused_and_groups_receipts_and_removals_passed_over() {
         assert_eq!(
-            classify(&envelope("+15559999999", json!({"message": "hi"})), &config()),
+            classify(
+                &envelope("+15559999999", json!({"message": "hi"})),
+                &config()
+            ),
             Incoming::Refuse {
                 from: "+15559999999".into(),
                 who: "+15559999999 (Eve)".into()
@@ -247,11 +250,14 @@ mod tests {
             classify(&envelope("+15551234567", group), &config()),
             Incoming::Ignore("a group message")
         );
-        let receipt = parse(&json!({"envelope": {"sourceNumber": "+15551234567", "timestamp": 1,
-            "receiptMessage": {"when": 1, "isDelivery": true, "timestamps": [1]}}}))
+        let receipt = parse(
+            &json!({"envelope": {"sourceNumber": "+15551234567", "timestamp": 1,
+            "receiptMessage": {"when": 1, "isDelivery": true, "timestamps": [1]}}}),
+        )
         .unwrap();
         assert!(matches!(classify(&receipt, &config()), Incoming::Ignore(_)));
-        let removed = json!({"reaction": {"emoji": "👍", "targetSentTimestamp": 5, "isRemove": true}});
+        let removed =
+            json!({"reaction": {"emoji": "👍", "targetSentTimestamp": 5, "isRemove": true}});
         assert!(matches!(
             classify(&envelope("+15551234567", removed), &config()),
             Incoming::Ignore(_)
@@ -272,8 +278,9 @@ mod tests {
         );
         let voice = json!({"attachments": [{"contentType": "audio/aac", "filename": null,
             "id": "abc.aac", "size": 4000}]});
-        let Incoming::Relay { text, attachments, .. } =
-            classify(&envelope("+15551234567", voice), &config())
+        let Incoming::Relay {
+            text, attachments, ..
+        } = classify(&envelope("+15551234567", voice), &config())
         else {
             panic!("relayed");
         };

@@ -343,7 +343,12 @@ mod tests {
         assert_eq!(styled.text, "Hello, Ada! Really old and x < y.");
         assert_eq!(
             styles(&styled),
-            vec!["7:3:BOLD", "12:6:ITALIC", "19:3:STRIKETHROUGH", "27:5:MONOSPACE"]
+            vec![
+                "7:3:BOLD",
+                "12:6:ITALIC",
+                "19:3:STRIKETHROUGH",
+                "27:5:MONOSPACE"
+            ]
         );
     }
 
@@ -357,7 +362,10 @@ mod tests {
     #[test]
     fn headings_code_blocks_and_quotes() {
         let styled = render("# Plan\n\nRun:\n\n```sh\nls **/*.rs\n```\n\n> said *so*\n> twice");
-        assert_eq!(styled.text, "Plan\n\nRun:\n\nls **/*.rs\n\n▍ said so\n▍ twice");
+        assert_eq!(
+            styled.text,
+            "Plan\n\nRun:\n\nls **/*.rs\n\n▍ said so\n▍ twice"
+        );
         assert_eq!(
             covered(&styled),
             vec![

@@ -241,7 +241,8 @@ impl<'a> Inbound<'a> {
             return match stored {
                 Ok(sha256) => Ok(Attached::Image(sha256)),
                 Err(why) => {
-                    let note = format!("{SOURCE}: the photo of message {key} was not attached: {why}");
+                    let note =
+                        format!("{SOURCE}: the photo of message {key} was not attached: {why}");
                     link::note(&mut self.connection, SOURCE, note, &mut |_| {}).await?;
                     Ok(Attached::Not)
                 }

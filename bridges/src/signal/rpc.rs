@@ -30,10 +30,7 @@ pub const UNTRUSTED_KEY_ERROR: i64 = -4;
 #[derive(Debug, thiserror::Error)]
 pub enum RpcError {
     #[error("cannot reach signal-cli at {at}: {source}")]
-    Connect {
-        at: String,
-        source: std::io::Error,
-    },
+    Connect { at: String, source: std::io::Error },
     #[error("signal-cli answered {method} with error {code}: {message}")]
     Refused {
         method: String,
@@ -295,14 +292,27 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(answer["timestamp"], 99);
-        assert_eq!(notifications.recv().await.unwrap()["envelope"]["timestamp"], 1);
-        assert_eq!(notifications.recv().await.unwrap()["envelope"]["timestamp"], 2);
+        assert_eq!(
+            notifications.recv().await.unwrap()["envelope"]["timestamp"],
+            1
+        );
+        assert_eq!(
+            notifications.recv().await.unwrap()["envelope"]["timestamp"],
+            2
+        );
         let refused = rpc
             .call("send", json!({}), Duration::from_secs(10))
             .await
             .unwrap_err();
         assert!(
-            matches!(refused, RpcError::Refused { code: RATE_LIMIT_ERROR, data: None, .. }),
+            matches!(
+                refused,
+                RpcError::Refused {
+                    code: RATE_LIMIT_ERROR,
+                    data: None,
+                    ..
+                }
+            ),
             "{refused:?}"
         );
         server.await.unwrap();

@@ -97,7 +97,9 @@ pub async fn start(
             });
         }
         match Rpc::unix(socket, account).await {
-            Ok((rpc, notifications)) => return Ok((SignalCli { _child: child }, rpc, notifications)),
+            Ok((rpc, notifications)) => {
+                return Ok((SignalCli { _child: child }, rpc, notifications))
+            }
             Err(RpcError::Connect { .. }) if tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(TRY_EVERY).await;
             }

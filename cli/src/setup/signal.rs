@@ -160,7 +160,9 @@ pub async fn run(
         if hearth_protocol::lock::held(&home.bridge_lock("signal")) {
             return Err(SignalStepError::BridgeRunning);
         }
-        let timeout = options.pair_timeout.unwrap_or(super::telegram::PAIR_TIMEOUT);
+        let timeout = options
+            .pair_timeout
+            .unwrap_or(super::telegram::PAIR_TIMEOUT);
         joined.push(pair_by_code(asker, home, &account, &reach, timeout).await?);
     }
     for who in joined {
@@ -244,13 +246,16 @@ async fn pair_by_code(
         let text = data.message.as_deref().unwrap_or_default().trim();
         if text == code {
             asker.say(&format!("✓ paired with {from}"));
-            let welcome = Styled::plain("Paired with hearth: your messages here now reach your agent.");
+            let welcome =
+                Styled::plain("Paired with hearth: your messages here now reach your agent.");
             // The pairing holds whether or not the greeting goes out.
             let _ = api::send_text(&rpc, &from, &welcome).await;
             return Ok(from);
         }
         if !text.is_empty() {
-            asker.say(&format!("(a message from {from} that is not the code: passed over)"));
+            asker.say(&format!(
+                "(a message from {from} that is not the code: passed over)"
+            ));
         }
     }
 }
@@ -268,7 +273,9 @@ mod tests {
         };
         let edits = chosen.edits();
         assert_eq!(edits[0], Edit::set("signal", "account", "+15550001111"));
-        assert!(edits.iter().all(|edit| edit.value.is_none() || edit.key != "command"));
+        assert!(edits
+            .iter()
+            .all(|edit| edit.value.is_none() || edit.key != "command"));
         let tcp = Chosen {
             reach: Reach::Tcp("127.0.0.1:7583".into()),
             ..chosen
