@@ -6,7 +6,9 @@
 //! The requests asked are remembered in this run only, by the timestamp
 //! Signal gave each message: requests are live events, never logged, so a
 //! bridge that was down when one was asked misses it, and the timeout
-//! denies it.
+//! denies it. A request is remembered from before its message goes, so an
+//! answer that arrives before signal-cli said the message's timestamp
+//! still finds it.
 
 use hearth_protocol::Event;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -62,8 +64,9 @@ struct Asked {
     id: String,
     /// Who was asked.
     to: String,
-    /// The timestamp Signal gave the request's message.
-    sent: u64,
+    /// The timestamp Signal gave the request's message; `None` while it
+    /// is being sent.
+    sent: Option<u64>,
 }
 
 /// The requests asked and not answered yet, shared by the outbound half
@@ -77,13 +80,28 @@ impl Open {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Remembers that request `id` was asked of `to` in the message sent at `sent`.
-    pub fn asked(&self, id: &str, to: &str, sent: u64) {
+    /// Remembers that request `id` is being asked of `to`.
+    pub fn asking(&self, id: &str, to: &str) {
         self.lock().push(Asked {
             id: id.to_string(),
             to: to.to_string(),
-            sent,
+            sent: None,
         });
+    }
+
+    /// Request `id` went to `to` in the message sent at `sent`.
+    pub fn asked(&self, id: &str, to: &str, sent: u64) {
+        let mut open = self.lock();
+        let asked = open.iter_mut().find(|a| a.id == id && a.to == to);
+        if let Some(asked) = asked {
+            asked.sent = Some(sent);
+        }
+    }
+
+    /// Request `id` could not be asked of `to`.
+    pub fn not_asked(&self, id: &str, to: &str) {
+        self.lock()
+            .retain(|asked| !(asked.id == id && asked.to == to));
     }
 
     /// Forgets request `id` (decided, here or elsewhere).
@@ -91,26 +109,34 @@ impl Open {
         self.lock().retain(|asked| asked.id != id);
     }
 
-    /// The request whose message `from` reacted to (sent at `target`).
+    /// The request whose message `from` reacted to (sent at `target`), or
+    /// one still being sent to them.
     pub fn reacted_to(&self, from: &str, target: u64) -> Option<String> {
-        let open = self.lock();
-        open.iter()
-            .find(|asked| asked.to == from && asked.sent == target)
-            .map(|asked| asked.id.clone())
+        self.find(from, Some(target))
     }
 
-    /// The request a reply from `from` answers: the one it quotes, else the
-    /// newest asked of them.
+    /// The request a reply from `from` answers: the one it quotes (or one
+    /// still being sent to them), else the newest asked of them.
     pub fn replied_to(&self, from: &str, quote: Option<u64>) -> Option<String> {
-        let open = self.lock();
-        let mine = open.iter().filter(|asked| asked.to == from);
         match quote {
-            Some(quoted) => mine
-                .filter(|asked| asked.sent == quoted)
-                .map(|asked| asked.id.clone())
-                .last(),
-            None => mine.map(|asked| asked.id.clone()).last(),
+            Some(_) => self.find(from, quote),
+            None => {
+                let open = self.lock();
+                let mine = open.iter().filter(|asked| asked.to == from);
+                mine.map(|asked| asked.id.clone()).last()
+            }
         }
+    }
+
+    /// The request asked of `from` in the message sent at `sent`, else the
+    /// newest one still being sent to them.
+    fn find(&self, from: &str, sent: Option<u64>) -> Option<String> {
+        let open = self.lock();
+        let mine = || open.iter().filter(|asked| asked.to == from);
+        mine()
+            .find(|asked| asked.sent == sent)
+            .or_else(|| mine().filter(|asked| asked.sent.is_none()).last())
+            .map(|asked| asked.id.clone())
     }
 }
 
@@ -133,9 +159,14 @@ mod tests {
     #[test]
     fn a_reaction_answers_the_request_it_is_on_and_a_reply_the_newest() {
         let open = Open::default();
-        open.asked("aaa111", "+1555", 10);
-        open.asked("bbb222", "+1555", 20);
-        open.asked("ccc333", "+1666", 30);
+        for (id, to, sent) in [
+            ("aaa111", "+1555", 10),
+            ("bbb222", "+1555", 20),
+            ("ccc333", "+1666", 30),
+        ] {
+            open.asking(id, to);
+            open.asked(id, to, sent);
+        }
         assert_eq!(open.reacted_to("+1555", 10).as_deref(), Some("aaa111"));
         assert_eq!(open.reacted_to("+1555", 30), None, "asked of someone else");
         assert_eq!(open.replied_to("+1555", None).as_deref(), Some("bbb222"));
@@ -147,6 +178,12 @@ mod tests {
         open.close("bbb222");
         assert_eq!(open.replied_to("+1555", None).as_deref(), Some("aaa111"));
         assert_eq!(open.replied_to("+1777", None), None);
+
+        // An answer that comes before the send's timestamp finds the request.
+        open.asking("ddd444", "+1777");
+        assert_eq!(open.reacted_to("+1777", 40).as_deref(), Some("ddd444"));
+        open.not_asked("ddd444", "+1777");
+        assert_eq!(open.reacted_to("+1777", 40), None);
     }
 
     #[test]

@@ -186,10 +186,12 @@ impl Courier for SignalCourier<'_> {
         };
         let request = Styled::plain(&text);
         for to in self.recipients() {
+            self.open.asking(&approval.id, &to);
             match feed.beside(api::send_text(self.rpc, &to, &request)).await? {
                 Ok(sent) => self.open.asked(&approval.id, &to, sent),
                 Err(SendFailure::Closed) => return Err(RpcError::Closed.into()),
                 Err(err) => {
+                    self.open.not_asked(&approval.id, &to);
                     tracing::warn!("cannot ask {to} about approval {}: {err}", approval.id)
                 }
             }
