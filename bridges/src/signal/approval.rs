@@ -123,7 +123,7 @@ impl Open {
             None => {
                 let open = self.lock();
                 let mine = open.iter().filter(|asked| asked.to == from);
-                mine.map(|asked| asked.id.clone()).last()
+                mine.map(|asked| asked.id.clone()).next_back()
             }
         }
     }
@@ -135,7 +135,7 @@ impl Open {
         let mine = || open.iter().filter(|asked| asked.to == from);
         mine()
             .find(|asked| asked.sent == sent)
-            .or_else(|| mine().filter(|asked| asked.sent.is_none()).last())
+            .or_else(|| mine().filter(|asked| asked.sent.is_none()).next_back())
             .map(|asked| asked.id.clone())
     }
 }
