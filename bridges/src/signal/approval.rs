@@ -135,7 +135,7 @@ impl Open {
         let mine = || open.iter().filter(|asked| asked.to == from);
         mine()
             .find(|asked| asked.sent == sent)
-            .or_else(|| mine().filter(|asked| asked.sent.is_none()).next_back())
+            .or_else(|| mine().rfind(|asked| asked.sent.is_none()))
             .map(|asked| asked.id.clone())
     }
 }
