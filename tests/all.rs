@@ -44,6 +44,7 @@ mod scripts;
 mod security;
 mod service;
 mod setup;
+mod signal;
 mod subagents;
 mod tamper;
 mod telegram;

@@ -9,9 +9,12 @@
 //!   the `Courier` trait (`bridge/courier.rs`), which a new channel
 //!   implements; the one gate for strangers (`bridge/people.rs`); the lock.
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
+//! - `signal/`: the Signal bridge (`hearth signal`), through signal-cli's
+//!   JSON-RPC interface.
 //! - `whatsapp/`: the WhatsApp bridge (`hearth whatsapp`): the Cloud API, or
 //!   a linked personal account (`whatsapp/web/`, feature `whatsapp-web`).
 
 pub mod bridge;
+pub mod signal;
 pub mod telegram;
 pub mod whatsapp;

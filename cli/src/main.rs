@@ -6,7 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use hearth_bridges::bridge::EXIT_CONFIG;
-use hearth_bridges::{telegram, whatsapp};
+use hearth_bridges::{signal, telegram, whatsapp};
 use hearth_cli::commands::{self, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
 use hearth_cli::log::{self as log_command, Bound, Filter, LogRequest};
@@ -194,7 +194,7 @@ enum Subcommands {
         #[command(subcommand)]
         action: Option<WebAction>,
     },
-    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram (paired by code) and the service; every question has a flag
+    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram and Signal (paired by code) and the service; every question has a flag
     Setup(SetupArgs),
     /// Sign in with your ChatGPT plan (the `chatgpt` provider): in a browser, or with --device on a machine without one
     Login {
@@ -242,6 +242,8 @@ enum Subcommands {
         #[command(subcommand)]
         action: Option<WhatsappAction>,
     },
+    /// Run the Signal bridge through signal-cli: the allowed numbers' messages in, the agent's replies back (hearthd starts it when config.toml has a [signal] table)
+    Signal,
 }
 
 /// The answers `hearth setup` would ask for.
@@ -280,6 +282,27 @@ struct SetupArgs {
     /// Another Bot API address than Telegram's own
     #[arg(long, value_name = "URL")]
     telegram_api_base: Option<String>,
+    /// Leave Signal as it is
+    #[arg(long, conflicts_with_all = ["signal_account", "signal_pair", "signal_allow", "signal_socket", "signal_tcp", "signal_command"])]
+    no_signal: bool,
+    /// Set up Signal for the agent's number, the account signal-cli is registered or linked as
+    #[arg(long, value_name = "NUMBER")]
+    signal_account: Option<String>,
+    /// Pair your Signal number: send the code setup shows to the agent's number
+    #[arg(long)]
+    signal_pair: bool,
+    /// Allow this Signal number (may be repeated), without pairing
+    #[arg(long, value_name = "NUMBER")]
+    signal_allow: Vec<String>,
+    /// Reach a running `signal-cli daemon --socket` at this path
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["signal_tcp", "signal_command"])]
+    signal_socket: Option<std::path::PathBuf>,
+    /// Reach a running `signal-cli daemon --tcp` at HOST:PORT
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "signal_command")]
+    signal_tcp: Option<String>,
+    /// The signal-cli program hearth starts itself [default: signal-cli]
+    #[arg(long, value_name = "PROGRAM")]
+    signal_command: Option<String>,
     /// How long pairing waits for the code, in seconds [default: 300]
     #[arg(long, value_name = "SECS")]
     pair_timeout: Option<u64>,
@@ -308,6 +331,13 @@ impl SetupArgs {
             telegram_pair: self.telegram_pair,
             telegram_allow: self.telegram_allow,
             telegram_api_base: self.telegram_api_base,
+            no_signal: self.no_signal,
+            signal_account: self.signal_account,
+            signal_pair: self.signal_pair,
+            signal_allow: self.signal_allow,
+            signal_socket: self.signal_socket,
+            signal_tcp: self.signal_tcp,
+            signal_command: self.signal_command,
             pair_timeout: self.pair_timeout.map(std::time::Duration::from_secs),
             service: match (self.service, self.no_service) {
                 (true, _) => Some(true),
@@ -421,7 +451,9 @@ async fn main() -> ExitCode {
     // The bridge is a service whose output goes to hearthd's log: it says
     // what it does. The interactive commands stay quiet.
     let level = match cli.command {
-        Some(Subcommands::Telegram | Subcommands::Whatsapp { action: None }) => "info",
+        Some(
+            Subcommands::Telegram | Subcommands::Signal | Subcommands::Whatsapp { action: None },
+        ) => "info",
         _ => "warn",
     };
     tracing_subscriber::fmt()
@@ -659,6 +691,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Telegram) => match telegram::run(&home, stop_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => bridge_failed("telegram", &err, err.is_config()),
+        },
+        Some(Subcommands::Signal) => match signal::run(&home, stop_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => bridge_failed("signal", &err, err.is_config()),
         },
         Some(Subcommands::Whatsapp { action: None }) => {
             match whatsapp::run(&home, stop_signal()).await {

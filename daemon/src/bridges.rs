@@ -1,6 +1,6 @@
 //! The bridges hearthd runs beside itself: `hearth telegram` when
 //! `config.toml` has a `[telegram]` table, `hearth whatsapp` when it has a
-//! `[whatsapp]` table.
+//! `[whatsapp]` table, `hearth signal` when it has a `[signal]` table.
 //!
 //! A bridge is an ordinary client in its own process (the `hearth` binary
 //! found next to `hearthd`), so a crash in it never touches the daemon and
@@ -83,7 +83,7 @@ impl BridgeBoard {
 /// How to start one bridge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
-    /// `telegram` or `whatsapp`: the name in logs and the `hearth` subcommand.
+    /// `telegram`, `whatsapp` or `signal`: the name in logs and the `hearth` subcommand.
     pub name: &'static str,
     pub program: PathBuf,
     pub args: Vec<String>,
@@ -102,6 +102,7 @@ pub fn launches(config: &Config, home: &Home, exe_dir: Option<&Path>) -> Vec<Lau
     let tables = [
         ("telegram", config.telegram.is_some()),
         ("whatsapp", config.whatsapp.is_some()),
+        ("signal", config.signal.is_some()),
     ];
     for (name, _) in tables.into_iter().filter(|(_, present)| *present) {
         let mut args = vec![name.to_string()];
@@ -345,5 +346,10 @@ mod tests {
             launched[1].args[1..],
             ["--home".to_string(), "/h".to_string()]
         );
+
+        let signal = config("[signal]\naccount = \"+15550001111\"\nallow = []\n");
+        let launched = launches(&signal, &home, Some(dir.path()));
+        assert_eq!(launched[0].name, "signal");
+        assert_eq!(launched[0].args, vec!["signal", "--home", "/h"]);
     }
 }

@@ -67,6 +67,9 @@ pub struct Config {
     /// The WhatsApp bridge's table, likewise.
     #[serde(default)]
     pub whatsapp: Option<toml::Table>,
+    /// The Signal bridge's table, likewise.
+    #[serde(default)]
+    pub signal: Option<toml::Table>,
     /// The memory's compactor (`[memory]`).
     #[serde(default)]
     pub memory: MemorySettings,

@@ -357,7 +357,7 @@ impl Running<'_> {
             self.shared.approvals.update(new.approvals.clone());
             config.approvals = new.approvals.clone();
         }
-        let changed_bridges: Vec<String> = ["telegram", "whatsapp"]
+        let changed_bridges: Vec<String> = ["telegram", "whatsapp", "signal"]
             .into_iter()
             .filter(|name| reread.changed(name))
             .map(str::to_string)
@@ -365,6 +365,7 @@ impl Running<'_> {
         if !changed_bridges.is_empty() {
             config.telegram = new.telegram.clone();
             config.whatsapp = new.whatsapp.clone();
+            config.signal = new.signal.clone();
             bridges.restart(&changed_bridges, config, home).await;
         }
         if reread.changed("mcp") {

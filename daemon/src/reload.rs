@@ -16,7 +16,7 @@ use crate::config::{Config, ConfigError};
 use std::path::Path;
 
 /// Tables that apply while the daemon runs.
-pub const LIVE_TABLES: [&str; 9] = [
+pub const LIVE_TABLES: [&str; 10] = [
     "model",
     "memory",
     "budget",
@@ -25,6 +25,7 @@ pub const LIVE_TABLES: [&str; 9] = [
     "limits",
     "telegram",
     "whatsapp",
+    "signal",
     "mcp",
 ];
 

@@ -11,6 +11,9 @@
 //!   plays Meta towards the WhatsApp bridge's webhook.
 //! - [`schema`]: written-down descriptions of the providers' request
 //!   bodies and the check of a captured body against one.
+//! - [`fake_signal`]: a fake signal-cli JSON-RPC daemon on a Unix socket
+//!   and `127.0.0.1:0` (subscriptions, `receive` notifications, sending,
+//!   attachments, held sends) for the Signal bridge's tests.
 //! - [`fake_transcription`]: a fake OpenAI `/v1/audio/transcriptions` that
 //!   checks the multipart request's fields and fails or stalls on demand.
 //! - [`fake_chatgpt`]: a fake of OpenAI's authorization server and Codex
@@ -30,6 +33,7 @@ pub mod fake_chatgpt;
 pub mod fake_graph;
 pub mod fake_mcp_http;
 pub mod fake_model;
+pub mod fake_signal;
 pub mod fake_telegram;
 pub mod fake_transcription;
 pub mod meta_webhook;

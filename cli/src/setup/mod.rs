@@ -5,6 +5,8 @@
 //! - `wizard.rs`: the steps in order, and what is written when.
 //! - `model.rs`: provider, model, key and layout; the test request.
 //! - `telegram.rs`: the bot token (`getMe`) and pairing by code.
+//! - `signal.rs`: the agent's Signal number, the way to signal-cli, and
+//!   pairing by code.
 //! - `ask.rs`: questions on a terminal, or answers from flags.
 //! - `edit.rs`: `config.toml` edited in place, the rest of it kept (pure).
 //! - `files.rs`: private, atomic writes; `secrets.env` entries.
@@ -13,6 +15,7 @@ mod ask;
 mod edit;
 mod files;
 mod model;
+mod signal;
 mod telegram;
 mod wizard;
 
@@ -45,6 +48,20 @@ pub struct SetupOptions {
     pub telegram_allow: Vec<i64>,
     /// Another Bot API address than Telegram's (a local Bot API server).
     pub telegram_api_base: Option<String>,
+    /// Leave Signal as it is.
+    pub no_signal: bool,
+    /// The agent's Signal number (signal-cli's account).
+    pub signal_account: Option<String>,
+    /// Pair a Signal number by code.
+    pub signal_pair: bool,
+    /// Signal numbers to allow, without pairing.
+    pub signal_allow: Vec<String>,
+    /// Reach a running `signal-cli daemon --socket` here.
+    pub signal_socket: Option<std::path::PathBuf>,
+    /// Reach a running `signal-cli daemon --tcp` here.
+    pub signal_tcp: Option<String>,
+    /// The signal-cli program the bridge starts.
+    pub signal_command: Option<String>,
     /// How long pairing waits for the code.
     pub pair_timeout: Option<Duration>,
     /// Install the systemd user service (`Some(true)`), or not (`Some(false)`).

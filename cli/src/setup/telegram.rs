@@ -315,7 +315,7 @@ fn next_offset(updates: &[Update], offset: Option<i64>) -> Option<i64> {
 }
 
 /// Six random digits, from the kernel's generator.
-fn random_code() -> std::io::Result<String> {
+pub(super) fn random_code() -> std::io::Result<String> {
     let mut bytes = [0u8; 8];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(format!("{:06}", u64::from_le_bytes(bytes) % 1_000_000))

@@ -8,8 +8,10 @@ use super::ask::{AskError, Asker};
 use super::edit::{self, EditError};
 use super::files::{self, FileError};
 use super::model::{self, ModelStepError};
+use super::signal::{self, SignalStepError};
 use super::telegram::{self, TelegramStepError};
 use super::SetupOptions;
+use hearth_bridges::signal::SignalConfig;
 use hearth_bridges::telegram::TelegramConfig;
 use hearth_daemon::config::Config;
 use hearth_protocol::home::Home;
@@ -25,6 +27,8 @@ pub enum SetupError {
     Model(#[from] ModelStepError),
     #[error("the model is set up and saved, but Telegram is not: {0}")]
     Telegram(#[from] TelegramStepError),
+    #[error("the model is set up and saved, but Signal is not: {0}")]
+    Signal(#[from] SignalStepError),
     #[error("{path}: {source}; fix the file (or move it away) and run setup again")]
     Edit { path: String, source: EditError },
     #[error("the new configuration would not load, so nothing was written: {0}")]
@@ -42,6 +46,7 @@ impl SetupError {
             SetupError::Ask(AskError::Interrupted)
                 | SetupError::Model(ModelStepError::Ask(AskError::Interrupted))
                 | SetupError::Telegram(TelegramStepError::Ask(AskError::Interrupted))
+                | SetupError::Signal(SignalStepError::Ask(AskError::Interrupted))
         )
     }
 }
@@ -104,6 +109,18 @@ pub async fn run(
         }
         files::write_private(&config_file, &text)?;
         asker.say("✓ saved [telegram]: hearthd starts the bridge");
+    }
+
+    // Signal, when wanted. The file is read again: Telegram's step may
+    // have written it.
+    if !options.no_signal && signal::wanted(&mut asker, &options)? {
+        let text = files::read_or_empty(&config_file)?;
+        let chosen = signal::run(&mut asker, &options, home, table("signal")).await?;
+        let text = edited(&config_file, &text, &chosen.edits())?;
+        SignalConfig::parse(&config_file, &text)
+            .map_err(|err| SetupError::Invalid(err.to_string()))?;
+        files::write_private(&config_file, &text)?;
+        asker.say("✓ saved [signal]: hearthd starts the bridge");
     }
 
     asker.say(WHATSAPP);
