@@ -49,9 +49,7 @@ pub fn why(
     tainted: Option<&str>,
 ) -> Option<String> {
     match tainted {
-        Some(reason) if acts => {
-            Some(format!("`{tool}` ran in a turn tainted {reason}"))
-        }
+        Some(reason) if acts => Some(format!("`{tool}` ran in a turn tainted {reason}")),
         _ if is_mcp => Some(format!("`{tool}`, an MCP server's tool, ran")),
         _ if tool == "shell" && shell_network => {
             let command = arguments
@@ -185,14 +183,20 @@ mod tests {
             Some("`shell` ran with the network: `curl -o page.html https://example.org`")
         );
         assert_eq!(why("shell", &curl, true, false, false, None), None);
-        assert_eq!(why("write_file", &json!({}), true, false, false, None), None);
+        assert_eq!(
+            why("write_file", &json!({}), true, false, false, None),
+            None
+        );
         let tainted = Some("after reading https://evil.example");
         assert_eq!(
             why("write_file", &json!({}), true, false, false, tainted).as_deref(),
             Some("`write_file` ran in a turn tainted after reading https://evil.example")
         );
         assert!(why("shell", &curl, true, false, false, tainted).is_some());
-        assert_eq!(why("read_file", &json!({}), false, false, false, tainted), None);
+        assert_eq!(
+            why("read_file", &json!({}), false, false, false, tainted),
+            None
+        );
         assert!(why("mcp__fs__write", &json!({}), true, true, false, None).is_some());
     }
 
