@@ -147,7 +147,7 @@ async fn the_keeper_holds_the_view_not_the_history() {
 #[tokio::test]
 async fn a_dropped_memory_ends_its_keeper_and_lets_go_of_the_log() {
     let dir = tempfile::tempdir().unwrap();
-    let layout_text = layout(60, 2000, 1000);
+    let layout_text = small_layout(60, 2000, 1000);
     let layout = hearth_daemon::layout::Layout::parse("test-layout.toml", &layout_text).unwrap();
     let (events, _) = tokio::sync::broadcast::channel(1024);
     let log = hearth_daemon::log::Log::open(&dir.path().join("hearth.db"), events.clone()).unwrap();
