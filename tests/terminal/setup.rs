@@ -24,6 +24,8 @@ async fn setup_asks_on_a_terminal_and_never_shows_the_key() {
     pty.wait_for("answered: “ready”");
     pty.wait_for("Telegram too");
     pty.line("");
+    pty.wait_for("Signal too");
+    pty.line("");
     pty.wait_for("systemd user service");
     pty.line("");
     assert!(pty.wait_exit(), "setup exits 0");
