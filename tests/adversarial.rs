@@ -355,7 +355,7 @@ async fn keep_alives_alone_do_not_hold_off_the_no_progress_timer() {
 /// A home whose `[model]` is the fake model, with no summaries to write.
 fn home_with(model: &FakeModel) -> TestHome {
     let home = TestHome::new(bins!());
-    let layout = home.path().join("no-summaries.toml");
+    let layout = home.layout_file();
     std::fs::write(&layout, NO_SUMMARIES).unwrap();
     home.write_config(&format!(
         "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\

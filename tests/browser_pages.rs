@@ -220,8 +220,6 @@ async fn the_pages_show_memory_activity_schedules_agents_and_bridges() {
     fits_a_phone(&mut browser, &page).await;
 }
 
-// Fails since this session's merges (no merged line reaches the view within the deadline when Chromium is present); the next session's first task. See the session note.
-#[ignore = "regressed in the 2026-12-02 merges: no merged line reaches the view; fix first"]
 #[tokio::test]
 async fn the_memory_page_opens_a_line_into_what_it_was_made_from() {
     let Some(mut browser) = browser().await else {
@@ -233,7 +231,7 @@ async fn the_memory_page_opens_a_line_into_what_it_was_made_from() {
     web_home(&home, &model, port);
     // A view that passes its high budget after a few messages, so old lines
     // are merged (the fake model writes the merged lines).
-    std::fs::write(home.path().join("layout.toml"), small_layout(400, 300, 150)).unwrap();
+    std::fs::write(home.layout_file(), small_layout(400, 300, 150)).unwrap();
     // Every request, turn or summary, gets a short line back.
     model.set_default(Reply::text("a short line"));
     let _daemon = home.start();

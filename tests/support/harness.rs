@@ -151,8 +151,14 @@ impl TestHome {
     /// A config for the fake model at `base_url` (Chat Completions) whose
     /// layout is [`NO_SUMMARIES`], with `extra` after its `[agent]` table:
     /// every request the fake model sees is a turn's, in order.
+    /// The layout file [`TestHome::use_model_without_summaries`] names in
+    /// the config: a test that wants another layout writes it here.
+    pub fn layout_file(&self) -> PathBuf {
+        self.path().join("layout.toml")
+    }
+
     pub fn use_model_without_summaries(&self, base_url: &str, extra: &str) {
-        let layout = self.path().join("no-summaries.toml");
+        let layout = self.layout_file();
         std::fs::write(&layout, NO_SUMMARIES).expect("layout written");
         self.write_config(&format!(
             "{}\n[agent]\nlayout = \"{}\"\n{extra}",
