@@ -75,14 +75,10 @@ pub fn write_release(
     std::fs::write(folder.join("SHA256SUMS.sig"), signer.sign(sums.as_bytes())).unwrap();
 }
 
-/// This machine's release target, as releases name it.
+/// This machine's release target, as releases name it (as `hearth update`
+/// asks for it).
 pub fn this_target() -> &'static str {
-    match (std::env::consts::ARCH, std::env::consts::OS) {
-        ("aarch64", "linux") => "aarch64-unknown-linux-musl",
-        ("x86_64", "macos") => "x86_64-apple-darwin",
-        ("aarch64", "macos") => "aarch64-apple-darwin",
-        _ => "x86_64-unknown-linux-musl",
-    }
+    hearth_cli::update::release::this_target().expect("a platform releases are built for")
 }
 
 /// Serves a folder at `/latest/download/`; a file named in `cut` is sent

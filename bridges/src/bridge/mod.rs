@@ -15,6 +15,7 @@
 //!   retries, skips with a note.
 //! - `people.rs`: the one gate for strangers ([`people::Gate`]: refused
 //!   once per run, with a note) and the chats that get the agent's messages.
+//! - `approval.rs`: an approval request as a bridge's message.
 //! - `lock.rs`: one bridge of a kind per home.
 //! - `multipart.rs`: an upload's `multipart/form-data` body (pure).
 //! - `fitting.rs`: an image fitted to the platform before it goes out: a
@@ -22,6 +23,7 @@
 //! - `backoff.rs` and `split.rs`: waits between retries, and long text in
 //!   parts a platform takes (pure).
 
+pub mod approval;
 pub mod backoff;
 pub mod config;
 pub mod courier;

@@ -18,19 +18,11 @@ const SHOWN_CHARS: usize = 1500;
 
 /// The text of a request's message, for an `approval` event that waits.
 pub fn request_text(event: &Event) -> Option<String> {
-    let approval = event.approval.as_deref()?;
-    if approval.allowed.is_some() {
-        return None;
-    }
-    let call = event.text.as_deref().unwrap_or(&approval.tool);
-    let call = match call.char_indices().nth(SHOWN_CHARS) {
-        Some((at, _)) => format!("{}…", &call[..at]),
-        None => call.to_string(),
-    };
-    Some(format!(
-        "{} asks to run {call}\n\nAllow it? React 👍 to allow or 👎 to deny, or reply yes or no. (approval {}; denied in {} s without an answer)",
-        event.agent, approval.id, approval.timeout_secs
-    ))
+    crate::bridge::approval::request_text(
+        event,
+        SHOWN_CHARS,
+        "React 👍 to allow or 👎 to deny, or reply yes or no.",
+    )
 }
 
 /// What a reaction's emoji answers: `Some(true)` allows, `Some(false)`

@@ -23,19 +23,7 @@ const SHOWN_CHARS: usize = 3000;
 
 /// The text of a request's message, for an `approval` event that waits.
 pub fn request_text(event: &Event) -> Option<String> {
-    let approval = event.approval.as_deref()?;
-    if approval.allowed.is_some() {
-        return None;
-    }
-    let call = event.text.as_deref().unwrap_or(&approval.tool);
-    let call = match call.char_indices().nth(SHOWN_CHARS) {
-        Some((at, _)) => format!("{}…", &call[..at]),
-        None => call.to_string(),
-    };
-    Some(format!(
-        "{} asks to run {call}\n\nAllow it? (approval {}; denied in {} s without an answer)",
-        event.agent, approval.id, approval.timeout_secs
-    ))
+    crate::bridge::approval::request_text(event, SHOWN_CHARS, "")
 }
 
 /// The Allow and Deny buttons of request `id`.
