@@ -133,7 +133,7 @@ pub async fn run(
     let tcp = listen::tcp(&config, &home).await?;
     let socket = home.socket();
     // Before the socket: a client that finds the socket finds the page too.
-    let web = crate::web::Web::bind(&config.web, &log).await?;
+    let web = crate::server::web::Web::bind(&config.web, &log).await?;
     // Before the socket: a client that finds the socket finds the key too.
     let owner_key = owner_key::write_fresh(&home)?;
     let socket_check = SocketCheck::default();
@@ -194,7 +194,7 @@ pub async fn run(
         stopped.clone(),
     ))];
     if let Some((listener, web)) = web {
-        let serve = crate::web::serve(listener, web, shared.clone(), stopped.clone());
+        let serve = crate::server::web::serve(listener, web, shared.clone(), stopped.clone());
         server_tasks.push(tokio::spawn(serve));
     }
     if let Some(tcp) = tcp {
@@ -297,7 +297,7 @@ impl Running<'_> {
                 .agents
                 .iter()
                 .map(|agent| (agent.name.as_str(), agent.mcp.as_slice()));
-            crate::mcp::check_config(&new.mcp, agents)
+            crate::tools::mcp::check_config(&new.mcp, agents)
                 .map_err(|err| refused(&format!("{}: {err}", home.config_file().display())))?;
         }
         // A key fixed in `secrets.env` applies like a changed [model].
@@ -429,7 +429,10 @@ async fn start_transcriber(
         media.clone(),
         meter.clone(),
         pending.clone(),
-        agents.clone(),
+        agents
+            .iter()
+            .map(|(name, agent)| (name.clone(), agent.inputs()))
+            .collect(),
     );
     let resumed = transcriber.resume(log).await?;
     if resumed > 0 {

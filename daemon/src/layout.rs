@@ -102,7 +102,7 @@ impl Layout {
             message,
         };
         let layout: Layout = toml::from_str(text).map_err(|err| {
-            let line = crate::config::toml_error_line(text, &err);
+            let line = crate::toml_error::toml_error_line(text, &err);
             broken(format!("line {line}: {}", err.message().trim()))
         })?;
         let checks = [

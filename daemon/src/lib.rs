@@ -34,11 +34,15 @@
 //! - `local.rs`: a local Ollama server, used when no model is configured.
 //! - `model/`: the providers, one file per wire protocol.
 //! - `tools/`: the agent's tools, one file per family.
-//! - `mcp/`: tools from the MCP servers the user configured.
+//! - `tools/mcp/`: tools from the MCP servers the user configured.
 //! - `redact.rs`: keys masked before anything is logged or stored.
 //! - `provenance.rs`: `data.provenance`, where a message's words came from (untrusted input).
 //! - `approvals.rs`: tool calls that wait for a person's yes or no.
-//! - `web/`: the browser client: its page, login and WebSocket endpoint.
+//! - `server/web/`: the browser client: its page, login and WebSocket
+//!   endpoint, one of the server's doors.
+//! - `prefix.rs`: what every request of an agent begins with (cache key,
+//!   instructions, the view in blocks), shared by turns and the compactor.
+//! - `toml_error.rs`: the line a TOML error points at.
 pub mod activity;
 pub mod approvals;
 pub mod bridges;
@@ -52,10 +56,10 @@ pub mod inputs;
 pub mod layout;
 pub mod local;
 pub mod log;
-pub mod mcp;
 pub mod media;
 pub mod memory;
 pub mod model;
+pub mod prefix;
 pub mod private;
 pub mod provenance;
 pub mod redact;
@@ -67,8 +71,8 @@ pub mod socket;
 pub mod startup;
 pub mod store;
 pub mod subagents;
+pub mod toml_error;
 pub mod tools;
 pub mod transcription;
 pub mod turn;
 pub mod usage;
-pub mod web;

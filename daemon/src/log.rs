@@ -554,8 +554,8 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     let tx = connection.unchecked_transaction()?;
     create(&tx)?;
     migrations::create(&tx)?;
-    crate::memory::create_index(&tx)?;
-    crate::memory::create_facts_table(&tx)?;
+    words::create(&tx)?;
+    facts_record::create_table(&tx)?;
     facts_record::create(&tx)?;
     // Migrations go here, by name: each runs once and is recorded.
     migrations::once(&tx, chain::WITHOUT_ROWID, |tx| {
@@ -565,8 +565,8 @@ fn prepare(connection: &Connection) -> Result<(), LogError> {
     if linked > 0 {
         tracing::info!("linked {linked} existing messages into the log's chain");
     }
-    let index = crate::memory::search::WORDS_WITHOUT_COPIES;
-    if migrations::once(&tx, index, crate::memory::search::migrate)? && version > 0 {
+    let index = words::WORDS_WITHOUT_COPIES;
+    if migrations::once(&tx, index, words::migrate)? && version > 0 {
         tracing::info!("the search index was rebuilt without copies of the texts ({index})");
     }
     migrations::once(&tx, schema::VOICE_NOTES_INDEXED, schema::index_voice_notes)?;
@@ -722,11 +722,12 @@ pub use exposure::Exposure;
 pub(crate) mod facts_record;
 mod migrations;
 mod schema;
-pub use data::{Imported, MessageData, Provenance};
+pub use data::{Imported, MessageData, Provenance, ToolCall};
 pub use import::{ImportOutcome, ImportRefusal};
 use schema::create;
 mod turns;
 mod waiting;
+pub(crate) mod words;
 
 use waiting::waiting;
 pub use waiting::waits_for_turn;

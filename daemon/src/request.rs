@@ -29,17 +29,11 @@ use crate::images::{self, ImageStore, LoadError};
 use crate::log::{waits_for_turn, Entry, TurnRecord};
 use crate::memory;
 use crate::model::{Carry, Image, Item, Request, ToolCall, ToolSpec};
+pub use crate::prefix::{cache_key, instructions, view_items, PREAMBLE};
 use hearth_protocol::image::fit::{self, Destination};
 use hearth_protocol::{ImageRef, Kind};
 
 use std::collections::BTreeMap;
-
-/// What the model is told about the shape of its context, before the agent's prompt.
-pub const PREAMBLE: &str = "You are a personal agent in a conversation that never ends. \
-Your memory of it is shown between <chat> and </chat>, one line per message: \
-`id+n|kind: text`, where kind is user (a person), reply (your answers), echo (what you said \
-beside tool calls), tool (a call and its result), note (what the daemon recorded) or work \
-(a subagent's report). After </chat> come the current state (with your pinned facts) and then the new messages, whole. Lines are summaries: `zoom(id, n)` opens line `id+n` into what it was made from, down to the message itself. `search` finds any message or line by its words, however old: search before you say you do not know or do not remember, and when a line is too coarse to answer from. `remember` pins a lasting fact (a name, a preference, a commitment) in view for good; `forget` unpins one.";
 
 /// No reasoning to hand back: for a chain's first request, and for replays.
 pub static NO_CARRIES: BTreeMap<u32, Carry> = BTreeMap::new();
@@ -131,22 +125,6 @@ impl Loader<'_> {
 }
 
 pub static NO_IMAGES: NoImages = NoImages;
-
-/// The prompt cache key of an agent's requests, its turns' and its
-/// compactor's alike: OpenAI routes the requests of one key to the same
-/// cache, so a compaction call finds the instructions and tools its agent's
-/// turns left there.
-pub fn cache_key(agent: &str) -> String {
-    format!("hearth-{agent}")
-}
-
-/// A turn's instructions: the fixed preamble, then the agent's prompt file.
-/// A missing or unreadable file leaves the preamble alone; an edit applies at
-/// the next request.
-pub fn instructions(prompt_file: &std::path::Path) -> String {
-    let prompt = std::fs::read_to_string(prompt_file).unwrap_or_default();
-    format!("{PREAMBLE}\n\n{}", prompt.trim())
-}
 
 /// Everything a request is built from.
 pub struct TurnContext<'a> {
@@ -264,23 +242,6 @@ fn sent_output(context: &TurnContext, entry: &Entry, call: &ToolCall, output: St
         0
     };
     memory::head_and_tail(&output, context.huge_message, entry.message.id, base).into_owned()
-}
-
-/// The view as request messages: `<chat>` then blocks of `block_lines`
-/// lines. A block's boundaries never move as lines are appended, so earlier
-/// blocks stay byte-identical. Turn and compaction requests share this.
-pub fn view_items(lines: &[String], block_lines: usize) -> Vec<Item> {
-    let mut blocks = lines.chunks(block_lines.max(1));
-    let mut first = String::from("<chat>");
-    if let Some(block) = blocks.next() {
-        for line in block {
-            first.push('\n');
-            first.push_str(line);
-        }
-    }
-    let mut items = vec![Item::user(first)];
-    items.extend(blocks.map(|block| Item::user(block.join("\n"))));
-    items
 }
 
 /// Builds the request for the next step of a turn: its images counted

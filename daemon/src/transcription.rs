@@ -22,9 +22,9 @@
 
 mod client;
 
+use crate::inputs::AgentInputs;
 use crate::log::{Log, LogError, MessageData, NewMessage};
 use crate::media::{self, MediaStore};
-use crate::turn::AgentHandle;
 use crate::usage::Meter;
 use hearth_protocol::{Kind, MediaKind, MediaRef};
 use serde::Deserialize;
@@ -188,7 +188,7 @@ struct Worker {
     media: MediaStore,
     meter: Meter,
     pending: Pending,
-    agents: BTreeMap<String, AgentHandle>,
+    agents: BTreeMap<String, AgentInputs>,
 }
 
 impl Transcriber {
@@ -201,7 +201,7 @@ impl Transcriber {
         media: MediaStore,
         meter: Meter,
         pending: Pending,
-        agents: BTreeMap<String, AgentHandle>,
+        agents: BTreeMap<String, AgentInputs>,
     ) -> Transcriber {
         let (jobs, queue) = mpsc::unbounded_channel();
         let worker = Worker {

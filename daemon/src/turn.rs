@@ -57,6 +57,12 @@ pub struct AgentSettings {
 }
 
 impl AgentHandle {
+    /// What reaches the agent's loop, for a part of the daemon that only
+    /// wakes it (the transcriber).
+    pub fn inputs(&self) -> AgentInputs {
+        self.inputs.clone()
+    }
+
     pub fn wake(&self) {
         self.inputs.wake();
     }

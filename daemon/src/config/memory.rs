@@ -89,9 +89,14 @@ impl MemorySettings {
         };
         let config = settings.model_for(turn).config;
         let fits = |effort: &String| {
-            config
-                .check_effort(Path::new("config.toml"), effort, "memory.effort", "model")
-                .is_ok()
+            super::check_effort(
+                &config,
+                Path::new("config.toml"),
+                effort,
+                "memory.effort",
+                "model",
+            )
+            .is_ok()
         };
         if settings.effort.as_ref().is_none_or(fits) {
             return config;
@@ -124,7 +129,7 @@ impl Config {
             };
             // Its `max_tokens` is `[model]`'s.
             let memory = self.memory.model_for(&turn).config;
-            memory.check_effort(path, effort, "memory.effort", "model")?;
+            super::check_effort(&memory, path, effort, "memory.effort", "model")?;
         }
         Ok(())
     }

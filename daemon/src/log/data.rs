@@ -8,7 +8,16 @@
 use hearth_protocol::{ImageRef, MediaRef, Outbox};
 use serde::{Deserialize, Serialize};
 
-use crate::model::ToolCall;
+/// One tool call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The provider's call id (`call_…`, `toolu_…`); synthesized when a
+    /// server sends none.
+    pub id: String,
+    pub name: String,
+    /// The arguments exactly as the model wrote them (a JSON string).
+    pub arguments: String,
+}
 
 /// The details of one message; each kind uses the fields that concern it.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]

@@ -22,6 +22,30 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The migration that records the facts of a home from before the record.
 pub(super) const RECORDED: &str = "facts_record";
 
+/// Creates the facts table (schema version 2), and adds the `untrusted`
+/// column (what tainted the turn that pinned a fact; NULL for every older
+/// row, which the owner or a clean turn pinned) to one made before it.
+pub(crate) fn create_table(connection: &Connection) -> Result<(), rusqlite::Error> {
+    connection.execute_batch(
+        "CREATE TABLE IF NOT EXISTS facts (
+            agent     TEXT NOT NULL,
+            seq       INTEGER NOT NULL,
+            text      TEXT NOT NULL,
+            untrusted TEXT,
+            PRIMARY KEY (agent, seq)
+        );",
+    )?;
+    let has_column: bool = connection.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('facts') WHERE name = 'untrusted'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_column {
+        connection.execute_batch("ALTER TABLE facts ADD COLUMN untrusted TEXT")?;
+    }
+    Ok(())
+}
+
 /// Creates the record (append-only, as the chain).
 pub(super) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
     connection.execute_batch(

@@ -112,7 +112,7 @@ pub fn request(
     layout: &Layout,
     tasks: &[Task],
 ) -> Request {
-    let mut items = crate::request::view_items(context, layout.block_lines);
+    let mut items = crate::prefix::view_items(context, layout.block_lines);
     items.push(Item::user(format!(
         "</chat>\n{}",
         prompt(tasks, layout.summary_budget(), false)
@@ -122,7 +122,7 @@ pub fn request(
         tools: tools.to_vec(),
         cache_marks: super::compactor::context_marks(context.len(), layout.block_lines),
         items,
-        cache_key: Some(crate::request::cache_key(agent)),
+        cache_key: Some(crate::prefix::cache_key(agent)),
     }
 }
 

@@ -118,7 +118,7 @@ pub fn request(
     layout: &Layout,
     task: &Task,
 ) -> Request {
-    let mut items = crate::request::view_items(context, layout.block_lines);
+    let mut items = crate::prefix::view_items(context, layout.block_lines);
     items.push(Item::user(format!(
         "</chat>\n{}",
         task.prompt(layout.summary_budget())
@@ -128,7 +128,7 @@ pub fn request(
         tools: tools.to_vec(),
         cache_marks: context_marks(context.len(), layout.block_lines),
         items,
-        cache_key: Some(crate::request::cache_key(agent)),
+        cache_key: Some(crate::prefix::cache_key(agent)),
     }
 }
 
@@ -258,7 +258,7 @@ mod tests {
         let request = request("main", "instr", &[], &[], &layout, &task);
         assert_eq!(
             request.cache_key.as_deref(),
-            Some(crate::request::cache_key("main").as_str())
+            Some(crate::prefix::cache_key("main").as_str())
         );
     }
 

@@ -29,14 +29,12 @@ pub use compactor::{
     clean as clean_answer, own_prompt as own_compaction_prompt, request as compaction_request,
     Task, PROMPT as COMPACTION_PROMPT,
 };
-pub(crate) use facts::create as create_facts_table;
 pub use facts::{Change as FactChange, Fact, FactError, Pinned, FACTS_LIMIT, FACT_LIMIT};
 pub use huge::{ceil_boundary, floor_boundary, head_and_tail, task_line};
 pub use inspect::{answer as answer_frame, hits_text};
 pub use keeper::{
     Memory, MemoryConfig, MemoryError, MemoryGauge, MemoryModel, ToolList, TurnChain,
 };
-pub(crate) use search::create as create_index;
 pub use store::{Built, ViewName};
 pub use tree::{cut, free_join, message_line, one_line, Node};
 pub use view::{idle_gap, line_size, render_line, Budgets, Lines, Progress, View};

@@ -1,5 +1,5 @@
 //! Search: SQLite full-text (FTS5) over every message and every summary
-//! line, in the log's own database (the index: `search/index.rs`).
+//! line, in the log's own database (the index: the log's `log/words.rs`).
 //!
 //! A search can never hold up the log: it runs on a read-only connection
 //! of its own, on a blocking thread (`Log::read`), so submits are
@@ -13,8 +13,6 @@ use hearth_protocol::memory::MAX_SEARCH_HITS;
 use hearth_protocol::SearchHit;
 use rusqlite::{params, Connection};
 use std::time::Duration;
-
-pub(crate) use index::{create, migrate, WORDS_WITHOUT_COPIES};
 
 /// Hits returned when a search names no limit.
 pub const DEFAULT_HITS: u32 = 10;
@@ -377,6 +375,5 @@ pub fn render_hit(hit: &SearchHit) -> String {
     )
 }
 
-mod index;
 #[cfg(test)]
 mod tests;

@@ -21,7 +21,7 @@ use super::http;
 use super::provider::Provider;
 use super::thinking::{self, ThinkingForm};
 use super::{Carry, Cut, Ending, Item, ModelError, Request, Response, ToolCall, Usage};
-use crate::config::ModelConfig;
+use crate::model::ModelConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 

@@ -11,7 +11,7 @@ use super::error::{classify, Source};
 use super::http::{self, Flow};
 use super::provider::Provider;
 use super::{Cut, Ending, Item, ModelError, Request, Response, ToolCall, Usage};
-use crate::config::ModelConfig;
+use crate::model::ModelConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

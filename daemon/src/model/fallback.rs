@@ -12,7 +12,7 @@
 use super::provider::Provider;
 use super::retry::{self, Attempt, RetryNotice, RetryPolicy};
 use super::{Bill, ModelError, Request, Response};
-use crate::config::ModelConfig;
+use crate::model::ModelConfig;
 use futures_util::future::BoxFuture;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -66,7 +66,7 @@ impl Model {
             .into_iter()
             .map(|mut config| {
                 // A ChatGPT plan signs in with tokens, never a key.
-                if config.provider == crate::config::ProviderKind::ChatGpt {
+                if config.provider == crate::model::ProviderKind::ChatGpt {
                     config.tokens_file = config.tokens_file.or_else(|| tokens_file.clone());
                     return Provider::new(config, None);
                 }

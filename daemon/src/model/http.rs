@@ -11,7 +11,7 @@ use super::provider::Provider;
 use super::retry;
 use super::sse::{SseEvent, SseParser};
 use super::ModelError;
-use crate::config::ProviderKind;
+use crate::model::ProviderKind;
 use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use serde::Serialize;

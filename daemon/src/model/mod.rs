@@ -31,6 +31,7 @@ mod anthropic;
 pub mod bill;
 mod chat;
 pub mod chatgpt;
+mod config;
 mod error;
 mod fallback;
 mod http;
@@ -43,6 +44,9 @@ pub mod thinking;
 pub mod window;
 
 pub use bill::Bill;
+pub use config::{
+    extended_retention, CacheRetention, ModelConfig, ProviderKind, COMPATIBLE_KEY_ENV,
+};
 pub use error::ModelError;
 pub use fallback::{CallNews, Model};
 pub use thinking::ThinkingForm;
@@ -58,16 +62,8 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
-/// One tool call the model asked for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    /// The provider's call id (`call_…`, `toolu_…`); synthesized when a
-    /// server sends none.
-    pub id: String,
-    pub name: String,
-    /// The arguments exactly as the model wrote them (a JSON string).
-    pub arguments: String,
-}
+/// One tool call the model asked for (the log keeps it, so it lives there).
+pub use crate::log::ToolCall;
 
 /// Provider-specific state an answer hands to the next request of its
 /// chain: the Responses API's encrypted reasoning items, Anthropic's signed

@@ -4,7 +4,7 @@
 use super::bill::{Bill, Metering};
 use super::error::Source;
 use super::{anthropic, chat, chatgpt, responses, ModelError, Request, Response, Usage};
-use crate::config::{ModelConfig, ProviderKind};
+use crate::model::{ModelConfig, ProviderKind};
 use std::fmt;
 use std::time::{Duration, Instant};
 

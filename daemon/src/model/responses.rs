@@ -19,7 +19,7 @@ use super::http::{self, Flow};
 use super::provider::Provider;
 use super::sse::SseEvent;
 use super::{Carry, Cut, Ending, Item, ModelError, Request, Response, ToolCall, Usage};
-use crate::config::{ModelConfig, ProviderKind};
+use crate::model::{ModelConfig, ProviderKind};
 use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

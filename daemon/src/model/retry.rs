@@ -11,7 +11,7 @@
 //! `tokio::time`, so tests run it on a paused clock.
 
 use super::{ModelError, Response};
-use crate::config::ModelConfig;
+use crate::model::ModelConfig;
 use futures_util::future::BoxFuture;
 use reqwest::header::HeaderMap;
 use std::time::{Duration, SystemTime};

@@ -19,7 +19,7 @@
 //! (their default). The o-series takes `low`, `medium`, `high`. Anthropic
 //! thinks only when asked (no `thinking` parameter: no thinking).
 
-use crate::config::ProviderKind;
+use crate::model::ProviderKind;
 
 /// The provider's small model that writes summaries for turns on `model`;
 /// none when `model` is small already or unknown to the table.

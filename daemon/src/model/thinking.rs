@@ -30,7 +30,7 @@
 //! `thinking` key of `[model]` overrides the table for a model it is wrong
 //! about.
 
-use crate::config::ProviderKind;
+use crate::model::ProviderKind;
 use serde::Deserialize;
 
 /// How an Anthropic model is asked to think when an effort is set.

@@ -8,7 +8,7 @@
 //! about 4), the whole view budget, the instructions and tool specs, one
 //! clipped tool output for the turn's own work, and the answer's room.
 
-use crate::config::ModelConfig;
+use crate::model::ModelConfig;
 
 /// Bytes to a token in the estimate (few tokenizers do worse).
 const BYTES_PER_TOKEN: usize = 3;
@@ -144,7 +144,7 @@ pub fn check<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ProviderKind;
+    use crate::model::ProviderKind;
 
     fn model(name: &str, window: Option<u32>) -> ModelConfig {
         let text = format!("provider = \"openai-chat\"\nmodel = \"{name}\"");

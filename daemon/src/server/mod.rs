@@ -39,6 +39,7 @@ mod peer;
 pub mod preauth;
 mod queue;
 mod shared;
+pub mod web;
 mod websocket;
 
 pub use handlers::Refusal;

@@ -33,9 +33,9 @@ pub struct Shared {
     /// Transcribes voice notes, when `[transcription]` is configured.
     pub transcriber: Option<crate::transcription::Transcriber>,
     /// The MCP servers, for `mcp` and `status`.
-    pub mcp: crate::mcp::Mcp,
+    pub mcp: crate::tools::mcp::Mcp,
     /// The browser client's logins, when `[web]` is on.
-    pub web: Option<crate::web::Web>,
+    pub web: Option<crate::server::web::Web>,
     /// The meter every agent shares: its spending limits, live across a
     /// reload, for `stats`.
     pub meter: crate::usage::Meter,

@@ -52,7 +52,7 @@ pub struct Starter<'a> {
     /// Where `read_attachment` reads the documents messages carry.
     pub media: &'a crate::media::MediaStore,
     pub models: &'a Models,
-    pub mcp: &'a crate::mcp::Mcp,
+    pub mcp: &'a crate::tools::mcp::Mcp,
     /// The daemon's meter; each agent's is this one, for its name, so a
     /// reload changes the budget and prices of all at once.
     pub meter: &'a Meter,

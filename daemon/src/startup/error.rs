@@ -30,7 +30,7 @@ pub enum StartError {
     #[error("[listen] tcp needs a token of at least 16 characters in ${0} or secrets.env")]
     NoToken(String),
     #[error(transparent)]
-    Web(#[from] crate::web::WebError),
+    Web(#[from] crate::server::web::WebError),
     #[error("cannot load the memory: {0}")]
     Memory(String),
     #[error("{path}: {source}")]
@@ -43,7 +43,7 @@ pub enum StartError {
     #[error("{path}: {source}")]
     Mcp {
         path: PathBuf,
-        source: crate::mcp::McpConfigError,
+        source: crate::tools::mcp::McpConfigError,
     },
     #[error("{path}: {source}")]
     WhatsAppContacts {

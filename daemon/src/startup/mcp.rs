@@ -4,7 +4,7 @@
 use super::error::StartError;
 use super::secrets::find;
 use crate::config::Config;
-use crate::mcp::{Context, Mcp};
+use crate::tools::mcp::{Context, Mcp};
 use crate::tools::Processes;
 use hearth_protocol::home::Home;
 use tokio::sync::watch;
@@ -15,7 +15,7 @@ pub fn check(config: &Config, home: &Home) -> Result<(), StartError> {
         .agents
         .iter()
         .map(|agent| (agent.name.as_str(), agent.mcp.as_slice()));
-    crate::mcp::check_config(&config.mcp, agents).map_err(|source| StartError::Mcp {
+    crate::tools::mcp::check_config(&config.mcp, agents).map_err(|source| StartError::Mcp {
         path: home.config_file(),
         source,
     })

@@ -5,8 +5,8 @@
 use super::tool::{Acts, Call, Tool};
 use super::Outcome;
 use crate::images::ImageStore;
-use crate::mcp::McpTools;
 use crate::model::ToolSpec;
+use crate::tools::mcp::McpTools;
 use futures_util::future::BoxFuture;
 
 /// One tool an MCP server offers an agent.

@@ -44,6 +44,7 @@ mod files;
 mod folder;
 mod html;
 pub mod keeper;
+pub mod mcp;
 mod mcp_tool;
 mod process;
 pub mod reach;

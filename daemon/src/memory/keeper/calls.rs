@@ -37,7 +37,6 @@ use crate::memory::batch::{self, BATCH};
 use crate::memory::compactor::{self, Task};
 use crate::memory::tree::Node;
 use crate::model::{Request, ToolSpec};
-use crate::request;
 use std::collections::HashSet;
 use tokio::time::Instant;
 
@@ -417,7 +416,7 @@ fn prefix(config: &MemoryConfig, model: &MemoryModel) -> (String, Vec<ToolSpec>)
     }
     let instructions = match &config.layout.compaction_prompt {
         Some(prompt) => prompt.clone(),
-        None => request::instructions(&config.prompt_file),
+        None => crate::prefix::instructions(&config.prompt_file),
     };
     (instructions, (config.tools)())
 }

@@ -1,6 +1,7 @@
 //! A search is bounded and never holds up the log.
 
 use super::*;
+use crate::log::words::WORDS_WITHOUT_COPIES;
 use std::time::Duration;
 
 /// How long the tests wait for what must happen (a failure, never a pace).

@@ -85,8 +85,8 @@ pub async fn status(context: &Context<'_>) -> Answer {
                 .await?
                 .today,
         ),
-        mcp_calls: crate::mcp::running_calls(&shared.mcp),
-        mcp_servers: crate::mcp::frame(&shared.mcp),
+        mcp_calls: crate::tools::mcp::running_calls(&shared.mcp),
+        mcp_servers: crate::tools::mcp::frame(&shared.mcp),
         activity: Some(context.handle.activity.current()),
         memory: Some(memory_status(context.handle)),
         database_bytes: Some(database_bytes(&shared.database)),
@@ -141,6 +141,6 @@ fn database_bytes(database: &std::path::Path) -> u64 {
 /// `mcp`: every MCP server, its state, tools and last error.
 pub fn mcp(context: &Context<'_>) -> ServerFrame {
     ServerFrame::Mcp {
-        servers: crate::mcp::frame(&context.shared.mcp),
+        servers: crate::tools::mcp::frame(&context.shared.mcp),
     }
 }

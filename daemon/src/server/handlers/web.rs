@@ -4,7 +4,7 @@
 
 use super::{Answer, Context, Refusal};
 use crate::server::listener::Door;
-use crate::web::Web;
+use crate::server::web::Web;
 
 /// The web client, when the frame came over the Unix socket and `[web]` is on.
 fn web<'a>(context: &Context<'a>) -> Result<&'a Web, Refusal> {

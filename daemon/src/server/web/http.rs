@@ -14,8 +14,8 @@
 use super::auth::{self, LoginLimiter};
 use super::door::{Door, Visit};
 use super::page;
-use super::settings::WebConfig;
 use super::store::{Codes, SESSION_IDLE_LIFETIME};
+use crate::config::WebConfig;
 use crate::log::{Log, LogError};
 use crate::server::Shared;
 use axum::body::Body;

@@ -1,7 +1,6 @@
 //! The browser client: one page that hearthd serves itself, and a WebSocket
 //! endpoint that speaks the socket's protocol (`server.rs`), behind a login.
 //!
-//! - `settings.rs`: `[web]` in config.toml.
 //! - `auth.rs`: codes, session tokens and keys, cookies, the Origin rule
 //!   and the login rate limit per address (pure).
 //! - `store.rs`: one-time codes and sessions in the log's database, hashed.
@@ -17,10 +16,9 @@ mod auth;
 mod door;
 mod http;
 mod page;
-mod settings;
 mod store;
 
+pub use crate::config::WebConfig;
 pub use auth::{same_origin, LoginLimiter};
 pub use http::{serve, Web, WebError};
-pub use settings::WebConfig;
 pub use store::{Codes, CODE_LIFETIME, SESSION_IDLE_LIFETIME};
