@@ -220,7 +220,7 @@ fn wait_until_running(release: &Release, home: &TestHome, key: &str) -> bool {
 fn install_script_installs_a_signed_release_and_refuses_a_forged_one() {
     let home = TestHome::new(bins!());
     let release = Release::new(&home);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("cli/install.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("client/cli/install.sh");
     let install = |key: &str, into: &Path| {
         Command::new("sh")
             .arg(&script)

@@ -11,7 +11,7 @@
 //! to the first size's.
 //!
 //! Run `cargo build --release` first, then `cargo bench --bench endless
-//! [-- SIZE…]`; `scripts/bench-endless.sh` does both and writes the section
+//! [-- SIZE…]`; `tests/bench/bench-endless.sh` does both and writes the section
 //! into BENCHMARKS.md.
 
 // A benchmark stops at the first failure: unwrap and expect name what failed.

@@ -153,7 +153,7 @@ impl Report {
         let mut out = String::new();
         out.push_str("## Daemon: memory, start-up, size, appends, fan-out\n\n");
         out.push_str(
-            "`scripts/bench-daemon.sh` runs `cargo build --release`, then `cargo bench --bench \
+            "`tests/bench/bench-daemon.sh` runs `cargo build --release`, then `cargo bench --bench \
              daemon`, which measures the release binaries from outside (real processes, the real \
              Unix socket) and prints this section; `cargo bench --bench daemon -- fanout` (or \
              `start`, `memory`, `appends`) runs one part.\n\n",

@@ -5,7 +5,7 @@
 # Arguments go to the bench: a part (`start`, `memory`, `appends`,
 # `fanout`) or `quick`.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 cargo build --release
 output=$(cargo bench --bench daemon -- "$@")

@@ -5,7 +5,7 @@
 # anchor) and the agents with no chain yet (every start). A synthetic log
 # of COUNT messages of one agent, in the daemon's schema for messages and
 # chain, in a temporary folder; the best of three runs of each query.
-# Usage: python3 scripts/log-start.py [COUNT...]
+# Usage: python3 tests/bench/log-start.py [COUNT...]
 import os, sqlite3, sys, tempfile, time
 
 AGENTS = """WITH RECURSIVE agents(agent) AS (

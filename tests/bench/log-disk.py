@@ -6,7 +6,7 @@
 # (message_words over messages, lean tool data). The same synthetic messages
 # (55% short user messages, 30% replies up to 1 KB, 15% tool calls with
 # outputs under 1 KB) in both, written 64 to a transaction, measured after a
-# checkpoint with SQLite's dbstat. Usage: python3 scripts/log-disk.py [COUNT]
+# checkpoint with SQLite's dbstat. Usage: python3 tests/bench/log-disk.py [COUNT]
 import hashlib, json, os, random, sqlite3, sys, tempfile
 base = "the a to and of in is it you that for on with this be are was have not but what all can so your we if do about just from like when there how more one time know get will would could think good make want need day work home call today tomorrow meeting plan list note file read write open run check build test fix change start stop email phone address number name week month year morning evening night dinner lunch trip flight hotel ticket price order pay bill rent lease car train bus doctor appointment school kids garden house kitchen door window light music book movie game photo picture".split()
 WORDS = base

@@ -4,7 +4,7 @@
 # <!-- endless:end -->, leaving the rest of the file as it is. Arguments go
 # to the bench: the sizes to build (10000 100000 1000000 when none).
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 cargo build --release
 output=$(cargo bench --bench endless -- "$@")
@@ -16,7 +16,7 @@ trap 'rm -f "$section" "$section.md"' EXIT
     echo "## The endless conversation"
     echo
     echo "A release \`hearthd\` on synthetic histories built through the log's API"
-    echo "(\`scripts/bench-endless.sh\`, \`benches/endless.rs\`); each figure with its"
+    echo "(\`tests/bench/bench-endless.sh\`, \`tests/bench/endless.rs\`); each figure with its"
     echo "ratio to the first size's, measured in the same run."
     echo
     echo "$output"

@@ -3,7 +3,7 @@
 //! baselines, with a simulated OpenAI prompt cache; then the time to build a
 //! turn's request over a 100,000-message log. Prints markdown.
 //!
-//! `cargo bench --bench memory [-- MESSAGES]`; `scripts/bench.sh` writes the
+//! `cargo bench --bench memory [-- MESSAGES]`; `tests/bench/bench.sh` writes the
 //! output into BENCHMARKS.md.
 
 // A benchmark stops at the first failure: unwrap and expect name what failed.

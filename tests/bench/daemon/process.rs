@@ -38,7 +38,7 @@ impl Bins {
         for bin in [&bins.hearthd, &bins.hearth] {
             if !bin.is_file() {
                 bail!(
-                    "{} is missing: run `cargo build --release` first (scripts/bench-daemon.sh does)",
+                    "{} is missing: run `cargo build --release` first (tests/bench/bench-daemon.sh does)",
                     bin.display()
                 );
             }

@@ -7,7 +7,7 @@ and a hello answered by `welcome`, then reads VmRSS and RssAnon from
 /proc/PID/status: before, with all N attached and idle, and after they have
 left. Prints one Markdown table row per figure.
 
-    scripts/idle-connections.py [--hearthd target/debug/hearthd] [-n 2000]
+    tests/bench/idle-connections.py [--hearthd target/debug/hearthd] [-n 2000]
 
 Only the Python standard library; the descriptor limit is raised to its
 hard limit for the N sockets.

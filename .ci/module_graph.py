@@ -1,6 +1,6 @@
 """The daemon's module graph, read from `crate::` paths in non-test code:
 which top-level modules daemon/src has, and which each one uses. Shared by
-scripts/module-order.py (prints knots and an order) and .ci/module-graph
+.ci/module-order.py (prints knots and an order) and .ci/module-graph
 (the gate that keeps ARCHITECTURE.md's order)."""
 import os, re
 from collections import defaultdict

@@ -2,11 +2,11 @@
 # Runs the memory benchmark (`cargo bench --bench memory`) and writes its
 # output into BENCHMARKS.md, with the machine, the date and the command.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 command="cargo bench --bench memory"
 output=$($command)
-# The daemon benchmark's section (scripts/bench-daemon.sh) is kept as it is.
+# The daemon benchmark's section (tests/bench/bench-daemon.sh) is kept as it is.
 daemon=$(sed -n '/<!-- daemon:start -->/,/<!-- daemon:end -->/p' BENCHMARKS.md 2>/dev/null || true)
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ *//')
@@ -16,7 +16,7 @@ cores=$(nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo '?')
 {
     echo "# Benchmarks"
     echo
-    echo "Written by \`scripts/bench.sh\`; run it again rather than edit this file."
+    echo "Written by \`tests/bench/bench.sh\`; run it again rather than edit this file."
     echo
     echo "- Command: \`$command\`"
     echo "- Date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"

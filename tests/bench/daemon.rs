@@ -8,7 +8,7 @@
 //! `cargo bench --bench daemon [-- PART… ] [-- quick]`, where a PART is
 //! `start`, `memory`, `appends` or `fanout` (all when none is named) and
 //! `quick` does a tenth of the work, for trying it out.
-//! `scripts/bench-daemon.sh` builds, runs every part and writes the section
+//! `tests/bench/bench-daemon.sh` builds, runs every part and writes the section
 //! into BENCHMARKS.md.
 //!
 //! - `daemon/process.rs`: launching, timing, measuring and stopping `hearthd`.
