@@ -250,6 +250,11 @@ impl Log {
         &self.path
     }
 
+    /// What the chain check at start found.
+    pub fn chain_at_start(&self) -> &chain::Report {
+        &self.chain_at_start
+    }
+
     /// The chain's state in words, for `hearth status`: what the start's
     /// check found when it found something, and the last `hearth verify`.
     pub fn chain_state(&self) -> String {

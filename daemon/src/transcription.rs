@@ -450,13 +450,19 @@ const UNTRANSCRIBED: &str = "SELECT agent, id, source, data FROM messages AS voi
          AND json_extract(transcript.data, '$.transcript_of') = voice.id + 0)
      ORDER BY agent, id";
 
-impl Log {
+/// The voice notes the log holds without their transcript.
+#[allow(async_fn_in_trait)] // called on `Log` itself, whose futures are `Send`
+pub trait TranscriptsLog {
     /// Voice notes of every agent marked pending with no transcript logged
     /// yet: `(agent, id, source, data)`. Read through the log's partial
     /// indexes of voice notes and transcripts (`log/schema.rs`), whose
     /// conditions the query repeats; `voice.id + 0` has no column affinity,
     /// so the transcripts' index is searched by the note's id too.
-    pub async fn untranscribed(&self) -> Result<Vec<(String, u64, String, MessageData)>, LogError> {
+    async fn untranscribed(&self) -> Result<Vec<(String, u64, String, MessageData)>, LogError>;
+}
+
+impl TranscriptsLog for Log {
+    async fn untranscribed(&self) -> Result<Vec<(String, u64, String, MessageData)>, LogError> {
         self.run(|tx, _| {
             let mut statement = tx.prepare(UNTRANSCRIBED)?;
             let rows = statement.query_map([], |row| {

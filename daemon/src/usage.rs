@@ -222,15 +222,24 @@ fn spending(tx: &Connection, day: NaiveDate) -> Result<Spending, rusqlite::Error
     })
 }
 
-impl Log {
+/// The log's records of what each request cost: written with the request's reply, read for budgets and `stats`.
+#[allow(async_fn_in_trait)] // called on `Log` itself, whose futures are `Send`
+pub trait UsageLog {
     /// Stores one request's row. With a budget set, also logs (in the
     /// record's agent) the warnings that became due and were not sent before
     /// in their period; returns those notes.
-    pub async fn record_usage(
-        &self,
-        record: Record,
-        budget: Budget,
-    ) -> Result<Vec<Message>, LogError> {
+    async fn record_usage(&self, record: Record, budget: Budget) -> Result<Vec<Message>, LogError>;
+
+    /// What all agents spent on `day` and in its month.
+    async fn spending(&self, day: NaiveDate) -> Result<Spending, LogError>;
+
+    /// Requests, tokens and cost per day and agent, from `since` on, oldest
+    /// day first.
+    async fn usage_stats(&self, since: NaiveDate) -> Result<Vec<StatsRow>, LogError>;
+}
+
+impl UsageLog for Log {
+    async fn record_usage(&self, record: Record, budget: Budget) -> Result<Vec<Message>, LogError> {
         self.run(move |tx, appended| {
             let day = record.at.date_naive();
             tx.execute(
@@ -272,14 +281,11 @@ impl Log {
         .await
     }
 
-    /// What all agents spent on `day` and in its month.
-    pub async fn spending(&self, day: NaiveDate) -> Result<Spending, LogError> {
+    async fn spending(&self, day: NaiveDate) -> Result<Spending, LogError> {
         self.run(move |tx, _| spending(tx, day)).await
     }
 
-    /// Requests, tokens and cost per day and agent, from `since` on, oldest
-    /// day first.
-    pub async fn usage_stats(&self, since: NaiveDate) -> Result<Vec<StatsRow>, LogError> {
+    async fn usage_stats(&self, since: NaiveDate) -> Result<Vec<StatsRow>, LogError> {
         self.run(move |tx, _| {
             let mut statement = tx.prepare_cached(
                 "SELECT day, agent, COUNT(*), SUM(input), SUM(cached_input), SUM(cache_write),

@@ -264,10 +264,26 @@ pub enum Change {
     Forget(String),
 }
 
-impl Log {
+/// The pinned facts, kept in the log's database.
+#[allow(async_fn_in_trait)] // called on `Log` itself, whose futures are `Send`
+pub trait FactsLog {
     /// The pinned facts of `agent`; each one untrusted when the start found
     /// them changed outside hearth.
-    pub async fn facts(&self, agent: &str) -> Result<Pinned, LogError> {
+    async fn facts(&self, agent: &str) -> Result<Pinned, LogError>;
+
+    /// Applies `change` and, when it applies, logs `note` (made from the
+    /// fact it touched) in the same transaction. A refused change changes
+    /// nothing and logs nothing.
+    async fn change_facts(
+        &self,
+        agent: &str,
+        change: Change,
+        note: Option<FactNote>,
+    ) -> Result<Result<(Pinned, String), FactError>, LogError>;
+}
+
+impl FactsLog for Log {
+    async fn facts(&self, agent: &str) -> Result<Pinned, LogError> {
         let changed_outside = self.facts_changed_outside(agent);
         let agent = agent.to_string();
         self.run(move |tx, _| {
@@ -280,10 +296,7 @@ impl Log {
         .await
     }
 
-    /// Applies `change` and, when it applies, logs `note` (made from the
-    /// fact it touched) in the same transaction. A refused change changes
-    /// nothing and logs nothing.
-    pub async fn change_facts(
+    async fn change_facts(
         &self,
         agent: &str,
         change: Change,

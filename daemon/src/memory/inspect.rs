@@ -11,6 +11,9 @@ use super::store::ViewName;
 use super::tree::{one_line, Node};
 use super::view::line_size;
 use crate::log::{Log, LogError, NewMessage};
+use crate::memory::FactsLog;
+use crate::memory::MemoryLog;
+use crate::memory::SearchLog;
 use hearth_protocol::{
     ClientFrame, ErrorCode, Kind, MemoryLine, MemoryNode, MemoryView, ServerFrame,
 };

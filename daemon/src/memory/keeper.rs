@@ -37,6 +37,7 @@ use super::view::{Progress, View};
 use crate::activity::ActivityBoard;
 use crate::layout::Layout;
 use crate::log::{Log, LogError};
+use crate::memory::MemoryLog;
 use crate::model::{Model, ToolSpec};
 use crate::usage::Meter;
 use failures::{Failure, Outage};

@@ -17,6 +17,8 @@
 pub mod batch;
 mod compactor;
 mod facts;
+#[cfg(test)]
+mod facts_record_tests;
 mod huge;
 mod inspect;
 mod keeper;
@@ -29,12 +31,14 @@ pub use compactor::{
     clean as clean_answer, own_prompt as own_compaction_prompt, request as compaction_request,
     Task, PROMPT as COMPACTION_PROMPT,
 };
+pub use facts::FactsLog;
 pub use facts::{Change as FactChange, Fact, FactError, Pinned, FACTS_LIMIT, FACT_LIMIT};
 pub use huge::{ceil_boundary, floor_boundary, head_and_tail, task_line};
 pub use inspect::{answer as answer_frame, hits_text};
 pub use keeper::{
     Memory, MemoryConfig, MemoryError, MemoryGauge, MemoryModel, ToolList, TurnChain,
 };
-pub use store::{Built, ViewName};
+pub use search::SearchLog;
+pub use store::{Built, MemoryLog, ViewName};
 pub use tree::{cut, free_join, message_line, one_line, Node};
 pub use view::{idle_gap, line_size, render_line, Budgets, Lines, Progress, View};

@@ -341,11 +341,17 @@ fn snippet(
     Ok(crate::memory::one_line(&text))
 }
 
-impl Log {
+/// Search over the log's full-text index.
+#[allow(async_fn_in_trait)] // called on `Log` itself, whose futures are `Send`
+pub trait SearchLog {
     /// Messages and lines of `agent` that match, best first. Runs on a
     /// read-only connection of its own, never on the writer's: appends go
     /// on while it reads.
-    pub async fn search(&self, agent: &str, query: Query) -> Result<Vec<SearchHit>, SearchError> {
+    async fn search(&self, agent: &str, query: Query) -> Result<Vec<SearchHit>, SearchError>;
+}
+
+impl SearchLog for Log {
+    async fn search(&self, agent: &str, query: Query) -> Result<Vec<SearchHit>, SearchError> {
         let agent = agent.to_string();
         let found = self
             .read(move |connection| run(connection, &agent, &query))

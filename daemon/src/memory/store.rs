@@ -81,11 +81,69 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS merges_due (
 /// existed: every parent of two built halves that is not built itself.
 const MERGE_QUEUE: &str = "merge-queue";
 
-impl Log {
+/// The memory tree's lines and saved views, kept in the log's database.
+#[allow(async_fn_in_trait)] // called on `Log` itself, whose futures are `Send`
+pub trait MemoryLog {
     /// Creates the memory's tables and runs, once per agent, the migration
     /// that fills the merge queue from the stored tree (the one read of the
     /// whole tree, recorded so that later starts skip it).
-    pub async fn prepare_memory(&self, agent: &str) -> Result<(), LogError> {
+    async fn prepare_memory(&self, agent: &str) -> Result<(), LogError>;
+
+    /// The merges waiting for a call, oldest first; a queued node that is
+    /// built already (by a binary that did not keep the queue) is left out.
+    async fn merges_due(&self, agent: &str) -> Result<Vec<Node>, LogError>;
+
+    /// Stores built nodes and the merges they made due, and takes the built
+    /// ones off the queue, in one transaction: the queue never disagrees
+    /// with the tree.
+    async fn store_built(
+        &self,
+        agent: &str,
+        built: Vec<Built>,
+        due: Vec<Node>,
+    ) -> Result<(), LogError>;
+
+    /// The lines of those of `nodes` that are built.
+    async fn lines_of(
+        &self,
+        agent: &str,
+        nodes: Vec<Node>,
+    ) -> Result<Vec<(Node, String)>, LogError>;
+
+    /// The built lines of the messages with ids in `[from, to)`.
+    async fn message_lines(
+        &self,
+        agent: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<(Node, String)>, LogError>;
+
+    /// The ids of the messages in `[from, to)` whose line is built.
+    async fn built_messages(&self, agent: &str, from: u64, to: u64) -> Result<Vec<u64>, LogError>;
+
+    /// When each message with an id in `[from, to)` was logged, by id.
+    async fn logged_times(
+        &self,
+        agent: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<(u64, String)>, LogError>;
+
+    /// Stores built nodes; a node already stored keeps its first line.
+    async fn insert_nodes(&self, agent: &str, built: Vec<Built>) -> Result<(), LogError>;
+
+    /// One node's line, if built.
+    async fn node_text(&self, agent: &str, node: Node) -> Result<Option<String>, LogError>;
+
+    async fn save_view(&self, agent: &str, name: ViewName, view: &View) -> Result<(), LogError>;
+
+    /// The saved view; none for a home that never saved one. A saved view
+    /// that cannot be read is an error, never silently rebuilt.
+    async fn load_view(&self, agent: &str, name: ViewName) -> Result<Option<View>, LogError>;
+}
+
+impl MemoryLog for Log {
+    async fn prepare_memory(&self, agent: &str) -> Result<(), LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
             tx.execute_batch(TABLES)?;
@@ -115,9 +173,7 @@ impl Log {
         .await
     }
 
-    /// The merges waiting for a call, oldest first; a queued node that is
-    /// built already (by a binary that did not keep the queue) is left out.
-    pub async fn merges_due(&self, agent: &str) -> Result<Vec<Node>, LogError> {
+    async fn merges_due(&self, agent: &str) -> Result<Vec<Node>, LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
             let mut statement = tx.prepare_cached(
@@ -133,10 +189,7 @@ impl Log {
         .await
     }
 
-    /// Stores built nodes and the merges they made due, and takes the built
-    /// ones off the queue, in one transaction: the queue never disagrees
-    /// with the tree.
-    pub async fn store_built(
+    async fn store_built(
         &self,
         agent: &str,
         built: Vec<Built>,
@@ -166,8 +219,7 @@ impl Log {
         .await
     }
 
-    /// The lines of those of `nodes` that are built.
-    pub async fn lines_of(
+    async fn lines_of(
         &self,
         agent: &str,
         nodes: Vec<Node>,
@@ -193,8 +245,7 @@ impl Log {
         .await
     }
 
-    /// The built lines of the messages with ids in `[from, to)`.
-    pub async fn message_lines(
+    async fn message_lines(
         &self,
         agent: &str,
         from: u64,
@@ -213,13 +264,7 @@ impl Log {
         .await
     }
 
-    /// The ids of the messages in `[from, to)` whose line is built.
-    pub async fn built_messages(
-        &self,
-        agent: &str,
-        from: u64,
-        to: u64,
-    ) -> Result<Vec<u64>, LogError> {
+    async fn built_messages(&self, agent: &str, from: u64, to: u64) -> Result<Vec<u64>, LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
             let mut statement = tx.prepare_cached(
@@ -233,8 +278,7 @@ impl Log {
         .await
     }
 
-    /// When each message with an id in `[from, to)` was logged, by id.
-    pub async fn logged_times(
+    async fn logged_times(
         &self,
         agent: &str,
         from: u64,
@@ -253,8 +297,7 @@ impl Log {
         .await
     }
 
-    /// Stores built nodes; a node already stored keeps its first line.
-    pub async fn insert_nodes(&self, agent: &str, built: Vec<Built>) -> Result<(), LogError> {
+    async fn insert_nodes(&self, agent: &str, built: Vec<Built>) -> Result<(), LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
             let mut statement = tx.prepare_cached(
@@ -274,8 +317,7 @@ impl Log {
         .await
     }
 
-    /// One node's line, if built.
-    pub async fn node_text(&self, agent: &str, node: Node) -> Result<Option<String>, LogError> {
+    async fn node_text(&self, agent: &str, node: Node) -> Result<Option<String>, LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
             tx.query_row(
@@ -288,12 +330,7 @@ impl Log {
         .await
     }
 
-    pub async fn save_view(
-        &self,
-        agent: &str,
-        name: ViewName,
-        view: &View,
-    ) -> Result<(), LogError> {
+    async fn save_view(&self, agent: &str, name: ViewName, view: &View) -> Result<(), LogError> {
         let agent = agent.to_string();
         let nodes = encode(&view.nodes);
         let (applied, batching) = (view.applied as i64, view.batching);
@@ -309,9 +346,7 @@ impl Log {
         .await
     }
 
-    /// The saved view; none for a home that never saved one. A saved view
-    /// that cannot be read is an error, never silently rebuilt.
-    pub async fn load_view(&self, agent: &str, name: ViewName) -> Result<Option<View>, LogError> {
+    async fn load_view(&self, agent: &str, name: ViewName) -> Result<Option<View>, LogError> {
         let agent = agent.to_string();
         let row = self
             .run(move |tx, _| {

@@ -5,6 +5,7 @@
 use super::tool::{Call, Tool};
 use super::Outcome;
 use crate::log::Log;
+use crate::memory::FactsLog;
 use crate::memory::{FactChange, FACTS_LIMIT, FACT_LIMIT};
 use crate::model::ToolSpec;
 use futures_util::future::BoxFuture;

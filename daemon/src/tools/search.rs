@@ -6,6 +6,7 @@ use super::tool::{Acts, Call, Tool};
 use super::Outcome;
 use crate::log::Log;
 use crate::memory::search::Query;
+use crate::memory::SearchLog;
 use crate::model::ToolSpec;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};

@@ -8,6 +8,7 @@
 use super::tool::{Acts, Call, Tool};
 use super::Outcome;
 use crate::log::Log;
+use crate::memory::MemoryLog;
 use crate::memory::Node;
 use crate::model::ToolSpec;
 use futures_util::future::BoxFuture;

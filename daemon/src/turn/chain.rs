@@ -12,6 +12,7 @@
 use super::{clip, logged_arguments, tool_message, Agent, AgentSettings, Ending, Family};
 use crate::config::Limits;
 use crate::log::{LogError, MessageData, NewMessage, RunningCall, TurnRecord};
+use crate::memory::FactsLog;
 use crate::memory::TurnChain;
 use crate::model::{CallNews, Carry, Model, Request, Response, ToolSpec};
 use crate::request::{self, LeftOut, TurnContext};

@@ -15,6 +15,7 @@ use super::strategies::{Replay, Strategy, AGENT};
 use hearth_daemon::layout::Layout;
 use hearth_daemon::log::{Entry, Log, NewMessage, TurnRecord};
 use hearth_daemon::memory::search::Query;
+use hearth_daemon::memory::{MemoryLog, SearchLog};
 
 /// How many of the first hits count.
 pub const FIRST_HITS: u32 = 5;

@@ -21,6 +21,7 @@ use crate::log::LogError;
 use crate::memory::store::ViewName;
 use crate::memory::tree::Node;
 use crate::memory::view::{idle_gap, Budgets, Lines, Progress};
+use crate::memory::MemoryLog;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Messages read from the database at once: a page of lines, or of times.

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::log::words::WORDS_WITHOUT_COPIES;
+use crate::memory::MemoryLog;
 use std::time::Duration;
 
 /// How long the tests wait for what must happen (a failure, never a pace).

@@ -1,5 +1,7 @@
 use super::*;
 use crate::log::NewMessage;
+use crate::memory::FactsLog;
+use crate::memory::MemoryLog;
 use crate::memory::{Built, Node};
 use hearth_protocol::Kind;
 use tokio::sync::broadcast;

@@ -1,6 +1,7 @@
 //! Frames that read without changing anything: `history`, `status`, `stats`, `mcp`.
 
 use super::{Answer, Context};
+use crate::usage::UsageLog;
 use hearth_protocol::{AgentStatus, ServerFrame, Status};
 use std::sync::atomic::Ordering;
 
