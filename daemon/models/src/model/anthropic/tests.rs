@@ -3,7 +3,7 @@
 
 use super::stream::StreamAssembly;
 use super::*;
-use crate::config::Config;
+use crate::model::config::test_file::Config;
 use crate::model::http::Flow;
 use crate::model::sse::SseEvent;
 use crate::model::ToolSpec;

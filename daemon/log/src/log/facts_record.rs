@@ -25,7 +25,7 @@ pub(super) const RECORDED: &str = "facts_record";
 /// Creates the facts table (schema version 2), and adds the `untrusted`
 /// column (what tainted the turn that pinned a fact; NULL for every older
 /// row, which the owner or a clean turn pinned) to one made before it.
-pub(crate) fn create_table(connection: &Connection) -> Result<(), rusqlite::Error> {
+pub fn create_table(connection: &Connection) -> Result<(), rusqlite::Error> {
     connection.execute_batch(
         "CREATE TABLE IF NOT EXISTS facts (
             agent     TEXT NOT NULL,
@@ -63,7 +63,7 @@ pub(super) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
 }
 
 /// The digest of `agent`'s facts as the `facts` table holds them now.
-pub(crate) fn digest(connection: &Connection, agent: &str) -> Result<String, rusqlite::Error> {
+pub fn digest(connection: &Connection, agent: &str) -> Result<String, rusqlite::Error> {
     let mut statement = connection
         .prepare_cached("SELECT seq, text, untrusted FROM facts WHERE agent = ?1 ORDER BY seq")?;
     let rows = statement.query_map(params![agent], |row| {
@@ -97,7 +97,7 @@ fn digest_of(agent: &str, rows: &[(i64, String, Option<String>)]) -> String {
 
 /// Records `agent`'s facts as they are now: in the transaction of the
 /// change that made them so.
-pub(crate) fn record(connection: &Connection, agent: &str) -> Result<(), rusqlite::Error> {
+pub fn record(connection: &Connection, agent: &str) -> Result<(), rusqlite::Error> {
     let digest = digest(connection, agent)?;
     connection
         .prepare_cached(
@@ -163,7 +163,7 @@ fn exists(connection: &Connection) -> Result<bool, rusqlite::Error> {
 /// What a check of the facts found: the problems in words, and the agents
 /// whose facts were changed outside hearth.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Found {
+pub struct Found {
     pub problems: Vec<String>,
     pub changed: BTreeSet<String>,
 }
@@ -171,7 +171,7 @@ pub(crate) struct Found {
 /// Checks every agent's live facts against the newest digest recorded, and
 /// the anchored row of the record against `anchored`. A database without
 /// the record (from before it) is not checked: the next start records it.
-pub(crate) fn check(
+pub fn check(
     connection: &Connection,
     anchored: &BTreeMap<String, Anchored>,
 ) -> Result<Found, rusqlite::Error> {

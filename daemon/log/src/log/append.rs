@@ -10,7 +10,7 @@ use std::collections::hash_map::{Entry, HashMap};
 /// What the writer's jobs appended, and each agent's tail as the writer
 /// last wrote it.
 #[derive(Default)]
-pub(crate) struct Appended {
+pub struct Appended {
     /// The messages the group's jobs appended, in order: broadcast once
     /// the group's transaction is durable.
     messages: Vec<Message>,
@@ -55,7 +55,7 @@ impl Appended {
 
 // The statements of every append are cached: preparing them again each
 // time cost as much of the writer's time as running them.
-pub(crate) fn next_id(tx: &Connection, agent: &str) -> Result<u64, rusqlite::Error> {
+pub fn next_id(tx: &Connection, agent: &str) -> Result<u64, rusqlite::Error> {
     tx.prepare_cached("SELECT COALESCE(MAX(id), -1) + 1 FROM messages WHERE agent = ?1")?
         .query_row(params![agent], |row| row.get::<_, i64>(0))
         .map(|id| id as u64)
@@ -79,7 +79,7 @@ fn tail<'a>(
 
 /// Appends one message inside a job's transaction; its event is broadcast
 /// once the transaction is durable.
-pub(crate) fn append(
+pub fn append(
     tx: &Connection,
     agent: &str,
     mut message: NewMessage,

@@ -270,7 +270,7 @@ impl Log {
 
     /// Whether the start found `agent`'s pinned facts changed outside
     /// hearth, and no change through hearth has stored them since.
-    pub(crate) fn facts_changed_outside(&self, agent: &str) -> bool {
+    pub fn facts_changed_outside(&self, agent: &str) -> bool {
         self.facts_changed
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -279,7 +279,7 @@ impl Log {
 
     /// A change through hearth stored `agent`'s facts, each one changed
     /// outside it marked untrusted: they are shown as stored from now on.
-    pub(crate) fn facts_stored_marked(&self, agent: &str) {
+    pub fn facts_stored_marked(&self, agent: &str) {
         self.facts_changed
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -288,7 +288,7 @@ impl Log {
 
     /// Runs `job` on the writer thread inside a transaction and returns its
     /// answer once the transaction is durable.
-    pub(crate) async fn run<T: Send + 'static>(
+    pub async fn run<T: Send + 'static>(
         &self,
         job: impl FnOnce(&Connection, &mut Appended) -> Result<T, rusqlite::Error> + Send + 'static,
     ) -> Result<T, LogError> {
@@ -468,7 +468,7 @@ impl Log {
     /// began (WAL keeps that snapshot), and appends are acknowledged
     /// meanwhile. At most [`READERS`] run at once; more wait their turn
     /// here, not on the writer.
-    pub(crate) async fn read<T: Send + 'static>(
+    pub async fn read<T: Send + 'static>(
         &self,
         read: impl FnOnce(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
     ) -> Result<T, LogError> {
@@ -717,14 +717,14 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
 
 mod anchor;
 mod append;
-pub(crate) use append::{append, next_id, Appended};
+pub use append::{append, next_id, Appended};
 pub mod chain;
 mod data;
 mod ends;
 mod exposure;
 mod import;
 pub use exposure::Exposure;
-pub(crate) mod facts_record;
+pub mod facts_record;
 mod migrations;
 mod schema;
 pub use data::{Imported, MessageData, Provenance, ToolCall};
@@ -732,7 +732,7 @@ pub use import::{ImportOutcome, ImportRefusal};
 use schema::create;
 mod turns;
 mod waiting;
-pub(crate) mod words;
+pub mod words;
 
 use waiting::waiting;
 pub use waiting::waits_for_turn;

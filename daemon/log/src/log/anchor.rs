@@ -27,11 +27,11 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Messages appended between two anchors at most (besides start and stop).
-pub(crate) const ANCHOR_EVERY: usize = 1024;
+pub const ANCHOR_EVERY: usize = 1024;
 
 /// An agent's anchored chain: its length and its last link.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Anchored {
+pub struct Anchored {
     pub count: i64,
     pub head: String,
 }
@@ -43,25 +43,25 @@ fn beside(database: &Path, suffix: &str) -> PathBuf {
 }
 
 /// `hearth.db.anchor` beside the database.
-pub(crate) fn anchor_file(database: &Path) -> PathBuf {
+pub fn anchor_file(database: &Path) -> PathBuf {
     beside(database, ".anchor")
 }
 
 /// `hearth.db.verified` beside the database.
-pub(crate) fn verified_file(database: &Path) -> PathBuf {
+pub fn verified_file(database: &Path) -> PathBuf {
     beside(database, ".verified")
 }
 
 /// The chain's anchor as written (`agent count head` lines); empty when
 /// there is none (a home from before it: the first start anchors it).
-pub(crate) fn read(database: &Path) -> BTreeMap<String, Anchored> {
+pub fn read(database: &Path) -> BTreeMap<String, Anchored> {
     read_lines(database, false)
 }
 
 /// The anchored record of the pinned facts (`agent facts=N digest` lines,
 /// which a hearthd from before them skips, as their count is no number):
 /// each agent's number of recorded changes and the newest digest.
-pub(crate) fn read_facts(database: &Path) -> BTreeMap<String, Anchored> {
+pub fn read_facts(database: &Path) -> BTreeMap<String, Anchored> {
     read_lines(database, true)
 }
 
@@ -91,9 +91,7 @@ fn read_lines(database: &Path, facts: bool) -> BTreeMap<String, Anchored> {
 const FACTS: &str = "facts=";
 
 /// Each agent's chain as it ends now: its length and last link.
-pub(crate) fn heads(
-    connection: &Connection,
-) -> Result<BTreeMap<String, Anchored>, rusqlite::Error> {
+pub fn heads(connection: &Connection) -> Result<BTreeMap<String, Anchored>, rusqlite::Error> {
     // Each agent's end through the key (`log/ends.rs`), not a GROUP BY
     // that reads every message, at each start and anchor.
     let mut statement = connection.prepare_cached(&format!(
@@ -117,7 +115,7 @@ pub(crate) fn heads(
 
 /// Writes the anchor of the chain as it ends now. A failure is logged: the
 /// next anchor or start tries again.
-pub(crate) fn write(connection: &Connection, database: &Path) {
+pub fn write(connection: &Connection, database: &Path) {
     let heads = match heads(connection) {
         Ok(heads) => heads,
         Err(err) => {
@@ -148,7 +146,7 @@ pub(crate) fn write(connection: &Connection, database: &Path) {
 }
 
 /// Writes `text` to `file` whole or not at all, readable by its owner only.
-pub(crate) fn write_private(file: &Path, text: &str) -> std::io::Result<()> {
+pub fn write_private(file: &Path, text: &str) -> std::io::Result<()> {
     let mut temporary = file.as_os_str().to_owned();
     temporary.push(".tmp");
     let temporary = PathBuf::from(temporary);
@@ -164,7 +162,7 @@ pub(crate) fn write_private(file: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// Records what a whole check found, for `hearth status`.
-pub(crate) fn record_verified(database: &Path, checked: u64, first_problem: Option<&str>) {
+pub fn record_verified(database: &Path, checked: u64, first_problem: Option<&str>) {
     let at = chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
     let text = match first_problem {
         None => format!("{at} ok {checked}\n"),

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 const CHECKED_AT_START: i64 = 256;
 
 /// The fields of a stored message that its link covers, as stored.
-pub(crate) struct Stored<'a> {
+pub struct Stored<'a> {
     pub agent: &'a str,
     pub id: i64,
     pub kind: &'a str,
@@ -101,7 +101,7 @@ fn link(tx: &Connection, agent: &str, id: i64) -> Result<Option<String>, rusqlit
 /// The link before message `id` of `agent`: its predecessor's, or the
 /// chain's start for the first message (or one whose predecessor has no
 /// link, as the chain began).
-pub(crate) fn previous(tx: &Connection, agent: &str, id: i64) -> Result<String, rusqlite::Error> {
+pub fn previous(tx: &Connection, agent: &str, id: i64) -> Result<String, rusqlite::Error> {
     Ok(match id {
         0 => genesis(agent),
         id => link(tx, agent, id - 1)?.unwrap_or_else(|| genesis(agent)),
@@ -110,7 +110,7 @@ pub(crate) fn previous(tx: &Connection, agent: &str, id: i64) -> Result<String, 
 
 /// Writes the link of a message just inserted, in its transaction, after
 /// `previous` (the link of the message before it); returns it.
-pub(crate) fn extend(
+pub fn extend(
     tx: &Connection,
     previous: &str,
     message: &Stored,
@@ -141,10 +141,7 @@ impl Report {
 
 /// Checks the links of every agent's messages from `from_newest` messages
 /// before its end (all when `None`).
-pub(crate) fn check(
-    connection: &Connection,
-    from_newest: Option<i64>,
-) -> Result<Report, rusqlite::Error> {
+pub fn check(connection: &Connection, from_newest: Option<i64>) -> Result<Report, rusqlite::Error> {
     check_from(connection, |_, count| {
         from_newest.map_or(0, |newest| (count - newest).max(0))
     })
@@ -266,7 +263,7 @@ pub(super) fn rebuild_without_rowid(
 
 /// Links the messages of agents that have none yet (a database from before
 /// the chain), oldest first; they are linked as they are now.
-pub(crate) fn link_unchained(tx: &Connection) -> Result<u64, rusqlite::Error> {
+pub fn link_unchained(tx: &Connection) -> Result<u64, rusqlite::Error> {
     let agents: Vec<String> = {
         // The agents through the key (`log/ends.rs`): a start runs this,
         // and a DISTINCT over `messages` read every message.
@@ -398,10 +395,7 @@ pub enum VerifyError {
 /// from the anchor (or the newest [`CHECKED_AT_START`], if they start
 /// before it) to the end hold. Never the whole history: what was anchored
 /// was checked or written by the daemon that anchored it.
-pub(crate) fn check_at_start(
-    connection: &Connection,
-    database: &Path,
-) -> Result<Report, rusqlite::Error> {
+pub fn check_at_start(connection: &Connection, database: &Path) -> Result<Report, rusqlite::Error> {
     let anchors = anchors(database);
     let mut report = Report::default();
     check_anchors(connection, &anchors, &mut report)?;
@@ -441,7 +435,7 @@ fn counts(connection: &Connection) -> Result<BTreeMap<String, u64>, rusqlite::Er
 }
 
 /// Where the guard keeps what the log held: `hearth.db.seen` beside it.
-pub(crate) fn seen_file(database: &Path) -> PathBuf {
+pub fn seen_file(database: &Path) -> PathBuf {
     let mut name = database.as_os_str().to_owned();
     name.push(".seen");
     PathBuf::from(name)
@@ -474,7 +468,7 @@ fn read_seen(file: &Path) -> Option<BTreeMap<String, u64>> {
 /// Refuses a database that holds fewer messages than the guard saw. Run
 /// before the database is opened for writing, so that a missing file is
 /// not silently created anew.
-pub(crate) fn guard(database: &Path) -> Result<(), Box<Shrank>> {
+pub fn guard(database: &Path) -> Result<(), Box<Shrank>> {
     let seen_file = seen_file(database);
     let Some(seen) = read_seen(&seen_file) else {
         return Ok(());
@@ -503,7 +497,7 @@ pub(crate) fn guard(database: &Path) -> Result<(), Box<Shrank>> {
 }
 
 /// Records what the log holds now, for the next start's guard.
-pub(crate) fn record(connection: &Connection, database: &Path) {
+pub fn record(connection: &Connection, database: &Path) {
     let Ok(counts) = counts(connection) else {
         return;
     };

@@ -3,7 +3,7 @@
 
 /// The line (from 1) that a TOML error points at in `text`; the first when
 /// it points nowhere. Counts bytes, so no place can fall inside a character.
-pub(crate) fn toml_error_line(text: &str, err: &toml::de::Error) -> usize {
+pub fn toml_error_line(text: &str, err: &toml::de::Error) -> usize {
     let start = err.span().map_or(0, |span| span.start.min(text.len()));
     text.as_bytes()[..start]
         .iter()

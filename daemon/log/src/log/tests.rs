@@ -238,7 +238,7 @@ async fn a_rebuilt_chain_does_not_match_its_anchor() {
 #[tokio::test]
 async fn a_tool_messages_output_is_stored_once_and_read_whole() {
     let (dir, log, _events) = open();
-    let call = crate::model::ToolCall {
+    let call = crate::log::ToolCall {
         id: "call_7".into(),
         name: "shell".into(),
         arguments: r#"{"command":"cat notes.txt"}"#.into(),

@@ -1,7 +1,7 @@
 //! Tests of `chat.rs`: the exact request bytes, and canned whole and streamed answers.
 
 use super::*;
-use crate::config::Config;
+use crate::model::config::test_file::Config;
 use crate::model::{Carry, ToolSpec};
 
 fn source() -> Source<'static> {

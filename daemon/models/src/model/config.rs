@@ -250,3 +250,21 @@ impl ModelConfig {
         chain
     }
 }
+
+/// A config file read for its `[model]` table alone, as the providers'
+/// tests write one (the whole file is `config.rs`'s, a layer above).
+#[cfg(test)]
+pub(crate) mod test_file {
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub struct Config {
+        pub model: Option<super::ModelConfig>,
+    }
+
+    impl Config {
+        pub fn parse(_path: &std::path::Path, text: &str) -> Result<Config, toml::de::Error> {
+            toml::from_str(text)
+        }
+    }
+}

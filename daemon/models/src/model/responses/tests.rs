@@ -1,7 +1,7 @@
 //! Tests of `responses.rs`: the exact request bytes, and canned whole and streamed answers.
 
 use super::*;
-use crate::config::Config;
+use crate::model::config::test_file::Config;
 use crate::model::ToolSpec;
 
 const LABEL: &str = "openai/gpt-test";

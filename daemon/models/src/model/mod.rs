@@ -31,7 +31,7 @@ mod anthropic;
 pub mod bill;
 mod chat;
 pub mod chatgpt;
-mod config;
+pub(crate) mod config;
 mod error;
 mod fallback;
 mod http;

@@ -23,10 +23,10 @@ use rusqlite::Connection;
 
 /// The migration that moved the index from one table holding a copy of
 /// every text (`memory_index`, schema 2) to the two external-content tables.
-pub(crate) const WORDS_WITHOUT_COPIES: &str = "index-words-without-copies";
+pub const WORDS_WITHOUT_COPIES: &str = "index-words-without-copies";
 
 /// Creates the index tables and the triggers that keep them.
-pub(crate) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
+pub fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
     connection.execute_batch(&format!(
         "CREATE VIRTUAL TABLE IF NOT EXISTS message_words USING fts5(
             text,
@@ -84,7 +84,7 @@ const LINE_INDEXED: &str = "instr(new.text, char(10)) = 0 AND NOT (new.level = 0
 /// copy of every text, was dropped by [`create`]), in the caller's
 /// transaction: run once, recorded by the caller as
 /// [`WORDS_WITHOUT_COPIES`].
-pub(crate) fn migrate(connection: &Connection) -> Result<(), rusqlite::Error> {
+pub fn migrate(connection: &Connection) -> Result<(), rusqlite::Error> {
     backfill(connection)
 }
 

@@ -345,7 +345,7 @@ pub(super) fn clip(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use crate::model::config::test_file::Config;
     use crate::model::{Model, Request};
     use serde_json::json;
     use std::path::Path;
