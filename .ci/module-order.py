@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The daemon's module graph from `crate::` paths in non-test code: prints
 each cycle (a knot of modules) and, with --order, the modules in dependency
-order. Usage: .ci/module-order.py daemon/src [--order]"""
+order. Usage: .ci/module-order.py daemon/log/src daemon/models/src daemon/src [--order]"""
 import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from module_graph import edges, modules
-src = sys.argv[1]
+src = [arg for arg in sys.argv[1:] if not arg.startswith('--')]
 mods = modules(src)
 deps = edges(src)
 # strongly connected components (Tarjan)

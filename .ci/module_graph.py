@@ -7,6 +7,10 @@ from collections import defaultdict
 
 
 def modules(src):
+    """The top-level modules of one source folder, or of several (a list:
+    the daemon's crates, whose modules share one namespace)."""
+    if isinstance(src, (list, tuple)):
+        return set().union(*(modules(one) for one in src))
     mods = set()
     for name in os.listdir(src):
         if name.endswith('.rs') and name not in ('lib.rs', 'main.rs'):
@@ -17,9 +21,11 @@ def modules(src):
 
 
 def edges(src):
-    mods = modules(src)
+    """Which modules each module uses; `src` as for `modules`."""
+    srcs = list(src) if isinstance(src, (list, tuple)) else [src]
+    mods = modules(srcs)
     deps = defaultdict(set)
-    for root, _, files in os.walk(src):
+    for src, root, files in ((one, root, files) for one in srcs for root, _, files in os.walk(one)):
         for f in files:
             if not f.endswith('.rs'):
                 continue

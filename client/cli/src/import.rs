@@ -12,7 +12,7 @@
 //!
 //! The messages go to the running daemon in `import` frames, each under
 //! the frame limit, and the daemon logs those whose key is new (see
-//! `daemon/src/log/import.rs`): a second run logs nothing twice, and an
+//! `daemon/log/src/log/import.rs`): a second run logs nothing twice, and an
 //! import into a log that already has newer messages is refused unless
 //! `--force`. `--dry-run` sends the same frames with nothing written, so it
 //! says what would be imported, and whether it would be refused.
