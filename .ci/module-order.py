@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The daemon's module graph from `crate::` paths in non-test code: prints
 each cycle (a knot of modules) and, with --order, the modules in dependency
-order. Usage: .ci/module-order.py daemon/log/src daemon/models/src daemon/src [--order]"""
+order. Usage: .ci/module-order.py daemon/log/src daemon/models/src daemon/config/src daemon/src [--order]"""
 import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from module_graph import edges, modules

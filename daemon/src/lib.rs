@@ -1,15 +1,13 @@
 //! hearth-daemon: the daemon `hearthd`: memory, tools, the turn loop, the
-//! configuration and the server, over the log (`hearth-log`, `daemon/log/`)
-//! and the models (`hearth-models`, `daemon/models/`).
+//! server, over the log (`hearth-log`, `daemon/log/`), the models
+//! (`hearth-models`, `daemon/models/`) and the configuration
+//! (`hearth-config`, `daemon/config/`).
 //!
 //! - `daemon.rs`: the daemon's life: start-up as a list of steps, serve, stop.
 //! - `startup/`: each start-up step in a file of its own (the lock, the
 //!   checks, secrets, models, default prompts, the agents, the listeners).
 //! - `reload.rs`: what a reread `config.toml` changes in a running daemon.
 //! - `bridges.rs`: the bridge processes the config enables (`hearth telegram`).
-//! - `config.rs`: `config.toml`, read at start and at each reload;
-//!   `config/memory.rs`: `[memory]`, the model that writes summaries.
-//! - `layout.rs`: the built-in layouts that size the view.
 //! - `request.rs`: how a turn's request is laid out from the log (pure).
 //! - `turn.rs`: the turn loop of one agent; `turn/chain.rs` a turn's chain
 //!   of requests and tool calls, step by step.
@@ -17,7 +15,6 @@
 //!   accept loop, one connection's protocol, one handler per client frame.
 //! - `transcription.rs`: `[transcription]`, and the task that transcribes
 //!   voice notes in the background and logs their transcripts.
-//! - `local.rs`: a local Ollama server, used when no model is configured.
 //! - `tools/`: the agent's tools, one file per family.
 //! - `tools/mcp/`: tools from the MCP servers the user configured.
 //! - `server/web/`: the browser client: its page, login and WebSocket
@@ -25,10 +22,7 @@
 //! - `prefix.rs`: what every request of an agent begins with (cache key,
 //!   instructions, the view in blocks), shared by turns and the compactor.
 pub mod bridges;
-pub mod config;
 pub mod daemon;
-pub mod layout;
-pub mod local;
 pub mod memory;
 pub mod prefix;
 pub mod reload;
@@ -39,10 +33,12 @@ pub mod tools;
 pub mod transcription;
 pub mod turn;
 
-// The lower layers, crates of their own (`daemon/log/`, `daemon/models/`),
+// The lower layers, crates of their own (`daemon/log/`, `daemon/models/`,
+// `daemon/config/`),
 // under their modules' own names: `crate::log` reads the same everywhere.
+pub use hearth_config::{config, layout};
 pub use hearth_log::{
     activity, approvals, child_log, confine, documents, inputs, log, private, provenance, redact,
     schedule, socket, store, subagents, toml_error,
 };
-pub use hearth_models::{images, media, model, usage};
+pub use hearth_models::{images, local, media, model, usage};

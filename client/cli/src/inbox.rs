@@ -10,7 +10,7 @@
 use crate::sanitize::terminal_safe;
 use chrono::{DateTime, Utc};
 use hearth_client::running::{ask_once, CommandError};
-use hearth_daemon::schedule::{ScheduleError, When};
+use hearth_log::schedule::{ScheduleError, When};
 use hearth_protocol::home::Home;
 use hearth_protocol::{ClientFrame, ReceiptStatus, ScheduleInfo, ServerFrame};
 use std::io::Write;

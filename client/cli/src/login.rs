@@ -5,7 +5,7 @@
 //! CLI and hearthd agree on the tokens' file; a running daemon reads it at
 //! its next request.
 
-use hearth_daemon::model::chatgpt::{self, login, tokens, ChatGptError};
+use hearth_models::model::chatgpt::{self, login, tokens, ChatGptError};
 use hearth_protocol::home::Home;
 use std::io::Write;
 

@@ -7,8 +7,10 @@
 //!   durable write both share); `documents.rs` a document's text by page.
 //! - `usage.rs`: every request's tokens and cost; prices and budgets.
 //! - `model/`: the providers, one file per wire protocol.
+//! - `local.rs`: a local Ollama server, used when no model is configured.
 
 pub mod images;
+pub mod local;
 pub mod media;
 pub mod model;
 pub mod usage;

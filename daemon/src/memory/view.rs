@@ -10,40 +10,11 @@
 //! the tree, never of timing.
 
 use super::tree::{one_line, Node};
-use crate::layout::Layout;
 
 /// The bytes of `<chat>\n` and `</chat>` around the lines.
 const TAGS: usize = "<chat>\n".len() + "</chat>".len();
 
-/// A view's budgets, in rendered bytes: past `high` a batch starts, and it
-/// ends within `low`; taking a message that follows an idle gap, a batch
-/// starts past `idle` already.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budgets {
-    pub high: usize,
-    pub low: usize,
-    pub idle: usize,
-}
-
-/// The budgets a layout gives the two views. Here, not in `layout.rs`, so
-/// that the memory depends on the layout and not the other way round.
-impl Layout {
-    pub fn turn_budgets(&self) -> Budgets {
-        Budgets {
-            high: self.high_budget,
-            low: self.low_budget,
-            idle: self.idle_budget.unwrap_or(self.high_budget),
-        }
-    }
-
-    pub fn compaction_budgets(&self) -> Budgets {
-        Budgets {
-            high: self.compaction_high_budget,
-            low: self.compaction_low_budget,
-            idle: self.compaction_high_budget,
-        }
-    }
-}
+pub use crate::layout::Budgets;
 
 /// Where built lines are found.
 pub trait Lines {

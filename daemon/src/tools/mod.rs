@@ -35,7 +35,8 @@
 mod args;
 mod attachment;
 mod beneath;
-mod config;
+/// `[tools]` (hearth-config).
+pub(crate) use crate::config::tools as config;
 pub use crate::confine;
 mod date;
 mod exposure;

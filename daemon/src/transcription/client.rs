@@ -157,7 +157,7 @@ mod tests {
     fn the_body_has_openais_fields_and_the_audio_last() {
         let config = TranscriptionConfig {
             language: Some("en".into()),
-            ..TranscriptionConfig::for_tests("http://127.0.0.1:1")
+            ..toml::from_str::<TranscriptionConfig>("base_url = \"http://127.0.0.1:1\"").unwrap()
         };
         let body = multipart("B", &config, b"OggS", "audio/ogg", "ab.ogg");
         let text = String::from_utf8(body).unwrap();

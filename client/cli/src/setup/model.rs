@@ -1,17 +1,17 @@
 //! Setup's model step: which provider and model, the key, the layout that
 //! fits the model's window, and the one real request that proves it works
 //! before anything is saved. The request goes through the daemon's own
-//! model client (`hearth_daemon::model::Model`), so what setup proves is
+//! model client (`hearth_models::model::Model`), so what setup proves is
 //! what the daemon will send.
 
 use super::ask::{self, AskError, Asker};
 use super::edit::Edit;
 use super::SetupOptions;
-use hearth_daemon::config::{ModelConfig, ProviderKind};
-use hearth_daemon::layout::Layout;
-use hearth_daemon::local;
-use hearth_daemon::model::window::Largest;
-use hearth_daemon::model::{Item, Model, Request};
+use hearth_config::layout::Layout;
+use hearth_models::local;
+use hearth_models::model::window::Largest;
+use hearth_models::model::{Item, Model, Request};
+use hearth_models::model::{ModelConfig, ProviderKind};
 use hearth_protocol::home::Home;
 use hearth_protocol::secrets::secret_in;
 use std::time::Duration;
@@ -99,7 +99,7 @@ impl Provider {
             Provider::OpenAi => "OPENAI_API_KEY",
             // Never an OpenAI key exported for other programs: it would be
             // sent to whatever server the address names.
-            Provider::Compatible => hearth_daemon::config::COMPATIBLE_KEY_ENV,
+            Provider::Compatible => hearth_models::model::COMPATIBLE_KEY_ENV,
             Provider::Anthropic => "ANTHROPIC_API_KEY",
             Provider::Ollama => "OLLAMA_API_KEY",
             // No key: the sign-in's tokens.
@@ -259,7 +259,7 @@ pub async fn choose(
     let (key, store_key) = match provider {
         Provider::ChatGpt => {
             sign_in(asker, options, home).await?;
-            config.tokens_file = Some(hearth_daemon::model::chatgpt::tokens_file(home));
+            config.tokens_file = Some(hearth_models::model::chatgpt::tokens_file(home));
             (None, false)
         }
         _ => find_key(asker, options, home, provider, &key_env)?,
@@ -319,7 +319,7 @@ async fn sign_in(
     options: &SetupOptions,
     home: &Home,
 ) -> Result<(), ModelStepError> {
-    use hearth_daemon::model::chatgpt::{tokens, tokens_file};
+    use hearth_models::model::chatgpt::{tokens, tokens_file};
     if let Ok(Some(signed_in)) = tokens::load(&tokens_file(home)) {
         let who = signed_in
             .identity()

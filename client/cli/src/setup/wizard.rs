@@ -13,7 +13,7 @@ use super::telegram::{self, TelegramStepError};
 use super::SetupOptions;
 use hearth_bridges::signal::SignalConfig;
 use hearth_bridges::telegram::TelegramConfig;
-use hearth_daemon::config::Config;
+use hearth_config::config::Config;
 use hearth_protocol::home::Home;
 use std::io::Write;
 use std::path::Path;
@@ -134,7 +134,7 @@ pub async fn run(
 /// The memory model of the configuration `text`, as `provider/model`,
 /// when it is not the turns' own (`[memory]` in the README).
 fn memory_model(path: &std::path::Path, text: &str) -> Option<String> {
-    let config = hearth_daemon::config::Config::parse(path, text).ok()?;
+    let config = hearth_config::config::Config::parse(path, text).ok()?;
     let memory = config.memory.model_for(&config.turn_model(None)?);
     let model = &memory.config;
     memory

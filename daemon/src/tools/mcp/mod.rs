@@ -10,7 +10,8 @@
 //! - `frames.rs`: the servers in the `mcp` frame and `status`.
 //! - `registry.rs`: [`Mcp`], every server; [`McpTools`], one agent's.
 
-mod config;
+/// `[[mcp]]` (hearth-config).
+pub(crate) use crate::config::mcp as config;
 mod content;
 mod frames;
 mod http;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 /// The layouts built into the daemon, by name.
 const BUILT_IN: &[(&str, &str)] = &[
-    ("default", include_str!("../../layouts/default.toml")),
-    ("small", include_str!("../../layouts/small.toml")),
+    ("default", include_str!("../../../layouts/default.toml")),
+    ("small", include_str!("../../../layouts/small.toml")),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -183,6 +183,36 @@ impl Layout {
     }
 }
 
+/// A view's budgets, in rendered bytes: past `high` a batch starts, and it
+/// ends within `low`; taking a message that follows an idle gap, a batch
+/// starts past `idle` already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budgets {
+    pub high: usize,
+    pub low: usize,
+    pub idle: usize,
+}
+
+/// The budgets a layout gives the two views (the memory's view reads
+/// them; `memory/view.rs`).
+impl Layout {
+    pub fn turn_budgets(&self) -> Budgets {
+        Budgets {
+            high: self.high_budget,
+            low: self.low_budget,
+            idle: self.idle_budget.unwrap_or(self.high_budget),
+        }
+    }
+
+    pub fn compaction_budgets(&self) -> Budgets {
+        Budgets {
+            high: self.compaction_high_budget,
+            low: self.compaction_low_budget,
+            idle: self.compaction_high_budget,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,7 +235,7 @@ mod tests {
 
     #[test]
     fn a_wrong_layout_names_the_file_and_the_key() {
-        let text = include_str!("../../layouts/default.toml")
+        let text = include_str!("../../../layouts/default.toml")
             .replace("low_budget = 64000", "low_budget = 999999");
         let err = Layout::parse("mine.toml", &text).unwrap_err().to_string();
         assert_eq!(
@@ -223,7 +253,7 @@ mod tests {
         let default = Layout::find("default").unwrap();
         // Two summaries and the newline between them fit one line.
         assert!(2 * default.summary_budget() < default.line_budget);
-        let text = include_str!("../../layouts/default.toml")
+        let text = include_str!("../../../layouts/default.toml")
             .replace("summary_budget = 255", "summary_budget = 600");
         let err = Layout::parse("mine.toml", &text).unwrap_err().to_string();
         assert!(err.contains("`summary_budget` must be"), "{err}");
@@ -237,7 +267,7 @@ mod tests {
         let default = Layout::find("default").unwrap();
         assert_eq!(default.idle_gap(), Some(3600));
         assert!(Layout::find("small").unwrap().idle_gap().is_none());
-        let text = include_str!("../../layouts/default.toml");
+        let text = include_str!("../../../layouts/default.toml");
         for (from, to, said) in [
             (
                 "idle_secs = 3600",
@@ -278,7 +308,7 @@ mod fuzz {
 
     /// The default layout's lines, some changed or dropped, and noise.
     fn file() -> impl Strategy<Value = String> {
-        let lines: Vec<String> = include_str!("../../layouts/default.toml")
+        let lines: Vec<String> = include_str!("../../../layouts/default.toml")
             .lines()
             .map(str::to_string)
             .collect();

@@ -8,13 +8,17 @@
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
+pub mod mcp;
 mod memory;
+pub mod tools;
+mod transcription;
 mod web;
 
 pub use crate::model::{
     extended_retention, CacheRetention, ModelConfig, ProviderKind, COMPATIBLE_KEY_ENV,
 };
 pub use memory::MemorySettings;
+pub use transcription::TranscriptionConfig;
 pub use web::WebConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +65,7 @@ pub struct Config {
     pub prices: std::collections::BTreeMap<String, crate::usage::PriceConfig>,
     /// What the tools may do (`[tools]`).
     #[serde(default)]
-    pub tools: crate::tools::ToolsConfig,
+    pub tools: tools::ToolsConfig,
     /// Which tool calls wait for a person's approval (`[approvals]`).
     #[serde(default)]
     pub approvals: crate::approvals::ApprovalsConfig,
@@ -86,14 +90,14 @@ pub struct Config {
     pub agents: Vec<SubagentConfig>,
     /// The MCP servers whose tools the agents get (`[[mcp]]`).
     #[serde(default)]
-    pub mcp: Vec<crate::tools::mcp::McpServerConfig>,
+    pub mcp: Vec<mcp::McpServerConfig>,
     /// The browser client (`[web]`); off unless it names `listen`.
     #[serde(default)]
     pub web: WebConfig,
     /// Where voice notes are transcribed (`[transcription]`); without it a
     /// voice note's message says it could not be.
     #[serde(default)]
-    pub transcription: Option<crate::transcription::TranscriptionConfig>,
+    pub transcription: Option<TranscriptionConfig>,
 }
 
 /// `[listen]`: an optional TCP listener for clients on other machines. It

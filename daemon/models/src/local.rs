@@ -9,7 +9,7 @@
 //! A server that does not answer within [`PROBE_TIMEOUT`] counts as absent,
 //! so a start without one is not held up.
 
-use crate::config::ModelConfig;
+use crate::model::ModelConfig;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -212,7 +212,7 @@ pub fn model_config(url: &str, name: &str) -> Option<ModelConfig> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ProviderKind;
+    use crate::model::ProviderKind;
 
     #[test]
     fn the_first_chat_model_is_chosen() {
