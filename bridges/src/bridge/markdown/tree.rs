@@ -46,7 +46,7 @@ pub enum Inline {
         url: String,
         words: Vec<Inline>,
     },
-    /// A line break inside a paragraph.
+    /// A line break inside a paragraph, as written.
     Break,
 }
 
@@ -141,8 +141,8 @@ impl Builder {
             Event::InlineMath(math) | Event::DisplayMath(math) => self.text(&math),
             Event::Html(html) | Event::InlineHtml(html) => self.text(&html),
             Event::FootnoteReference(name) => self.text(&format!("[{name}]")),
-            Event::SoftBreak => self.text(" "),
-            Event::HardBreak => self.inline(Inline::Break),
+            // Chats keep the lines as written, as the platforms' own apps do.
+            Event::SoftBreak | Event::HardBreak => self.inline(Inline::Break),
             Event::Rule => self.block(Block::Rule),
             Event::TaskListMarker(done) => self.text(if done { "☑ " } else { "☐ " }),
         }
