@@ -572,40 +572,47 @@ async fn send_message(stream: &mut TcpStream, shared: &Shared, body: &Value) -> 
         return Ok(());
     }
     let visible = match sent.parse_mode.as_deref() {
-        Some("HTML") => visible_text(&sent.text),
-        _ => sent.text.clone(),
+        Some("HTML") => read_html(&sent.text),
+        None => Ok(sent.text.clone()),
+        Some(other) => Err(format!("unsupported parse_mode \"{other}\"")),
     };
     let (status, answer) = {
         let mut state = shared.lock();
         state.calls.attempts.push(sent.clone());
         let failure = state.failures.pop_front();
-        let units = visible.encode_utf16().count();
-        if let Some(failure) = failure {
-            failure.answer()
-        } else if visible.trim().is_empty() {
-            (400, refusal(400, "Bad Request: message text is empty"))
-        } else if units > 4096 {
-            (400, refusal(400, "Bad Request: message is too long"))
-        } else {
-            state.calls.sent.push(sent.clone());
-            if !body["reply_markup"].is_null() {
-                let keyboard = (
-                    sent.chat_id,
-                    sent.text.clone(),
-                    body["reply_markup"].clone(),
-                );
-                state.calls.keyboards.push(keyboard);
+        match (failure, visible) {
+            (Some(failure), _) => failure.answer(),
+            (None, Err(why)) => {
+                let description = format!("Bad Request: can't parse entities: {why}");
+                (400, refusal(400, &description))
             }
-            let message_id = state.next_message_id;
-            state.next_message_id += 1;
-            let message = json!({
-                "message_id": message_id,
-                "from": {"id": 1, "is_bot": true, "first_name": "hearth", "username": "hearth_bot"},
-                "chat": {"id": sent.chat_id, "type": "private"},
-                "date": 1_767_225_600 + message_id,
-                "text": visible,
-            });
-            (200, json!({"ok": true, "result": message}))
+            (None, Ok(visible)) if visible.trim().is_empty() => {
+                (400, refusal(400, "Bad Request: message text is empty"))
+            }
+            (None, Ok(visible)) if visible.encode_utf16().count() > 4096 => {
+                (400, refusal(400, "Bad Request: message is too long"))
+            }
+            (None, Ok(visible)) => {
+                state.calls.sent.push(sent.clone());
+                if !body["reply_markup"].is_null() {
+                    let keyboard = (
+                        sent.chat_id,
+                        sent.text.clone(),
+                        body["reply_markup"].clone(),
+                    );
+                    state.calls.keyboards.push(keyboard);
+                }
+                let message_id = state.next_message_id;
+                state.next_message_id += 1;
+                let message = json!({
+                    "message_id": message_id,
+                    "from": {"id": 1, "is_bot": true, "first_name": "hearth", "username": "hearth_bot"},
+                    "chat": {"id": sent.chat_id, "type": "private"},
+                    "date": 1_767_225_600 + message_id,
+                    "text": visible,
+                });
+                (200, json!({"ok": true, "result": message}))
+            }
         }
     };
     shared.bump();
@@ -640,20 +647,170 @@ async fn hold(stream: &mut TcpStream, shared: &Shared, sent: &Sent) -> bool {
     released
 }
 
-/// The text Telegram shows for HTML: tags dropped, entities read.
-fn visible_text(html: &str) -> String {
+/// The text Telegram shows for `parse_mode: "HTML"`, read as Telegram reads
+/// it, or why it cannot be ("can't parse entities: …"): only the Bot API's
+/// tags (b, strong, i, em, u, ins, s, strike, del, code, pre, a with an
+/// href, blockquote, tg-spoiler, span class="tg-spoiler"), each closed in
+/// order; nothing inside code or pre but a pre's one code; no quote in a
+/// quote nor link in a link; the entities &lt; &gt; &amp; &quot; and
+/// numeric ones.
+pub fn read_html(html: &str) -> Result<String, String> {
     let mut text = String::with_capacity(html.len());
-    let mut in_tag = false;
-    for c in html.chars() {
+    let mut open: Vec<String> = Vec::new();
+    let mut rest = html;
+    while let Some(c) = rest.chars().next() {
+        let at = html.len() - rest.len();
         match c {
-            '<' => in_tag = true,
-            '>' if in_tag => in_tag = false,
-            _ if !in_tag => text.push(c),
-            _ => {}
+            '<' => {
+                let end = rest
+                    .find('>')
+                    .ok_or_else(|| format!("Unclosed start tag at byte offset {at}"))?;
+                let tag = &rest[1..end];
+                rest = &rest[end + 1..];
+                if let Some(name) = tag.strip_prefix('/') {
+                    let name = name.trim().to_ascii_lowercase();
+                    match open.pop() {
+                        Some(expected) if expected == name => {}
+                        Some(expected) => {
+                            return Err(format!(
+                                "Unmatched end tag at byte offset {at}, expected \"</{expected}>\", found \"</{name}>\""
+                            ))
+                        }
+                        None => {
+                            return Err(format!(
+                                "Unexpected end tag at byte offset {at}"
+                            ))
+                        }
+                    }
+                    continue;
+                }
+                let name = tag
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                let attributes = tag[tag.len().min(name.len())..].trim();
+                let known = [
+                    "b",
+                    "strong",
+                    "i",
+                    "em",
+                    "u",
+                    "ins",
+                    "s",
+                    "strike",
+                    "del",
+                    "code",
+                    "pre",
+                    "a",
+                    "blockquote",
+                    "tg-spoiler",
+                    "span",
+                ];
+                if !known.contains(&name.as_str()) {
+                    return Err(format!(
+                        "Unsupported start tag \"{name}\" at byte offset {at}"
+                    ));
+                }
+                if name == "a" && !attributes.starts_with("href=\"") {
+                    return Err(format!("Tag \"a\" must have an href at byte offset {at}"));
+                }
+                if name == "span" && attributes != "class=\"tg-spoiler\"" {
+                    return Err(format!(
+                        "Tag \"span\" must have class \"tg-spoiler\" at byte offset {at}"
+                    ));
+                }
+                let inside_code = open.iter().any(|tag| tag == "code");
+                let inside_pre = open.last().is_some_and(|tag| tag == "pre");
+                let pre_code = name == "code" && inside_pre;
+                if inside_code || (open.iter().any(|tag| tag == "pre") && !pre_code) {
+                    return Err(format!(
+                        "Can't use tag \"{name}\" inside code or pre at byte offset {at}"
+                    ));
+                }
+                if (name == "blockquote" || name == "a" || name == "pre") && open.contains(&name) {
+                    return Err(format!(
+                        "Tag \"{name}\" can't be nested at byte offset {at}"
+                    ));
+                }
+                if (name == "code" || name == "pre") && open.iter().any(|tag| tag == "a") {
+                    return Err(format!(
+                        "Can't use tag \"{name}\" inside a link at byte offset {at}"
+                    ));
+                }
+                open.push(name);
+            }
+            '&' => {
+                let end = rest.find(';').filter(|&end| end <= 10);
+                let entity = end.map(|end| &rest[1..end]);
+                let decoded = match entity {
+                    Some("lt") => Some('<'),
+                    Some("gt") => Some('>'),
+                    Some("amp") => Some('&'),
+                    Some("quot") => Some('"'),
+                    Some(number) if number.starts_with('#') => {
+                        let digits = &number[1..];
+                        let value = match digits.strip_prefix(['x', 'X']) {
+                            Some(hex) => u32::from_str_radix(hex, 16).ok(),
+                            None => digits.parse().ok(),
+                        };
+                        value.and_then(char::from_u32)
+                    }
+                    _ => None,
+                };
+                match (decoded, end) {
+                    (Some(c), Some(end)) => {
+                        text.push(c);
+                        rest = &rest[end + 1..];
+                    }
+                    // A lone `&` is shown as it is.
+                    _ => {
+                        text.push('&');
+                        rest = &rest[1..];
+                    }
+                }
+            }
+            _ => {
+                text.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
         }
     }
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&amp;", "&")
+    match open.first() {
+        Some(tag) => Err(format!(
+            "Can't find end tag corresponding to start tag \"{tag}\""
+        )),
+        None => Ok(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_html;
+
+    #[test]
+    fn html_is_read_as_telegram_reads_it() {
+        assert_eq!(
+            read_html("<b>a</b> &lt;&amp;&gt; &#65; <a href=\"https://e.org\">x</a> & y").unwrap(),
+            "a <&> A x & y"
+        );
+        assert_eq!(
+            read_html("<pre><code class=\"language-rust\">a &lt; b</code></pre><blockquote><i>q</i></blockquote>")
+                .unwrap(),
+            "a < bq"
+        );
+        for bad in [
+            "<x>unknown</x>",
+            "<b>unclosed",
+            "<b><i>crossed</b></i>",
+            "</b>",
+            "a < b",
+            "<blockquote><blockquote>q</blockquote></blockquote>",
+            "<code><b>x</b></code>",
+            "<a href=\"https://e.org\"><code>x</code></a>",
+            "<a>no href</a>",
+        ] {
+            assert!(read_html(bad).is_err(), "{bad} should be refused");
+        }
+    }
 }
