@@ -24,9 +24,15 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// `markdown` as Telegram HTML.
+/// `markdown` as Telegram HTML. Markdown that shows nothing (a lone link
+/// definition) goes as written, escaped, since Telegram refuses an empty
+/// message.
 pub fn to_html(markdown: &str) -> String {
-    text::render(&tree::parse(markdown), &TelegramHtml)
+    let html = text::render(&tree::parse(markdown), &TelegramHtml);
+    if visible(&html).trim().is_empty() {
+        return escape(markdown.trim());
+    }
+    html
 }
 
 /// `markdown` in parts of at most `limit` characters as Telegram counts
@@ -188,6 +194,14 @@ mod tests {
         assert_eq!(
             to_html("[x](ftp://host/f) [`y`](https://e.org) <https://e.org>"),
             "x (ftp://host/f) <a href=\"https://e.org\">y</a> <a href=\"https://e.org\">https://e.org</a>"
+        );
+    }
+
+    #[test]
+    fn markdown_that_shows_nothing_goes_as_written() {
+        assert_eq!(
+            to_html("[x]: https://e.org/?a&b"),
+            "[x]: https://e.org/?a&amp;b"
         );
     }
 

@@ -4,10 +4,11 @@
 //! always complete: no tag or mark is cut. Blocks go together while the
 //! part, as written and as the platform shows it, stays within the limit;
 //! a block too long for one message is cut alone: a code block into
-//! several code blocks of its lines, anything else as plain text is cut
-//! (see [`crate::bridge::split`]).
+//! several code blocks of its lines, a table into several tables of its
+//! rows under the same head, anything else as plain text is cut (see
+//! [`crate::bridge::split`]).
 
-use super::tree::options;
+use super::tree::{options, parse, Block};
 use crate::bridge::split::{split as split_text, units};
 use pulldown_cmark::{Event, Parser};
 use std::ops::Range;
@@ -50,6 +51,10 @@ pub fn split(markdown: &str, limit: usize, shown: impl Fn(&str) -> usize) -> Vec
     if let Some((range, _)) = gathered {
         parts.push(markdown[range].to_string());
     }
+    if parts.is_empty() {
+        // Nothing Markdown shows (a lone link definition): as written.
+        return split_text(markdown, limit);
+    }
     parts
 }
 
@@ -73,17 +78,24 @@ fn top_level_blocks(markdown: &str) -> Vec<Range<usize>> {
     blocks
 }
 
-/// One block too long for a message, in parts that fit.
+/// One block too long for a message, in parts that fit: a fenced code
+/// block as several with the same fences, a table as several with the same
+/// head, anything else cut as plain text.
 fn cut_block(piece: &str, limit: usize, cost: &impl Fn(&str) -> usize) -> Vec<String> {
-    if let Some(parts) = cut_code(piece, limit, cost) {
-        return parts;
+    if let Some((open, code, close)) = fenced_code(piece) {
+        let wrap = |lines: &str| format!("{open}\n{lines}\n{close}");
+        return cut_text(code, limit, cost, wrap);
     }
-    cut_text(piece, limit, cost)
+    if let Some((head, rows)) = table(piece) {
+        let wrap = |rows: &str| format!("{head}\n{rows}");
+        return cut_text(rows, limit, cost, wrap);
+    }
+    cut_text(piece, limit, cost, str::to_string)
 }
 
-/// A fenced code block as several, each with the same fences, cut between
-/// lines of its code. `None` when `piece` is not a fenced code block.
-fn cut_code(piece: &str, limit: usize, cost: &impl Fn(&str) -> usize) -> Option<Vec<String>> {
+/// A fenced code block's opening line, code and closing fence. `None` when
+/// `piece` is not one.
+fn fenced_code(piece: &str) -> Option<(&str, &str, String)> {
     let (open, rest) = piece.split_once('\n')?;
     let fence = open.trim_start();
     let mark = fence.chars().next().filter(|c| *c == '`' || *c == '~')?;
@@ -96,21 +108,35 @@ fn cut_code(piece: &str, limit: usize, cost: &impl Fn(&str) -> usize) -> Option<
         Some(code) => code.strip_suffix('\n').unwrap_or(code),
         None => rest,
     };
-    let overhead = units(open) + units(&close) + 2;
-    let room = limit.saturating_sub(overhead).max(1);
-    let parts = cut_text(code, room, cost)
-        .into_iter()
-        .map(|lines| format!("{open}\n{lines}\n{close}"))
-        .collect();
-    Some(parts)
+    Some((open, code, close))
 }
 
-/// `text` cut as plain text into parts that fit, cut smaller while the
-/// rendering of a part would not.
-fn cut_text(text: &str, limit: usize, cost: &impl Fn(&str) -> usize) -> Vec<String> {
-    let mut room = limit;
+/// A table's head (its first line and the delimiter line) and its rows.
+/// `None` when `piece` is not one table.
+fn table(piece: &str) -> Option<(&str, &str)> {
+    if !matches!(parse(piece).as_slice(), [Block::Table(_)]) {
+        return None;
+    }
+    let (first, rest) = piece.split_once('\n')?;
+    let (delimiter, rows) = rest.split_once('\n')?;
+    Some((&piece[..first.len() + 1 + delimiter.len()], rows))
+}
+
+/// `text` cut as plain text into parts that fit once `wrap`ped, cut
+/// smaller while the rendering of a part would not.
+fn cut_text(
+    text: &str,
+    limit: usize,
+    cost: &impl Fn(&str) -> usize,
+    wrap: impl Fn(&str) -> String,
+) -> Vec<String> {
+    let overhead = units(&wrap(""));
+    let mut room = limit.saturating_sub(overhead).max(1);
     loop {
-        let parts = split_text(text, room);
+        let parts: Vec<String> = split_text(text, room)
+            .iter()
+            .map(|part| wrap(part))
+            .collect();
         if room <= 1 || parts.iter().all(|part| cost(part) <= limit) {
             return parts;
         }
@@ -150,6 +176,29 @@ mod tests {
             .flat_map(|part| part.lines().filter(|line| line.starts_with("line")))
             .collect();
         assert_eq!(lines, code);
+    }
+
+    #[test]
+    fn a_long_table_is_cut_into_tables_with_the_same_head() {
+        let rows: Vec<String> = (0..60).map(|n| format!("| {n} | row {n} |")).collect();
+        let text = format!("| n | what |\n|--:|---|\n{}", rows.join("\n"));
+        let parts = split(&text, 300, units);
+        assert!(parts.len() > 2, "{parts:?}");
+        for part in &parts {
+            assert!(part.starts_with("| n | what |\n|--:|---|\n| "), "{part}");
+            assert!(matches!(parse(part).as_slice(), [Block::Table(_)]));
+        }
+        let cut: Vec<&str> = parts.iter().flat_map(|part| part.lines().skip(2)).collect();
+        assert_eq!(cut, rows);
+    }
+
+    #[test]
+    fn text_that_shows_nothing_goes_as_written() {
+        assert_eq!(
+            split("[x]: https://e.org", 4096, units),
+            vec!["[x]: https://e.org"]
+        );
+        assert!(split(" \n ", 4096, units).is_empty());
     }
 
     #[test]
