@@ -140,6 +140,10 @@ async fn the_renderer_reads_markdown_as_commonmark_does() {
             "a | b\n\n---\n\n[x](javascript:alert(1))",
             "<p>a | b</p><hr><p>[x](javascript:alert(1))</p>",
         ),
+        (
+            "~~old~~ <https://e.org/a> <b>",
+            "<p><del>old</del> <a href=\"https://e.org/a\" rel=\"noopener noreferrer\" target=\"_blank\">https://e.org/a</a> &lt;b&gt;</p>",
+        ),
     ];
     for (markdown, html) in cases {
         let script = format!(

@@ -214,9 +214,10 @@ function appendList(parent, lines, i) {
   return i;
 }
 
-// Code spans, links, bold and italics; everything else is text.
-// Underscores inside a word (snake_case, __proto__) are not emphasis.
-const INLINE = /(`+)([^`]+?)\1|\[([^\]]+)\]\(([^)\s]+)\)|\*\*([^*]+)\*\*|(?<!\w)__([^_]+)__(?!\w)|\*([^*\s][^*]*)\*|(?<!\w)_([^_\s][^_]*)_(?!\w)/;
+// Code spans, links (and bare <https://…> ones), bold, italics and
+// strikethrough; everything else is text. Underscores inside a word
+// (snake_case, __proto__) are not emphasis.
+const INLINE = /(`+)([^`]+?)\1|\[([^\]]+)\]\(([^)\s]+)\)|\*\*([^*]+)\*\*|(?<!\w)__([^_]+)__(?!\w)|\*([^*\s][^*]*)\*|(?<!\w)_([^_\s][^_]*)_(?!\w)|~~([^~]+)~~|<((?:https?|mailto):[^<>\s]+)>/;
 
 function inline(parent, text) {
   let rest = text;
@@ -231,6 +232,12 @@ function inline(parent, text) {
       parent.append(el("code", match[2]));
     } else if (match[3] !== undefined) {
       parent.append(link(match[3], match[4]));
+    } else if (match[10] !== undefined) {
+      parent.append(link(match[10], match[10]));
+    } else if (match[9] !== undefined) {
+      const del = el("del");
+      inline(del, match[9]);
+      parent.append(del);
     } else if (match[5] !== undefined || match[6] !== undefined) {
       const strong = el("strong");
       inline(strong, match[5] ?? match[6]);
