@@ -10,6 +10,7 @@
 mod adversarial;
 mod approvals;
 mod browser;
+mod browser_markdown;
 mod browser_pages;
 mod browser_voice;
 mod chatgpt;

@@ -9,7 +9,7 @@ use hearth_bridges::telegram::inbound::{REFUSAL, WEBHOOK_NOTE};
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
-use hearth_tests::fake_telegram::{Failure, FakeTelegram, Sent, OWNER, STRANGER};
+use hearth_tests::fake_telegram::{read_html, Failure, FakeTelegram, Sent, OWNER, STRANGER};
 use hearth_tests::harness::{
     bridge_failed, bridge_pid, eventually, model_table, notes_by, TestHome,
 };
@@ -282,6 +282,116 @@ async fn markup_telegram_cannot_parse_is_sent_again_as_plain_text() {
             text: "Use **bold** here.".into(),
             parse_mode: None,
         }]
+    );
+}
+
+/// A reply with most of what the agent writes: a quote, a numbered list
+/// starting at 3 with a nested one, a table, code with `<` in it, a link.
+const RICH_REPLY: &str = "> *Quoted* & kept\n\n3. three\n4. four\n   - inner\n\n| name | n |\n|------|--:|\n| Ada | 36 |\n\n```rust\nif a < b {}\n```\n\nSee [the docs](https://example.org/?a=1&b=2).";
+
+#[tokio::test]
+async fn markdown_goes_as_html_telegram_accepts_and_shows_as_written() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+
+    model.push(Reply::text(RICH_REPLY));
+    telegram.write(&OWNER, "show me everything");
+    let calls = telegram
+        .wait_until("the reply", |calls| !calls.attempts.is_empty())
+        .await;
+    let html = "<blockquote><i>Quoted</i> &amp; kept</blockquote>\n\n\
+        3. three\n4. four\n   ◦ inner\n\n\
+        <pre>name |  n\n-----+---\nAda  | 36</pre>\n\n\
+        <pre><code class=\"language-rust\">if a &lt; b {}</code></pre>\n\n\
+        See <a href=\"https://example.org/?a=1&amp;b=2\">the docs</a>.";
+    assert_eq!(
+        calls.sent,
+        vec![Sent {
+            chat_id: OWNER.id,
+            text: html.into(),
+            parse_mode: Some("HTML".into()),
+        }],
+        "sent once, accepted by the fake's reading of Telegram's HTML"
+    );
+    let shown = read_html(html).unwrap();
+    assert!(shown.starts_with("Quoted & kept\n\n3. three"), "{shown}");
+    assert!(shown.contains("if a < b {}"), "{shown}");
+}
+
+#[tokio::test]
+async fn long_markdown_goes_in_parts_each_whole_html() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+
+    let code: Vec<String> = (0..400).map(|n| format!("let x{n} = a < b;")).collect();
+    let reply = format!(
+        "**Here** it is:\n\n```\n{}\n```\n\n_Done._",
+        code.join("\n")
+    );
+    model.push(Reply::text(reply));
+    telegram.write(&OWNER, "a lot of code");
+    let calls = telegram
+        .wait_until("the last part", |calls| {
+            calls
+                .sent
+                .last()
+                .is_some_and(|sent| sent.text.contains("Done."))
+        })
+        .await;
+    assert_eq!(
+        calls.attempts.len(),
+        calls.sent.len(),
+        "Telegram took every part"
+    );
+    let parts = calls.sent_to(OWNER.id);
+    assert!(parts.len() >= 3, "{parts:?}");
+    let lines: Vec<String> = parts
+        .iter()
+        .flat_map(|part| {
+            let shown = read_html(part).unwrap();
+            assert!(shown.encode_utf16().count() <= 4096);
+            shown.lines().map(str::to_string).collect::<Vec<_>>()
+        })
+        .filter(|line| line.starts_with("let x"))
+        .collect();
+    assert_eq!(lines, code, "every line once, in order");
+    for part in &parts[1..parts.len() - 1] {
+        assert!(
+            part.starts_with("<pre>") && part.ends_with("</pre>"),
+            "{part}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn html_telegram_refuses_is_sent_again_as_the_markdown_written() {
+    let model = FakeModel::start().await;
+    let telegram = FakeTelegram::start().await;
+    let home = home();
+    configure(&home, &model, &telegram);
+    let _daemon = home.start();
+
+    telegram.fail_next_send(Failure::CantParseEntities);
+    model.push(Reply::text(RICH_REPLY));
+    telegram.write(&OWNER, "show me everything");
+    let calls = telegram
+        .wait_until("the reply", |calls| !calls.sent.is_empty())
+        .await;
+    assert_eq!(calls.attempts[0].parse_mode.as_deref(), Some("HTML"));
+    assert_eq!(
+        calls.sent,
+        vec![Sent {
+            chat_id: OWNER.id,
+            text: RICH_REPLY.into(),
+            parse_mode: None,
+        }],
+        "nothing lost: the reply as the agent wrote it"
     );
 }
 

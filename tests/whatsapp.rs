@@ -71,7 +71,10 @@ async fn an_owners_signed_message_reaches_the_agent_and_the_reply_goes_back() {
     let mut watcher = home.connect("watcher", None).await;
 
     let gate = Gate::new();
-    model.push(Reply::gated(Reply::text("Hello, Ada!"), &gate));
+    model.push(Reply::gated(
+        Reply::text("Hello, **Ada**! Try `x < y`:\n\n3. this\n   - and *that*"),
+        &gate,
+    ));
     webhook
         .deliver_from(&OWNER, vec![text(&OWNER, "wamid.A1", "hi from my phone")])
         .await;
@@ -93,9 +96,9 @@ async fn an_owners_signed_message_reaches_the_agent_and_the_reply_goes_back() {
         calls.sent,
         vec![Sent {
             to: OWNER.wa_id.into(),
-            text: "Hello, Ada!".into()
+            text: "Hello, *Ada*! Try ```x < y```:\n\n3. this\n   ◦ and _that_".into()
         }],
-        "only the reply goes out, never the owner's own words"
+        "only the reply goes out, in WhatsApp's formatting, never the owner's own words"
     );
     assert_eq!(calls.reads.len(), 1, "at most one read mark per 20 s");
     assert_eq!(calls.unauthorized, 0);

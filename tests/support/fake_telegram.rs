@@ -23,8 +23,10 @@
 //! request per connection.
 
 mod files;
+mod html;
 
 pub use files::photo_bytes;
+pub use html::read_html;
 
 use crate::fake_model::http::{self, RequestError};
 use crate::harness::DEADLINE;
@@ -572,40 +574,47 @@ async fn send_message(stream: &mut TcpStream, shared: &Shared, body: &Value) -> 
         return Ok(());
     }
     let visible = match sent.parse_mode.as_deref() {
-        Some("HTML") => visible_text(&sent.text),
-        _ => sent.text.clone(),
+        Some("HTML") => read_html(&sent.text),
+        None => Ok(sent.text.clone()),
+        Some(other) => Err(format!("unsupported parse_mode \"{other}\"")),
     };
     let (status, answer) = {
         let mut state = shared.lock();
         state.calls.attempts.push(sent.clone());
         let failure = state.failures.pop_front();
-        let units = visible.encode_utf16().count();
-        if let Some(failure) = failure {
-            failure.answer()
-        } else if visible.trim().is_empty() {
-            (400, refusal(400, "Bad Request: message text is empty"))
-        } else if units > 4096 {
-            (400, refusal(400, "Bad Request: message is too long"))
-        } else {
-            state.calls.sent.push(sent.clone());
-            if !body["reply_markup"].is_null() {
-                let keyboard = (
-                    sent.chat_id,
-                    sent.text.clone(),
-                    body["reply_markup"].clone(),
-                );
-                state.calls.keyboards.push(keyboard);
+        match (failure, visible) {
+            (Some(failure), _) => failure.answer(),
+            (None, Err(why)) => {
+                let description = format!("Bad Request: can't parse entities: {why}");
+                (400, refusal(400, &description))
             }
-            let message_id = state.next_message_id;
-            state.next_message_id += 1;
-            let message = json!({
-                "message_id": message_id,
-                "from": {"id": 1, "is_bot": true, "first_name": "hearth", "username": "hearth_bot"},
-                "chat": {"id": sent.chat_id, "type": "private"},
-                "date": 1_767_225_600 + message_id,
-                "text": visible,
-            });
-            (200, json!({"ok": true, "result": message}))
+            (None, Ok(visible)) if visible.trim().is_empty() => {
+                (400, refusal(400, "Bad Request: message text is empty"))
+            }
+            (None, Ok(visible)) if visible.encode_utf16().count() > 4096 => {
+                (400, refusal(400, "Bad Request: message is too long"))
+            }
+            (None, Ok(visible)) => {
+                state.calls.sent.push(sent.clone());
+                if !body["reply_markup"].is_null() {
+                    let keyboard = (
+                        sent.chat_id,
+                        sent.text.clone(),
+                        body["reply_markup"].clone(),
+                    );
+                    state.calls.keyboards.push(keyboard);
+                }
+                let message_id = state.next_message_id;
+                state.next_message_id += 1;
+                let message = json!({
+                    "message_id": message_id,
+                    "from": {"id": 1, "is_bot": true, "first_name": "hearth", "username": "hearth_bot"},
+                    "chat": {"id": sent.chat_id, "type": "private"},
+                    "date": 1_767_225_600 + message_id,
+                    "text": visible,
+                });
+                (200, json!({"ok": true, "result": message}))
+            }
         }
     };
     shared.bump();
@@ -638,22 +647,4 @@ async fn hold(stream: &mut TcpStream, shared: &Shared, sent: &Sent) -> bool {
     }
     shared.bump();
     released
-}
-
-/// The text Telegram shows for HTML: tags dropped, entities read.
-fn visible_text(html: &str) -> String {
-    let mut text = String::with_capacity(html.len());
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => in_tag = false,
-            _ if !in_tag => text.push(c),
-            _ => {}
-        }
-    }
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&amp;", "&")
 }

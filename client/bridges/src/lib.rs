@@ -7,7 +7,9 @@
 //!   loop (in log order from a stored cursor, split at the platform's
 //!   limit, retried, skipped with a note) with the platform's part behind
 //!   the `Courier` trait (`bridge/courier.rs`), which a new channel
-//!   implements; the one gate for strangers (`bridge/people.rs`); the lock.
+//!   implements; the one gate for strangers (`bridge/people.rs`); the
+//!   agent's Markdown read once and rendered for each platform
+//!   (`bridge/markdown/`); the lock.
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
 //! - `signal/`: the Signal bridge (`hearth signal`), through signal-cli's
 //!   JSON-RPC interface.

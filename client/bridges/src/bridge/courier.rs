@@ -76,6 +76,13 @@ pub trait Courier {
         MAX_MESSAGE_UNITS
     }
 
+    /// `text` in the parts that go as messages, each within
+    /// [`Courier::message_limit`]. A platform that renders Markdown cuts it
+    /// between blocks so each part renders whole (see `bridge::markdown`).
+    fn parts(&self, text: &str) -> Vec<String> {
+        split(text, self.message_limit())
+    }
+
     /// How many tries trouble worth waiting out ([`Refused::Retry`]) gets
     /// before the recipient is skipped; `None`: until it goes through.
     fn tries(&self) -> Option<u32> {
@@ -149,7 +156,7 @@ pub async fn to_everyone<C: Courier + ?Sized>(
     text: &str,
 ) -> Result<(), C::Error> {
     let source = feed.source();
-    let parts = split(text, courier.message_limit());
+    let parts = courier.parts(text);
     for to in courier.recipients() {
         let shown = courier.shown(&to);
         let sent = feed
@@ -181,7 +188,7 @@ pub async fn to_one<C: Courier + ?Sized>(
         return Ok(feed.note(note).await?);
     };
     let shown = courier.shown(&address);
-    let parts = split(text, courier.message_limit());
+    let parts = courier.parts(text);
     let sent = feed
         .beside(send_parts(courier, source, &address, &shown, &parts))
         .await??;

@@ -17,6 +17,8 @@
 //!   once per run, with a note) and the chats that get the agent's messages.
 //! - `approval.rs`: an approval request as a bridge's message.
 //! - `lock.rs`: one bridge of a kind per home.
+//! - `markdown/`: the agent's Markdown read once and rendered for each
+//!   platform, cut between blocks at its limit (pure).
 //! - `multipart.rs`: an upload's `multipart/form-data` body (pure).
 //! - `fitting.rs`: an image fitted to the platform before it goes out: a
 //!   photo, a document when it cannot be one, or a refusal in words.
@@ -32,6 +34,7 @@ pub mod files;
 pub mod fitting;
 pub mod link;
 pub mod lock;
+pub mod markdown;
 pub mod multipart;
 pub mod people;
 pub mod split;

@@ -3,9 +3,12 @@
 //! counted in UTF-16 code units) for what Signal can style: bold, italic,
 //! monospace and strikethrough. Headings are bold lines, code blocks and
 //! inline code monospace, quotes italic behind a bar, list items bulleted
-//! or numbered (nested ones indented), tables one row a line with the cells
-//! apart and the head in bold, links their words with the address after.
+//! or numbered (nested ones indented), tables a monospace block of aligned
+//! columns (laid out by the bridges' Markdown core), links their words with
+//! the address after.
 
+use crate::bridge::markdown::text::grid;
+use crate::bridge::markdown::tree::{Inline, Table};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 /// What Signal can style.
@@ -92,8 +95,11 @@ struct Writer {
     links: Vec<String>,
     /// Where the link's words began, to tell whether they are the address.
     link_starts: Vec<usize>,
-    /// In a table's row: whether a cell was written (the next gets a bar).
-    cell_written: bool,
+    /// The table being read: its cells gather here, as text, until it
+    /// ends and is written whole.
+    table: Option<Table>,
+    /// The words of the table cell being read.
+    cell: String,
 }
 
 impl Writer {
@@ -143,21 +149,20 @@ impl Writer {
                 self.lists.push(first);
             }
             Tag::Item => self.item(),
-            Tag::Table(_) => self.block(),
-            Tag::TableHead => {
-                self.cell_written = false;
-                self.begin(Style::Bold);
+            Tag::Table(alignments) => {
+                self.block();
+                self.table = Some(Table {
+                    alignments,
+                    ..Table::default()
+                });
             }
+            Tag::TableHead => {}
             Tag::TableRow => {
-                self.line();
-                self.cell_written = false;
-            }
-            Tag::TableCell => {
-                if self.cell_written {
-                    self.push(" | ");
+                if let Some(table) = &mut self.table {
+                    table.rows.push(Vec::new());
                 }
-                self.cell_written = true;
             }
+            Tag::TableCell => self.cell.clear(),
             Tag::Emphasis => self.begin(Style::Italic),
             Tag::Strong => self.begin(Style::Bold),
             Tag::Strikethrough => self.begin(Style::Strikethrough),
@@ -196,7 +201,22 @@ impl Writer {
             TagEnd::List(_) => {
                 self.lists.pop();
             }
-            TagEnd::TableHead => self.finish_style(Style::Bold),
+            TagEnd::TableCell => {
+                let cell = vec![Inline::Text(std::mem::take(&mut self.cell))];
+                if let Some(table) = &mut self.table {
+                    match table.rows.last_mut() {
+                        Some(row) => row.push(cell),
+                        None => table.head.push(cell),
+                    }
+                }
+            }
+            TagEnd::Table => {
+                if let Some(table) = self.table.take() {
+                    self.begin(Style::Monospace);
+                    self.push(&grid(&table));
+                    self.finish_style(Style::Monospace);
+                }
+            }
             TagEnd::Emphasis => self.finish_style(Style::Italic),
             TagEnd::Strong => self.finish_style(Style::Bold),
             TagEnd::Strikethrough => self.finish_style(Style::Strikethrough),
@@ -252,7 +272,7 @@ impl Writer {
 
     /// Writes text; in a quote, each line starts behind the bar.
     fn write(&mut self, text: &str) {
-        if self.code || self.quotes == 0 {
+        if self.code || self.quotes == 0 || self.table.is_some() {
             self.push(text);
             return;
         }
@@ -268,7 +288,12 @@ impl Writer {
         }
     }
 
+    /// Adds to the text, or inside a table to the cell being read.
     fn push(&mut self, text: &str) {
+        if self.table.is_some() {
+            self.cell.push_str(text);
+            return;
+        }
         self.units += text.encode_utf16().count();
         self.text.push_str(text);
     }
@@ -386,13 +411,23 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_rows_of_cells_and_links_show_their_address() {
+    fn tables_are_aligned_monospace_and_links_show_their_address() {
         let styled = render("| a | b |\n|---|---|\n| 1 | 2 |\n\nSee [the docs](https://e.org/x) or <https://e.org>.");
         assert_eq!(
             styled.text,
-            "a | b\n1 | 2\n\nSee the docs (https://e.org/x) or https://e.org."
+            "a | b\n--+--\n1 | 2\n\nSee the docs (https://e.org/x) or https://e.org."
         );
-        assert_eq!(covered(&styled), vec![("a | b".to_string(), "BOLD")]);
+        assert_eq!(
+            covered(&styled),
+            vec![("a | b\n--+--\n1 | 2".to_string(), "MONOSPACE")]
+        );
+    }
+
+    #[test]
+    fn a_table_in_a_quote_is_one_monospace_block() {
+        let styled = render("> | a | **b** |\n> |---|--:|\n> | 1 | 22 |");
+        assert_eq!(styled.text, "a |  b\n--+---\n1 | 22");
+        assert_eq!(styles(&styled), vec!["0:20:MONOSPACE", "0:20:ITALIC"]);
     }
 
     #[test]

@@ -13,6 +13,8 @@ use super::rpc::{Rpc, RpcError};
 use crate::bridge::config::Outgoing;
 use crate::bridge::courier::{Courier, Refused};
 use crate::bridge::delivery::{Cursor, Feed};
+use crate::bridge::markdown;
+use crate::bridge::split::units;
 use hearth_client::images::Attachment;
 use hearth_protocol::home::Home;
 use hearth_protocol::image::fit::Destination;
@@ -110,6 +112,12 @@ impl Courier for SignalCourier<'_> {
 
     fn message_limit(&self) -> usize {
         MESSAGE_LIMIT
+    }
+
+    /// Cut between Markdown blocks (see `bridge::markdown`), so a code
+    /// block or a style is never cut in two; measured as Signal shows it.
+    fn parts(&self, text: &str) -> Vec<String> {
+        markdown::split::split(text, MESSAGE_LIMIT, |piece| units(&render(piece).text))
     }
 
     fn tries(&self) -> Option<u32> {

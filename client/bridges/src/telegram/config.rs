@@ -23,8 +23,8 @@ const EXAMPLE: &str = "allow = [your user id]";
 /// How text is marked up for Telegram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 pub enum ParseMode {
-    /// The agent's Markdown (bold, code, links, headings) as Telegram HTML;
-    /// a chunk Telegram cannot parse is sent again as plain text.
+    /// The agent's Markdown as Telegram HTML (see `format.rs`); a part
+    /// Telegram cannot parse is sent again as plain text.
     #[default]
     #[serde(rename = "HTML")]
     Html,

@@ -1,14 +1,16 @@
-//! The agent's Markdown as Telegram HTML (pure).
-//!
-//! Deliberately small: fenced code blocks become `<pre>`, inline code
-//! `<code>`, `**bold**` and `# headings` `<b>`, `[text](http…)` links `<a>`;
-//! everything else is escaped and shown as written. Single `*` and `_` are
-//! left alone, since in prose and code they are more often arithmetic or
-//! snake_case than emphasis. The tags are always balanced, so Telegram
-//! should parse every result; when it does not, the bridge sends the text
-//! again as plain text.
+//! The agent's Markdown as Telegram HTML (pure), through the bridges'
+//! Markdown core (`bridge/markdown`): bold, italic, strikethrough, code and
+//! `<pre>` blocks (with their language), links, quotes as `<blockquote>`,
+//! headings in bold, lists as bullets and numbers indented by nesting,
+//! tables as a `<pre>` grid of aligned columns. Only `<`, `>` and `&` are
+//! escaped in text (and `"` in addresses), the tags are always balanced and
+//! nested only as Telegram allows; should Telegram still refuse a part, the
+//! bridge sends it again as plain text.
 
-/// Escapes the three characters Telegram's HTML mode reserves.
+use crate::bridge::markdown::{split, text, tree};
+use crate::bridge::split::units;
+
+/// Escapes the characters Telegram's HTML mode reserves in text.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -16,120 +18,115 @@ pub fn escape(text: &str) -> String {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
             _ => out.push(c),
         }
     }
     out
 }
 
-/// `markdown` as Telegram HTML. The visible text is never longer than the
-/// input, so a part that fits Telegram's limit as Markdown fits as HTML.
+/// `markdown` as Telegram HTML. Markdown that shows nothing (a lone link
+/// definition) goes as written, escaped, since Telegram refuses an empty
+/// message.
 pub fn to_html(markdown: &str) -> String {
-    let mut out = String::with_capacity(markdown.len() + 32);
-    let mut fence: Option<String> = None;
-    let mut code = String::new();
-    for line in markdown.split('\n') {
-        let trimmed = line.trim_start();
-        match &fence {
-            Some(_) if trimmed.starts_with("```") => {
-                out.push_str(&escape(code.strip_suffix('\n').unwrap_or(&code)));
-                out.push_str("</pre>\n");
-                code.clear();
-                fence = None;
-            }
-            Some(_) => {
-                code.push_str(line);
-                code.push('\n');
-            }
-            None => {
-                if let Some(language) = trimmed.strip_prefix("```") {
-                    fence = Some(language.trim().to_string());
-                    out.push_str("<pre>");
-                } else {
-                    out.push_str(&inline_line(line));
-                    out.push('\n');
-                }
-            }
-        }
+    let html = text::render(&tree::parse(markdown), &TelegramHtml);
+    if visible(&html).trim().is_empty() {
+        return escape(markdown.trim());
     }
-    if fence.is_some() {
-        // An unclosed fence runs to the end, as Markdown renderers do.
-        out.push_str(&escape(code.strip_suffix('\n').unwrap_or(&code)));
-        out.push_str("</pre>\n");
-    }
-    out.truncate(out.trim_end_matches('\n').len());
-    out
+    html
 }
 
-/// One line outside code blocks: a heading in bold, else its inline marks.
-fn inline_line(line: &str) -> String {
-    let trimmed = line.trim_start();
-    let hashes = trimmed.chars().take_while(|&c| c == '#').count();
-    if (1..=6).contains(&hashes) && trimmed[hashes..].starts_with(' ') {
-        let title = trimmed[hashes..].trim();
-        return format!("<b>{}</b>", inline(title));
-    }
-    inline(line)
+/// `markdown` in parts of at most `limit` characters as Telegram counts
+/// them, both as written (the plain fallback) and as shown from the HTML.
+pub fn parts(markdown: &str, limit: usize) -> Vec<String> {
+    split::split(markdown, limit, |piece| units(&visible(&to_html(piece))))
 }
 
-/// Inline code, bold and links in one line; the rest escaped.
-fn inline(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix('`') {
-            if let Some(end) = after.find('`').filter(|&end| end > 0) {
-                out.push_str("<code>");
-                out.push_str(&escape(&after[..end]));
-                out.push_str("</code>");
-                rest = &after[end + 1..];
-                continue;
-            }
+/// The text Telegram shows for HTML made by [`to_html`]: the tags dropped,
+/// the entities read.
+pub fn visible(html: &str) -> String {
+    let mut shown = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            _ if !in_tag => shown.push(c),
+            _ => {}
         }
-        if let Some(after) = rest.strip_prefix("**") {
-            if let Some(end) = after.find("**").filter(|&end| end > 0) {
-                out.push_str("<b>");
-                out.push_str(&inline(&after[..end]));
-                out.push_str("</b>");
-                rest = &after[end + 2..];
-                continue;
-            }
-        }
-        if let Some((label, url, consumed)) = link(rest) {
-            out.push_str(&format!(
-                "<a href=\"{}\">{}</a>",
-                escape(url),
-                escape(label)
-            ));
-            rest = &rest[consumed..];
-            continue;
-        }
-        let mut chars = rest.chars();
-        if let Some(c) = chars.next() {
-            out.push_str(&escape(c.encode_utf8(&mut [0; 4])));
-        }
-        rest = chars.as_str();
     }
-    out
+    shown
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
 }
 
-/// `[label](url)` at the start of `text`, with an http(s) URL: the label,
-/// the URL and how many bytes it spans.
-fn link(text: &str) -> Option<(&str, &str, usize)> {
-    let after = text.strip_prefix('[')?;
-    let label_end = after.find("](")?;
-    let label = &after[..label_end];
-    if label.is_empty() || label.contains('[') {
-        return None;
+/// Telegram's HTML subset.
+struct TelegramHtml;
+
+impl text::Marks for TelegramHtml {
+    fn escape(&self, text: &str) -> String {
+        escape(text)
     }
-    let target = &after[label_end + 2..];
-    let url_end = target.find(')')?;
-    let url = &target[..url_end];
-    if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(' ') {
-        return None;
+
+    fn strong(&self, inner: &str) -> String {
+        format!("<b>{inner}</b>")
     }
-    Some((label, url, 1 + label_end + 2 + url_end + 1))
+
+    fn emphasis(&self, inner: &str) -> String {
+        format!("<i>{inner}</i>")
+    }
+
+    fn strikethrough(&self, inner: &str) -> String {
+        format!("<s>{inner}</s>")
+    }
+
+    fn code(&self, code: &str) -> String {
+        format!("<code>{}</code>", escape(code))
+    }
+
+    /// Telegram links only web, mail and its own addresses; any other shows
+    /// its words and the address after, as text.
+    fn link(&self, url: &str, words: &str, plain_words: &str) -> String {
+        let linkable = ["http://", "https://", "mailto:", "tg://"]
+            .iter()
+            .any(|scheme| url.starts_with(scheme));
+        if linkable {
+            let href = escape(url).replace('"', "&quot;");
+            return format!("<a href=\"{href}\">{words}</a>");
+        }
+        if url.is_empty() || url.starts_with('#') || url == plain_words {
+            return words.to_string();
+        }
+        format!("{words} ({})", escape(url))
+    }
+
+    fn code_block(&self, language: &str, code: &str) -> String {
+        let named = !language.is_empty()
+            && language
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-_.#".contains(c));
+        if named {
+            format!(
+                "<pre><code class=\"language-{language}\">{}</code></pre>",
+                escape(code)
+            )
+        } else {
+            format!("<pre>{}</pre>", escape(code))
+        }
+    }
+
+    /// Telegram does not nest quotes: an inner one shows behind a bar.
+    fn quote(&self, inner: &str, depth: usize) -> String {
+        if depth == 1 {
+            return format!("<blockquote>{inner}</blockquote>");
+        }
+        inner
+            .split('\n')
+            .map(|line| format!("▍ {line}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 #[cfg(test)]
@@ -142,44 +139,93 @@ mod tests {
             to_html("if a < b && c > d"),
             "if a &lt; b &amp;&amp; c &gt; d"
         );
-        assert_eq!(escape("<b>\"x\"</b>"), "&lt;b&gt;&quot;x&quot;&lt;/b&gt;");
+        assert_eq!(escape("<b>\"x\"</b>"), "&lt;b&gt;\"x\"&lt;/b&gt;");
+        assert_eq!(
+            to_html("<script>alert(1)</script>"),
+            "&lt;script&gt;alert(1)&lt;/script&gt;"
+        );
     }
 
     #[test]
-    fn bold_code_headings_and_links_become_tags() {
+    fn marks_become_tags() {
         assert_eq!(
-            to_html("# Plan\nUse **`cargo test`** and see [the docs](https://example.org/a?b=1&c=2)."),
-            "<b>Plan</b>\nUse <b><code>cargo test</code></b> and see <a href=\"https://example.org/a?b=1&amp;c=2\">the docs</a>."
+            to_html("# Plan\nUse **`cargo test`**, *really* ~~not~~ and see [the docs](https://example.org/a?b=1&c=2)."),
+            "<b>Plan</b>\n\nUse <b><code>cargo test</code></b>, <i>really</i> <s>not</s> and see <a href=\"https://example.org/a?b=1&amp;c=2\">the docs</a>."
         );
         assert_eq!(to_html("`<tag>`"), "<code>&lt;tag&gt;</code>");
     }
 
     #[test]
-    fn single_stars_underscores_and_unclosed_marks_stay_as_written() {
+    fn a_quote_is_a_blockquote_not_escaped_marks() {
         assert_eq!(
-            to_html("2*3*4 and snake_case_name"),
-            "2*3*4 and snake_case_name"
+            to_html("> said *so*\n>\n> > and this"),
+            "<blockquote>said <i>so</i>\n\n▍ and this</blockquote>"
         );
-        assert_eq!(to_html("**not closed and `open"), "**not closed and `open");
-        assert_eq!(
-            to_html("[x](ftp://host) [y](no)"),
-            "[x](ftp://host) [y](no)"
-        );
-        assert_eq!(to_html("#hashtag"), "#hashtag");
     }
 
     #[test]
-    fn fenced_code_is_pre_and_escaped_even_when_unclosed() {
+    fn lists_are_numbered_from_their_start_and_nested() {
         assert_eq!(
-            to_html("Run:\n```sh\nls **/*.rs <x>\n```\nDone."),
-            "Run:\n<pre>ls **/*.rs &lt;x&gt;</pre>\nDone."
+            to_html("3. three\n4. four\n   - inner **b**\n5. five"),
+            "3. three\n4. four\n   ◦ inner <b>b</b>\n5. five"
+        );
+        assert_eq!(to_html("- [x] done\n- [ ] to do"), "• ☑ done\n• ☐ to do");
+    }
+
+    #[test]
+    fn a_table_is_an_aligned_pre_block() {
+        assert_eq!(
+            to_html("| a | b<c |\n|---|---|\n| 1 | 22 |"),
+            "<pre>a | b&lt;c\n--+----\n1 | 22</pre>"
+        );
+    }
+
+    #[test]
+    fn code_blocks_keep_their_language_and_escape_their_text() {
+        assert_eq!(
+            to_html("Run:\n```rust\nif a < b && c {}\n```\nDone."),
+            "Run:\n\n<pre><code class=\"language-rust\">if a &lt; b &amp;&amp; c {}</code></pre>\n\nDone."
         );
         assert_eq!(to_html("```\na & b"), "<pre>a &amp; b</pre>");
     }
 
     #[test]
-    fn plain_text_is_unchanged_but_for_escapes() {
-        let text = "Hello there.\n\nSecond paragraph, with: punctuation! (and parentheses)";
+    fn links_telegram_cannot_open_show_their_address() {
+        assert_eq!(
+            to_html("[x](ftp://host/f) [`y`](https://e.org) <https://e.org>"),
+            "x (ftp://host/f) <a href=\"https://e.org\">y</a> <a href=\"https://e.org\">https://e.org</a>"
+        );
+    }
+
+    #[test]
+    fn markdown_that_shows_nothing_goes_as_written() {
+        assert_eq!(
+            to_html("[x]: https://e.org/?a&b"),
+            "[x]: https://e.org/?a&amp;b"
+        );
+    }
+
+    #[test]
+    fn plain_text_and_snake_case_are_unchanged() {
+        let text = "Hello there.\n\nSecond paragraph, with: punctuation! snake_case_name 2 * 3 * 4";
         assert_eq!(to_html(text), text);
+    }
+
+    #[test]
+    fn parts_at_the_limit_are_whole_html() {
+        let block = format!("> {}\n\n", ["quoted <b> & words"; 10].join(" "));
+        let text = block.repeat(40);
+        let parts = parts(&text, 4096);
+        assert!(parts.len() > 1);
+        for part in &parts {
+            let html = to_html(part);
+            assert!(units(part) <= 4096 && units(&visible(&html)) <= 4096);
+            assert!(html.starts_with("<blockquote>") && html.ends_with("</blockquote>"));
+            assert_eq!(
+                html.matches("<blockquote>").count(),
+                html.matches("</blockquote>").count()
+            );
+        }
+        assert_eq!(parts.join("\n\n"), text.trim_end());
     }
 }

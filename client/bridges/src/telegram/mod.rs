@@ -12,7 +12,8 @@
 //!   the update offset confirmed only after the daemon acknowledged.
 //! - `outbound.rs`: daemon → Telegram: the courier of ordered delivery, with
 //!   retries, fallbacks and "typing…".
-//! - `format.rs`: Markdown as Telegram HTML (pure).
+//! - `format.rs`: Markdown as Telegram HTML, through the bridges' Markdown
+//!   core (pure).
 //! - `photos.rs`: owners' photos in as images, shown images out with `sendPhoto`.
 //! - `approval.rs`: approvals asked with Allow and Deny buttons, and answered
 //!   by a press.

@@ -6,10 +6,11 @@
 use super::api::{Api, ApiError, Failure};
 use super::bridge::{BridgeError, CURSOR_STATE, SOURCE};
 use super::config::{ParseMode, TelegramConfig};
-use super::format::to_html;
+use super::format::{parts, to_html};
 use crate::bridge::config::Outgoing;
 use crate::bridge::courier::{Courier, Refused};
 use crate::bridge::delivery::{Cursor, Feed};
+use crate::bridge::split::split;
 use hearth_client::images::Attachment;
 use hearth_protocol::home::Home;
 use hearth_protocol::image::fit::{Destination, TELEGRAM_PHOTO};
@@ -104,6 +105,14 @@ impl Courier for TelegramCourier<'_> {
 
     fn photo_limits(&self) -> Option<&'static Destination> {
         Some(&TELEGRAM_PHOTO)
+    }
+
+    /// Cut between Markdown blocks, so each part's HTML is whole.
+    fn parts(&self, text: &str) -> Vec<String> {
+        match self.config.parse_mode {
+            ParseMode::Html => parts(text, self.message_limit()),
+            ParseMode::Plain => split(text, self.message_limit()),
+        }
     }
 
     /// Sends one part in the configured markup (HTML), or as plain text.

@@ -18,6 +18,8 @@
 //! - `inbound.rs`: WhatsApp → daemon: allowlist, submit with idempotency keys.
 //! - `outbound.rs`: daemon → WhatsApp: the courier of ordered delivery, the
 //!   24-hour window, read marks with "typing…".
+//! - `format.rs`: the agent's Markdown in WhatsApp's formatting (both
+//!   backends).
 //! - `graph.rs`: the Graph API client (send, read mark, media) and its errors.
 //! - `media.rs`: received images in as attachments, shown images out.
 //! - `bridge.rs`: start-up (and the choice of backend), the state names,
@@ -26,6 +28,7 @@
 
 pub mod bridge;
 pub mod config;
+pub mod format;
 pub mod graph;
 pub mod inbound;
 pub mod media;

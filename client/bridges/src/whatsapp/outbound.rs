@@ -9,6 +9,7 @@
 
 use super::bridge::{BridgeError, CURSOR_STATE, SOURCE};
 use super::config::WhatsAppConfig;
+use super::format::{parts, to_whatsapp};
 use super::graph::{Failure, Graph, GraphError};
 use super::inbound::LastReceived;
 use crate::bridge::config::Outgoing;
@@ -141,13 +142,19 @@ impl Courier for WhatsAppCourier<'_> {
         Some(to.to_string())
     }
 
+    /// Cut between Markdown blocks, so each part's formatting is whole.
+    fn parts(&self, text: &str) -> Vec<String> {
+        parts(text, self.message_limit())
+    }
+
+    /// Sends one part in WhatsApp's formatting (it has no markup to refuse).
     async fn send_text(
         &self,
         to: &String,
         part: &str,
         _plain: bool,
     ) -> Result<(), Refused<BridgeError>> {
-        let sent = self.graph.send_text(to, part).await;
+        let sent = self.graph.send_text(to, &to_whatsapp(part)).await;
         sent.map(drop).map_err(|error| self.refused(error))
     }
 

@@ -15,6 +15,7 @@ use crate::bridge::courier::{Courier, Refused};
 use crate::bridge::delivery::{Cursor, Feed};
 use crate::whatsapp::bridge::{CURSOR_STATE, SOURCE};
 use crate::whatsapp::config::WhatsAppConfig;
+use crate::whatsapp::format::{parts, to_whatsapp};
 use hearth_client::images::Attachment;
 use hearth_protocol::home::Home;
 use hearth_protocol::image::fit::Destination;
@@ -143,13 +144,19 @@ impl<D: Device> Courier for WebCourier<'_, D> {
         Some(to.to_string())
     }
 
+    /// Cut between Markdown blocks, so each part's formatting is whole.
+    fn parts(&self, text: &str) -> Vec<String> {
+        parts(text, self.message_limit())
+    }
+
+    /// Sends one part in WhatsApp's formatting (it has no markup to refuse).
     async fn send_text(
         &self,
         to: &String,
         part: &str,
         _plain: bool,
     ) -> Result<(), Refused<WebError>> {
-        self.sent(self.device.send_text(to, part).await)
+        self.sent(self.device.send_text(to, &to_whatsapp(part)).await)
     }
 
     async fn send_image(

@@ -431,7 +431,7 @@ async fn long_text_goes_out_in_parts_whose_ids_are_remembered() {
     let config = config(&[OWNER]);
     let courier = courier(&device, &config, &sent);
     let text = ["word ".repeat(700), "more ".repeat(700)].join("\n\n");
-    let parts = crate::bridge::split::split(&text, courier.message_limit());
+    let parts = courier.parts(&text);
     assert_eq!(parts.len(), 2);
     let to = OWNER.to_string();
     let done = send_parts(&courier, "whatsapp", &to, "+owner", &parts).await;
