@@ -38,7 +38,7 @@ use tokio::sync::{broadcast, oneshot};
 const GROUP_COMMIT: usize = 256;
 
 /// Read-only connections (searches) open at once; the others wait.
-const READERS: usize = 2;
+pub const READERS: usize = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {

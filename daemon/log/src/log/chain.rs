@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The links checked at every start, per agent (the newest ones).
-const CHECKED_AT_START: i64 = 256;
+pub const CHECKED_AT_START: i64 = 256;
 
 /// The fields of a stored message that its link covers, as stored.
 pub struct Stored<'a> {

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The migration that records the facts of a home from before the record.
-pub(super) const RECORDED: &str = "facts_record";
+pub const RECORDED: &str = "facts_record";
 
 /// Creates the facts table (schema version 2), and adds the `untrusted`
 /// column (what tainted the turn that pinned a fact; NULL for every older
