@@ -221,6 +221,10 @@ pub struct Confinement {
     workdir: PathBuf,
     /// The home's folders (config, data, runtime), resolved: never reached.
     home: Vec<PathBuf>,
+    /// Folders the command may read though they lie in the home (the
+    /// agent's skills, whose scripts it runs), resolved at each command:
+    /// one made later counts.
+    readable: Vec<PathBuf>,
     /// The command may connect and bind TCP ports: it asked for the
     /// network. Otherwise, with Landlock ABI 4, it cannot.
     pub network: bool,
@@ -234,8 +238,16 @@ impl Confinement {
         Confinement {
             workdir: resolve(workdir),
             home: home.iter().map(|path| resolve(path)).collect(),
+            readable: Vec::new(),
             network: false,
         }
+    }
+
+    /// The same confinement, also letting commands read (and run what is
+    /// in) `folders`, even inside the home; never a home folder itself.
+    pub fn reading(mut self, folders: impl IntoIterator<Item = PathBuf>) -> Confinement {
+        self.readable.extend(folders);
+        self
     }
 
     /// The same confinement, with the network allowed.
@@ -276,6 +288,11 @@ impl Confinement {
                 continue;
             };
             self.around_home(path, reach, 0, &mut rules);
+        }
+        for folder in &self.readable {
+            if let Ok(folder) = folder.canonicalize() {
+                self.around_home_but(folder, Reach::Read, &mut rules);
+            }
         }
         // Last, so nothing above narrows it: the folder itself, even when
         // it lies inside the home's data folder.

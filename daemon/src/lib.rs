@@ -38,6 +38,8 @@
 //! - `redact.rs`: keys masked before anything is logged or stored.
 //! - `provenance.rs`: `data.provenance`, where a message's words came from (untrusted input).
 //! - `approvals.rs`: tool calls that wait for a person's yes or no.
+//! - `skills.rs`: the agent's skills (`SKILL.md` folders), their listing
+//!   in the request and the owner's record of those installed.
 //! - `web/`: the browser client: its page, login and WebSocket endpoint.
 pub mod activity;
 pub mod approvals;
@@ -63,6 +65,7 @@ pub mod reload;
 pub mod request;
 pub mod schedule;
 pub mod server;
+pub mod skills;
 pub mod socket;
 pub mod startup;
 pub mod store;

@@ -265,9 +265,11 @@ impl Starter<'_> {
             self.home.data_dir.as_path(),
             self.home.runtime_dir.as_path(),
         ];
+        let skills = crate::skills::Folders::of(self.home, spec.name);
         let workspace = workspace
             .hide_env(secrets::names(self.config))
-            .confine(&home);
+            .confine(&home)
+            .reading(skills.both().map(Path::to_path_buf));
         let root = workspace.root().to_path_buf();
         tracing::info!(
             agent = spec.name,
@@ -275,6 +277,7 @@ impl Starter<'_> {
             workspace.root().display()
         );
         let mut tools = Tools::new(spec.name, self.log.clone())
+            .with_skills(skills)
             .with_workspace(workspace)
             .with_images(self.images.clone())
             .with_media(self.media.clone());

@@ -26,6 +26,7 @@
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
 //! - `show_image.rs`: `show_image`, an image of the working folder shown to people.
 //! - `attachment.rs`: `read_attachment`, a page of a document a message carries.
+//! - `skill.rs`: `read_skill`, a skill's `SKILL.md` or files (`crate::skills`).
 //! - `taint.rs`: a turn that read from outside makes acting tools ask first.
 //! - `html.rs`: HTML reduced to readable text (pure).
 //! - `schedule.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
@@ -52,6 +53,7 @@ mod schedule;
 mod search;
 mod shell;
 mod show_image;
+mod skill;
 mod subagents;
 mod taint;
 mod tool;
