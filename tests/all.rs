@@ -45,6 +45,7 @@ mod security;
 mod service;
 mod setup;
 mod signal;
+mod skills;
 mod subagents;
 mod tamper;
 mod telegram;

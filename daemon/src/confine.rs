@@ -515,6 +515,24 @@ mod tests {
     }
 
     #[test]
+    fn a_skills_folder_in_the_home_is_read_only_and_made_later_it_counts() {
+        let top = tempfile::tempdir().unwrap();
+        let home = top.path().canonicalize().unwrap();
+        let work = home.join("agents/a/work");
+        std::fs::create_dir_all(&work).unwrap();
+        let skills = home.join("skills");
+        let confinement = Confinement::new(&work, &[&home]).reading([skills.clone(), home.clone()]);
+        assert!(!confinement.rules(None).iter().any(|r| r.path == skills));
+        std::fs::create_dir_all(&skills).unwrap();
+        let rules = confinement.rules(None);
+        assert!(rules.contains(&Rule {
+            path: skills,
+            reach: Reach::Read
+        }));
+        assert!(rules.iter().all(|rule| !home.starts_with(&rule.path)));
+    }
+
+    #[test]
     fn the_home_itself_is_never_a_rule_even_as_the_folder() {
         let top = tempfile::tempdir().unwrap();
         let home = top.path().canonicalize().unwrap();
