@@ -41,6 +41,7 @@ mod provenance;
 mod recall;
 mod replay;
 mod scripts;
+mod search;
 mod security;
 mod service;
 mod setup;

@@ -89,6 +89,9 @@ pub struct Config {
     /// voice note's message says it could not be.
     #[serde(default)]
     pub transcription: Option<crate::transcription::TranscriptionConfig>,
+    /// Where `web_search` searches (`[search]`); without it there is none.
+    #[serde(default)]
+    pub search: Option<crate::tools::SearchConfig>,
 }
 
 /// `[listen]`: an optional TCP listener for clients on other machines. It
@@ -476,6 +479,13 @@ impl Config {
             model.check(path, "model")?;
         }
         config.check_memory(path)?;
+        if let Some(search) = &config.search {
+            search.check().map_err(|err| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "search".into(),
+                message: format!("is unusable: {err}"),
+            })?;
+        }
         Ok(config)
     }
 }

@@ -287,6 +287,11 @@ impl Starter<'_> {
         if let Some(contacts) = &spec.whatsapp {
             tools = tools.with_whatsapp(contacts.clone());
         }
+        if let Some(search) = &self.config.search {
+            let key = secrets::find(&self.home.secrets_file(), crate::tools::BRAVE_KEY_ENV);
+            let meter = self.meter.for_agent(spec.name);
+            tools = tools.with_web_search(crate::tools::WebSearch::new(search.clone(), key, meter));
+        }
         // Even with no server yet: a reload may start some.
         tools = tools.with_mcp(self.mcp.for_agent(spec.name, spec.mcp));
         // Last: it checks the names in `[approvals]` against every tool.

@@ -87,6 +87,8 @@ pub enum Provenance {
     File { path: String, why: String },
     /// A skill the owner did not install (`read_skill`), by its name.
     Skill { name: String },
+    /// Results of `web_search`, by the search's address (no key).
+    Search { url: String },
 }
 
 impl Provenance {
@@ -106,6 +108,7 @@ impl Provenance {
             Provenance::Shell { command } => Some(crate::provenance::shell(command)),
             Provenance::File { path, why } => Some(crate::provenance::file(path, why)),
             Provenance::Skill { name } => Some(crate::provenance::skill(name)),
+            Provenance::Search { url } => Some(crate::provenance::web(url)),
         };
         message
     }
@@ -227,6 +230,8 @@ pub struct Tools {
     /// Where this agent's skills are; `read_skill` is offered while any
     /// is there. None: no skills.
     skills: Option<Arc<skill::ReadSkill>>,
+    /// `web_search`, when `[search]` names a provider.
+    web_search: Option<Arc<super::WebSearch>>,
     /// What the running turn read from outside, which makes acting tools ask.
     taint: Taint,
     /// Where running calls (and a shell command's last line) are shown.
@@ -258,6 +263,7 @@ impl Tools {
             whatsapp: None,
             mcp: None,
             skills: None,
+            web_search: None,
             taint: Taint::default(),
             activity: None,
             built_in: Arc::default(),
@@ -276,6 +282,12 @@ impl Tools {
     pub fn with_mcp(mut self, mcp: McpTools) -> Tools {
         self.mcp = Some(mcp);
         self
+    }
+
+    /// Adds `web_search` (after `web_fetch`).
+    pub fn with_web_search(mut self, search: super::WebSearch) -> Tools {
+        self.web_search = Some(Arc::new(search));
+        self.assembled()
     }
 
     /// Offers `read_skill` over these folders whenever a skill is in one
@@ -350,9 +362,7 @@ impl Tools {
     /// The tools as the model sees them, always in the same order.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self.built_in.specs().cloned().collect();
-        if self.skills.as_ref().is_some_and(|skills| skills.0.any()) {
-            specs.push(skill::spec());
-        }
+        specs.extend(skill::offered(self.skills.as_ref()));
         if let Some(mcp) = &self.mcp {
             specs.extend(mcp.specs());
         }
@@ -368,9 +378,7 @@ impl Tools {
         let skills = self.skills.clone();
         move || {
             let mut specs = built_in.clone();
-            if skills.as_ref().is_some_and(|skills| skills.0.any()) {
-                specs.push(skill::spec());
-            }
+            specs.extend(skill::offered(skills.as_ref()));
             if let Some(mcp) = &mcp {
                 specs.extend(mcp.specs());
             }
@@ -406,6 +414,9 @@ impl Tools {
                     store: store.clone(),
                 }));
             }
+        }
+        if let Some(search) = &self.web_search {
+            tools.push(search.clone());
         }
         if let Some(family) = &self.subagents {
             tools.push(Arc::new(subagents::SubagentStart(family.clone())));
@@ -632,8 +643,7 @@ impl Tools {
             return Some((spec.clone(), tool.clone()));
         }
         if let Some(skills) = self.skills.as_ref().filter(|_| name == skill::NAME) {
-            let tool: Arc<dyn Tool> = skills.clone();
-            return Some((skill::spec(), tool));
+            return Some((skill::spec(), skills.clone() as Arc<dyn Tool>));
         }
         let mcp = self.mcp.as_ref()?;
         let spec = mcp.specs().into_iter().find(|spec| spec.name == name)?;

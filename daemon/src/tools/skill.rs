@@ -46,6 +46,12 @@ scripts with `shell`, by the full path this returns."
     }
 }
 
+/// `read_skill`'s spec while a skill is in the folders: the tools in the
+/// request change only when skills come or go.
+pub fn offered(skills: Option<&std::sync::Arc<ReadSkill>>) -> Option<ToolSpec> {
+    skills.filter(|skills| skills.0.any()).map(|_| spec())
+}
+
 impl Tool for ReadSkill {
     fn spec(&self) -> ToolSpec {
         spec()

@@ -106,6 +106,9 @@ impl Taint {
             Provenance::File { path, why } => {
                 self.taint(format!("after reading `{path}`, changed while {why}"));
             }
+            Provenance::Search { url } => {
+                self.taint(format!("after the search results of {url}"));
+            }
             Provenance::Skill { name } => {
                 self.taint(format!("after {}", crate::provenance::skill_origin(name)));
             }
