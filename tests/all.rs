@@ -21,6 +21,7 @@ mod daemon;
 mod documents;
 mod fake_model;
 mod faults;
+mod heartbeat;
 mod image_fit;
 mod images;
 mod import;

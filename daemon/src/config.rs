@@ -89,6 +89,9 @@ pub struct Config {
     /// voice note's message says it could not be.
     #[serde(default)]
     pub transcription: Option<crate::transcription::TranscriptionConfig>,
+    /// The heartbeat (`[heartbeat]`); off without it.
+    #[serde(default)]
+    pub heartbeat: Option<crate::heartbeat::HeartbeatConfig>,
     /// Where `web_search` searches (`[search]`); without it there is none.
     #[serde(default)]
     pub search: Option<crate::tools::SearchConfig>,
@@ -479,6 +482,13 @@ impl Config {
             model.check(path, "model")?;
         }
         config.check_memory(path)?;
+        if let Some(Err(err)) = config.heartbeat.as_ref().map(|beat| beat.durations()) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "heartbeat".into(),
+                message: format!("is unusable: {err}"),
+            });
+        }
         if let Some(search) = &config.search {
             search.check().map_err(|err| ConfigError::Invalid {
                 path: path.to_path_buf(),

@@ -21,6 +21,7 @@
 //!   durable write both share); `documents.rs` a document's text by page.
 //! - `request.rs`: how a turn's request is laid out from the log (pure).
 //! - `schedule.rs`: schedules and the notify queue, delivered between chains.
+//! - `heartbeat.rs`: `HEARTBEAT.md` reviewed on a schedule, on a warm cache only.
 //! - `subagents.rs`: the top agent's children and their runs.
 //! - `turn.rs`: the turn loop of one agent; `turn/chain.rs` a turn's chain
 //!   of requests and tool calls, step by step.
@@ -49,6 +50,7 @@ pub mod config;
 pub mod confine;
 pub mod daemon;
 pub mod documents;
+pub mod heartbeat;
 pub mod images;
 pub mod inputs;
 pub mod layout;

@@ -235,6 +235,14 @@ impl Starter<'_> {
             family: spec.family,
             meter,
             transcripts: self.transcripts.clone(),
+            heartbeat: self.config.heartbeat.as_ref().and_then(|config| {
+                let (every, within) = config.durations().ok()?;
+                Some(crate::heartbeat::Heartbeat::new(
+                    every,
+                    within,
+                    tokio::time::Instant::now(),
+                ))
+            }),
         };
         let (agent_loop, handle) = agent.start(inputs);
         Ok((agent_loop, handle, fit, workdir))
