@@ -319,6 +319,45 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_skill_md_at_a_url_is_installed_with_the_url_as_its_source() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/notes/SKILL.md", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head).await.unwrap();
+            let body = "---\nname: notes\ndescription: Keeps notes.\n---\nDo it.\n";
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(answer.as_bytes()).await.unwrap();
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let request = InstallRequest {
+            source: url.clone(),
+            agent: Some("scout".into()),
+            yes: true,
+        };
+        install(&home, request, &mut &b""[..], &mut Vec::new())
+            .await
+            .unwrap();
+        let folders = Folders::of(&home, "scout");
+        let catalog = folders.scan();
+        assert!(catalog.skills["notes"].trusted, "{catalog:?}");
+        assert_eq!(catalog.skills["notes"].dir, folders.agent.join("notes"));
+        let record = Record::load(&folders.record).unwrap();
+        assert_eq!(record.installed[0].source, url);
+        let left: Vec<_> = std::fs::read_dir(&folders.agent)
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(left.len(), 1, "only the skill is left: {left:?}");
+    }
+
+    #[tokio::test]
     async fn installing_asks_the_owner_and_a_no_installs_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(&dir.path().join("home"));
