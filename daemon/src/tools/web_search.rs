@@ -61,14 +61,14 @@ const MAX_ANSWER_BYTES: usize = 2_000_000;
 pub struct SearchConfig {
     pub provider: SearchProvider,
     /// SearXNG: the instance's address (required). Brave: the API's
-    /// address, [`BRAVE_URL`] unless set (a test's fake).
+    /// address, `BRAVE_URL` unless set (a test's fake).
     #[serde(default)]
     pub url: Option<String>,
     /// Results per search, 1 to 20.
     #[serde(default = "default_results")]
     pub results: usize,
     /// What one search costs, in USD; Brave's default is
-    /// [`BRAVE_PRICE_PER_QUERY_USD`], SearXNG's nothing.
+    /// `BRAVE_PRICE_PER_QUERY_USD`, SearXNG's nothing.
     #[serde(default)]
     pub price_per_query_usd: Option<f64>,
     /// Seconds a search may take.
