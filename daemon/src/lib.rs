@@ -38,7 +38,7 @@ pub mod turn;
 // under their modules' own names: `crate::log` reads the same everywhere.
 pub use hearth_config::{config, layout};
 pub use hearth_log::{
-    activity, approvals, child_log, confine, documents, inputs, log, private, provenance, redact,
-    schedule, socket, store, subagents, toml_error,
+    activity, approvals, child_log, confine, documents, heartbeat, inputs, log, private,
+    provenance, redact, schedule, skills, socket, store, subagents, toml_error,
 };
 pub use hearth_models::{images, local, media, model, usage};

@@ -21,12 +21,21 @@ pub fn cache_key(agent: &str) -> String {
     format!("hearth-{agent}")
 }
 
-/// A turn's instructions: the fixed preamble, then the agent's prompt file.
-/// A missing or unreadable file leaves the preamble alone; an edit applies at
-/// the next request.
+/// A turn's instructions: the fixed preamble, the agent's prompt file, then
+/// its skills' names and descriptions, sorted (`crate::skills`; nothing
+/// when it has none). A missing or unreadable file leaves the preamble
+/// alone; an edit, or a skill added, changed or removed, applies at the
+/// next request, and only then does the cached prefix change.
 pub fn instructions(prompt_file: &std::path::Path) -> String {
     let prompt = std::fs::read_to_string(prompt_file).unwrap_or_default();
-    format!("{PREAMBLE}\n\n{}", prompt.trim())
+    let skills = crate::skills::Folders::of_prompt(prompt_file)
+        .map(|folders| folders.scan().listing())
+        .unwrap_or_default();
+    if skills.is_empty() {
+        format!("{PREAMBLE}\n\n{}", prompt.trim())
+    } else {
+        format!("{PREAMBLE}\n\n{}\n\n{skills}", prompt.trim())
+    }
 }
 
 /// The view as request messages: `<chat>` then blocks of `block_lines`

@@ -29,7 +29,7 @@ use crate::subagents::{Subagents, TurnOutcome};
 use crate::tools::Tools;
 use crate::usage::Meter;
 use hearth_protocol::{Event, EventKind, Kind, MessageStatus};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
 
@@ -114,6 +114,8 @@ pub struct Agent {
     pub meter: Meter,
     /// Voice notes waiting for their transcript: a turn that took one waits.
     pub transcripts: crate::transcription::Pending,
+    /// When `HEARTBEAT.md` is reviewed (`[heartbeat]`); none: never.
+    pub heartbeat: Option<crate::heartbeat::Heartbeat>,
 }
 
 /// An agent's place among agents.
@@ -240,13 +242,23 @@ impl AgentLoop {
                 if self.drive(turn, shutdown).await? {
                     return Ok(());
                 }
+                if let Some(heartbeat) = &mut self.agent.heartbeat {
+                    heartbeat.turn_ended(tokio::time::Instant::now());
+                }
                 // The turn may have taken more while it ran.
                 if let Some((turn, _)) = self.agent.log.last_turn(&name).await? {
                     taken_through = Some(turn.taken_through);
                 }
                 continue;
             }
-            let next_due = self.agent.log.next_due(&name).await?;
+            // Idle, nothing waiting: a heartbeat due now is a message to take.
+            if self.beat().await? {
+                continue;
+            }
+            let next_due = earliest(
+                self.agent.log.next_due(&name).await?,
+                self.agent.heartbeat.as_ref().and_then(|beat| beat.next()),
+            );
             match self.inbox.next(shutdown, next_due).await {
                 Input::Stop => return Ok(()),
                 // Between turns there is nothing to interrupt; anything
@@ -254,6 +266,22 @@ impl AgentLoop {
                 Input::Wake | Input::Due | Input::Interrupt => {}
             }
         }
+    }
+
+    /// Logs the heartbeat's message when a beat is due (and the checklist
+    /// has something in it); returns whether it did.
+    async fn beat(&mut self) -> Result<bool, LogError> {
+        let now = tokio::time::Instant::now();
+        let Some(heartbeat) = self.agent.heartbeat.as_mut().filter(|beat| beat.due(now)) else {
+            return Ok(false);
+        };
+        heartbeat.fired(now);
+        let agent_dir = self.agent.prompt_file.parent().unwrap_or(Path::new("."));
+        let Some(message) = crate::heartbeat::message(agent_dir) else {
+            return Ok(false);
+        };
+        self.agent.log.append(&self.agent.name, message).await?;
+        Ok(true)
     }
 
     /// After a crash: logs the tool calls it cut off as interrupted, so the
@@ -433,6 +461,21 @@ pub fn clip(text: &str, limit: usize) -> String {
     )
 }
 
+/// The sooner of a schedule's time and a heartbeat's moment.
+fn earliest(
+    schedule: Option<chrono::DateTime<chrono::Utc>>,
+    beat: Option<tokio::time::Instant>,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    let beat = beat.map(|at| {
+        let wait = at.saturating_duration_since(tokio::time::Instant::now());
+        chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX)
+    });
+    match (schedule, beat) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -526,6 +569,7 @@ mod recovery_tests {
             family: Family::Alone,
             meter,
             transcripts: Default::default(),
+            heartbeat: None,
         };
         let mut seen = agent.events.subscribe();
         let (agent_loop, _handle) = agent.start(crate::inputs::channel());

@@ -40,10 +40,13 @@ pub enum MessageStatus {
     /// (`hearth import`): it was answered there, so it starts no turn, and
     /// no bridge sends it again.
     Imported,
+    /// A reply that says there is nothing to do (a heartbeat's
+    /// `HEARTBEAT_OK`): logged, and sent by no bridge.
+    Quiet,
 }
 
 impl MessageStatus {
-    pub const ALL: [MessageStatus; 12] = [
+    pub const ALL: [MessageStatus; 13] = [
         MessageStatus::Ok,
         MessageStatus::Error,
         MessageStatus::Interrupted,
@@ -56,6 +59,7 @@ impl MessageStatus {
         MessageStatus::CutContextWindow,
         MessageStatus::Refused,
         MessageStatus::Imported,
+        MessageStatus::Quiet,
     ];
 
     /// The stored and wire name.
@@ -73,6 +77,7 @@ impl MessageStatus {
             MessageStatus::CutContextWindow => "cut_context_window",
             MessageStatus::Refused => "refused",
             MessageStatus::Imported => "imported",
+            MessageStatus::Quiet => "quiet",
         }
     }
 

@@ -22,6 +22,8 @@
 //!   limits.
 //! - [`fake_mcp_http`]: an MCP server at a streamable HTTP address on
 //!   `127.0.0.1:0` that records the headers of every request.
+//! - [`fake_search`]: a search provider on `127.0.0.1:0` speaking
+//!   SearXNG's and Brave Search's JSON APIs, for `web_search`.
 //! - [`release_server`]: a release folder served as a release page serves
 //!   it, for `hearth update` and `install.sh`, and test releases signed
 //!   with a key of the test's own.
@@ -33,6 +35,7 @@ pub mod fake_chatgpt;
 pub mod fake_graph;
 pub mod fake_mcp_http;
 pub mod fake_model;
+pub mod fake_search;
 pub mod fake_signal;
 pub mod fake_telegram;
 pub mod fake_transcription;

@@ -23,6 +23,7 @@
 //! - `log.rs`: `hearth log` and its filters.
 //! - `inbox.rs`: `hearth notify` and `hearth schedule`.
 //! - `mcp.rs`: `hearth mcp`, the MCP servers and their tools.
+//! - `skills.rs`: `hearth skills`, the skills each agent finds; `hearth skills install`.
 //! - `service.rs`: `hearth backup` and `hearth service install|uninstall|status`.
 //! - `setup/`: `hearth setup`, the wizard that writes a working configuration.
 //! - `life.rs`: `hearth stop`, `hearth restart`, `hearth reload`.
@@ -58,6 +59,7 @@ pub mod screen;
 pub mod service;
 pub mod session;
 pub mod setup;
+pub mod skills;
 pub mod slash;
 pub mod stats;
 pub mod status_line;

@@ -103,6 +103,11 @@ enum Subcommands {
         #[arg(long)]
         json: bool,
     },
+    /// List the skills the agent finds (SKILL.md folders), whether you installed each, and why any was refused
+    Skills {
+        #[command(subcommand)]
+        action: Option<SkillsAction>,
+    },
     /// End the running turn, if any
     Interrupt,
     /// Transcribe the voice note of message ID again (after a failure)
@@ -415,6 +420,18 @@ enum WebAction {
     Revoke { id: i64 },
 }
 
+#[derive(Subcommand)]
+enum SkillsAction {
+    /// Install a skill as your own (after asking): a folder with a SKILL.md, a SKILL.md, or its http(s) URL; into the home's skills folder, or with --agent the agent's
+    Install {
+        #[arg(value_name = "PATH|URL")]
+        source: String,
+        /// Install without asking
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum ImportFrom {
     Openclaw,
@@ -553,6 +570,20 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Subcommands::Status { json }) => {
             commands::status(&home, agent, json, &mut stdout).await?
+        }
+        Some(Subcommands::Skills { action: None }) => {
+            hearth_cli::skills::list(&home, agent, &mut stdout)?
+        }
+        Some(Subcommands::Skills {
+            action: Some(SkillsAction::Install { source, yes }),
+        }) => {
+            let request = hearth_cli::skills::InstallRequest {
+                source,
+                agent: agent.map(str::to_string),
+                yes,
+            };
+            let mut answers = std::io::stdin().lock();
+            hearth_cli::skills::install(&home, request, &mut answers, &mut stdout).await?
         }
         Some(Subcommands::Interrupt) => commands::interrupt(&home, agent, &mut stdout).await?,
         Some(Subcommands::Transcribe { id }) => {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 pub mod mcp;
 mod memory;
+pub mod search;
 pub mod tools;
 mod transcription;
 mod web;
@@ -98,6 +99,12 @@ pub struct Config {
     /// voice note's message says it could not be.
     #[serde(default)]
     pub transcription: Option<TranscriptionConfig>,
+    /// The heartbeat (`[heartbeat]`); off without it.
+    #[serde(default)]
+    pub heartbeat: Option<crate::heartbeat::HeartbeatConfig>,
+    /// Where `web_search` searches (`[search]`); without it there is none.
+    #[serde(default)]
+    pub search: Option<search::SearchConfig>,
 }
 
 /// `[listen]`: an optional TCP listener for clients on other machines. It
@@ -240,6 +247,20 @@ impl Config {
             check_model(model, path, "model")?;
         }
         config.check_memory(path)?;
+        if let Some(Err(err)) = config.heartbeat.as_ref().map(|beat| beat.durations()) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "heartbeat".into(),
+                message: format!("is unusable: {err}"),
+            });
+        }
+        if let Some(search) = &config.search {
+            search.check().map_err(|err| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                key: "search".into(),
+                message: format!("is unusable: {err}"),
+            })?;
+        }
         Ok(config)
     }
 }

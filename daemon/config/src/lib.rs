@@ -15,5 +15,5 @@ pub mod layout;
 
 // The lower layers' modules under their own names, so `crate::model`
 // reads the same in every layer of the daemon.
-pub(crate) use hearth_log::{approvals, toml_error};
+pub(crate) use hearth_log::{approvals, heartbeat, toml_error};
 pub(crate) use hearth_models::{model, usage};

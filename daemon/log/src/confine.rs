@@ -221,6 +221,10 @@ pub struct Confinement {
     workdir: PathBuf,
     /// The home's folders (config, data, runtime), resolved: never reached.
     home: Vec<PathBuf>,
+    /// Folders the command may read though they lie in the home (the
+    /// agent's skills, whose scripts it runs), resolved at each command:
+    /// one made later counts.
+    readable: Vec<PathBuf>,
     /// The command may connect and bind TCP ports: it asked for the
     /// network. Otherwise, with Landlock ABI 4, it cannot.
     pub network: bool,
@@ -234,8 +238,16 @@ impl Confinement {
         Confinement {
             workdir: resolve(workdir),
             home: home.iter().map(|path| resolve(path)).collect(),
+            readable: Vec::new(),
             network: false,
         }
+    }
+
+    /// The same confinement, also letting commands read (and run what is
+    /// in) `folders`, even inside the home; never a home folder itself.
+    pub fn reading(mut self, folders: impl IntoIterator<Item = PathBuf>) -> Confinement {
+        self.readable.extend(folders);
+        self
     }
 
     /// The same confinement, with the network allowed.
@@ -276,6 +288,11 @@ impl Confinement {
                 continue;
             };
             self.around_home(path, reach, 0, &mut rules);
+        }
+        for folder in &self.readable {
+            if let Ok(folder) = folder.canonicalize() {
+                self.around_home_but(folder, Reach::Read, &mut rules);
+            }
         }
         // Last, so nothing above narrows it: the folder itself, even when
         // it lies inside the home's data folder.
@@ -495,6 +512,24 @@ mod tests {
             all.iter().all(|rule| !home.starts_with(&rule.path)),
             "no rule may hold the home: {all:?}"
         );
+    }
+
+    #[test]
+    fn a_skills_folder_in_the_home_is_read_only_and_made_later_it_counts() {
+        let top = tempfile::tempdir().unwrap();
+        let home = top.path().canonicalize().unwrap();
+        let work = home.join("agents/a/work");
+        std::fs::create_dir_all(&work).unwrap();
+        let skills = home.join("skills");
+        let confinement = Confinement::new(&work, &[&home]).reading([skills.clone(), home.clone()]);
+        assert!(!confinement.rules(None).iter().any(|r| r.path == skills));
+        std::fs::create_dir_all(&skills).unwrap();
+        let rules = confinement.rules(None);
+        assert!(rules.contains(&Rule {
+            path: skills,
+            reach: Reach::Read
+        }));
+        assert!(rules.iter().all(|rule| !home.starts_with(&rule.path)));
     }
 
     #[test]

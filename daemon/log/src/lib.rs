@@ -13,6 +13,9 @@
 //!   shell's commands, the document reader).
 //! - `log.rs`: the append-only SQLite log and its one writer thread (`log/schema.rs` its tables, `log/chain.rs` its hash chain).
 //! - `schedule.rs`: schedules and the notify queue, delivered between chains.
+//! - `heartbeat.rs`: `HEARTBEAT.md` reviewed on a schedule, on a warm cache only.
+//! - `skills.rs`: the agent's skills (`SKILL.md` folders), their listing
+//!   in the request and the owner's record of those installed.
 //! - `subagents.rs`: the top agent's children and their runs.
 //! - `inputs.rs`: what an agent's loop reads (wake, interrupt, due, stop),
 //!   and the side the rest of the daemon holds to send it.
@@ -28,12 +31,14 @@ pub mod approvals;
 pub mod child_log;
 pub mod confine;
 pub mod documents;
+pub mod heartbeat;
 pub mod inputs;
 pub mod log;
 pub mod private;
 pub mod provenance;
 pub mod redact;
 pub mod schedule;
+pub mod skills;
 pub mod socket;
 pub mod store;
 pub mod subagents;

@@ -17,6 +17,8 @@
 //! - `{"file": PATH, "after": WHY, "untrusted": true}`: a file of the
 //!   working folder (`read_file`) changed while a call that could bring
 //!   outside words into it ran, `WHY` being that call (`tools/exposure.rs`);
+//! - `{"skill": NAME, "untrusted": true}`: a skill the owner did not
+//!   install (`read_skill`, see `skills.rs`);
 //! - `{"agent": NAME, "after": WHY, "untrusted": true}`: words an agent
 //!   wrote in a tainted turn and carried forward (a subagent's task or
 //!   report), `WHY` being what tainted that turn;
@@ -103,6 +105,15 @@ pub fn file(path: &str, why: &str) -> Provenance {
     }
 }
 
+/// The text of a skill the owner did not install (`read_skill`), by its name.
+pub fn skill(name: &str) -> Provenance {
+    Provenance {
+        skill: Some(bounded(name)),
+        untrusted: true,
+        ..Provenance::default()
+    }
+}
+
 /// Words `agent` wrote in a turn tainted `after` (`after reading …`): a
 /// subagent's task or report.
 pub fn carried(agent: &str, after: &str) -> Provenance {
@@ -162,6 +173,8 @@ pub fn untrusted_origin(data: &MessageData) -> Option<String> {
             .as_deref()
             .unwrap_or("outside words came in");
         format!("reading `{path}`, changed while {why}")
+    } else if let Some(name) = &provenance.skill {
+        skill_origin(name)
     } else if let (Some(id), Some(agent)) = (provenance.schedule, &provenance.agent) {
         let after = provenance
             .after
@@ -177,6 +190,11 @@ pub fn untrusted_origin(data: &MessageData) -> Option<String> {
     } else {
         "reading untrusted input".to_string()
     })
+}
+
+/// A skill the owner did not install, in words that follow "after".
+pub fn skill_origin(name: &str) -> String {
+    format!("reading the skill `{name}`, which the owner did not install")
 }
 
 /// `line` starting with [`MARKER`] when `untrusted` (and not already).

@@ -35,6 +35,8 @@ pub enum Purpose {
     Compaction,
     /// A voice note's transcript, priced per minute of audio.
     Transcription,
+    /// A `web_search`, priced per query.
+    Search,
 }
 
 impl Purpose {
@@ -43,6 +45,7 @@ impl Purpose {
             Purpose::Turn => "turn",
             Purpose::Compaction => "compaction",
             Purpose::Transcription => "transcription",
+            Purpose::Search => "search",
         }
     }
 }
@@ -166,6 +169,29 @@ impl Meter {
             cost_usd: per_minute
                 .zip(seconds)
                 .map(|(price, seconds)| price * seconds / 60.0),
+            estimated: false,
+            at: Local::now(),
+        };
+        self.log.record_usage(record, budget).await?;
+        Ok(())
+    }
+
+    /// Stores one search of `provider` that cost `price` (USD); it counts
+    /// against the budget as a model request does.
+    pub async fn record_search(
+        &self,
+        provider: &str,
+        price: f64,
+        latency: std::time::Duration,
+    ) -> Result<(), LogError> {
+        let (_, budget) = self.terms();
+        let record = Record {
+            agent: self.agent.clone(),
+            purpose: Purpose::Search,
+            model: format!("search/{provider}"),
+            usage: Usage::default(),
+            latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+            cost_usd: Some(price),
             estimated: false,
             at: Local::now(),
         };

@@ -235,6 +235,14 @@ impl Starter<'_> {
             family: spec.family,
             meter,
             transcripts: self.transcripts.clone(),
+            heartbeat: self.config.heartbeat.as_ref().and_then(|config| {
+                let (every, within) = config.durations().ok()?;
+                Some(crate::heartbeat::Heartbeat::new(
+                    every,
+                    within,
+                    tokio::time::Instant::now(),
+                ))
+            }),
         };
         let (agent_loop, handle) = agent.start(inputs);
         Ok((agent_loop, handle, fit, workdir))
@@ -265,9 +273,11 @@ impl Starter<'_> {
             self.home.data_dir.as_path(),
             self.home.runtime_dir.as_path(),
         ];
+        let skills = crate::skills::Folders::of(self.home, spec.name);
         let workspace = workspace
             .hide_env(secrets::names(self.config))
-            .confine(&home);
+            .confine(&home)
+            .reading(skills.both().map(Path::to_path_buf));
         let root = workspace.root().to_path_buf();
         tracing::info!(
             agent = spec.name,
@@ -275,6 +285,7 @@ impl Starter<'_> {
             workspace.root().display()
         );
         let mut tools = Tools::new(spec.name, self.log.clone())
+            .with_skills(skills)
             .with_workspace(workspace)
             .with_images(self.images.clone())
             .with_media(self.media.clone());
@@ -283,6 +294,11 @@ impl Starter<'_> {
         }
         if let Some(contacts) = &spec.whatsapp {
             tools = tools.with_whatsapp(contacts.clone());
+        }
+        if let Some(search) = &self.config.search {
+            let key = secrets::find(&self.home.secrets_file(), crate::tools::BRAVE_KEY_ENV);
+            let meter = self.meter.for_agent(spec.name);
+            tools = tools.with_web_search(crate::tools::WebSearch::new(search.clone(), key, meter));
         }
         // Even with no server yet: a reload may start some.
         tools = tools.with_mcp(self.mcp.for_agent(spec.name, spec.mcp));

@@ -32,6 +32,7 @@ pub fn names(config: &Config) -> Vec<String> {
         "WHATSAPP_VERIFY_TOKEN",
         "WHATSAPP_APP_SECRET",
         "WHATSAPP_ACCESS_TOKEN",
+        crate::tools::BRAVE_KEY_ENV,
     ]
     .map(str::to_string)
     .into();

@@ -24,8 +24,10 @@
 //! - `reach.rs`: where the agents' tools can read (a backup never goes there).
 //! - `beneath.rs`: opening a plain file beneath the folder in one step (`openat2`).
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
+//! - `web_search.rs`: `web_search` through `[search]`'s provider (SearXNG, Brave).
 //! - `show_image.rs`: `show_image`, an image of the working folder shown to people.
 //! - `attachment.rs`: `read_attachment`, a page of a document a message carries.
+//! - `skill.rs`: `read_skill`, a skill's `SKILL.md` or files (`crate::skills`).
 //! - `taint.rs`: a turn that read from outside makes acting tools ask first.
 //! - `html.rs`: HTML reduced to readable text (pure).
 //! - `schedule.rs`: `schedule_add`, `schedule_list`, `schedule_cancel`.
@@ -54,10 +56,12 @@ mod schedule;
 mod search;
 mod shell;
 mod show_image;
+mod skill;
 mod subagents;
 mod taint;
 mod tool;
 mod web;
+mod web_search;
 mod whatsapp;
 mod zoom;
 
@@ -66,4 +70,5 @@ pub use config::ToolsConfig;
 pub use date::now as date_now;
 pub use process::{keeper_in_use, use_keeper, Exit, KillOnDrop, Processes, Running};
 pub use registry::{Outcome, Provenance, Tools, Workspace, MAX_INVALID_IN_A_ROW};
+pub use web_search::{SearchConfig, SearchProvider, WebSearch, BRAVE_KEY_ENV};
 pub use whatsapp::{Contacts as WhatsAppContacts, ContactsError as WhatsAppContactsError};

@@ -21,7 +21,7 @@ use super::taint::Taint;
 use super::tool::{Call, Tool, ToolSet};
 use super::web::Fetcher;
 use super::{
-    args, attachment, date, exposure, facts, files, schedule, search, show_image, subagents,
+    args, attachment, date, exposure, facts, files, schedule, search, show_image, skill, subagents,
     whatsapp, zoom,
 };
 use crate::activity::ActivityBoard;
@@ -85,6 +85,10 @@ pub enum Provenance {
     /// A file of the working folder (`read_file`) changed while a call that
     /// could bring outside words into it ran (`why`, see `exposure.rs`).
     File { path: String, why: String },
+    /// A skill the owner did not install (`read_skill`), by its name.
+    Skill { name: String },
+    /// Results of `web_search`, by the search's address (no key).
+    Search { url: String },
 }
 
 impl Provenance {
@@ -103,6 +107,8 @@ impl Provenance {
             Provenance::Web { url } => Some(crate::provenance::web(url)),
             Provenance::Shell { command } => Some(crate::provenance::shell(command)),
             Provenance::File { path, why } => Some(crate::provenance::file(path, why)),
+            Provenance::Skill { name } => Some(crate::provenance::skill(name)),
+            Provenance::Search { url } => Some(crate::provenance::web(url)),
         };
         message
     }
@@ -181,6 +187,18 @@ impl Workspace {
         self
     }
 
+    /// Lets the shell's commands read `folders` (the agent's skills) in
+    /// its confinement, though they lie in the home; after
+    /// [`Workspace::confine`].
+    pub fn reading(mut self, folders: impl IntoIterator<Item = PathBuf>) -> Workspace {
+        let shell = Arc::make_mut(&mut self.shell);
+        if let Some(confinement) = shell.confinement.take() {
+            let confinement = Confinement::clone(&confinement).reading(folders);
+            shell.confinement = Some(Arc::new(confinement));
+        }
+        self
+    }
+
     /// The working folder, symlinks resolved.
     pub fn root(&self) -> PathBuf {
         self.folder.root().to_path_buf()
@@ -209,6 +227,11 @@ pub struct Tools {
     whatsapp: Option<Arc<whatsapp::Contacts>>,
     /// The MCP servers this agent gets; none: no MCP tools.
     mcp: Option<McpTools>,
+    /// Where this agent's skills are; `read_skill` is offered while any
+    /// is there. None: no skills.
+    skills: Option<Arc<skill::ReadSkill>>,
+    /// `web_search`, when `[search]` names a provider.
+    web_search: Option<Arc<super::WebSearch>>,
     /// What the running turn read from outside, which makes acting tools ask.
     taint: Taint,
     /// Where running calls (and a shell command's last line) are shown.
@@ -239,6 +262,8 @@ impl Tools {
             media: None,
             whatsapp: None,
             mcp: None,
+            skills: None,
+            web_search: None,
             taint: Taint::default(),
             activity: None,
             built_in: Arc::default(),
@@ -256,6 +281,20 @@ impl Tools {
     /// Adds the tools of these MCP servers, after the built-in ones.
     pub fn with_mcp(mut self, mcp: McpTools) -> Tools {
         self.mcp = Some(mcp);
+        self
+    }
+
+    /// Adds `web_search` (after `web_fetch`).
+    pub fn with_web_search(mut self, search: super::WebSearch) -> Tools {
+        self.web_search = Some(Arc::new(search));
+        self.assembled()
+    }
+
+    /// Offers `read_skill` over these folders whenever a skill is in one
+    /// (after the built-in tools, before the MCP servers'), so the tools in
+    /// the request change only when skills come or go.
+    pub fn with_skills(mut self, folders: crate::skills::Folders) -> Tools {
+        self.skills = Some(Arc::new(skill::ReadSkill(folders)));
         self
     }
 
@@ -323,6 +362,7 @@ impl Tools {
     /// The tools as the model sees them, always in the same order.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self.built_in.specs().cloned().collect();
+        specs.extend(skill::offered(self.skills.as_ref()));
         if let Some(mcp) = &self.mcp {
             specs.extend(mcp.specs());
         }
@@ -335,8 +375,10 @@ impl Tools {
     pub fn specs_source(&self) -> impl Fn() -> Vec<ToolSpec> + Send + Sync + 'static {
         let built_in: Vec<ToolSpec> = self.built_in.specs().cloned().collect();
         let mcp = self.mcp.clone();
+        let skills = self.skills.clone();
         move || {
             let mut specs = built_in.clone();
+            specs.extend(skill::offered(skills.as_ref()));
             if let Some(mcp) = &mcp {
                 specs.extend(mcp.specs());
             }
@@ -372,6 +414,9 @@ impl Tools {
                     store: store.clone(),
                 }));
             }
+        }
+        if let Some(search) = &self.web_search {
+            tools.push(search.clone());
         }
         if let Some(family) = &self.subagents {
             tools.push(Arc::new(subagents::SubagentStart(family.clone())));
@@ -515,7 +560,7 @@ impl Tools {
             && (self.workspace.as_ref()).is_some_and(|w| w.shell.could_reach_network(&arguments));
         let tainted = self.taint.reason();
         let acts = call.tool.acts() != super::tool::Acts::Never;
-        let is_mcp = self.built_in.get(call.name).is_none();
+        let is_mcp = self.built_in.get(call.name).is_none() && call.name != skill::NAME;
         let why = exposure::why(
             name,
             &arguments,
@@ -596,6 +641,9 @@ impl Tools {
     fn find(&self, name: &str) -> Option<(ToolSpec, Arc<dyn Tool>)> {
         if let Some((spec, tool)) = self.built_in.get(name) {
             return Some((spec.clone(), tool.clone()));
+        }
+        if let Some(skills) = self.skills.as_ref().filter(|_| name == skill::NAME) {
+            return Some((skill::spec(), skills.clone() as Arc<dyn Tool>));
         }
         let mcp = self.mcp.as_ref()?;
         let spec = mcp.specs().into_iter().find(|spec| spec.name == name)?;

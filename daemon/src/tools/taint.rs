@@ -5,7 +5,8 @@
 //! What taints: any call whose outcome carries outside words (its
 //! provenance, `registry.rs`): a page `web_fetch` read, a result of an MCP
 //! server (its tools' output comes from outside, whatever the server is), a
-//! page of a document someone sent (`read_attachment`), a shell command
+//! page of a document someone sent (`read_attachment`), a skill the owner
+//! did not install (`read_skill`), a shell command
 //! that could reach the network, a file changed while outside words could
 //! come into it (`exposure.rs`). A turn also starts tainted when it takes
 //! an untrusted message, offers an MCP server's tools (their descriptions
@@ -104,6 +105,12 @@ impl Taint {
             }
             Provenance::File { path, why } => {
                 self.taint(format!("after reading `{path}`, changed while {why}"));
+            }
+            Provenance::Search { url } => {
+                self.taint(format!("after the search results of {url}"));
+            }
+            Provenance::Skill { name } => {
+                self.taint(format!("after {}", crate::provenance::skill_origin(name)));
             }
         }
     }

@@ -363,6 +363,8 @@ impl Agent {
         // A cut or refused answer says so in its status.
         if let Some(status) = response.ending.status() {
             reply = reply.with_status(status);
+        } else if crate::heartbeat::is_quiet(&response.text) {
+            reply = reply.with_status(hearth_protocol::MessageStatus::Quiet);
         }
         let logged = self.log.finish_turn(&self.name, turn, vec![reply]).await?;
         let mut messages = chained;

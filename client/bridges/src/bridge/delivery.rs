@@ -99,9 +99,18 @@ impl Cursor {
 /// note of the bridge itself (`own_source`), since one about a failed
 /// delivery would otherwise be delivered, fail again and be noted again;
 /// never a message imported from another agent's history (`hearth
-/// import`), which was said there long ago.
+/// import`), which was said there long ago, nor a quiet reply (a
+/// heartbeat's "nothing to do").
 pub fn outgoing_text(event: &Event, send: &[Outgoing], own_source: &str) -> Option<String> {
-    if event.status.as_deref() == Some(hearth_protocol::MessageStatus::Imported.as_str()) {
+    let quiet = [
+        hearth_protocol::MessageStatus::Imported.as_str(),
+        hearth_protocol::MessageStatus::Quiet.as_str(),
+    ];
+    if event
+        .status
+        .as_deref()
+        .is_some_and(|status| quiet.contains(&status))
+    {
         return None;
     }
     let sends = |kind| send.contains(&kind);

@@ -124,6 +124,9 @@ pub struct Provenance {
     /// outside words into it ran (`after` says which): its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// The skill (its name), not installed by the owner, whose text this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill: Option<String>,
     /// The schedule (its id) whose text this is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<i64>,
