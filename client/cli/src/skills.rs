@@ -1,5 +1,5 @@
 //! `hearth skills`: the skills each agent finds (`SKILL.md` folders, see
-//! `hearth_daemon::skills`), whether the owner installed each, and why any
+//! `hearth_log::skills`), whether the owner installed each, and why any
 //! folder was refused; `hearth skills install PATH|URL`: a skill copied
 //! into the home's skills folder (or an agent's) after the owner says yes,
 //! and recorded with where it came from, so its words count as the owner's.
@@ -7,7 +7,7 @@
 //! Neither needs the daemon: both read and write the home's folders, and
 //! the daemon reads them afresh at each request.
 
-use hearth_daemon::skills::{
+use hearth_log::skills::{
     self, digest, read_skill_dir, Folders, Installed, Record, RecordError, SKILL_FILE,
 };
 use hearth_protocol::home::Home;

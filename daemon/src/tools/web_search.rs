@@ -28,17 +28,13 @@ use crate::model::ToolSpec;
 use crate::usage::Meter;
 use futures_util::future::BoxFuture;
 use reqwest::Url;
-use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 /// The tool's name.
 pub const NAME: &str = "web_search";
 
-pub use crate::config::search::{
-    SearchConfig, SearchConfigError, SearchProvider, BRAVE_KEY_ENV, BRAVE_PRICE_PER_QUERY_USD,
-    BRAVE_URL,
-};
+pub use crate::config::search::{SearchConfig, SearchProvider, BRAVE_KEY_ENV, BRAVE_URL};
 
 /// The most characters of a title and of a snippet kept.
 const MAX_TITLE: usize = 200;
@@ -313,6 +309,7 @@ fn cut(text: &str, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::search::SearchConfigError;
 
     #[test]
     fn each_providers_answer_becomes_titles_urls_and_snippets() {
