@@ -19,7 +19,11 @@ pub(super) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
     // A line that repeats its message or its halves: how many bytes it
     // takes of them, its text left empty (`memory/store/lines.rs`); NULL:
     // the line is its text, as every older row is.
-    add_column(connection, "nodes", "prefix", "INTEGER")
+    add_column(connection, "nodes", "prefix", "INTEGER")?;
+    // Beside `prefix`, for a mechanical merge within its left half: the
+    // level of the node on its left edge whose line it starts; NULL: its
+    // halves, as `memory/store/lines.rs` says.
+    add_column(connection, "nodes", "source", "INTEGER")
 }
 
 /// Adds `column` to `table` unless it has it: columns added within schema

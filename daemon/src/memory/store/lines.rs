@@ -13,9 +13,11 @@
 //! in bytes, and read back by taking that many bytes of its source: the
 //! message, or the halves' lines (read the same way, only as many bytes as
 //! are needed, so a line high in the tree costs one row per level, not its
-//! whole span). A line is stored so only when reading it back gives the
-//! very same bytes ([`insert`] checks that before it writes): the view
-//! shows the same lines, whatever was stored.
+//! whole span; a mechanical merge that lies within its left half's line
+//! names, in `source`, the level of the node on its left edge it takes its
+//! bytes from, and is read in one step). A line is stored so only when
+//! reading it back gives the very same bytes ([`insert`] checks that
+//! before it writes): the view shows the same lines, whatever was stored.
 //!
 //! Every other line (a summary, a line with a redacted key or the untrusted
 //! marker, a message's line with images) is stored as its text, as are the
@@ -49,10 +51,14 @@ pub(super) fn insert(tx: &Connection, agent: &str, built: &Built) -> Result<(), 
         && source(tx, agent, node, built.mechanical, limit)?.as_deref()
             == Some(built.text.as_bytes());
     let prefix = repeats.then_some(length as i64);
+    let shortcut = match repeats && built.mechanical {
+        true => shortcut(tx, agent, built)?,
+        false => None,
+    };
     let text = if prefix.is_some() { "" } else { &built.text };
     tx.prepare_cached(
-        "INSERT OR IGNORE INTO nodes (agent, level, idx, text, mechanical, prefix)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR IGNORE INTO nodes (agent, level, idx, text, mechanical, prefix, source)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
         agent,
@@ -60,9 +66,67 @@ pub(super) fn insert(tx: &Connection, agent: &str, built: &Built) -> Result<(), 
         node.index as i64,
         text,
         built.mechanical,
-        prefix
+        prefix,
+        shortcut
     ])?;
     Ok(())
+}
+
+/// For a mechanical merge whose line lies within its left half's: the
+/// level of the node on its left edge whose line it takes the first bytes
+/// of, read in one step rather than one per level (a mechanical line high
+/// in the tree is mostly the start of its oldest message's). None when
+/// the line needs its right half, or reading it so would differ.
+fn shortcut(tx: &Connection, agent: &str, built: &Built) -> Result<Option<u8>, rusqlite::Error> {
+    let Some((left, _)) = built.node.children() else {
+        return Ok(None);
+    };
+    let row: Option<(i64, Option<i64>, Option<u8>)> = tx
+        .prepare_cached(
+            "SELECT length(CAST(text AS BLOB)), prefix, source FROM nodes
+             WHERE agent = ?1 AND level = ?2 AND idx = ?3",
+        )?
+        .query_row(params![agent, left.level, left.index as i64], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .optional()?;
+    let Some((text_length, prefix, source)) = row else {
+        return Ok(None);
+    };
+    let covered = usize::try_from(prefix.unwrap_or(text_length)).unwrap_or(0);
+    let length = built.text.len();
+    if covered < length {
+        return Ok(None);
+    }
+    let level = source.unwrap_or(left.level);
+    let read = from_edge(tx, agent, built.node, level, length)?;
+    Ok((read.as_deref() == Some(built.text.as_bytes())).then_some(level))
+}
+
+/// The first `limit` bytes of the line of the node at `level` on the left
+/// edge of `node`, as one line.
+fn from_edge(
+    tx: &Connection,
+    agent: &str,
+    node: Node,
+    level: u8,
+    limit: usize,
+) -> Result<Option<Vec<u8>>, rusqlite::Error> {
+    if level >= node.level {
+        return Ok(None);
+    }
+    let edge = Node::new(level, node.first() >> level);
+    Ok(line_bytes(tx, agent, edge, limit)?.map(as_one_line))
+}
+
+/// Line breaks as spaces, in place: a mechanical line is one line.
+fn as_one_line(mut bytes: Vec<u8>) -> Vec<u8> {
+    for byte in &mut bytes {
+        if matches!(byte, b'\n' | b'\r') {
+            *byte = b' ';
+        }
+    }
+    bytes
 }
 
 /// The line of `node` as stored, whole; none when it is not built.
@@ -121,29 +185,31 @@ fn line_bytes(
     node: Node,
     limit: usize,
 ) -> Result<Option<Vec<u8>>, rusqlite::Error> {
-    let row: Option<(String, bool, Option<i64>)> = tx
+    let row: Option<(String, bool, Option<i64>, Option<u8>)> = tx
         .prepare_cached(
-            "SELECT text, mechanical, prefix FROM nodes WHERE agent = ?1 AND level = ?2 AND idx = ?3",
+            "SELECT text, mechanical, prefix, source FROM nodes
+             WHERE agent = ?1 AND level = ?2 AND idx = ?3",
         )?
         .query_row(params![agent, node.level, node.index as i64], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
         })
         .optional()?;
-    let Some((text, mechanical, prefix)) = row else {
+    let Some((text, mechanical, prefix, edge)) = row else {
         return Ok(None);
     };
-    match prefix {
-        None => {
-            let mut bytes = text.into_bytes();
-            bytes.truncate(limit);
-            Ok(Some(bytes))
-        }
-        Some(length) => {
-            let length = usize::try_from(length).map_err(|_| damaged(node))?;
-            let bytes = source(tx, agent, node, mechanical, length.min(limit))?;
-            bytes.map(Some).ok_or_else(|| damaged(node))
-        }
-    }
+    let Some(length) = prefix else {
+        let mut bytes = text.into_bytes();
+        bytes.truncate(limit);
+        return Ok(Some(bytes));
+    };
+    let length = usize::try_from(length)
+        .map_err(|_| damaged(node))?
+        .min(limit);
+    let bytes = match edge {
+        Some(level) => from_edge(tx, agent, node, level, length)?,
+        None => source(tx, agent, node, mechanical, length)?,
+    };
+    bytes.map(Some).ok_or_else(|| damaged(node))
 }
 
 /// The first `limit` bytes of what the line of `node` would repeat: its
@@ -181,14 +247,11 @@ fn source(
         bytes.push(if mechanical { b' ' } else { b'\n' });
         bytes.extend(right);
     }
-    if mechanical {
-        for byte in &mut bytes {
-            if matches!(byte, b'\n' | b'\r') {
-                *byte = b' ';
-            }
-        }
-    }
-    Ok(Some(bytes))
+    Ok(Some(if mechanical {
+        as_one_line(bytes)
+    } else {
+        bytes
+    }))
 }
 
 #[cfg(test)]
@@ -318,6 +381,59 @@ mod tests {
         // Stored as text: a summary, a line with a mark its message lacks.
         assert_eq!(row(&log, Node::message(2)).await.1, None);
         assert_eq!(row(&log, Node::message(3)).await.1, None);
+    }
+
+    #[tokio::test]
+    async fn a_mechanical_merge_within_its_left_half_is_read_from_the_left_edge() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = broadcast::channel(16);
+        let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+        for text in ["the kettle\nis in the cellar", "b", "c", "d"] {
+            log.append("a", NewMessage::new(Kind::User, "t", text))
+                .await
+                .unwrap();
+        }
+        let lines: Vec<String> = ["the kettle\nis in the cellar", "b", "c", "d"]
+            .iter()
+            .map(|text| message_line("user", text))
+            .collect();
+        let mut built_lines: Vec<Built> = (0..4)
+            .map(|id| built(Node::message(id), &lines[id as usize], false))
+            .collect();
+        let low = cut(
+            &crate::memory::tree::one_line(&format!("{} {}", lines[0], lines[1])),
+            20,
+        );
+        let right = free_join(&lines[2], &lines[3], 512).unwrap();
+        let high = cut(
+            &crate::memory::tree::one_line(&format!("{low} {right}")),
+            14,
+        );
+        built_lines.push(built(Node::new(1, 0), &low, true));
+        built_lines.push(built(Node::new(1, 1), &right, false));
+        built_lines.push(built(Node::new(2, 0), &high, true));
+        log.insert_nodes("a", built_lines.clone()).await.unwrap();
+        for line in &built_lines {
+            assert_eq!(
+                log.node_text("a", line.node).await.unwrap().as_deref(),
+                Some(line.text.as_str()),
+                "{}",
+                line.node
+            );
+        }
+        let source = |node: Node| {
+            log.run(move |tx, _| {
+                tx.query_row(
+                    "SELECT source FROM nodes WHERE agent = 'a' AND level = ?1 AND idx = ?2",
+                    params![node.level, node.index as i64],
+                    |row| row.get::<_, Option<u8>>(0),
+                )
+            })
+        };
+        // Both merges start the first message's line: read from it at once.
+        assert_eq!(source(Node::new(1, 0)).await.unwrap(), Some(0));
+        assert_eq!(source(Node::new(2, 0)).await.unwrap(), Some(0));
+        assert_eq!(source(Node::new(1, 1)).await.unwrap(), None);
     }
 
     #[tokio::test]
