@@ -69,8 +69,15 @@ async fn chat(log: &hearth_daemon::log::Log, from: u64, count: u64) {
 }
 
 /// The turn view computed from the stored tree alone, as the pure rule
-/// gives it: what the keeper must show, whatever it holds in memory.
-fn view_from_the_tree(database: &std::path::Path, through: u64, layout_text: &str) -> Vec<String> {
+/// gives it: what the keeper must show, whatever it holds in memory. The
+/// lines are read through the log, as some are stored as a length of
+/// what they repeat (`memory/store/lines.rs`).
+async fn view_from_the_tree(
+    log: &hearth_daemon::log::Log,
+    database: &std::path::Path,
+    through: u64,
+    layout_text: &str,
+) -> Vec<String> {
     use hearth_daemon::memory::{Lines, Node, View};
     use std::collections::HashMap;
     struct Tree(HashMap<Node, String>);
@@ -79,20 +86,25 @@ fn view_from_the_tree(database: &std::path::Path, through: u64, layout_text: &st
             self.0.get(&node).map(String::as_str)
         }
     }
-    let connection = rusqlite::Connection::open(database).unwrap();
-    let mut statement = connection
-        .prepare("SELECT level, idx, text FROM nodes WHERE agent = 'hearth'")
-        .unwrap();
-    let tree = Tree(
-        statement
+    let nodes: Vec<Node> = {
+        let connection = rusqlite::Connection::open(database).unwrap();
+        let mut statement = connection
+            .prepare("SELECT level, idx FROM nodes WHERE agent = 'hearth'")
+            .unwrap();
+        let nodes = statement
             .query_map([], |row| {
-                Ok((
-                    Node::new(row.get(0)?, row.get::<_, i64>(1)? as u64),
-                    row.get(2)?,
-                ))
+                Ok(Node::new(row.get(0)?, row.get::<_, i64>(1)? as u64))
             })
             .unwrap()
             .map(Result::unwrap)
+            .collect();
+        nodes
+    };
+    let tree = Tree(
+        log.lines_of("hearth", nodes)
+            .await
+            .unwrap()
+            .into_iter()
             .collect(),
     );
     let layout = hearth_daemon::layout::Layout::parse("test-layout.toml", layout_text).unwrap();
@@ -141,7 +153,10 @@ async fn the_keeper_holds_the_view_not_the_history() {
     let view = settled(&memory, 5_300).await;
     let restarted = memory.gauge();
     assert!(restarted.held < 1_000, "held {} lines", restarted.held);
-    assert_eq!(view, view_from_the_tree(&database, 5_300, &layout_text));
+    assert_eq!(
+        view,
+        view_from_the_tree(&log, &database, 5_300, &layout_text).await
+    );
 }
 
 #[tokio::test]

@@ -110,13 +110,16 @@ async fn measure(bins: &Bins, home: &Path, size: u64) -> Result<Figures> {
     let built = Instant::now();
     let text_bytes = build(&database, size).await?;
     let build = built.elapsed();
-    let disk_bytes = disk(&database);
 
     let mut starts = Vec::new();
+    let mut disk_bytes = 0;
     for _ in 1..LAUNCHES {
         let (daemon, ready) = Daemon::start(bins, home).await?;
         starts.push(ready);
         daemon.stop()?;
+        // On disk as a stopped hearthd leaves it: its WAL checkpointed
+        // (the builder's keeper may still hold the log as `build` returns).
+        disk_bytes = disk(&database);
     }
     let (daemon, ready) = Daemon::start(bins, home).await?;
     starts.push(ready);

@@ -7,6 +7,11 @@
 # (55% short user messages, 30% replies up to 1 KB, 15% tool calls with
 # outputs under 1 KB) in both, written 64 to a transaction, measured after a
 # checkpoint with SQLite's dbstat. Usage: python3 tests/bench/log-disk.py [COUNT]
+#
+# python3 tests/bench/log-disk.py HOME/hearth.db: what each table and index of
+# a real database costs (the endless bench keeps its homes with
+# HEARTH_BENCH_HOMES=DIR), per byte of its messages' text; a copy is
+# measured, so a running hearthd is not disturbed.
 import hashlib, json, os, random, sqlite3, sys, tempfile
 base = "the a to and of in is it you that for on with this be are was have not but what all can so your we if do about just from like when there how more one time know get will would could think good make want need day work home call today tomorrow meeting plan list note file read write open run check build test fix change start stop email phone address number name week month year morning evening night dinner lunch trip flight hotel ticket price order pay bill rent lease car train bus doctor appointment school kids garden house kitchen door window light music book movie game photo picture".split()
 WORDS = base
@@ -74,6 +79,39 @@ def run(name, after, count):
         name, count, text_bytes / count, size / text_bytes,
         ', '.join('%s %.2f' % (k, v / text_bytes) for k, v in sorted(parts.items(), key=lambda kv: -kv[1]))))
     return size / text_bytes
+def measure(database):
+    DIR = tempfile.mkdtemp(prefix='hearth-log-disk-')
+    copy = os.path.join(DIR, 'copy.db')
+    sqlite3.connect(database).execute('VACUUM INTO ?', (copy,))
+    c = sqlite3.connect(copy)
+    text_bytes, count = c.execute('SELECT SUM(length(CAST(text AS BLOB))), COUNT(*) FROM messages').fetchone()
+    size = os.path.getsize(copy)
+    print("%s: %d messages, %.0f bytes of text each on average; %.2f bytes on disk per byte of text (after VACUUM)" % (
+        database, count, text_bytes / count, size / text_bytes))
+    groups = {}
+    for name, pgsize in c.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"):
+        group = name
+        for prefix in ('message_words', 'line_words', 'sqlite_autoindex_'):
+            if name.startswith(prefix):
+                group = prefix.rstrip('_') if prefix != 'sqlite_autoindex_' else name.split('_')[2] + ' (key)'
+        groups[group] = groups.get(group, 0) + pgsize
+    small = [v for v in groups.values() if v / text_bytes < 0.005]
+    groups = {k: v for k, v in groups.items() if v / text_bytes >= 0.005}
+    groups["the %d others together" % len(small)] = sum(small)
+    for name, total in sorted(groups.items(), key=lambda kv: -kv[1]):
+        print("  %-24s %6.3f  (%.1f bytes per message)" % (name, total / text_bytes, total / count))
+    levels = c.execute("SELECT level = 0, COUNT(*), SUM(length(CAST(text AS BLOB))), SUM(prefix IS NOT NULL) FROM nodes GROUP BY level = 0" if 'prefix' in [r[1] for r in c.execute('PRAGMA table_info(nodes)')] else
+                       "SELECT level = 0, COUNT(*), SUM(length(CAST(text AS BLOB))), 0 FROM nodes GROUP BY level = 0").fetchall()
+    for leaf, rows, text, referenced in levels:
+        print("  nodes %-8s %d rows, %.3f bytes of text per byte of the messages', %d stored as a length" % (
+            'level 0' if leaf else 'above', rows, (text or 0) / text_bytes, referenced or 0))
+    c.close()
+    os.remove(copy)
+    os.rmdir(DIR)
+
+if len(sys.argv) > 1 and not sys.argv[1].isdigit():
+    measure(sys.argv[1])
+    sys.exit(0)
 DIR = tempfile.mkdtemp(prefix='hearth-log-disk-')
 count = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
 b = run('before', False, count)

@@ -525,10 +525,13 @@ impl Log {
 /// - 1: the tables of `create`.
 /// - 2: the full-text index of messages and lines (`memory/search.rs`),
 ///   filled from the tables on migration, and the pinned facts.
+/// - 3: lines that repeat their message or their halves stored as a
+///   length (`memory/store/lines.rs`), which an older hearthd would read
+///   as empty lines.
 ///
 /// Since 2, changes are migrations by name (`log/migrations.rs`), run once
-/// and recorded, not version steps.
-pub const SCHEMA_VERSION: i64 = 2;
+/// and recorded, not version steps (3 only refuses older binaries).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Sets the pragmas (WAL, and full sync so that an acknowledged write
 /// survives a power cut, not only a crash) and brings the schema up to date.

@@ -175,15 +175,16 @@ async fn show(log: &Log, agent: &str, node: Node) -> Result<Option<ServerFrame>,
 /// A node's line (empty while it is not written) and the dates of its
 /// first and last message.
 fn memory_line(tx: &Connection, agent: &str, node: Node) -> Result<MemoryLine, rusqlite::Error> {
-    let stored: Option<(String, bool)> = tx
+    let mechanical: bool = tx
         .prepare_cached(
-            "SELECT text, mechanical FROM nodes WHERE agent = ?1 AND level = ?2 AND idx = ?3",
+            "SELECT mechanical FROM nodes WHERE agent = ?1 AND level = ?2 AND idx = ?3",
         )?
         .query_row(params![agent, node.level, node.index as i64], |row| {
-            Ok((row.get(0)?, row.get(1)?))
+            row.get(0)
         })
-        .optional()?;
-    let (text, mechanical) = stored.unwrap_or_default();
+        .optional()?
+        .unwrap_or_default();
+    let text = crate::memory::store::stored_line(tx, agent, node)?.unwrap_or_default();
     let at = |id: u64| -> Result<String, rusqlite::Error> {
         Ok(tx
             .prepare_cached("SELECT at FROM messages WHERE agent = ?1 AND id = ?2")?

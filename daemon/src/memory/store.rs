@@ -9,6 +9,10 @@ use super::view::View;
 use crate::log::{Log, LogError};
 use rusqlite::{params, OptionalExtension};
 
+mod lines;
+
+pub(crate) use lines::line as stored_line;
+
 /// A built node's line and whether it is a mechanical cut (the compactor gave up).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Built {
@@ -197,16 +201,16 @@ impl MemoryLog for Log {
     ) -> Result<(), LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
-            let mut insert = tx.prepare_cached(
-                "INSERT OR IGNORE INTO nodes (agent, level, idx, text, mechanical) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            let mut done = tx.prepare_cached(
-                "DELETE FROM merges_due WHERE agent = ?1 AND level = ?2 AND idx = ?3",
-            )?;
             for node in built {
-                let (level, index) = (node.node.level, node.node.index as i64);
-                insert.execute(params![agent, level, index, node.text, node.mechanical])?;
-                done.execute(params![agent, level, index])?;
+                lines::insert(tx, &agent, &node)?;
+                tx.prepare_cached(
+                    "DELETE FROM merges_due WHERE agent = ?1 AND level = ?2 AND idx = ?3",
+                )?
+                .execute(params![
+                    agent,
+                    node.node.level,
+                    node.node.index as i64
+                ])?;
             }
             let mut queue = tx.prepare_cached(
                 "INSERT OR IGNORE INTO merges_due (agent, level, idx) VALUES (?1, ?2, ?3)",
@@ -226,21 +230,13 @@ impl MemoryLog for Log {
     ) -> Result<Vec<(Node, String)>, LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
-            let mut statement = tx.prepare_cached(
-                "SELECT text FROM nodes WHERE agent = ?1 AND level = ?2 AND idx = ?3",
-            )?;
-            let mut lines = Vec::with_capacity(nodes.len());
+            let mut read = Vec::with_capacity(nodes.len());
             for node in nodes {
-                let text: Option<String> = statement
-                    .query_row(params![agent, node.level, node.index as i64], |row| {
-                        row.get(0)
-                    })
-                    .optional()?;
-                if let Some(text) = text {
-                    lines.push((node, text));
+                if let Some(text) = lines::line(tx, &agent, node)? {
+                    read.push((node, text));
                 }
             }
-            Ok(lines)
+            Ok(read)
         })
         .await
     }
@@ -252,16 +248,8 @@ impl MemoryLog for Log {
         to: u64,
     ) -> Result<Vec<(Node, String)>, LogError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| {
-            let mut statement = tx.prepare_cached(
-                "SELECT idx, text FROM nodes WHERE agent = ?1 AND level = 0 AND idx >= ?2 AND idx < ?3",
-            )?;
-            let rows = statement.query_map(params![agent, from as i64, to as i64], |row| {
-                Ok((Node::message(row.get::<_, i64>(0)? as u64), row.get(1)?))
-            })?;
-            rows.collect()
-        })
-        .await
+        self.run(move |tx, _| lines::message_lines(tx, &agent, from, to))
+            .await
     }
 
     async fn built_messages(&self, agent: &str, from: u64, to: u64) -> Result<Vec<u64>, LogError> {
@@ -300,17 +288,8 @@ impl MemoryLog for Log {
     async fn insert_nodes(&self, agent: &str, built: Vec<Built>) -> Result<(), LogError> {
         let agent = agent.to_string();
         self.run(move |tx, _| {
-            let mut statement = tx.prepare_cached(
-                "INSERT OR IGNORE INTO nodes (agent, level, idx, text, mechanical) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
             for node in built {
-                statement.execute(params![
-                    agent,
-                    node.node.level,
-                    node.node.index as i64,
-                    node.text,
-                    node.mechanical
-                ])?;
+                lines::insert(tx, &agent, &node)?;
             }
             Ok(())
         })
@@ -319,15 +298,7 @@ impl MemoryLog for Log {
 
     async fn node_text(&self, agent: &str, node: Node) -> Result<Option<String>, LogError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| {
-            tx.query_row(
-                "SELECT text FROM nodes WHERE agent = ?1 AND level = ?2 AND idx = ?3",
-                params![agent, node.level, node.index as i64],
-                |row| row.get(0),
-            )
-            .optional()
-        })
-        .await
+        self.run(move |tx, _| lines::line(tx, &agent, node)).await
     }
 
     async fn save_view(&self, agent: &str, name: ViewName, view: &View) -> Result<(), LogError> {

@@ -15,7 +15,15 @@ pub(super) fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
     )?;
     // What tainted the turn that made a schedule (`schedule.rs`); NULL: a
     // clean turn's, as every older row is.
-    add_column(connection, "schedules", "untrusted", "TEXT")
+    add_column(connection, "schedules", "untrusted", "TEXT")?;
+    // A line that repeats its message or its halves: how many bytes it
+    // takes of them, its text left empty (`memory/store/lines.rs`); NULL:
+    // the line is its text, as every older row is.
+    add_column(connection, "nodes", "prefix", "INTEGER")?;
+    // Beside `prefix`, for a mechanical merge within its left half: the
+    // level of the node on its left edge whose line it starts; NULL: its
+    // halves, as `memory/store/lines.rs` says.
+    add_column(connection, "nodes", "source", "INTEGER")
 }
 
 /// Adds `column` to `table` unless it has it: columns added within schema

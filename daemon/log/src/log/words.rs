@@ -16,8 +16,9 @@
 //!
 //! Left out, because they only repeat what it holds: the results of
 //! `search` and `zoom` calls, level-0 lines that are their message verbatim
-//! or cut, and lines that join two lines for free (they hold a line break;
-//! their halves are indexed).
+//! or cut, lines that join two lines for free (they hold a line break;
+//! their halves are indexed), and mechanical merges, which store no text
+//! of their own (`memory/store/lines.rs`).
 
 use rusqlite::Connection;
 
@@ -52,7 +53,10 @@ pub fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
                 INSERT INTO message_words (rowid, text, agent, id, kind, source, at)
                 VALUES (new.rowid, new.text, new.agent, new.id, new.kind, new.source, new.at);
             END;
-        CREATE TRIGGER IF NOT EXISTS lines_are_indexed_by_words AFTER INSERT ON nodes
+        -- Replaced by the trigger below, which leaves out the lines stored
+        -- as a length of what they repeat.
+        DROP TRIGGER IF EXISTS lines_are_indexed_by_words;
+        CREATE TRIGGER IF NOT EXISTS own_lines_are_indexed AFTER INSERT ON nodes
             WHEN {LINE_INDEXED}
             BEGIN
                 INSERT INTO line_words (rowid, text, agent, level, idx)
@@ -72,10 +76,13 @@ pub fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
 const MESSAGE_INDEXED: &str = "NOT (new.kind = 'tool'
     AND (substr(new.text, 1, 7) = 'search(' OR substr(new.text, 1, 5) = 'zoom('))";
 
-/// Which new lines are indexed: the compactor's own lines. Not a free
-/// join (it holds a line break), not a message's line that is the message
-/// itself or its text cut.
-const LINE_INDEXED: &str = "instr(new.text, char(10)) = 0 AND NOT (new.level = 0 AND (
+/// Which new lines are indexed: the compactor's own lines. Not a line
+/// stored as a length of what it repeats (`memory/store/lines.rs`: a
+/// message's line, a free join, a mechanical merge), not a free join (it
+/// holds a line break), not a message's line that is the message itself or
+/// its text cut.
+const LINE_INDEXED: &str =
+    "new.prefix IS NULL AND instr(new.text, char(10)) = 0 AND NOT (new.level = 0 AND (
     new.mechanical OR EXISTS (SELECT 1 FROM messages m
         WHERE m.agent = new.agent AND m.id = new.idx
         AND new.text = m.kind || ': ' || replace(replace(m.text, char(10), ' '), char(13), ' '))))";
