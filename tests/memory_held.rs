@@ -7,6 +7,7 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use hearth_daemon::memory::MemoryLog;
 use hearth_tests::harness::small_layout;
 
 /// A keeper on `log` with no memory model: every line is a message's own

@@ -421,6 +421,7 @@ impl Ruleset {
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         // SAFETY: `stat` is a plain C struct that fstat fills in.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: the descriptor is open and `stat` is ours to fill in.
         if unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) } != 0 {
             return Err(failed(io::Error::last_os_error()));
         }

@@ -335,8 +335,10 @@ mod tests {
         for (at, byte) in path.as_os_str().as_encoded_bytes().iter().enumerate() {
             address.sun_path[at] = *byte as libc::c_char;
         }
+        // SAFETY: see above; the test's threads take no lock the child needs.
         let child = unsafe { libc::fork() };
         if child == 0 {
+            // SAFETY: async-signal-safe calls only, on the address built above.
             unsafe {
                 let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
                 let size = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
@@ -346,7 +348,9 @@ mod tests {
             }
         }
         let mut status = 0;
-        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        // SAFETY: `status` is ours to fill in; `child` is our child.
+        let waited = unsafe { libc::waitpid(child, &mut status, 0) };
+        assert_eq!(waited, child);
         assert_eq!(status, 0, "the child connected");
         let (server, _) = listener.accept().await.unwrap();
         assert!(

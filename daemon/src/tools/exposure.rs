@@ -152,6 +152,7 @@ pub async fn read_file(folder: Arc<Folder>, log: &Log, agent: &str, arguments: V
 fn coarse_now() -> i64 {
     // SAFETY: `now` is a plain C struct that clock_gettime fills in.
     let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `now` is ours to fill in.
     if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut now) } != 0 {
         // No coarse clock: a second before the fine one is before it too.
         return fine_now().saturating_sub(1_000_000_000);

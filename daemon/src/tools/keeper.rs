@@ -137,6 +137,7 @@ fn wait_signal(signals: &libc::sigset_t) -> Option<libc::c_int> {
     };
     // SAFETY: `info` is a plain C struct that sigtimedwait fills in.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the set, `info` and `timeout` outlive the call.
     let signal = unsafe { libc::sigtimedwait(signals, &mut info, &timeout) };
     (signal > 0).then_some(signal)
 }

@@ -264,6 +264,7 @@ fn die_with(parent: libc::pid_t) -> io::Result<()> {
     if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) } == -1 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: getppid has no preconditions and is async-signal-safe.
     if unsafe { libc::getppid() } != parent {
         return Err(io::Error::from_raw_os_error(libc::ESRCH));
     }
@@ -490,6 +491,7 @@ fn reap(group: &Group) -> Option<Exit> {
         // SAFETY: `info` is a plain C struct that waitid fills in.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         let flags = libc::WEXITED | libc::WNOWAIT;
+        // SAFETY: `info` is ours to fill in; the id is our child's group.
         let result =
             unsafe { libc::waitid(libc::P_PID, group.pgid as libc::id_t, &mut info, flags) };
         if result == 0 {
@@ -507,9 +509,11 @@ fn reap(group: &Group) -> Option<Exit> {
     }
     // The leader is a zombie now, keeping the id reserved: whatever the
     // command left running in its group ends with it.
+    // SAFETY: the group's leader is our unreaped child, so the id is ours.
     unsafe { libc::killpg(group.pgid, libc::SIGKILL) };
     let mut status = 0;
     let result = loop {
+        // SAFETY: `status` is ours to fill in; the id is our child's.
         let result = unsafe { libc::waitpid(group.pgid, &mut status, 0) };
         if result != -1 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
             break result;

@@ -339,6 +339,7 @@ type Resource = libc::c_int;
 fn limit(resource: Resource, soft: u64, hard: u64) -> Result<(), String> {
     // SAFETY: getrlimit and setrlimit fill in and read a plain C struct.
     let mut current: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: `current` is ours to fill in.
     if unsafe { libc::getrlimit(resource, &mut current) } != 0 {
         current.rlim_max = libc::RLIM_INFINITY;
     }

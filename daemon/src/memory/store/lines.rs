@@ -259,6 +259,7 @@ mod tests {
     use super::*;
     use crate::log::{Log, NewMessage};
     use crate::memory::tree::{cut, free_join};
+    use crate::memory::MemoryLog;
     use hearth_protocol::Kind;
     use tokio::sync::broadcast;
 
