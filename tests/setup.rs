@@ -183,7 +183,7 @@ async fn a_local_ollama_is_found_and_its_models_window_picks_the_layout() {
         assert!(written.contains(&line), "{line} in:\n{written}");
     }
     let shown = model
-        .requests()
+        .probes()
         .into_iter()
         .find(|request| request.path == "/api/show")
         .expect("the model's details were asked for");

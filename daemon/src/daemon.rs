@@ -81,6 +81,7 @@ pub async fn run(
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let log = Log::open(&home.database(), events.clone())?;
     models::use_local_when_none(&mut config, &log).await?;
+    models::learn_served_window(&mut config).await;
     prompts::write_defaults(&home, &config)?;
 
     let models = Models::new(&config, &home);

@@ -13,8 +13,12 @@ use crate::config::ModelConfig;
 /// Bytes to a token in the estimate (few tokenizers do worse).
 const BYTES_PER_TOKEN: usize = 3;
 
-/// The answer's room when the config sets no `max_tokens`.
+/// The answer's room when the config sets no `max_tokens`, at most.
 const DEFAULT_OUTPUT: u32 = 8192;
+
+/// The answer's room when the config sets no `max_tokens`, as a part of a
+/// window: a quarter, so an 8k window keeps three quarters for the input.
+const OUTPUT_SHARE: u32 = 4;
 
 /// Windows of well-known models by name prefix, longest prefix first where
 /// they overlap. From the providers' model pages; a model missing here is
@@ -48,6 +52,16 @@ pub fn of(config: &ModelConfig) -> Option<u32> {
     config.context_window.or_else(|| known(&config.model))
 }
 
+/// The room kept for the answer: `max_tokens`, else 8,192 tokens or a
+/// quarter of a smaller known window. Local servers are sent it as their
+/// output limit (`model/chat.rs`).
+pub fn answer_room(config: &ModelConfig) -> u32 {
+    config.max_tokens.unwrap_or_else(|| match of(config) {
+        Some(window) => (window / OUTPUT_SHARE).clamp(256, DEFAULT_OUTPUT),
+        None => DEFAULT_OUTPUT,
+    })
+}
+
 /// What the largest request of one kind (a turn, a compaction) carries.
 #[derive(Debug, Clone, Copy)]
 pub struct Largest {
@@ -67,10 +81,66 @@ impl Largest {
     pub fn tokens(&self, config: &ModelConfig) -> u32 {
         let bytes = self.view_bytes + self.fixed_bytes + self.own_bytes;
         let input = bytes.div_ceil(BYTES_PER_TOKEN);
-        let output = config.max_tokens.unwrap_or(DEFAULT_OUTPUT);
+        let output = answer_room(config);
         u32::try_from(input)
             .unwrap_or(u32::MAX)
             .saturating_add(output)
+    }
+}
+
+impl Largest {
+    /// The most view bytes a request of this kind can carry in `config`'s
+    /// window, besides its fixed and own bytes and the answer's room; none
+    /// when the window is unknown.
+    pub fn view_room(&self, config: &ModelConfig) -> Option<usize> {
+        let window = of(config)?;
+        let input = window.saturating_sub(answer_room(config)) as usize;
+        Some(
+            (input * BYTES_PER_TOKEN)
+                .saturating_sub(self.fixed_bytes)
+                .saturating_sub(self.own_bytes),
+        )
+    }
+}
+
+/// The instructions and tools the daemon sends besides the view, in bytes,
+/// as estimated where they are not at hand yet (setup, the no-configuration
+/// path): generously (the built-in tools and prompt take about 8,200), since
+/// the start checks the real ones.
+pub const FIXED_ESTIMATE: usize = 12_000;
+
+/// The built-in layout for a model with `window` tokens, as setup and the
+/// daemon's no-configuration path both pick it: `default` when its largest
+/// turn fits, else `small` (which shrinks to the window), else none, with
+/// what `small` would need. `fixed_bytes` estimates the instructions and
+/// tools.
+pub fn pick_layout(
+    config: &ModelConfig,
+    window: u32,
+    fixed_bytes: usize,
+) -> Result<&'static str, u32> {
+    let mut config = config.clone();
+    config.context_window = Some(window);
+    let turn = |layout: &crate::layout::Layout, view_bytes: usize| Largest {
+        purpose: "turn",
+        view_bytes,
+        fixed_bytes,
+        own_bytes: layout.huge_limit(),
+    };
+    let fits = |name: &str| {
+        let layout = crate::layout::Layout::find(name).ok()?;
+        let least = if layout.shrinks_to_window() {
+            layout.least_view()
+        } else {
+            layout.high_budget
+        };
+        let need = turn(&layout, least).tokens(&config);
+        Some((need <= window, need))
+    };
+    match (fits("default"), fits("small")) {
+        (Some((true, _)), _) => Ok("default"),
+        (_, Some((true, _))) => Ok("small"),
+        (_, small) => Err(small.map_or(u32::MAX, |(_, need)| need)),
     }
 }
 
@@ -132,7 +202,7 @@ pub fn check<'a>(
             view: largest.view_bytes,
             fixed: largest.fixed_bytes,
             own: largest.own_bytes,
-            output: config.max_tokens.unwrap_or(DEFAULT_OUTPUT),
+            output: answer_room(config),
             model: format!("{}/{}", config.provider.name(), config.model),
             window,
             advice,
