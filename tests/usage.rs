@@ -348,7 +348,8 @@ async fn an_ollama_without_models_leaves_the_daemon_saying_how_to_configure_one(
         .text
         .unwrap();
     assert!(error.contains("no model is configured"), "{error}");
-    assert_eq!(ollama.requests().len(), 1, "only the probe");
+    assert!(ollama.requests().is_empty(), "no model request");
+    assert_eq!(ollama.probes().len(), 1, "only the probe");
 }
 
 #[tokio::test]
