@@ -20,6 +20,10 @@ use std::time::Duration;
 /// first have to load).
 const TEST_TIMEOUT_SECS: u64 = 120;
 
+/// The answer to the key variable question that means the server takes no
+/// key.
+const NO_KEY: &str = "none";
+
 #[derive(Debug, thiserror::Error)]
 pub enum ModelStepError {
     #[error(transparent)]
@@ -238,12 +242,23 @@ pub async fn choose(
         }
     };
     table.insert("model".into(), model.clone().into());
-    let key_env = options
-        .key_env
-        .clone()
-        .unwrap_or_else(|| provider.default_key_env().to_string());
+    let key_env = match (&options.key_env, provider) {
+        (Some(env), _) => Some(env.clone()),
+        // Another server's key has no name hearth could guess, and an
+        // exported OpenAI key must not go to it: asked, none by default.
+        (None, Provider::Compatible) if asker.interactive => {
+            let name = asker.text(
+                "The variable that holds the server's API key, if it needs one",
+                Some(NO_KEY),
+                "--key-env",
+            )?;
+            (name != NO_KEY).then_some(name)
+        }
+        (None, provider) => Some(provider.default_key_env().to_string()),
+    };
     if provider != Provider::ChatGpt {
-        table.insert("api_key_env".into(), key_env.clone().into());
+        let env = key_env.as_deref().unwrap_or(provider.default_key_env());
+        table.insert("api_key_env".into(), env.into());
     }
     if let Some(window) = window {
         table.insert("context_window".into(), i64::from(window).into());
@@ -257,7 +272,10 @@ pub async fn choose(
             config.tokens_file = Some(hearth_daemon::model::chatgpt::tokens_file(home));
             (None, false)
         }
-        _ => find_key(asker, options, home, provider, &key_env)?,
+        _ => match &key_env {
+            Some(key_env) => find_key(asker, options, home, provider, key_env)?,
+            None => (None, false),
+        },
     };
     let window = served_window(asker, provider, &mut config, window).await;
     let layout = match window {
