@@ -131,3 +131,31 @@ async fn with_no_configuration_a_local_model_gets_the_layout_setup_would_pick() 
         "{log:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_small_layouts_summaries_carry_no_tools() {
+    let server = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.write_config(&local_config(&server, "smol", 8192));
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    // Longer than a line of the small layout: it needs a summary first.
+    server.push(Reply::text("the user asked to keep the details"));
+    server.push(Reply::text("kept"));
+    let long = format!("Please keep these details: {}", "detail ".repeat(60));
+    let (id, _) = client.submit(&long, "terminal", None).await;
+    client.reply_to(id).await;
+    let requests = server.requests();
+    let (summaries, turns): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .partition(|r| r.contents()[0].starts_with("You write one-line summaries"));
+    assert_eq!(summaries.len(), 1, "{requests:#?}");
+    assert!(
+        summaries[0].body.get("tools").is_none(),
+        "{:?}",
+        summaries[0].body
+    );
+    assert!(turns[0].body["tools"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+}

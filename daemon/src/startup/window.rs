@@ -95,8 +95,7 @@ pub fn fitted(sent: &Sent<'_>, model: Option<&Model>, compactor_model: Option<&M
     let compaction_fixed = layout
         .compaction_prompt
         .as_ref()
-        .map_or(turn_prompt, String::len)
-        + tools_bytes;
+        .map_or(turn_prompt + tools_bytes, String::len);
     let compaction_room = room(compaction_fixed, compactor_model);
     let shrunk = layout.shrunk_to(turn_room, compaction_room);
     if shrunk != *layout {
@@ -139,14 +138,14 @@ pub fn check_fits(
         fixed_bytes: turn_prompt + tools_bytes,
         own_bytes,
     };
+    // A compaction prompt of its own goes without tools (`keeper/calls.rs`).
     let compaction = |layout: &Layout| Largest {
         purpose: "compaction",
         view_bytes: layout.compaction_high_budget,
         fixed_bytes: layout
             .compaction_prompt
             .as_ref()
-            .map_or(turn_prompt, String::len)
-            + tools_bytes,
+            .map_or(turn_prompt + tools_bytes, String::len),
         own_bytes,
     };
     let small = Layout::find("small").ok();
