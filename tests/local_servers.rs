@@ -135,6 +135,8 @@ async fn with_no_configuration_a_local_model_gets_the_layout_setup_would_pick() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_small_layouts_summaries_carry_no_tools() {
     let server = FakeModel::start().await;
+    // A llama.cpp server with one slot of 8,192 tokens.
+    server.serve_props(8192, 1);
     let home = TestHome::new(bins!());
     home.write_config(&local_config(&server, "smol", 8192));
     let _daemon = home.start();

@@ -14,7 +14,8 @@
 //! ([`FakeModel::serve_local_models`]) and giving a model's context length
 //! at `POST /api/show` ([`FakeModel::serve_context_length`], and its
 //! `num_ctx` with [`FakeModel::serve_num_ctx`]) and its running models at
-//! `GET /api/ps` ([`FakeModel::serve_running`]), or as llama.cpp's server
+//! `GET /api/ps` ([`FakeModel::serve_running`]; answered only by a server
+//! that poses as Ollama), or as llama.cpp's server
 //! giving a slot's context at `GET /props` ([`FakeModel::serve_props`]) and
 //! refusing tools as it does without `--jinja` ([`FakeModel::refuse_tools`]).
 //! Those questions to the server's own API are kept apart from the model

@@ -115,18 +115,43 @@ fn local_ip(ip: IpAddr) -> bool {
     }
 }
 
-/// Whether `config` speaks to a model server of the owner's: Chat
-/// Completions at a local address.
-pub fn is_local_server(config: &ModelConfig) -> bool {
+/// The servers that answered [`window`] as llama.cpp or Ollama, by root.
+static RECOGNISED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether `config` speaks Chat Completions to a local address: a server
+/// whose own API may be asked about its window.
+fn at_local_address(config: &ModelConfig) -> bool {
     config.provider == ProviderKind::OpenAiChat
         && config.base_url.is_some()
         && is_local(config.base_url())
 }
 
+/// Whether `config`'s model is served by a llama.cpp or Ollama server of
+/// the owner's, as it answered at start ([`window`]): a server with a few
+/// slots, each caching one prompt, where summaries run one at a time.
+pub fn is_local_server(config: &ModelConfig) -> bool {
+    at_local_address(config)
+        && RECOGNISED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&server_root(config.base_url()))
+}
+
+fn recognise(root: &str) {
+    let mut known = RECOGNISED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !known.iter().any(|known| known == root) {
+        known.push(root.to_string());
+    }
+}
+
 /// Asks the server `config` names which window it serves the model with;
-/// none when it is not a local server, or says nothing either server says.
+/// none when it is not at a local address, or says nothing either server
+/// says. A server that answers as llama.cpp or Ollama is remembered as one
+/// ([`is_local_server`]).
 pub async fn window(config: &ModelConfig) -> Option<Served> {
-    if !is_local_server(config) {
+    if !at_local_address(config) {
         return None;
     }
     let root = server_root(config.base_url());
@@ -136,6 +161,7 @@ pub async fn window(config: &ModelConfig) -> Option<Served> {
         .ok()?;
     if let Some(props) = get(&client, &format!("{root}/props"), None).await {
         if let Some(window) = llama_cpp_window(&props) {
+            recognise(&root);
             return Some(Served {
                 server: ServerKind::LlamaCpp,
                 window,
@@ -143,6 +169,9 @@ pub async fn window(config: &ModelConfig) -> Option<Served> {
         }
     }
     let running = get(&client, &format!("{root}/api/ps"), None).await;
+    if running.as_ref().is_some_and(|ps| ps["models"].is_array()) {
+        recognise(&root);
+    }
     if let Some(window) = running
         .as_ref()
         .and_then(|ps| ollama_running_window(ps, &config.model))

@@ -92,10 +92,12 @@ pub fn fitted(sent: &Sent<'_>, model: Option<&Model>, compactor_model: Option<&M
             .unwrap_or(usize::MAX)
     };
     let turn_room = room(turn_prompt + tools_bytes, model);
-    let compaction_fixed = layout
-        .compaction_prompt
-        .as_ref()
-        .map_or(turn_prompt + tools_bytes, String::len);
+    let compaction_fixed = compaction_fixed(
+        layout,
+        turn_prompt,
+        tools_bytes,
+        compaction_tools(compactor_model, tools_bytes),
+    );
     let compaction_room = room(compaction_fixed, compactor_model);
     let shrunk = layout.shrunk_to(turn_room, compaction_room);
     if shrunk != *layout {
@@ -110,6 +112,29 @@ pub fn fitted(sent: &Sent<'_>, model: Option<&Model>, compactor_model: Option<&M
         );
     }
     shrunk
+}
+
+/// The tools' bytes a compaction with a prompt of its own sends: none on
+/// a local server (`memory/keeper/calls.rs`).
+fn compaction_tools(compactor_model: Option<&Model>, tools_bytes: usize) -> usize {
+    match compactor_model {
+        Some(model) if model.is_local_server() => 0,
+        _ => tools_bytes,
+    }
+}
+
+/// A compaction's instructions and tools: the turn's, or the layout's
+/// compaction prompt and `prompt_tools`.
+fn compaction_fixed(
+    layout: &Layout,
+    turn_prompt: usize,
+    tools_bytes: usize,
+    prompt_tools: usize,
+) -> usize {
+    match &layout.compaction_prompt {
+        Some(prompt) => prompt.len() + prompt_tools,
+        None => turn_prompt + tools_bytes,
+    }
 }
 
 fn tools_bytes(tools: &[ToolSpec]) -> usize {
@@ -138,14 +163,11 @@ pub fn check_fits(
         fixed_bytes: turn_prompt + tools_bytes,
         own_bytes,
     };
-    // A compaction prompt of its own goes without tools (`keeper/calls.rs`).
+    let prompt_tools = compaction_tools(compactor_model, tools_bytes);
     let compaction = |layout: &Layout| Largest {
         purpose: "compaction",
         view_bytes: layout.compaction_high_budget,
-        fixed_bytes: layout
-            .compaction_prompt
-            .as_ref()
-            .map_or(turn_prompt + tools_bytes, String::len),
+        fixed_bytes: compaction_fixed(layout, turn_prompt, tools_bytes, prompt_tools),
         own_bytes,
     };
     let small = Layout::find("small").ok();

@@ -448,7 +448,11 @@ async fn serve_request(stream: &mut TcpStream, shared: &Shared) -> io::Result<()
             None => http::write_json(stream, 404, &json!({"error": "404 page not found"})).await,
         };
     }
-    if what == "GET /api/ps" {
+    let posing_as_ollama = {
+        let script = shared.lock();
+        !script.local_models.is_empty() || !script.running.is_empty()
+    };
+    if what == "GET /api/ps" && posing_as_ollama {
         let running: Vec<Value> = shared
             .lock()
             .running

@@ -13,9 +13,10 @@
 //!   While a turn runs, its own long messages wait for its end.
 //! - **A memory model of its own** gets the layout's `compaction_prompt`
 //!   or the built-in one ([`crate::memory::COMPACTION_PROMPT`]) and no
-//!   tools; the turn's model gets the turn's instructions and tools, so the
-//!   cache serves the prefix it shares with the turns, or the layout's
-//!   compaction prompt and no tools (the `small` layout's).
+//!   tools; the turn's model gets the turn's instructions (or the layout's
+//!   compaction prompt) and tools, so the cache serves the prefix it shares
+//!   with the turns; on a local server a compaction prompt (the `small`
+//!   layout's) goes without tools, which share no prefix there.
 //! - **On a local server** (llama.cpp, Ollama: `model/served.rs`) calls
 //!   run one at a time and never beside a turn's requests: none starts
 //!   while a turn runs, and a turn that asks for its view waits for the
@@ -454,8 +455,9 @@ fn allowed_calls(
 
 /// The instructions and tools a compaction request outside a turn's chain
 /// starts with: on a memory model of its own, its own prompt and no tools;
-/// on the turn's model, the turn's instructions and tools, as its turns
-/// send them, or the layout's compaction prompt and no tools.
+/// on the turn's model, the turn's instructions (or the layout's
+/// compaction prompt) and tools, as its turns send them; a compaction
+/// prompt on a local server goes without tools.
 fn prefix(config: &MemoryConfig, model: &MemoryModel) -> (String, Vec<ToolSpec>) {
     if model.own {
         return (
@@ -464,10 +466,11 @@ fn prefix(config: &MemoryConfig, model: &MemoryModel) -> (String, Vec<ToolSpec>)
         );
     }
     match &config.layout.compaction_prompt {
-        // A prompt of its own shares no prefix with the turns (tools come
-        // after the instructions in a chat template), and its tools would
-        // only take a small window's room: none.
-        Some(prompt) => (prompt.clone(), Vec::new()),
+        // On a local server a prompt of its own shares no prefix with the
+        // turns (a chat template renders the tools after the instructions),
+        // and the tools would only take a small window's room.
+        Some(prompt) if model.model.is_local_server() => (prompt.clone(), Vec::new()),
+        Some(prompt) => (prompt.clone(), (config.tools)()),
         None => (request::instructions(&config.prompt_file), (config.tools)()),
     }
 }
