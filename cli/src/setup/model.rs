@@ -8,9 +8,9 @@ use super::ask::{self, AskError, Asker};
 use super::edit::Edit;
 use super::SetupOptions;
 use hearth_daemon::config::{ModelConfig, ProviderKind};
+use hearth_daemon::layout;
 use hearth_daemon::local;
 use hearth_daemon::model::served::{self, ServerKind};
-use hearth_daemon::model::window;
 use hearth_daemon::model::{Item, Model, Request, ToolSpec};
 use hearth_protocol::home::Home;
 use hearth_protocol::secrets::secret_in;
@@ -460,7 +460,7 @@ fn find_key(
 /// daemon's no-configuration path picks it: `default` when it fits, else
 /// `small`.
 fn pick_layout(config: &ModelConfig, window: u32) -> Result<&'static str, ModelStepError> {
-    window::pick_layout(config, window, window::FIXED_ESTIMATE).map_err(|small| {
+    layout::pick_layout(config, window, layout::FIXED_ESTIMATE).map_err(|small| {
         ModelStepError::WindowTooSmall {
             model: config.model.clone(),
             window,

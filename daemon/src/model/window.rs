@@ -103,47 +103,6 @@ impl Largest {
     }
 }
 
-/// The instructions and tools the daemon sends besides the view, in bytes,
-/// as estimated where they are not at hand yet (setup, the no-configuration
-/// path): generously (the built-in tools and prompt take about 8,200), since
-/// the start checks the real ones.
-pub const FIXED_ESTIMATE: usize = 12_000;
-
-/// The built-in layout for a model with `window` tokens, as setup and the
-/// daemon's no-configuration path both pick it: `default` when its largest
-/// turn fits, else `small` (which shrinks to the window), else none, with
-/// what `small` would need. `fixed_bytes` estimates the instructions and
-/// tools.
-pub fn pick_layout(
-    config: &ModelConfig,
-    window: u32,
-    fixed_bytes: usize,
-) -> Result<&'static str, u32> {
-    let mut config = config.clone();
-    config.context_window = Some(window);
-    let turn = |layout: &crate::layout::Layout, view_bytes: usize| Largest {
-        purpose: "turn",
-        view_bytes,
-        fixed_bytes,
-        own_bytes: layout.huge_limit(),
-    };
-    let fits = |name: &str| {
-        let layout = crate::layout::Layout::find(name).ok()?;
-        let least = if layout.shrinks_to_window() {
-            layout.least_view()
-        } else {
-            layout.high_budget
-        };
-        let need = turn(&layout, least).tokens(&config);
-        Some((need <= window, need))
-    };
-    match (fits("default"), fits("small")) {
-        (Some((true, _)), _) => Ok("default"),
-        (_, Some((true, _))) => Ok("small"),
-        (_, small) => Err(small.map_or(u32::MAX, |(_, need)| need)),
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 #[error(
     "agent `{agent}`: layout `{layout}` needs about {need} tokens for its largest {purpose} \

@@ -25,8 +25,8 @@ pub async fn use_local_when_none(config: &mut Config, log: &Log) -> Result<(), S
     let url = crate::model::served::server_root(model.base_url());
     if let Ok(Some(window)) = crate::local::context_length(&url, &model.model).await {
         model.context_window = Some(window);
-        let fixed = crate::model::window::FIXED_ESTIMATE;
-        let layout = crate::model::window::pick_layout(&model, window, fixed);
+        let fixed = crate::layout::FIXED_ESTIMATE;
+        let layout = crate::layout::pick_layout(&model, window, fixed);
         if config.agent.layout == "default" && layout == Ok("small") {
             config.agent.layout = "small".to_string();
             said.push_str(&format!(
