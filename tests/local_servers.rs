@@ -10,7 +10,7 @@
 use hearth_protocol::{ClientFrame, ServerFrame, Status};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{model_table, Client, Daemon, TestHome, OLLAMA_URL_ENV};
+use hearth_tests::harness::{model_table, Client, Daemon, TestHome, DEADLINE, OLLAMA_URL_ENV};
 
 /// `[model]` for the fake local server named `model`, with this window,
 /// and the `small` layout.
@@ -28,6 +28,20 @@ async fn status(client: &mut Client) -> Status {
     match client.request(ClientFrame::Status).await {
         ServerFrame::Status(status) => *status,
         other => panic!("expected status, got {other:?}"),
+    }
+}
+
+/// The turn view's high budget, once the memory has published its gauge
+/// (zero until its first step).
+async fn view_budget(client: &mut Client) -> u64 {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let memory = status(client).await.memory.expect("memory status");
+        if memory.high_budget > 0 {
+            return memory.high_budget;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no memory gauge");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
 
@@ -49,8 +63,8 @@ async fn the_small_layout_starts_with_an_8k_window_and_keeps_room_to_answer() {
     let mut client = home.connect("terminal", None).await;
     // A quarter of the window for the answer; the view shrunk to the rest.
     assert_eq!(turn_output_limit(&server, &mut client).await, 2048);
-    let memory = status(&mut client).await.memory.expect("memory status");
-    assert!(memory.high_budget < 24_000, "{}", memory.high_budget);
+    let budget = view_budget(&mut client).await;
+    assert!(budget < 24_000, "{budget}");
     assert!(
         daemon.log_text().contains("layout `small` shrunk"),
         "{}",
@@ -123,8 +137,7 @@ async fn with_no_configuration_a_local_model_gets_the_layout_setup_would_pick() 
     let mut client = home.connect("terminal", None).await;
     // `small`'s view (setup writes `layout = "small"` for this model:
     // tests/setup.rs), not the default's 128,000 bytes.
-    let memory = status(&mut client).await.memory.expect("memory status");
-    assert_eq!(memory.high_budget, 24_000);
+    assert_eq!(view_budget(&mut client).await, 24_000);
     let log = home.history().await;
     assert!(
         log.iter().any(|m| m.text.contains("`small` layout")),

@@ -288,8 +288,11 @@ impl Running<'_> {
             tracing::warn!("config.toml was not reloaded: {why}");
             why
         };
-        let reread = crate::reload::reread(&home.config_file(), &self.tables)
+        let mut reread = crate::reload::reread(&home.config_file(), &self.tables)
             .map_err(|err| refused(&err))?;
+        // The window a local server serves, asked as at start, so models
+        // rebuilt below are sized to it.
+        models::learn_served_window(&mut reread.config).await;
         let new = &reread.config;
         if reread.changed("mcp") {
             // The agents' own lists of servers change only with a restart.

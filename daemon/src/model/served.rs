@@ -71,11 +71,12 @@ pub struct Served {
 /// configured window, for `hearth status`.
 static WARNING: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
-/// Keeps `warning` for [`warning`].
-pub fn remember_warning(warning: String) {
+/// Keeps `warning` for [`warning`]; none: the served window is not smaller
+/// (asked again at a reload that changes the model).
+pub fn remember_warning(warning: Option<String>) {
     *WARNING
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(warning);
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = warning;
 }
 
 /// What the start found: the served window is smaller than the configured

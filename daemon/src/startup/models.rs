@@ -48,6 +48,7 @@ pub async fn use_local_when_none(config: &mut Config, log: &Log) -> Result<(), S
 /// having the start of long prompts cut. A smaller window than configured
 /// is warned of in the daemon's log and kept for `hearth status`.
 pub async fn learn_served_window(config: &mut Config) {
+    crate::model::served::remember_warning(None);
     let Some(model) = config.model.as_mut() else {
         return;
     };
@@ -77,7 +78,7 @@ pub async fn learn_served_window(config: &mut Config) {
         served.server.how_to_raise(configured)
     );
     tracing::warn!("{warning}");
-    crate::model::served::remember_warning(warning);
+    crate::model::served::remember_warning(Some(warning));
 }
 
 /// A digest of the keys `[model]` and its fallbacks read now (from the
