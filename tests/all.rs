@@ -28,6 +28,7 @@ mod images;
 mod import;
 mod inbox;
 mod life;
+mod local_servers;
 mod mcp;
 mod mcp_bounds;
 mod mcp_http;

@@ -171,6 +171,8 @@ async fn a_local_ollama_is_found_and_its_models_window_picks_the_layout() {
     let text = said(&output);
     assert!(output.status.success(), "{text}");
     assert!(text.contains("32768-token context"), "{text}");
+    // And how to make Ollama serve that window.
+    assert!(text.contains("OLLAMA_CONTEXT_LENGTH=32768"), "{text}");
 
     let written = config(&home);
     for line in [
@@ -183,12 +185,67 @@ async fn a_local_ollama_is_found_and_its_models_window_picks_the_layout() {
         assert!(written.contains(&line), "{line} in:\n{written}");
     }
     let shown = model
-        .requests()
+        .probes()
         .into_iter()
         .find(|request| request.path == "/api/show")
         .expect("the model's details were asked for");
     assert_eq!(shown.body["model"], "qwen3:8b");
     // The daemon takes the window and the layout as they are.
+    let _daemon = home.start();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_takes_no_tools_fails_setup_saying_so() {
+    let model = FakeModel::start().await;
+    model.refuse_tools();
+    model.push(Reply::text("ready"));
+    let home = TestHome::new(bins!());
+    let base_url = model.base_url();
+    let args = ["--provider", "openai-chat", "--base-url", &base_url];
+    let output = setup(
+        &home,
+        &[&args[..], &["--model", "smol", "--yes"]].concat(),
+        "",
+        &[],
+    )
+    .await;
+    let text = said(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("refuses requests with tools"), "{text}");
+    assert!(text.contains("--jinja"), "{text}");
+    // Said once: one try, no retry of a refusal no wait mends.
+    assert_eq!(model.requests().len(), 1);
+    assert!(model.requests()[0].body["tools"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    assert!(!home.path().join("config.toml").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_llama_cpp_server_s_slot_window_is_written_with_the_layout_that_fits() {
+    let model = FakeModel::start().await;
+    // `llama-server -c 32768 -np 4`.
+    model.serve_props(8192, 4);
+    model.push(Reply::text("ready"));
+    let home = TestHome::new(bins!());
+    let base_url = model.base_url();
+    let args = ["--provider", "openai-chat", "--base-url", &base_url];
+    let output = setup(
+        &home,
+        &[&args[..], &["--model", "smol", "--yes"]].concat(),
+        "",
+        &[],
+    )
+    .await;
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("serves 8192 tokens a request"), "{text}");
+    assert!(text.contains("-np 1"), "{text}");
+    let written = config(&home);
+    for line in ["context_window = 8192", "layout = \"small\""] {
+        assert!(written.contains(line), "{line} in:\n{written}");
+    }
+    // The daemon starts with what setup wrote.
     let _daemon = home.start();
 }
 

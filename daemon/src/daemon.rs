@@ -81,6 +81,7 @@ pub async fn run(
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let log = Log::open(&home.database(), events.clone())?;
     models::use_local_when_none(&mut config, &log).await?;
+    models::learn_served_window(&mut config).await;
     prompts::write_defaults(&home, &config)?;
 
     let models = Models::new(&config, &home);
@@ -287,8 +288,11 @@ impl Running<'_> {
             tracing::warn!("config.toml was not reloaded: {why}");
             why
         };
-        let reread = crate::reload::reread(&home.config_file(), &self.tables)
+        let mut reread = crate::reload::reread(&home.config_file(), &self.tables)
             .map_err(|err| refused(&err))?;
+        // The window a local server serves, asked as at start, so models
+        // rebuilt below are sized to it.
+        models::learn_served_window(&mut reread.config).await;
         let new = &reread.config;
         if reread.changed("mcp") {
             // The agents' own lists of servers change only with a restart.

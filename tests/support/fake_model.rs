@@ -12,7 +12,14 @@
 //! images over Anthropic's documented limits with its 400. The server can
 //! pose as a local Ollama server listing models at `GET /api/tags`
 //! ([`FakeModel::serve_local_models`]) and giving a model's context length
-//! at `POST /api/show` ([`FakeModel::serve_context_length`]).
+//! at `POST /api/show` ([`FakeModel::serve_context_length`], and its
+//! `num_ctx` with [`FakeModel::serve_num_ctx`]) and its running models at
+//! `GET /api/ps` ([`FakeModel::serve_running`]; answered only by a server
+//! that poses as Ollama), or as llama.cpp's server
+//! giving a slot's context at `GET /props` ([`FakeModel::serve_props`]) and
+//! refusing tools as it does without `--jinja` ([`FakeModel::refuse_tools`]).
+//! Those questions to the server's own API are kept apart from the model
+//! requests ([`FakeModel::probes`]).
 //!
 //! Where each part lives:
 //! - `server.rs`: [`FakeModel`], the accept loop, and [`Recorded`] requests.

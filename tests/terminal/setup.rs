@@ -55,6 +55,41 @@ async fn setup_asks_on_a_terminal_and_never_shows_the_key() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_servers_key_variable_is_asked_and_none_sends_no_exported_key() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    let home = TestHome::new(bins!());
+    let base_url = model.base_url();
+    let exported = [
+        ("OPENAI_API_KEY", "sk-openai-not-for-others"),
+        ("HEARTH_MODEL_API_KEY", ""),
+    ];
+    let mut pty = Pty::run(&home, &["setup", "--base-url", &base_url], &exported);
+    pty.wait_for("Choose 1-5:");
+    pty.line("4");
+    pty.wait_for("Which model?");
+    pty.line("smol");
+    pty.wait_for("The variable that holds the server's API key, if it needs one [none]:");
+    pty.line("");
+    pty.wait_for("answered: “ready”");
+    pty.wait_for("Telegram too");
+    pty.line("");
+    pty.wait_for("Signal too");
+    pty.line("");
+    pty.wait_for("systemd user service");
+    pty.line("");
+    assert!(pty.wait_exit(), "setup exits 0");
+    let request = &model.requests()[0];
+    assert_eq!(request.path, "/v1/chat/completions");
+    assert!(
+        !request.headers.contains_key("authorization"),
+        "no key goes to another server: {:?}",
+        request.headers
+    );
+    assert!(!home.path().join("secrets.env").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_at_the_hidden_key_prompt_gives_the_terminal_back_echoing() {
     let model = FakeModel::start().await;
     let home = TestHome::new(bins!());

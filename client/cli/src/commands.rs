@@ -397,6 +397,9 @@ pub fn status_text(status: &Status) -> String {
             .unwrap_or_default();
         extra.push_str(&format!("bridge   {} {}{why}\n", bridge.name, bridge.state));
     }
+    if let Some(window) = &status.window {
+        extra.push_str(&format!("window   {window}\n"));
+    }
     if let Some(confinement) = &status.confinement {
         extra.push_str(&format!("shell    {confinement}\n"));
     }
@@ -605,6 +608,7 @@ mod tests {
                 limited_until: None,
                 reported_at: "2026-12-01T09:00:00Z".into(),
             }),
+            window: Some("the llama.cpp server serves a 4096-token window".into()),
         };
         let text = status_text(&status);
         assert!(text.contains("state    busy\n"), "{text}");
@@ -629,6 +633,10 @@ mod tests {
         assert!(text.contains("today    $0.2500\n"), "{text}");
         assert!(
             text.contains("plan     ChatGPT plus plan: 5-hour window 37% used\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("window   the llama.cpp server serves a 4096-token window\n"),
             "{text}"
         );
     }

@@ -4,6 +4,7 @@
 //! its own. A layout that is unknown, unreadable or wrong stops the start with
 //! the file, the key and the reason.
 
+use crate::config::ModelConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -55,6 +56,13 @@ pub struct Layout {
     /// A separate prompt for compaction requests; none: the turn's own.
     #[serde(default)]
     pub compaction_prompt: Option<String>,
+    /// The view budgets are ceilings: for a model whose window is smaller
+    /// than the layout's largest request needs, the start shrinks them to
+    /// fit ([`Layout::shrunk_to`]) rather than refusing, down to
+    /// [`Layout::least_view`]. The `small` layout does, so it serves 8k
+    /// windows as well as 32k ones.
+    #[serde(default)]
+    pub shrink_to_window: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -177,6 +185,47 @@ impl Layout {
         self.idle_budget.and(self.idle_secs)
     }
 
+    /// Whether the view budgets shrink to a smaller window.
+    pub fn shrinks_to_window(&self) -> bool {
+        self.shrink_to_window
+    }
+
+    /// The least view a shrunk layout keeps: two blocks of lines at their
+    /// guard, so a turn still sees the last exchanges whole.
+    pub fn least_view(&self) -> usize {
+        2 * self.block_lines * self.line_guard
+    }
+
+    /// This layout with its turn view's budgets at most `turn_view` bytes
+    /// and its compaction view's at most `compaction_view` (never below
+    /// [`Layout::least_view`]), each low budget (and the idle one) kept in
+    /// the same proportion to its high one.
+    pub fn shrunk_to(&self, turn_view: usize, compaction_view: usize) -> Layout {
+        let least = self.least_view();
+        let scale = |value: usize, from: usize, to: usize| {
+            if from == 0 {
+                value
+            } else {
+                (value as u128 * to as u128 / from as u128) as usize
+            }
+        };
+        let mut layout = self.clone();
+        let high = self.high_budget.min(turn_view.max(least));
+        layout.high_budget = high;
+        layout.low_budget = scale(self.low_budget, self.high_budget, high);
+        layout.idle_budget = self
+            .idle_budget
+            .map(|idle| scale(idle, self.high_budget, high));
+        let compaction_high = self.compaction_high_budget.min(compaction_view.max(least));
+        layout.compaction_high_budget = compaction_high;
+        layout.compaction_low_budget = scale(
+            self.compaction_low_budget,
+            self.compaction_high_budget,
+            compaction_high,
+        );
+        layout
+    }
+
     /// Where a message is too large to go into a request whole.
     pub fn huge_limit(&self) -> usize {
         self.huge_message.unwrap_or(self.low_budget / 8).max(64)
@@ -213,6 +262,47 @@ impl Layout {
     }
 }
 
+/// The instructions and tools the daemon sends besides the view, in bytes,
+/// as estimated where they are not at hand yet (setup, the no-configuration
+/// path): generously (the built-in tools and prompt take about 8,200), since
+/// the start checks the real ones.
+pub const FIXED_ESTIMATE: usize = 12_000;
+
+/// The built-in layout for a model with `window` tokens, as setup and the
+/// daemon's no-configuration path both pick it: `default` when its largest
+/// turn fits, else `small` (which shrinks to the window), else none, with
+/// what `small` would need. `fixed_bytes` estimates the instructions and
+/// tools.
+pub fn pick_layout(
+    config: &ModelConfig,
+    window: u32,
+    fixed_bytes: usize,
+) -> Result<&'static str, u32> {
+    let mut config = config.clone();
+    config.context_window = Some(window);
+    let turn = |layout: &Layout, view_bytes: usize| crate::model::window::Largest {
+        purpose: "turn",
+        view_bytes,
+        fixed_bytes,
+        own_bytes: layout.huge_limit(),
+    };
+    let fits = |name: &str| {
+        let layout = Layout::find(name).ok()?;
+        let least = if layout.shrinks_to_window() {
+            layout.least_view()
+        } else {
+            layout.high_budget
+        };
+        let need = turn(&layout, least).tokens(&config);
+        Some((need <= window, need))
+    };
+    match (fits("default"), fits("small")) {
+        (Some((true, _)), _) => Ok("default"),
+        (_, Some((true, _))) => Ok("small"),
+        (_, small) => Err(small.map_or(u32::MAX, |(_, need)| need)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +315,25 @@ mod tests {
         assert_eq!(Layout::find("default").unwrap().block_lines, 4);
         assert!(Layout::find("small").unwrap().compaction_prompt.is_some());
         assert_eq!(Layout::find("default").unwrap().huge_limit(), 8_000);
+    }
+
+    #[test]
+    fn a_shrunk_layout_keeps_its_proportions_and_its_least_view() {
+        let small = Layout::find("small").unwrap();
+        assert!(small.shrinks_to_window());
+        assert!(!Layout::find("default").unwrap().shrinks_to_window());
+        let shrunk = small.shrunk_to(6_000, 5_000);
+        assert_eq!(shrunk.high_budget, 6_000);
+        assert_eq!(shrunk.low_budget, 3_000);
+        assert_eq!(shrunk.compaction_high_budget, 5_000);
+        assert_eq!(shrunk.compaction_low_budget, 2_500);
+        assert!(shrunk.huge_limit() < small.huge_limit());
+        // A larger room changes nothing; a tiny one stops at the least view.
+        assert_eq!(small.shrunk_to(1_000_000, 1_000_000), small);
+        assert_eq!(small.shrunk_to(10, 10).high_budget, small.least_view());
+        let default = Layout::find("default").unwrap().shrunk_to(60_000, 60_000);
+        let idle = default.idle_budget.unwrap();
+        assert!(default.low_budget <= idle && idle <= default.high_budget);
     }
 
     #[test]

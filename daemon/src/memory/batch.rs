@@ -182,7 +182,9 @@ pub fn lines(answer: &str, tasks: &[Task], layout: &Layout) -> Vec<(Node, Option
         .into_iter()
         .zip(tasks)
         .map(|(line, task)| {
-            let line = line.filter(|line| line.len() <= layout.line_budget);
+            let line = line
+                .map(|line| task.keep_speaker(line))
+                .filter(|line| line.len() <= layout.line_budget);
             (task.node(), line)
         })
         .collect()

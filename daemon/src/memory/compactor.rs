@@ -63,6 +63,26 @@ impl Task {
         }
     }
 
+    /// A summary of one message names its speaker as the message does:
+    /// an answer that opens with another kind's `user: ` (small models copy
+    /// the form of the lines around it) gets the message's own kind
+    /// instead, so a reply is never remembered as the user's words.
+    pub fn keep_speaker(&self, answer: String) -> String {
+        let Task::Compress { line, .. } = self else {
+            return answer;
+        };
+        let own = line.split_once(": ").map(|(kind, _)| kind);
+        let Some(own) = own.filter(|kind| hearth_protocol::Kind::parse(kind).is_some()) else {
+            return answer;
+        };
+        match answer.split_once(": ") {
+            Some((said, rest)) if said != own && hearth_protocol::Kind::parse(said).is_some() => {
+                format!("{own}: {rest}")
+            }
+            _ => answer,
+        }
+    }
+
     /// The line used when the compactor gives up: the text cut at the budget.
     pub fn mechanical(&self, budget: usize) -> String {
         match self {
@@ -215,6 +235,31 @@ pub async fn compact(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_summary_names_the_messages_own_speaker() {
+        let reply = Task::Compress {
+            id: 7,
+            line: "reply: Here is the plan for Tuesday".into(),
+        };
+        assert_eq!(
+            reply.keep_speaker("user: the plan for Tuesday".into()),
+            "reply: the plan for Tuesday"
+        );
+        assert_eq!(
+            reply.keep_speaker("reply: the plan".into()),
+            "reply: the plan"
+        );
+        // No speaker named, or words that are no kind: kept as written.
+        assert_eq!(reply.keep_speaker("the plan".into()), "the plan");
+        assert_eq!(reply.keep_speaker("Note: x".into()), "Note: x");
+        let merge = Task::Merge {
+            parent: Node::new(1, 0),
+            left: "user: a".into(),
+            right: "reply: b".into(),
+        };
+        assert_eq!(merge.keep_speaker("user: a, b".into()), "user: a, b");
+    }
 
     #[test]
     fn clean_strips_a_copied_head_and_line_breaks() {

@@ -625,7 +625,7 @@ impl Keeper {
             Progress::Waiting(node) => Some(node),
             Progress::Settled => None,
         };
-        if progress == Progress::Settled {
+        if progress == Progress::Settled && !self.holds_the_turn() {
             for pending in std::mem::take(&mut self.settles) {
                 let taken: HashSet<u64> = pending.taken.iter().copied().collect();
                 let lines = self.turn.render(&self.held, |id| taken.contains(&id));

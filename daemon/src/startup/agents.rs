@@ -188,19 +188,19 @@ impl Starter<'_> {
         let (tools, workdir) = self.tools(&spec, &agent_dir)?;
         let tools = tools.with_activity(activity.clone());
         let own_bytes = self.config.limits.tool_output_chars;
-        let fit = Fit::new(&Sent {
+        let specs = tools.specs();
+        let compactor = spec.compactor_model.as_ref().map(|memory| &memory.model);
+        let sent = |layout| Sent {
             agent: spec.name,
             layout_name: spec.layout,
-            layout: &layout,
+            layout,
             prompt_file: &prompt_file,
-            tools: &tools.specs(),
+            tools: &specs,
             own_bytes,
-        });
-        fit.check(
-            spec.model.as_ref(),
-            spec.compactor_model.as_ref().map(|memory| &memory.model),
-            own_bytes,
-        )?;
+        };
+        let layout = super::window::fitted(&sent(&layout), spec.model.as_ref(), compactor);
+        let fit = Fit::new(&sent(&layout));
+        fit.check(spec.model.as_ref(), compactor, own_bytes)?;
         let meter = self.meter.for_agent(spec.name);
         let memory = Memory::start(
             self.log.clone(),

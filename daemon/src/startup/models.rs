@@ -19,11 +19,66 @@ pub async fn use_local_when_none(config: &mut Config, log: &Log) -> Result<(), S
     let Some(local) = crate::local::detect().await else {
         return Ok(());
     };
-    config.model = Some(local.config);
-    tracing::info!("{}", local.note);
-    let note = NewMessage::daemon_note(local.note);
+    let mut model = local.config;
+    let mut said = local.note;
+    // The window and layout `hearth setup` would write for this model.
+    let url = crate::model::served::server_root(model.base_url());
+    if let Ok(Some(window)) = crate::local::context_length(&url, &model.model).await {
+        model.context_window = Some(window);
+        let fixed = crate::layout::FIXED_ESTIMATE;
+        let layout = crate::layout::pick_layout(&model, window, fixed);
+        if config.agent.layout == "default" && layout == Ok("small") {
+            config.agent.layout = "small".to_string();
+            said.push_str(&format!(
+                "; its {window}-token window takes the `small` layout, as `hearth setup` would pick"
+            ));
+        }
+    }
+    config.model = Some(model);
+    tracing::info!("{said}");
+    let note = NewMessage::daemon_note(said);
     log.append(&config.agent.name, note).await?;
     Ok(())
+}
+
+/// Asks a local model server which window it serves `[model]` with (see
+/// `model/served.rs`): when that is smaller than the configured window, or
+/// none is configured, `context_window` becomes the served one, so the
+/// layout is sized and checked against what the server takes instead of
+/// having the start of long prompts cut. A smaller window than configured
+/// is warned of in the daemon's log and kept for `hearth status`.
+pub async fn learn_served_window(config: &mut Config) {
+    crate::model::served::remember_warning(None);
+    let Some(model) = config.model.as_mut() else {
+        return;
+    };
+    let Some(served) = crate::model::served::window(model).await else {
+        return;
+    };
+    let configured = crate::model::window::of(model);
+    if configured.is_some_and(|window| window <= served.window) {
+        return;
+    }
+    model.context_window = Some(served.window);
+    let label = format!("{}/{}", model.provider.name(), model.model);
+    let Some(configured) = configured else {
+        tracing::info!(
+            "{label}: the {} server serves a {}-token window; requests are sized to it",
+            served.server.name(),
+            served.window
+        );
+        return;
+    };
+    let warning = format!(
+        "{label}: the {} server serves a {}-token window, smaller than the {configured}-token \
+         `context_window`; hearth sizes requests to {} tokens. To serve the whole window, {}",
+        served.server.name(),
+        served.window,
+        served.window,
+        served.server.how_to_raise(configured)
+    );
+    tracing::warn!("{warning}");
+    crate::model::served::remember_warning(Some(warning));
 }
 
 /// A digest of the keys `[model]` and its fallbacks read now (from the

@@ -136,6 +136,10 @@ pub struct Status {
     /// backend reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanLimits>,
+    /// When the local model server serves a smaller window than the
+    /// configured one: what it serves, and how to make it serve more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
 }
 
 /// A ChatGPT plan's usage limits, as the Codex backend last reported them

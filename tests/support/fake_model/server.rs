@@ -99,6 +99,19 @@ struct Script {
     local_models: Vec<String>,
     /// The context length `POST /api/show` gives for each local model.
     context_lengths: std::collections::BTreeMap<String, u64>,
+    /// The `num_ctx` line `POST /api/show` gives in a model's `parameters`.
+    num_ctx: std::collections::BTreeMap<String, u64>,
+    /// The models `GET /api/ps` lists as running, with their context.
+    running: std::collections::BTreeMap<String, u64>,
+    /// llama.cpp's `GET /props`: one slot's context and the slots; none:
+    /// 404, as a server that is not llama.cpp answers.
+    props: Option<(u64, u64)>,
+    /// Requests to the servers' own APIs (`/api/…`, `/props`), kept apart
+    /// from the model requests tests count.
+    probes: Vec<Recorded>,
+    /// Chat Completions requests with tools are refused as llama.cpp's
+    /// server without `--jinja` refuses them.
+    refuse_tools: bool,
     /// The answer to every request that finds no reply queued; none: HTTP 500.
     default: Option<Reply>,
     /// Models every request for which is refused as a provider refuses a
@@ -206,6 +219,38 @@ impl FakeModel {
             .insert(name.to_string(), context_length);
     }
 
+    /// Makes `POST /api/show` for `name` give `PARAMETER num_ctx` in its
+    /// `parameters`, as a Modelfile that sets it does.
+    pub fn serve_num_ctx(&self, name: &str, num_ctx: u64) {
+        self.shared.lock().num_ctx.insert(name.to_string(), num_ctx);
+    }
+
+    /// Makes `GET /api/ps` list `name` as running with `context_length`,
+    /// as Ollama lists a loaded model.
+    pub fn serve_running(&self, name: &str, context_length: u64) {
+        self.shared
+            .lock()
+            .running
+            .insert(name.to_string(), context_length);
+    }
+
+    /// Makes the server answer `GET /props` as llama.cpp's `llama-server
+    /// -c <slots × n_ctx> -np <slots>` does: `n_ctx` is one slot's context.
+    pub fn serve_props(&self, n_ctx: u64, slots: u64) {
+        self.shared.lock().props = Some((n_ctx, slots));
+    }
+
+    /// Makes every Chat Completions request that carries tools fail as
+    /// llama.cpp's server started without `--jinja` fails it.
+    pub fn refuse_tools(&self) {
+        self.shared.lock().refuse_tools = true;
+    }
+
+    /// The requests to the server's own API (`/api/…`, `/props`), in order.
+    pub fn probes(&self) -> Vec<Recorded> {
+        self.shared.lock().probes.clone()
+    }
+
     /// How many replies pushed for `model` no request has taken yet.
     pub fn pending_replies_for(&self, model: &str) -> usize {
         self.shared
@@ -276,6 +321,10 @@ impl Shared {
             let mut script = self.lock();
             let model = request.body["model"].as_str().unwrap_or("").to_string();
             let messages_api = request.path == "/v1/messages";
+            if request.path.starts_with("/api/") || request.path == "/props" {
+                script.probes.push(request);
+                return (script.probes.len() as u64, None);
+            }
             script.requests.push(request);
             let reply = if takes_reply && script.refused.contains(&model) {
                 Some(refusal(&model, messages_api))
@@ -383,15 +432,52 @@ async fn serve_request(stream: &mut TcpStream, shared: &Shared) -> io::Result<()
             .collect();
         return http::write_json(stream, 200, &json!({ "models": models })).await;
     }
+    if what == "GET /props" {
+        let props = shared.lock().props;
+        return match props {
+            // The fields read, as llama.cpp's server README documents them.
+            Some((n_ctx, slots)) => {
+                let props = json!({
+                    "default_generation_settings": {"n_ctx": n_ctx, "params": {"n_predict": -1}},
+                    "total_slots": slots,
+                    "model_path": "/models/fake.gguf",
+                    "build_info": "fake",
+                });
+                http::write_json(stream, 200, &props).await
+            }
+            None => http::write_json(stream, 404, &json!({"error": "404 page not found"})).await,
+        };
+    }
+    let posing_as_ollama = {
+        let script = shared.lock();
+        !script.local_models.is_empty() || !script.running.is_empty()
+    };
+    if what == "GET /api/ps" && posing_as_ollama {
+        let running: Vec<Value> = shared
+            .lock()
+            .running
+            .iter()
+            .map(|(name, length)| {
+                json!({"name": name, "model": name, "size": 1, "size_vram": 1,
+                       "expires_at": "2026-12-02T12:00:00Z", "context_length": length})
+            })
+            .collect();
+        return http::write_json(stream, 200, &json!({ "models": running })).await;
+    }
     if what == "POST /api/show" {
         let name = body["model"]
             .as_str()
             .or(body["name"].as_str())
             .unwrap_or_default();
         let length = shared.lock().context_lengths.get(name).copied();
+        let num_ctx = shared.lock().num_ctx.get(name).copied();
+        let parameters = num_ctx
+            .map(|num_ctx| format!("num_ctx                        {num_ctx}\nstop \"<|im_end|>\""))
+            .unwrap_or_default();
         return match length {
             Some(length) => {
                 let show = json!({
+                    "parameters": parameters,
                     "modelfile": "",
                     "details": {"family": "qwen3", "format": "gguf"},
                     "model_info": {
@@ -426,6 +512,15 @@ async fn serve_request(stream: &mut TcpStream, shared: &Shared) -> io::Result<()
         if let Some(refusal) = anthropic::thinking_refusal(&body) {
             return http::write_json(stream, 400, &refusal).await;
         }
+    }
+    let has_tools = body["tools"]
+        .as_array()
+        .is_some_and(|tools| !tools.is_empty());
+    let refuse_tools = shared.lock().refuse_tools;
+    if endpoint == Endpoint::ChatCompletions && has_tools && refuse_tools {
+        // llama.cpp's server without `--jinja`: a 500, `server_error`.
+        let refusal = json!({"error": {"code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}});
+        return http::write_json(stream, 500, &refusal).await;
     }
     let Some(reply) = reply else {
         let message = format!("fake model: no scripted reply for {what} (request {number})");

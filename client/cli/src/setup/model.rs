@@ -7,23 +7,22 @@
 use super::ask::{self, AskError, Asker};
 use super::edit::Edit;
 use super::SetupOptions;
-use hearth_config::layout::Layout;
+use hearth_config::layout;
 use hearth_models::local;
-use hearth_models::model::window::Largest;
-use hearth_models::model::{Item, Model, Request};
+use hearth_models::model::served::{self, ServerKind};
+use hearth_models::model::{Item, Model, Request, ToolSpec};
 use hearth_models::model::{ModelConfig, ProviderKind};
 use hearth_protocol::home::Home;
 use hearth_protocol::secrets::secret_in;
 use std::time::Duration;
 
-/// The instructions and tools the daemon sends besides the view, in bytes,
-/// as setup estimates them when it picks a layout (generously: the daemon
-/// checks the real ones at start).
-const FIXED_BYTES: usize = 16_000;
-
 /// How long the test request may go without progress (a local model may
 /// first have to load).
 const TEST_TIMEOUT_SECS: u64 = 120;
+
+/// The answer to the key variable question that means the server takes no
+/// key.
+const NO_KEY: &str = "none";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelStepError {
@@ -243,12 +242,23 @@ pub async fn choose(
         }
     };
     table.insert("model".into(), model.clone().into());
-    let key_env = options
-        .key_env
-        .clone()
-        .unwrap_or_else(|| provider.default_key_env().to_string());
+    let key_env = match (&options.key_env, provider) {
+        (Some(env), _) => Some(env.clone()),
+        // Another server's key has no name hearth could guess, and an
+        // exported OpenAI key must not go to it: asked, none by default.
+        (None, Provider::Compatible) if asker.interactive => {
+            let name = asker.text(
+                "The variable that holds the server's API key, if it needs one",
+                Some(NO_KEY),
+                "--key-env",
+            )?;
+            (name != NO_KEY).then_some(name)
+        }
+        (None, provider) => Some(provider.default_key_env().to_string()),
+    };
     if provider != Provider::ChatGpt {
-        table.insert("api_key_env".into(), key_env.clone().into());
+        let env = key_env.as_deref().unwrap_or(provider.default_key_env());
+        table.insert("api_key_env".into(), env.into());
     }
     if let Some(window) = window {
         table.insert("context_window".into(), i64::from(window).into());
@@ -262,8 +272,12 @@ pub async fn choose(
             config.tokens_file = Some(hearth_models::model::chatgpt::tokens_file(home));
             (None, false)
         }
-        _ => find_key(asker, options, home, provider, &key_env)?,
+        _ => match &key_env {
+            Some(key_env) => find_key(asker, options, home, provider, key_env)?,
+            None => (None, false),
+        },
     };
+    let window = served_window(asker, provider, &mut config, window).await;
     let layout = match window {
         Some(window) => Some(pick_layout(&config, window)?),
         None => None,
@@ -274,6 +288,50 @@ pub async fn choose(
         store_key,
         layout,
     })
+}
+
+/// The window to size the layout for: what the model was made for (Ollama
+/// says), else what a local server serves it with (llama.cpp's `/props`),
+/// said with how to make the server serve it: a server serving less than
+/// the configured window has the start of long prompts cut, or refused.
+async fn served_window(
+    asker: &mut Asker<'_>,
+    provider: Provider,
+    config: &mut ModelConfig,
+    made_for: Option<u32>,
+) -> Option<u32> {
+    let served = served::window(config).await;
+    match (made_for, served) {
+        (Some(made_for), served) => {
+            if let Some(served) = served.filter(|served| served.window < made_for) {
+                asker.say(&format!(
+                    "{} serves it with {} tokens now; hearth sizes its requests to that until it \
+                     serves more.",
+                    served.server.name(),
+                    served.window
+                ));
+            }
+            let server = served.map_or(ServerKind::Ollama, |served| served.server);
+            if provider == Provider::Ollama || served.is_some() {
+                asker.say(&format!(
+                    "For the whole window, {}.",
+                    server.how_to_raise(made_for)
+                ));
+            }
+            Some(made_for)
+        }
+        (None, Some(served)) => {
+            asker.say(&format!(
+                "The {} server serves {} tokens a request; for more, {}.",
+                served.server.name(),
+                served.window,
+                served.server.how_to_raise(served.window.saturating_mul(2))
+            ));
+            config.context_window = Some(served.window);
+            Some(served.window)
+        }
+        (None, None) => None,
+    }
 }
 
 fn ask_provider(
@@ -398,32 +456,17 @@ fn find_key(
     }
 }
 
-/// The built-in layout whose largest request fits `window`: `default`
-/// when it does, else `small`.
+/// The built-in layout whose largest request fits `window`, as the
+/// daemon's no-configuration path picks it: `default` when it fits, else
+/// `small`.
 fn pick_layout(config: &ModelConfig, window: u32) -> Result<&'static str, ModelStepError> {
-    let need = |name: &str| {
-        Layout::find(name).ok().map(|layout| {
-            Largest {
-                purpose: "turn",
-                view_bytes: layout.high_budget,
-                fixed_bytes: FIXED_BYTES,
-                own_bytes: 30_000,
-            }
-            .tokens(config)
-        })
-    };
-    let small = need("small").unwrap_or(u32::MAX);
-    if need("default").is_some_and(|tokens| tokens <= window) {
-        Ok("default")
-    } else if small <= window {
-        Ok("small")
-    } else {
-        Err(ModelStepError::WindowTooSmall {
+    layout::pick_layout(config, window, layout::FIXED_ESTIMATE).map_err(|small| {
+        ModelStepError::WindowTooSmall {
             model: config.model.clone(),
             window,
             small,
-        })
-    }
+        }
+    })
 }
 
 /// One real request through the daemon's own client: it must answer.
@@ -440,7 +483,13 @@ pub async fn test(chosen: &Chosen) -> Result<String, ModelStepError> {
         instructions:
             "hearth setup is checking that this model answers. Answer with one word: ready"
                 .to_string(),
-        tools: Vec::new(),
+        // A tool, as every turn carries them: a server that cannot take
+        // tools (llama.cpp without `--jinja`) fails here, not at each turn.
+        tools: vec![ToolSpec {
+            name: "ready".to_string(),
+            description: "Says that the model is ready. Not needed to answer.".to_string(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+        }],
         items: vec![Item::user("Are you there?")],
         cache_key: None,
         cache_marks: Vec::new(),
@@ -478,6 +527,8 @@ mod tests {
     fn a_small_window_picks_the_small_layout() {
         assert_eq!(pick_layout(&chat("m"), 131_072).unwrap(), "default");
         assert_eq!(pick_layout(&chat("m"), 32_768).unwrap(), "small");
+        // The small layout shrinks to an 8k window, as the daemon does.
+        assert_eq!(pick_layout(&chat("m"), 8_192).unwrap(), "small");
         let err = pick_layout(&chat("m"), 4_096).unwrap_err();
         assert!(err.to_string().contains("4096-token window"), "{err}");
     }

@@ -225,7 +225,8 @@ fn request_body<'a>(config: &'a ModelConfig, request: &'a Request, stream: bool)
             })
             .collect(),
         max_completion_tokens: config.max_tokens.filter(|_| on_openai),
-        max_tokens: (!on_openai).then(|| config.max_tokens_or_default()),
+        // A quarter of a small window at most, as the layout was sized.
+        max_tokens: (!on_openai).then(|| super::window::answer_room(config)),
         reasoning_effort: config.effort.as_deref(),
         prompt_cache_key: request.cache_key.as_deref(),
         prompt_cache_retention: config.openai_retention(),

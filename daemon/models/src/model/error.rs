@@ -57,6 +57,17 @@ pub enum ModelError {
         status: u16,
         message: String,
     },
+    /// The server takes no tools: llama.cpp's without `--jinja` (a 500,
+    /// "tools param requires --jinja flag"), or a model Ollama says does
+    /// not support them. Every turn sends tools, so no retry helps.
+    #[error(
+        "{provider} refuses requests with tools ({message}); hearth's turns need tool calls: \
+         start llama-server with `--jinja`, or choose a model whose template supports tools"
+    )]
+    NoTools {
+        provider: &'static str,
+        message: String,
+    },
     /// Any other HTTP error. 408, 409, 429 and 5xx are transient.
     #[error("{provider} answered {status}: {message}")]
     Status {
@@ -111,6 +122,7 @@ impl ModelError {
             | ModelError::UnknownModel { .. }
             | ModelError::Quota { .. }
             | ModelError::ContextLength { .. }
+            | ModelError::NoTools { .. }
             | ModelError::Garbage(_)
             | ModelError::Failed(_)
             | ModelError::SignIn(_)
@@ -193,6 +205,11 @@ const WINDOW_FULL_PROSE: &[&str] = &[
     "context size has been exceeded",
 ];
 
+/// Local servers' words for a request with tools they cannot take:
+/// llama.cpp's server started without `--jinja`, Ollama's for a model
+/// without tool support.
+const NO_TOOLS_PROSE: &[&str] = &["tools param requires --jinja", "does not support tools"];
+
 /// Error types and codes that mean the model is unknown or not this key's.
 const UNKNOWN_MODEL_MARKS: &[&str] = &["model_not_found", "not_found_error"];
 
@@ -269,6 +286,12 @@ pub fn classify(
             model: source.model.to_string(),
             message,
             window: source.window,
+        };
+    }
+    if NO_TOOLS_PROSE.iter().any(|phrase| prose.contains(phrase)) {
+        return ModelError::NoTools {
+            provider: source.provider,
+            message,
         };
     }
     // A request to a model endpoint finds nothing only when the model is
@@ -415,6 +438,27 @@ mod tests {
             classify(&source(), Some(429), &rate, None),
             ModelError::Status { status: 429, .. }
         ));
+    }
+
+    #[test]
+    fn a_server_that_takes_no_tools_is_said_so_never_retried() {
+        // llama-server without --jinja answers a 500 server_error.
+        let jinja = wire(
+            Some("server_error"),
+            None,
+            "tools param requires --jinja flag",
+        );
+        let err = classify(&source(), Some(500), &jinja, None);
+        assert!(matches!(err, ModelError::NoTools { .. }), "{err:?}");
+        assert!(!err.is_transient());
+        assert!(err.to_string().contains("--jinja"), "{err}");
+        let ollama = wire(
+            None,
+            None,
+            "registry.ollama.ai/library/gemma3:1b does not support tools",
+        );
+        let err = classify(&source(), Some(400), &ollama, None);
+        assert!(matches!(err, ModelError::NoTools { .. }), "{err:?}");
     }
 
     #[test]

@@ -97,6 +97,14 @@ impl Model {
         self.providers.iter().map(|provider| &provider.config)
     }
 
+    /// Whether the configured model is served by a server of the owner's
+    /// (Chat Completions at a local address: `served.rs`).
+    pub fn is_local_server(&self) -> bool {
+        self.configs()
+            .next()
+            .is_some_and(super::served::is_local_server)
+    }
+
     /// `provider/model` of every model, fallbacks after the configured one.
     pub fn labels(&self) -> Vec<String> {
         self.providers.iter().map(Provider::label).collect()

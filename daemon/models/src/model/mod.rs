@@ -19,6 +19,7 @@
 //! - `error.rs`: [`ModelError`], and how providers' errors sort into it.
 //! - `sse.rs`: server-sent events, split on blank lines.
 //! - `window.rs`: context windows, and whether a layout fits one.
+//! - `served.rs`: the window a local server actually serves, asked of it.
 //! - `bill.rs`: [`Bill`], what one try cost, reported or estimated.
 //! - `thinking.rs`: the effort values each provider takes, and how each
 //!   Anthropic model is asked to think.
@@ -38,6 +39,7 @@ mod http;
 mod provider;
 mod responses;
 mod retry;
+pub mod served;
 pub mod small;
 mod sse;
 pub mod thinking;

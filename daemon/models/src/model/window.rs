@@ -13,8 +13,12 @@ use crate::model::ModelConfig;
 /// Bytes to a token in the estimate (few tokenizers do worse).
 const BYTES_PER_TOKEN: usize = 3;
 
-/// The answer's room when the config sets no `max_tokens`.
+/// The answer's room when the config sets no `max_tokens`, at most.
 const DEFAULT_OUTPUT: u32 = 8192;
+
+/// The answer's room when the config sets no `max_tokens`, as a part of a
+/// window: a quarter, so an 8k window keeps three quarters for the input.
+const OUTPUT_SHARE: u32 = 4;
 
 /// Windows of well-known models by name prefix, longest prefix first where
 /// they overlap. From the providers' model pages; a model missing here is
@@ -48,6 +52,16 @@ pub fn of(config: &ModelConfig) -> Option<u32> {
     config.context_window.or_else(|| known(&config.model))
 }
 
+/// The room kept for the answer: `max_tokens`, else 8,192 tokens or a
+/// quarter of a smaller known window. Local servers are sent it as their
+/// output limit (`model/chat.rs`).
+pub fn answer_room(config: &ModelConfig) -> u32 {
+    config.max_tokens.unwrap_or_else(|| match of(config) {
+        Some(window) => (window / OUTPUT_SHARE).clamp(256, DEFAULT_OUTPUT),
+        None => DEFAULT_OUTPUT,
+    })
+}
+
 /// What the largest request of one kind (a turn, a compaction) carries.
 #[derive(Debug, Clone, Copy)]
 pub struct Largest {
@@ -67,10 +81,25 @@ impl Largest {
     pub fn tokens(&self, config: &ModelConfig) -> u32 {
         let bytes = self.view_bytes + self.fixed_bytes + self.own_bytes;
         let input = bytes.div_ceil(BYTES_PER_TOKEN);
-        let output = config.max_tokens.unwrap_or(DEFAULT_OUTPUT);
+        let output = answer_room(config);
         u32::try_from(input)
             .unwrap_or(u32::MAX)
             .saturating_add(output)
+    }
+}
+
+impl Largest {
+    /// The most view bytes a request of this kind can carry in `config`'s
+    /// window, besides its fixed and own bytes and the answer's room; none
+    /// when the window is unknown.
+    pub fn view_room(&self, config: &ModelConfig) -> Option<usize> {
+        let window = of(config)?;
+        let input = window.saturating_sub(answer_room(config)) as usize;
+        Some(
+            (input * BYTES_PER_TOKEN)
+                .saturating_sub(self.fixed_bytes)
+                .saturating_sub(self.own_bytes),
+        )
     }
 }
 
@@ -132,7 +161,7 @@ pub fn check<'a>(
             view: largest.view_bytes,
             fixed: largest.fixed_bytes,
             own: largest.own_bytes,
-            output: config.max_tokens.unwrap_or(DEFAULT_OUTPUT),
+            output: answer_room(config),
             model: format!("{}/{}", config.provider.name(), config.model),
             window,
             advice,

@@ -15,7 +15,13 @@
 //!   or the built-in one ([`crate::memory::COMPACTION_PROMPT`]) and no
 //!   tools; the turn's model gets the turn's instructions (or the layout's
 //!   compaction prompt) and tools, so the cache serves the prefix it shares
-//!   with the turns.
+//!   with the turns; on a local server a compaction prompt (the `small`
+//!   layout's) goes without tools, which share no prefix there.
+//! - **On a local server** (llama.cpp, Ollama: `model/served.rs`) calls
+//!   run one at a time and never beside a turn's requests: none starts
+//!   while a turn runs, and a turn that asks for its view waits for the
+//!   call running. Each of the server's few slots caches one prompt; a
+//!   summary beside a turn sends the next turn to a cold slot.
 //! - **Otherwise** (a long message a turn takes, a note, one logged after
 //!   the turn's last request, after a restart), the messages that need a
 //!   line wait for the next turn that asks for its view, and go with the
@@ -209,12 +215,34 @@ impl Keeper {
 
     /// How many calls may run now; none while an outage waits. During an
     /// outage one call at a time tries again, until one succeeds.
+    /// A local server (`model/served.rs`) takes one call at a time, and
+    /// none while a turn's requests run (a turn that asks for its view
+    /// waits for the call running: [`Keeper::holds_the_turn`]).
     fn concurrency(&self, now: Instant) -> Option<usize> {
-        match &self.outage {
-            Some(outage) if outage.until > now => None,
-            Some(_) => Some(1),
-            None => Some(self.config.layout.compactor_concurrency),
-        }
+        allowed_calls(
+            self.config.layout.compactor_concurrency,
+            self.outage.as_ref().map(|outage| outage.until > now),
+            self.one_at_a_time(),
+            self.open_turn.is_some() && self.settles.is_empty(),
+        )
+    }
+
+    /// Whether the memory model is a server of the owner's (llama.cpp,
+    /// Ollama, … at a local address): its few slots each keep one prompt
+    /// in their cache, so a summary beside a turn sends the next turn to
+    /// a slot that must read its whole prompt again. Its summaries run one
+    /// at a time, between the turns' requests.
+    pub(super) fn one_at_a_time(&self) -> bool {
+        self.model
+            .as_ref()
+            .is_some_and(|memory| memory.model.is_local_server())
+    }
+
+    /// Whether a turn that asks for its view waits for the summary call
+    /// running first: on a local server, so the turn's requests never run
+    /// beside one.
+    pub(super) fn holds_the_turn(&self) -> bool {
+        self.one_at_a_time() && self.calls > 0
     }
 
     /// Whether `node` waits in a queue.
@@ -262,6 +290,7 @@ impl Keeper {
             );
             let result = compactor::compact(&model.model, &config.meter, &request, &config.layout)
                 .await
+                .map(|line| task.keep_speaker(line))
                 .map_err(|err| Failure::of(&err, model.model.label()));
             // None: the memory was dropped, and its keeper ended.
             if let Some(inputs) = inputs.upgrade() {
@@ -403,10 +432,31 @@ impl Keeper {
     }
 }
 
+/// How many summary calls may run: the layout's `concurrency`; none
+/// while an outage waits (`outage`: whether its wait still runs) and one
+/// when it has passed, to try again; on a local server (`one_at_a_time`)
+/// one, and none while a turn's requests run (`turn_running`: a turn is
+/// open and no longer waits for its view).
+fn allowed_calls(
+    concurrency: usize,
+    outage: Option<bool>,
+    one_at_a_time: bool,
+    turn_running: bool,
+) -> Option<usize> {
+    match outage {
+        Some(true) => None,
+        _ if one_at_a_time && turn_running => None,
+        Some(false) => Some(1),
+        None if one_at_a_time => Some(1),
+        None => Some(concurrency),
+    }
+}
+
 /// The instructions and tools a compaction request outside a turn's chain
 /// starts with: on a memory model of its own, its own prompt and no tools;
 /// on the turn's model, the turn's instructions (or the layout's
-/// compaction prompt) and tools, as its turns send them.
+/// compaction prompt) and tools, as its turns send them; a compaction
+/// prompt on a local server goes without tools.
 fn prefix(config: &MemoryConfig, model: &MemoryModel) -> (String, Vec<ToolSpec>) {
     if model.own {
         return (
@@ -414,9 +464,34 @@ fn prefix(config: &MemoryConfig, model: &MemoryModel) -> (String, Vec<ToolSpec>)
             Vec::new(),
         );
     }
-    let instructions = match &config.layout.compaction_prompt {
-        Some(prompt) => prompt.clone(),
-        None => crate::prefix::instructions(&config.prompt_file),
-    };
-    (instructions, (config.tools)())
+    match &config.layout.compaction_prompt {
+        // On a local server a prompt of its own shares no prefix with the
+        // turns (a chat template renders the tools after the instructions),
+        // and the tools would only take a small window's room.
+        Some(prompt) if model.model.is_local_server() => (prompt.clone(), Vec::new()),
+        Some(prompt) => (prompt.clone(), (config.tools)()),
+        None => (
+            crate::prefix::instructions(&config.prompt_file),
+            (config.tools)(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::allowed_calls;
+
+    #[test]
+    fn a_local_servers_summaries_run_one_at_a_time_and_never_beside_a_turn() {
+        // A hosted provider: the layout's concurrency, turn or no turn.
+        assert_eq!(allowed_calls(8, None, false, false), Some(8));
+        assert_eq!(allowed_calls(8, None, false, true), Some(8));
+        // A local server: one call, and none while a turn's requests run.
+        assert_eq!(allowed_calls(8, None, true, false), Some(1));
+        assert_eq!(allowed_calls(8, None, true, true), None);
+        // An outage: none while it waits, then one try, for everyone.
+        assert_eq!(allowed_calls(8, Some(true), false, false), None);
+        assert_eq!(allowed_calls(8, Some(false), false, false), Some(1));
+        assert_eq!(allowed_calls(8, Some(false), true, true), None);
+    }
 }

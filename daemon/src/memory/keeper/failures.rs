@@ -76,6 +76,7 @@ impl Failure {
             | ModelError::Quota { .. }
             | ModelError::SignIn(_)
             | ModelError::PlanLimit(_)
+            | ModelError::NoTools { .. }
             | ModelError::Unavailable { .. }
             | ModelError::Network { .. }
             | ModelError::Timeout(_)

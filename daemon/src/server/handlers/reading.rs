@@ -96,6 +96,7 @@ pub async fn status(context: &Context<'_>) -> Answer {
         queued_bytes: Some(crate::server::queued_bytes()),
         chain: Some(shared.log.chain_state()),
         plan: crate::model::chatgpt::limits::last(),
+        window: crate::model::served::warning(),
     };
     Ok(ServerFrame::Status(Box::new(status)))
 }

@@ -385,6 +385,11 @@ fn another_server_gets_an_output_limit_openai_only_the_configured_one() {
         limits(&format!("{local}max_tokens = 512\n")),
         (None, Some(512))
     );
+    // A small window keeps three quarters of itself for the input.
+    assert_eq!(
+        limits(&format!("{local}context_window = 8192\n")),
+        (None, Some(2048))
+    );
 }
 
 #[test]
