@@ -25,8 +25,10 @@ use serde_json::Value;
 use std::net::IpAddr;
 use std::time::Duration;
 
-/// How long each question to the server may take.
-pub const ASK_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the questions to the server may take (asked at once, at each
+/// start and reload): a server on this machine or the local network
+/// answers them in milliseconds, and a start waits no longer.
+pub const ASK_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Which server answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,16 +162,26 @@ pub async fn window(config: &ModelConfig) -> Option<Served> {
         .timeout(ASK_TIMEOUT)
         .build()
         .ok()?;
-    if let Some(props) = get(&client, &format!("{root}/props"), None).await {
-        if let Some(window) = llama_cpp_window(&props) {
-            recognise(&root);
-            return Some(Served {
-                server: ServerKind::LlamaCpp,
-                window,
-            });
-        }
+    // The three questions at once: a start waits for the slowest answer,
+    // never for the sum of three timeouts.
+    let request = serde_json::json!({ "model": config.model });
+    let (props_url, ps_url, show_url) = (
+        format!("{root}/props"),
+        format!("{root}/api/ps"),
+        format!("{root}/api/show"),
+    );
+    let (props, running, show) = tokio::join!(
+        get(&client, &props_url, None),
+        get(&client, &ps_url, None),
+        get(&client, &show_url, Some(request)),
+    );
+    if let Some(window) = props.as_ref().and_then(llama_cpp_window) {
+        recognise(&root);
+        return Some(Served {
+            server: ServerKind::LlamaCpp,
+            window,
+        });
     }
-    let running = get(&client, &format!("{root}/api/ps"), None).await;
     if running.as_ref().is_some_and(|ps| ps["models"].is_array()) {
         recognise(&root);
     }
@@ -182,8 +194,7 @@ pub async fn window(config: &ModelConfig) -> Option<Served> {
             window,
         });
     }
-    let request = serde_json::json!({ "model": config.model });
-    let show = get(&client, &format!("{root}/api/show"), Some(request)).await?;
+    let show = show?;
     ollama_parameter_window(&show).map(|window| Served {
         server: ServerKind::Ollama,
         window,
