@@ -6,9 +6,9 @@
 // Test code fails by panicking: unwrap and expect name what was expected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth_daemon::config::ProviderKind;
 use hearth_daemon::layout::Layout;
 use hearth_daemon::model::small::small_model;
+use hearth_daemon::model::ProviderKind;
 use hearth_tests::replay::spend::{pricings, ANTHROPIC_MEMORY, OPENAI_MEMORY};
 use hearth_tests::replay::{compare, Meter};
 

@@ -15,9 +15,7 @@ pub mod tools;
 mod transcription;
 mod web;
 
-pub use crate::model::{
-    extended_retention, CacheRetention, ModelConfig, ProviderKind, COMPATIBLE_KEY_ENV,
-};
+use crate::model::{ModelConfig, ProviderKind};
 pub use memory::MemorySettings;
 pub use transcription::TranscriptionConfig;
 pub use web::WebConfig;
@@ -344,7 +342,7 @@ mod tests {
             config.model.unwrap().key_env().to_string()
         };
         let other = "provider = \"openai-chat\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n";
-        assert_eq!(key_env(other), COMPATIBLE_KEY_ENV);
+        assert_eq!(key_env(other), crate::model::COMPATIBLE_KEY_ENV);
         assert_eq!(
             key_env(&format!("{other}api_key_env = \"OPENROUTER_API_KEY\"\n")),
             "OPENROUTER_API_KEY"

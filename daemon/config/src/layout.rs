@@ -4,7 +4,7 @@
 //! its own. A layout that is unknown, unreadable or wrong stops the start with
 //! the file, the key and the reason.
 
-use crate::config::ModelConfig;
+use crate::model::ModelConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 

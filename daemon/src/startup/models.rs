@@ -3,10 +3,11 @@
 
 use super::error::StartError;
 use super::secrets;
-use crate::config::{Config, MemorySettings, ModelConfig};
+use crate::config::{Config, MemorySettings};
 use crate::log::{Log, NewMessage};
 use crate::memory::MemoryModel;
 use crate::model::Model;
+use crate::model::ModelConfig;
 use hearth_protocol::home::Home;
 use std::path::PathBuf;
 
