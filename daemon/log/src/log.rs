@@ -145,7 +145,13 @@ pub struct RunningCall {
 
 /// A job runs inside the group's transaction and returns what to do once the
 /// transaction ends: deliver its answer, or the commit's failure.
-type Job = Box<dyn FnOnce(&Connection, &mut Appended) -> Delivery + Send>;
+struct Job {
+    run: Box<dyn FnOnce(&Connection, &mut Appended) -> Delivery + Send>,
+    /// Whether the job's answer waits for the commit to reach the disk
+    /// (`synchronous = FULL`): every job but those that store what can be
+    /// derived again from the log ([`Log::run_derived`]).
+    durable: bool,
+}
 type Delivery = Box<dyn FnOnce(Result<(), String>) + Send>;
 
 /// A handle to the writer thread. Cheap to clone.
@@ -292,48 +298,75 @@ impl Log {
         &self,
         job: impl FnOnce(&Connection, &mut Appended) -> Result<T, rusqlite::Error> + Send + 'static,
     ) -> Result<T, LogError> {
+        self.send_job(job, true).await
+    }
+
+    /// Runs `job` as [`Log::run`] does, for writes of what the log's
+    /// messages determine (the memory's lines and views): its answer comes
+    /// once the transaction is committed, and a group of such jobs alone
+    /// commits without syncing the disk. A stop or a crash of hearthd loses
+    /// none of it (the WAL holds every commit); a power cut may lose the
+    /// last such commits, never a message, and never one without the
+    /// commits before it (the WAL is read back in order): what is lost is
+    /// derived again from the log at the next start. The next durable
+    /// commit syncs them with it.
+    pub async fn run_derived<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Connection, &mut Appended) -> Result<T, rusqlite::Error> + Send + 'static,
+    ) -> Result<T, LogError> {
+        self.send_job(job, false).await
+    }
+
+    async fn send_job<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Connection, &mut Appended) -> Result<T, rusqlite::Error> + Send + 'static,
+        durable: bool,
+    ) -> Result<T, LogError> {
         let (answer, receive) = oneshot::channel::<Result<T, LogError>>();
-        let job: Job = Box::new(move |tx, appended| {
-            // The job runs inside a savepoint so a failing job leaves the
-            // others of its group intact. After some errors (a full disk,
-            // I/O) SQLite rolls back the group's whole transaction; a job
-            // run after that would commit on its own while its group fails,
-            // so it is not run: it fails with its group.
-            let result = if tx.is_autocommit() {
-                Err(rusqlite::Error::SqliteFailure(
-                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
-                    Some("the group's transaction was rolled back".into()),
-                ))
-            } else {
-                Ok(())
-            };
-            // Cached statements: parsing these again for every job cost
-            // as much as a small append.
-            let savepoint = |sql: &str| tx.prepare_cached(sql)?.execute([]).map(|_| ());
-            let result = result
-                .and_then(|()| savepoint("SAVEPOINT job"))
-                .and_then(|()| {
-                    let mark = appended.mark();
-                    let done = match job(tx, appended) {
-                        Ok(value) => savepoint("RELEASE job").map(|()| value),
-                        Err(err) => savepoint("ROLLBACK TO job")
-                            .and_then(|()| savepoint("RELEASE job"))
-                            .and(Err(err)),
-                    };
-                    if done.is_err() {
-                        appended.roll_back_to(mark);
-                    }
-                    done
-                });
-            Box::new(move |committed: Result<(), String>| {
-                let answer_value = match committed {
-                    Ok(()) => result.map_err(LogError::from),
-                    Err(message) => Err(LogError::Commit(message)),
+        let run: Box<dyn FnOnce(&Connection, &mut Appended) -> Delivery + Send> =
+            Box::new(move |tx, appended| {
+                // The job runs inside a savepoint so a failing job leaves the
+                // others of its group intact. After some errors (a full disk,
+                // I/O) SQLite rolls back the group's whole transaction; a job
+                // run after that would commit on its own while its group fails,
+                // so it is not run: it fails with its group.
+                let result = if tx.is_autocommit() {
+                    Err(rusqlite::Error::SqliteFailure(
+                        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                        Some("the group's transaction was rolled back".into()),
+                    ))
+                } else {
+                    Ok(())
                 };
-                let _ = answer.send(answer_value);
-            })
-        });
-        self.jobs.send(job).map_err(|_| LogError::Stopped)?;
+                // Cached statements: parsing these again for every job cost
+                // as much as a small append.
+                let savepoint = |sql: &str| tx.prepare_cached(sql)?.execute([]).map(|_| ());
+                let result = result
+                    .and_then(|()| savepoint("SAVEPOINT job"))
+                    .and_then(|()| {
+                        let mark = appended.mark();
+                        let done = match job(tx, appended) {
+                            Ok(value) => savepoint("RELEASE job").map(|()| value),
+                            Err(err) => savepoint("ROLLBACK TO job")
+                                .and_then(|()| savepoint("RELEASE job"))
+                                .and(Err(err)),
+                        };
+                        if done.is_err() {
+                            appended.roll_back_to(mark);
+                        }
+                        done
+                    });
+                Box::new(move |committed: Result<(), String>| {
+                    let answer_value = match committed {
+                        Ok(()) => result.map_err(LogError::from),
+                        Err(message) => Err(LogError::Commit(message)),
+                    };
+                    let _ = answer.send(answer_value);
+                })
+            });
+        self.jobs
+            .send(Job { run, durable })
+            .map_err(|_| LogError::Stopped)?;
         receive.await.map_err(|_| LogError::Stopped)?
     }
 
@@ -649,12 +682,29 @@ fn writer(
 ) -> Connection {
     let mut since_anchor = 0;
     let mut appended = Appended::default();
+    // `prepare` set FULL; a group of derived writes alone commits NORMAL.
+    let mut syncing = true;
     while let Ok(first) = jobs.recv() {
         let mut group = vec![first];
         while group.len() < GROUP_COMMIT {
             match jobs.try_recv() {
                 Ok(job) => group.push(job),
                 Err(_) => break,
+            }
+        }
+        let durable = group.iter().any(|job| job.durable);
+        if durable != syncing {
+            let level = if durable { "FULL" } else { "NORMAL" };
+            match connection.pragma_update(None, "synchronous", level) {
+                Ok(()) => syncing = durable,
+                // A NORMAL that failed leaves FULL: slower, as safe.
+                Err(err) if !durable => tracing::warn!("cannot set synchronous = {level}: {err}"),
+                // A FULL that failed would commit durable jobs unsynced:
+                // they are refused (their callers see the log stopped).
+                Err(err) => {
+                    tracing::error!("cannot set synchronous = {level}: {err}");
+                    continue;
+                }
             }
         }
         let tx = match connection.transaction() {
@@ -668,7 +718,7 @@ fn writer(
         };
         let deliveries: Vec<Delivery> = group
             .into_iter()
-            .map(|job| job(&tx, &mut appended))
+            .map(|job| (job.run)(&tx, &mut appended))
             .collect();
         let committed = tx.commit().map_err(|err| {
             tracing::error!("cannot commit to the log: {err}");

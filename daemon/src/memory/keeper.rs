@@ -57,6 +57,10 @@ pub enum MemoryError {
     Stopped,
 }
 
+/// Messages the compaction view takes between two saves of it: what a
+/// start advances it over again at most.
+const SAVE_EVERY: u64 = 64;
+
 /// Reads the agent's tools as they are now.
 pub type ToolList = Arc<dyn Fn() -> Vec<ToolSpec> + Send + Sync>;
 
@@ -202,6 +206,7 @@ impl Memory {
             open_turn: None,
             failures: HashMap::new(),
             not_before: HashMap::new(),
+            compaction_saved: compaction.applied,
             turn,
             compaction,
             settles: Vec::new(),
@@ -319,6 +324,8 @@ struct Keeper {
     not_before: HashMap<Node, Instant>,
     turn: View,
     compaction: View,
+    /// How far the saved compaction view had taken the log.
+    compaction_saved: u64,
     settles: Vec<Pending>,
     /// The node the turn view waits for: built first.
     urgent: Option<Node>,
@@ -604,10 +611,11 @@ impl Keeper {
         let before = self.compaction.clone();
         let budgets = self.config.layout.compaction_budgets();
         self.fill(ViewName::Compaction, self.known, budgets).await?;
-        if self.compaction != before {
+        if self.compaction != before && self.compaction_due() {
             self.log
                 .save_view(&agent, ViewName::Compaction, &self.compaction)
                 .await?;
+            self.compaction_saved = self.compaction.applied;
         }
         let Some(target) = self.settles.iter().map(|s| s.through).max() else {
             self.urgent = None;
@@ -633,6 +641,16 @@ impl Keeper {
             }
         }
         Ok(())
+    }
+
+    /// Whether the compaction view is saved now: every [`SAVE_EVERY`]
+    /// messages it took. It moves with every message, and a start that
+    /// loads an older one advances it again over the stored lines to the
+    /// same nodes (the view is a function of the log and the tree), so
+    /// saving it at each message would write its row again for every
+    /// message logged.
+    fn compaction_due(&self) -> bool {
+        self.compaction.applied >= self.compaction_saved + SAVE_EVERY
     }
 
     fn next_retry(&self) -> Option<Instant> {

@@ -179,7 +179,7 @@ impl MemoryLog for Log {
 
     async fn merges_due(&self, agent: &str) -> Result<Vec<Node>, LogError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| {
+        self.run_derived(move |tx, _| {
             let mut statement = tx.prepare_cached(
                 "SELECT m.level, m.idx FROM merges_due m WHERE m.agent = ?1 AND NOT EXISTS (
                      SELECT 1 FROM nodes n WHERE n.agent = m.agent
@@ -200,7 +200,7 @@ impl MemoryLog for Log {
         due: Vec<Node>,
     ) -> Result<(), LogError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| {
+        self.run_derived(move |tx, _| {
             for node in built {
                 lines::insert(tx, &agent, &node)?;
                 tx.prepare_cached(
@@ -229,7 +229,7 @@ impl MemoryLog for Log {
         nodes: Vec<Node>,
     ) -> Result<Vec<(Node, String)>, LogError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| {
+        self.run_derived(move |tx, _| {
             let mut read = Vec::with_capacity(nodes.len());
             for node in nodes {
                 if let Some(text) = lines::line(tx, &agent, node)? {
@@ -248,13 +248,13 @@ impl MemoryLog for Log {
         to: u64,
     ) -> Result<Vec<(Node, String)>, LogError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| lines::message_lines(tx, &agent, from, to))
+        self.run_derived(move |tx, _| lines::message_lines(tx, &agent, from, to))
             .await
     }
 
     async fn built_messages(&self, agent: &str, from: u64, to: u64) -> Result<Vec<u64>, LogError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| {
+        self.run_derived(move |tx, _| {
             let mut statement = tx.prepare_cached(
                 "SELECT idx FROM nodes WHERE agent = ?1 AND level = 0 AND idx >= ?2 AND idx < ?3",
             )?;
@@ -273,7 +273,7 @@ impl MemoryLog for Log {
         to: u64,
     ) -> Result<Vec<(u64, String)>, LogError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| {
+        self.run_derived(move |tx, _| {
             let mut statement = tx.prepare_cached(
                 "SELECT id, at FROM messages WHERE agent = ?1 AND id >= ?2 AND id < ?3 ORDER BY id",
             )?;
@@ -287,7 +287,7 @@ impl MemoryLog for Log {
 
     async fn insert_nodes(&self, agent: &str, built: Vec<Built>) -> Result<(), LogError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| {
+        self.run_derived(move |tx, _| {
             for node in built {
                 lines::insert(tx, &agent, &node)?;
             }
@@ -298,14 +298,15 @@ impl MemoryLog for Log {
 
     async fn node_text(&self, agent: &str, node: Node) -> Result<Option<String>, LogError> {
         let agent = agent.to_string();
-        self.run(move |tx, _| lines::line(tx, &agent, node)).await
+        self.run_derived(move |tx, _| lines::line(tx, &agent, node))
+            .await
     }
 
     async fn save_view(&self, agent: &str, name: ViewName, view: &View) -> Result<(), LogError> {
         let agent = agent.to_string();
         let nodes = encode(&view.nodes);
         let (applied, batching) = (view.applied as i64, view.batching);
-        self.run(move |tx, _| {
+        self.run_derived(move |tx, _| {
             tx.execute(
                 "INSERT INTO views (agent, name, applied, batching, nodes) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT(agent, name) DO UPDATE SET applied = excluded.applied,
@@ -320,7 +321,7 @@ impl MemoryLog for Log {
     async fn load_view(&self, agent: &str, name: ViewName) -> Result<Option<View>, LogError> {
         let agent = agent.to_string();
         let row = self
-            .run(move |tx, _| {
+            .run_derived(move |tx, _| {
                 tx.query_row(
                     "SELECT applied, batching, nodes FROM views WHERE agent = ?1 AND name = ?2",
                     params![agent, name.as_str()],

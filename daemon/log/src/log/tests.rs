@@ -341,3 +341,28 @@ async fn a_failed_job_leaves_the_next_append_its_right_id_and_link() {
     assert!(report.is_ok(), "{:?}", report.problems);
     assert_eq!(report.checked, 2);
 }
+
+/// `synchronous` as a job sees it: 2 is FULL, 1 NORMAL.
+fn syncing(tx: &Connection) -> Result<i64, rusqlite::Error> {
+    tx.pragma_query_value(None, "synchronous", |row| row.get(0))
+}
+
+#[tokio::test]
+async fn derived_writes_alone_commit_without_a_sync_and_appends_always_sync() {
+    let (_dir, log, _events) = open();
+    assert_eq!(log.run_derived(|tx, _| syncing(tx)).await.unwrap(), 1);
+    // After a derived group, a durable one syncs again (and with it every
+    // derived commit before it, the WAL being one file).
+    assert_eq!(log.run(|tx, _| syncing(tx)).await.unwrap(), 2);
+    log.append("a", NewMessage::new(Kind::User, "t", "kept"))
+        .await
+        .unwrap();
+    // Derived and durable jobs in one group: the group syncs.
+    let (derived, durable) = tokio::join!(
+        log.run_derived(|tx, _| syncing(tx)),
+        log.run(|tx, _| syncing(tx))
+    );
+    assert_eq!(durable.unwrap(), 2);
+    assert!(matches!(derived.unwrap(), 1 | 2));
+    assert_eq!(log.run(|tx, _| syncing(tx)).await.unwrap(), 2);
+}
