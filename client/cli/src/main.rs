@@ -6,7 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use hearth_bridges::bridge::EXIT_CONFIG;
-use hearth_bridges::{signal, telegram, whatsapp};
+use hearth_bridges::{email, signal, telegram, whatsapp};
 use hearth_cli::commands::{self, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
 use hearth_cli::log::{self as log_command, Bound, Filter, LogRequest};
@@ -199,7 +199,7 @@ enum Subcommands {
         #[command(subcommand)]
         action: Option<WebAction>,
     },
-    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram and Signal (paired by code) and the service; every question has a flag
+    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram and Signal (paired by code), email and the service; every question has a flag
     Setup(SetupArgs),
     /// Sign in with your ChatGPT plan (the `chatgpt` provider): in a browser, or with --device on a machine without one
     Login {
@@ -249,6 +249,8 @@ enum Subcommands {
     },
     /// Run the Signal bridge through signal-cli: the allowed numbers' messages in, the agent's replies back (hearthd starts it when config.toml has a [signal] table)
     Signal,
+    /// Run the email bridge: the allowed addresses' verified mail in over IMAP, the agent's replies back over SMTP (hearthd starts it when config.toml has an [email] table)
+    Email,
 }
 
 /// The answers `hearth setup` would ask for.
@@ -308,6 +310,36 @@ struct SetupArgs {
     /// The signal-cli program hearth starts itself [default: signal-cli]
     #[arg(long, value_name = "PROGRAM")]
     signal_command: Option<String>,
+    /// Leave email as it is
+    #[arg(long, conflicts_with_all = ["email_address", "email_imap_host", "email_smtp_host", "email_allow"])]
+    no_email: bool,
+    /// Set up email for the agent's own address (its mailbox, not yours)
+    #[arg(long, value_name = "ADDRESS")]
+    email_address: Option<String>,
+    /// The mailbox's IMAP server [default: imap. and the address's domain]
+    #[arg(long, value_name = "HOST")]
+    email_imap_host: Option<String>,
+    /// The IMAP server's port, TLS from the first byte [default: 993]
+    #[arg(long, value_name = "PORT")]
+    email_imap_port: Option<u16>,
+    /// The mailbox's SMTP server [default: smtp. and the address's domain]
+    #[arg(long, value_name = "HOST")]
+    email_smtp_host: Option<String>,
+    /// The SMTP server's port: 587 for STARTTLS, 465 for TLS [default: 587]
+    #[arg(long, value_name = "PORT")]
+    email_smtp_port: Option<u16>,
+    /// The mailbox's login [default: the address]
+    #[arg(long, value_name = "NAME")]
+    email_user: Option<String>,
+    /// The variable (or secrets.env line) holding the mailbox's password [default: HEARTH_EMAIL_PASSWORD]
+    #[arg(long, value_name = "NAME")]
+    email_password_env: Option<String>,
+    /// Allow mail from this address (may be repeated)
+    #[arg(long, value_name = "ADDRESS")]
+    email_allow: Vec<String>,
+    /// Your provider's authserv-id, whose Authentication-Results header is believed (like mx.google.com)
+    #[arg(long, value_name = "ID")]
+    email_authserv_id: Option<String>,
     /// How long pairing waits for the code, in seconds [default: 300]
     #[arg(long, value_name = "SECS")]
     pair_timeout: Option<u64>,
@@ -343,6 +375,18 @@ impl SetupArgs {
             signal_socket: self.signal_socket,
             signal_tcp: self.signal_tcp,
             signal_command: self.signal_command,
+            email: hearth_cli::setup::EmailOptions {
+                skip: self.no_email,
+                address: self.email_address,
+                imap_host: self.email_imap_host,
+                imap_port: self.email_imap_port,
+                smtp_host: self.email_smtp_host,
+                smtp_port: self.email_smtp_port,
+                user: self.email_user,
+                password_env: self.email_password_env,
+                allow: self.email_allow,
+                authserv_id: self.email_authserv_id,
+            },
             pair_timeout: self.pair_timeout.map(std::time::Duration::from_secs),
             service: match (self.service, self.no_service) {
                 (true, _) => Some(true),
@@ -469,7 +513,10 @@ async fn main() -> ExitCode {
     // what it does. The interactive commands stay quiet.
     let level = match cli.command {
         Some(
-            Subcommands::Telegram | Subcommands::Signal | Subcommands::Whatsapp { action: None },
+            Subcommands::Telegram
+            | Subcommands::Signal
+            | Subcommands::Email
+            | Subcommands::Whatsapp { action: None },
         ) => "info",
         _ => "warn",
     };
@@ -726,6 +773,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Signal) => match signal::run(&home, stop_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => bridge_failed("signal", &err, err.is_config()),
+        },
+        Some(Subcommands::Email) => match email::run(&home, stop_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => bridge_failed("email", &err, err.is_config()),
         },
         Some(Subcommands::Whatsapp { action: None }) => {
             match whatsapp::run(&home, stop_signal()).await {

@@ -45,7 +45,7 @@ pub fn names(config: &Config) -> Vec<String> {
         names.push(transcription.api_key_env.clone());
     }
     // The bridges name their own variables in their tables (`*_env` keys).
-    for table in [&config.telegram, &config.whatsapp, &config.signal]
+    for table in [&config.telegram, &config.whatsapp, &config.signal, &config.email]
         .into_iter()
         .flatten()
     {
