@@ -14,7 +14,7 @@ use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::{
-    bridge_pid, eventually, logged_user_message, notes_by, texts, TestHome,
+    bridge_failed, bridge_pid, eventually, logged_user_message, notes_by, texts, TestHome,
 };
 use hearth_tests::mail_servers::{Dovecot, SmtpCapture, PASSWORD, USER};
 use std::process::Command;
@@ -377,5 +377,20 @@ async fn an_html_mail_is_read_as_text_and_its_files_are_stored() {
     );
     assert_eq!(message.images.len(), 1, "the picture goes in as an image");
     smtp.wait_for(1).await;
+    assert!(notes_by(&home.history().await, "email").is_empty());
+}
+
+#[tokio::test]
+async fn a_bridge_without_its_password_says_why_in_status_not_the_conversation() {
+    let Setup { home, .. } = setup("").await;
+    std::fs::remove_file(home.path().join("secrets.env")).unwrap();
+    let _daemon = home.start();
+    let failed = bridge_failed(&home, "email").await;
+    let why = failed.error.unwrap_or_default();
+    assert!(
+        why.contains("no email password: set $HEARTH_TEST_EMAIL_PASSWORD"),
+        "{why}"
+    );
+    assert!(users(&home).await.is_empty());
     assert!(notes_by(&home.history().await, "email").is_empty());
 }

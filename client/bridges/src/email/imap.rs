@@ -5,6 +5,7 @@
 //! caller's to open again; a refused login is said as such.
 
 use super::config::{EmailConfig, Security};
+use async_imap::types::UnsolicitedResponse;
 use async_imap::{Client, Session};
 use futures_util::TryStreamExt;
 use std::fmt::Debug;
@@ -234,12 +235,33 @@ impl Mailbox {
             validity,
             uid_next,
         } = self;
+        // News the server told beside the answers to earlier commands, or
+        // before it took the IDLE, comes on this channel, not to the IDLE.
+        let news = session.unsolicited_responses.clone();
+        let new_mail = || {
+            let mut any = false;
+            while let Ok(response) = news.try_recv() {
+                any |= matches!(
+                    response,
+                    UnsolicitedResponse::Exists(_) | UnsolicitedResponse::Recent(_)
+                );
+            }
+            any
+        };
+        if new_mail() {
+            return Ok(Mailbox {
+                session,
+                host,
+                validity,
+                uid_next,
+            });
+        }
         let mut idle = session.idle();
         in_time(&host, async {
             idle.init().await.map_err(|err| connection(&host, err))
         })
         .await?;
-        {
+        if !new_mail() {
             let (wait, _stop) = idle.wait_with_timeout(IDLE_FOR);
             wait.await.map_err(|err| connection(&host, err))?;
         }

@@ -246,9 +246,8 @@ impl<'a> Inbound<'a> {
                 Attached::Not => {}
             }
         }
-        let person = (!self.config.is_owner(&mail.from)).then(|| format!("email {}", mail.shown));
-        let text = mail.text();
-        link::submit(&mut self.connection, SOURCE, key, text, images, person, media).await?;
+        // The sender is known before their words go in, so the agent's
+        // answer (or a question about a tool call) finds where to go.
         let thread = mail.thread();
         let known = self.chats.borrow().get(&mail.from) == Some(&thread);
         if !known {
@@ -259,6 +258,9 @@ impl<'a> Inbound<'a> {
             let value = serde_json::to_string(&*self.chats.borrow()).unwrap_or_default();
             link::set_state(&mut self.connection, CHATS_STATE, value, &mut |_| {}).await?;
         }
+        let person = (!self.config.is_owner(&mail.from)).then(|| format!("email {}", mail.shown));
+        let text = mail.text();
+        link::submit(&mut self.connection, SOURCE, key, text, images, person, media).await?;
         Ok(())
     }
 
