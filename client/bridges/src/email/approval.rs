@@ -111,7 +111,10 @@ mod tests {
         open.close("bbb222");
         open.not_asked("r1@agent.example");
         assert_eq!(
-            open.answered_by("ada@example.com", &names(&["r1@agent.example", "r2@agent.example"])),
+            open.answered_by(
+                "ada@example.com",
+                &names(&["r1@agent.example", "r2@agent.example"])
+            ),
             None
         );
     }

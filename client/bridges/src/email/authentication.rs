@@ -46,7 +46,10 @@ pub fn verdict<'a>(
     trusted: &str,
     from: &str,
 ) -> Verdict {
-    let Some(from_domain) = from.rsplit_once('@').map(|(_, domain)| domain.to_lowercase()) else {
+    let Some(from_domain) = from
+        .rsplit_once('@')
+        .map(|(_, domain)| domain.to_lowercase())
+    else {
         return Verdict::Unverified(format!("its From `{from}` is not an address"));
     };
     let Some(results) = headers
@@ -70,7 +73,9 @@ pub fn verdict<'a>(
         match method.as_str() {
             // DMARC checked the From domain itself; when the header says
             // which, it must be this mail's.
-            "dmarc" if result.property("header.from").is_none() || aligned_property("header.from") => {
+            "dmarc"
+                if result.property("header.from").is_none() || aligned_property("header.from") =>
+            {
                 return Verdict::Verified("dmarc")
             }
             "dkim" if aligned_property("header.d") || aligned_property("header.i") => {
@@ -261,7 +266,8 @@ mod tests {
 
     #[test]
     fn comments_do_not_hide_or_fake_results() {
-        let header = "mx.provider.example (dmarc=pass); dmarc=fail (not dmarc=pass) header.from=ada.example";
+        let header =
+            "mx.provider.example (dmarc=pass); dmarc=fail (not dmarc=pass) header.from=ada.example";
         assert!(matches!(
             judge(&[header], "ada@ada.example"),
             Verdict::Unverified(_)

@@ -13,7 +13,8 @@ pub use crate::bridge::config::{ConfigError, Outgoing};
 pub const DEFAULT_PASSWORD_ENV: &str = "HEARTH_EMAIL_PASSWORD";
 
 const TABLE: &str = "email";
-const EXAMPLE: &str = "imap_host, smtp_host, user, address, allow = [\"you@example.com\"] and trusted_authserv_id";
+const EXAMPLE: &str =
+    "imap_host, smtp_host, user, address, allow = [\"you@example.com\"] and trusted_authserv_id";
 
 /// The `[email]` table as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -108,7 +109,9 @@ pub fn address(text: &str) -> Option<String> {
         && domain.contains('.')
         && !domain.starts_with('.')
         && !domain.ends_with('.')
-        && !text.chars().any(|c| c.is_whitespace() || "<>,;\"".contains(c))
+        && !text
+            .chars()
+            .any(|c| c.is_whitespace() || "<>,;\"".contains(c))
         && !domain.contains('@');
     valid.then_some(text)
 }
@@ -245,7 +248,8 @@ impl EmailConfig {
 mod tests {
     use super::*;
 
-    const BASE: &str = "[email]\nimap_host = \"imap.example.com\"\nsmtp_host = \"smtp.example.com\"\n\
+    const BASE: &str =
+        "[email]\nimap_host = \"imap.example.com\"\nsmtp_host = \"smtp.example.com\"\n\
         user = \"agent\"\naddress = \"agent@example.com\"\nallow = [\" Ada@Example.com \"]\n\
         trusted_authserv_id = \"mx.example.com\"\n";
 
@@ -293,11 +297,17 @@ mod tests {
         let said = parse(&BASE.replace("\" Ada@Example.com \"", "\"ada\""))
             .unwrap_err()
             .to_string();
-        assert!(said.contains("allow: `ada` is not an email address"), "{said}");
+        assert!(
+            said.contains("allow: `ada` is not an email address"),
+            "{said}"
+        );
         let said = parse(&format!("{BASE}owner = \"bob@example.com\"\n"))
             .unwrap_err()
             .to_string();
-        assert!(said.contains("owner bob@example.com is not one of allow"), "{said}");
+        assert!(
+            said.contains("owner bob@example.com is not one of allow"),
+            "{said}"
+        );
         let said = parse(&BASE.replace("\"mx.example.com\"", "\"\""))
             .unwrap_err()
             .to_string();

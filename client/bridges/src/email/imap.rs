@@ -133,7 +133,12 @@ impl Mailbox {
         let host = server.host.as_str();
         let tcp = TcpStream::connect((host, server.port))
             .await
-            .map_err(|err| connection(host, format!("cannot connect to port {}: {err}", server.port)))?;
+            .map_err(|err| {
+                connection(
+                    host,
+                    format!("cannot connect to port {}: {err}", server.port),
+                )
+            })?;
         let stream: Stream = match server.security {
             Security::Plain => Box::new(tcp),
             Security::Tls | Security::Starttls => {

@@ -145,7 +145,13 @@ impl<'a> Inbound<'a> {
 
     /// Stores where the folder is read up to.
     async fn store(&mut self, cursor: Cursor) -> Result<(), LinkError> {
-        link::set_state(&mut self.connection, FOLDER_STATE, cursor.encode(), &mut |_| {}).await
+        link::set_state(
+            &mut self.connection,
+            FOLDER_STATE,
+            cursor.encode(),
+            &mut |_| {},
+        )
+        .await
     }
 
     /// Handles one mail: submitted, an answer to an approval, or refused.
@@ -168,18 +174,25 @@ impl<'a> Inbound<'a> {
         }
         if !self.config.allows(&mail.from) {
             let connection = &mut self.connection;
-            self.refused.refuse(connection, mail.from, &mail.shown).await?;
+            self.refused
+                .refuse(connection, mail.from, &mail.shown)
+                .await?;
             return Ok(());
         }
         if let Verdict::Unverified(why) = &mail.verdict {
             // A forged From: recorded, never answered, never relayed.
             let who = format!("{}, whose sender was not verified: {why}", mail.shown);
             let connection = &mut self.connection;
-            self.refused.refuse(connection, format!("unverified {}", mail.from), &who).await?;
+            self.refused
+                .refuse(connection, format!("unverified {}", mail.from), &who)
+                .await?;
             return Ok(());
         }
         if mail.automatic {
-            tracing::info!("{SOURCE}: skipped mail {uid} from {}: sent by a program", mail.from);
+            tracing::info!(
+                "{SOURCE}: skipped mail {uid} from {}: sent by a program",
+                mail.from
+            );
             return Ok(());
         }
         let asked = self.open.answered_by(&mail.from, &mail.answers);
@@ -197,7 +210,12 @@ impl<'a> Inbound<'a> {
 
     /// Answers approval `id` for the sender of `mail`, and tells them how
     /// it went in a reply.
-    async fn answer(&mut self, mail: &Incoming, id: String, allow: bool) -> Result<(), BridgeError> {
+    async fn answer(
+        &mut self,
+        mail: &Incoming,
+        id: String,
+        allow: bool,
+    ) -> Result<(), BridgeError> {
         let frame = ClientFrame::Approve {
             id: id.clone(),
             allow,
@@ -224,7 +242,8 @@ impl<'a> Inbound<'a> {
         );
         match reply {
             Ok(reply) => {
-                let sent = link::beside(&mut self.connection, self.smtp.send(reply), &mut |_| {}).await?;
+                let sent =
+                    link::beside(&mut self.connection, self.smtp.send(reply), &mut |_| {}).await?;
                 if let Err(err) = sent {
                     tracing::warn!("cannot tell {} how approval {id} went: {err:?}", mail.from);
                 }
@@ -260,7 +279,16 @@ impl<'a> Inbound<'a> {
         }
         let person = (!self.config.is_owner(&mail.from)).then(|| format!("email {}", mail.shown));
         let text = mail.text();
-        link::submit(&mut self.connection, SOURCE, key, text, images, person, media).await?;
+        link::submit(
+            &mut self.connection,
+            SOURCE,
+            key,
+            text,
+            images,
+            person,
+            media,
+        )
+        .await?;
         Ok(())
     }
 
@@ -272,12 +300,18 @@ impl<'a> Inbound<'a> {
         let name = file.name.clone();
         if declared.is_some_and(|kind| kind.starts_with("image/")) {
             let stored = if file.bytes.len() > MAX_IMAGE_BYTES {
-                Err(format!("it is larger than {} MB", MAX_IMAGE_BYTES / 1024 / 1024))
+                Err(format!(
+                    "it is larger than {} MB",
+                    MAX_IMAGE_BYTES / 1024 / 1024
+                ))
             } else {
                 match Attachment::from_bytes(file.bytes.clone()) {
-                    Ok(image) => match images::put(&mut self.connection, &image, &mut |_| {}).await {
+                    Ok(image) => match images::put(&mut self.connection, &image, &mut |_| {}).await
+                    {
                         Ok(stored) => Ok(stored.sha256),
-                        Err(ImageFileError::Connection(err)) => return Err(LinkError::from(err).into()),
+                        Err(ImageFileError::Connection(err)) => {
+                            return Err(LinkError::from(err).into())
+                        }
                         Err(err) => Err(err.to_string()),
                     },
                     Err(_) => Err("the file is not a PNG, JPEG, GIF or WebP image".to_string()),
@@ -298,7 +332,10 @@ impl<'a> Inbound<'a> {
             return Ok(Attached::Not);
         };
         let stored = if file.bytes.len() > MAX_MEDIA_BYTES {
-            Err(format!("it is larger than {} MB", MAX_MEDIA_BYTES / 1024 / 1024))
+            Err(format!(
+                "it is larger than {} MB",
+                MAX_MEDIA_BYTES / 1024 / 1024
+            ))
         } else {
             files::store(&mut self.connection, media_type, &file.bytes, name, None).await?
         };

@@ -121,7 +121,9 @@ pub fn read(raw: &[u8], trusted: &str) -> Result<Incoming, Unreadable> {
     let ids = |value: &mail_parser::HeaderValue| -> Vec<String> {
         match value {
             mail_parser::HeaderValue::Text(id) => vec![id.to_string()],
-            mail_parser::HeaderValue::TextList(ids) => ids.iter().map(|id| id.to_string()).collect(),
+            mail_parser::HeaderValue::TextList(ids) => {
+                ids.iter().map(|id| id.to_string()).collect()
+            }
             _ => Vec::new(),
         }
     };
@@ -132,8 +134,13 @@ pub fn read(raw: &[u8], trusted: &str) -> Result<Incoming, Unreadable> {
         .header_raw("Auto-Submitted")
         .is_some_and(|value| !value.trim().eq_ignore_ascii_case("no"))
         || message.return_address().is_some_and(|path| path.is_empty())
-        || message.header_raw("Return-Path").is_some_and(|path| path.trim() == "<>");
-    let body = message.body_text(0).map(|text| text.into_owned()).unwrap_or_default();
+        || message
+            .header_raw("Return-Path")
+            .is_some_and(|path| path.trim() == "<>");
+    let body = message
+        .body_text(0)
+        .map(|text| text.into_owned())
+        .unwrap_or_default();
     let files = message
         .attachments()
         .map(|part| FilePart {
@@ -202,7 +209,10 @@ impl Incoming {
 /// `>` lines follow, and the `On …, … wrote:` line above them) and without
 /// a signature (from a `-- ` line).
 fn new_words(body: &str) -> String {
-    let lines: Vec<&str> = body.lines().map(|line| line.trim_end_matches('\r')).collect();
+    let lines: Vec<&str> = body
+        .lines()
+        .map(|line| line.trim_end_matches('\r'))
+        .collect();
     let mut end = lines
         .iter()
         .position(|line| *line == "-- ")
@@ -253,7 +263,14 @@ mod tests {
         assert_eq!(mail.words, "Yes, go ahead.");
         assert_eq!(mail.text(), "Yes, go ahead.");
         assert_eq!(mail.answer(), Some(true));
-        assert_eq!(mail.answers, vec!["m1@agent.example.com", "m0@example.com", "m1@agent.example.com"]);
+        assert_eq!(
+            mail.answers,
+            vec![
+                "m1@agent.example.com",
+                "m0@example.com",
+                "m1@agent.example.com"
+            ]
+        );
         let thread = mail.thread().unwrap();
         assert_eq!(thread.reply_subject(), "Re: Plans");
         assert_eq!(

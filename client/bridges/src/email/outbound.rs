@@ -140,7 +140,14 @@ impl Courier for MailCourier<'_> {
     ) -> Result<(), Refused<BridgeError>> {
         let thread = self.chats.borrow().get(to).cloned().flatten();
         let id = new_message_id(&self.config.address);
-        let built = compose(&self.config.address, to, &id, thread.as_ref(), NEW_SUBJECT, part);
+        let built = compose(
+            &self.config.address,
+            to,
+            &id,
+            thread.as_ref(),
+            NEW_SUBJECT,
+            part,
+        );
         self.send(built).await
     }
 

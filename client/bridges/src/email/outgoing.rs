@@ -29,7 +29,9 @@ pub enum ComposeError {
 /// the time, the process and a count make it unique.
 pub fn new_message_id(own_address: &str) -> String {
     static COUNT: AtomicU64 = AtomicU64::new(0);
-    let domain = own_address.rsplit_once('@').map_or("hearth.invalid", |(_, d)| d);
+    let domain = own_address
+        .rsplit_once('@')
+        .map_or("hearth.invalid", |(_, d)| d);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos());

@@ -37,16 +37,17 @@ impl Smtp {
                 AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&server.host)
                     .map_err(|err| format!("cannot set up TLS to {}: {err}", server.host))?
             }
-            Security::Plain => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&server.host),
+            Security::Plain => {
+                AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&server.host)
+            }
         };
         let builder = builder.port(server.port).timeout(Some(TIMEOUT));
         let builder = match server.security {
             // Only a server on this machine gets plain text, and no password.
             Security::Plain => builder,
-            Security::Tls | Security::Starttls => builder.credentials(Credentials::new(
-                config.user.clone(),
-                password.to_string(),
-            )),
+            Security::Tls | Security::Starttls => {
+                builder.credentials(Credentials::new(config.user.clone(), password.to_string()))
+            }
         };
         Ok(Smtp {
             transport: builder.build(),

@@ -120,7 +120,10 @@ pub async fn run(
         "--email-address ADDRESS",
     )?;
     let own = address(&own).ok_or(EmailStepError::BadAddress(own))?;
-    let domain = own.rsplit_once('@').map_or("", |(_, domain)| domain).to_string();
+    let domain = own
+        .rsplit_once('@')
+        .map_or("", |(_, domain)| domain)
+        .to_string();
     let imap_host = ask(
         &given.imap_host,
         "imap_host",
@@ -149,9 +152,15 @@ pub async fn run(
         None,
         "--email-authserv-id ID",
     )?;
-    let imap_port = given.imap_port.map(|port| port.to_string()).or_else(|| port("imap_port"));
+    let imap_port = given
+        .imap_port
+        .map(|port| port.to_string())
+        .or_else(|| port("imap_port"));
     let imap_port = parse_port(imap_port.as_deref().unwrap_or("993"))?;
-    let smtp_port = given.smtp_port.map(|port| port.to_string()).or_else(|| port("smtp_port"));
+    let smtp_port = given
+        .smtp_port
+        .map(|port| port.to_string())
+        .or_else(|| port("smtp_port"));
     let smtp_port = parse_port(smtp_port.as_deref().unwrap_or("587"))?;
 
     let mut allow: Vec<String> = current
@@ -211,7 +220,10 @@ pub async fn prove(
     asker.say(&format!("Logging in to {}…", config.imap.host));
     let mailbox = Mailbox::open(config, password).await?;
     drop(mailbox);
-    asker.say(&format!("✓ {} took the login of {}", config.imap.host, config.user));
+    asker.say(&format!(
+        "✓ {} took the login of {}",
+        config.imap.host, config.user
+    ));
     Ok(())
 }
 

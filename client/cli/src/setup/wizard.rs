@@ -6,9 +6,9 @@
 
 use super::ask::{AskError, Asker};
 use super::edit::{self, EditError};
+use super::email::{self, EmailStepError};
 use super::files::{self, FileError};
 use super::model::{self, ModelStepError};
-use super::email::{self, EmailStepError};
 use super::signal::{self, SignalStepError};
 use super::telegram::{self, TelegramStepError};
 use super::SetupOptions;

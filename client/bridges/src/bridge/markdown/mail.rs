@@ -79,7 +79,13 @@ impl Marks for PlainMail {
     fn quote(&self, inner: &str, _depth: usize) -> String {
         inner
             .split('\n')
-            .map(|line| if line.is_empty() { ">".to_string() } else { format!("> {line}") })
+            .map(|line| {
+                if line.is_empty() {
+                    ">".to_string()
+                } else {
+                    format!("> {line}")
+                }
+            })
             .collect::<Vec<_>>()
             .join("\n")
     }
