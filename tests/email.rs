@@ -14,7 +14,8 @@ use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::{
-    bridge_failed, bridge_pid, eventually, logged_user_message, notes_by, texts, TestHome,
+    bridge_failed, bridge_pid, eventually, logged_user_message, notes_by, process_gone, texts,
+    TestHome,
 };
 use hearth_tests::mail_servers::{Dovecot, SmtpCapture, PASSWORD, USER};
 use std::process::Command;
@@ -283,6 +284,7 @@ async fn a_restart_mid_delivery_loses_and_doubles_nothing() {
         .status()
         .expect("kill runs");
     assert!(killed.success());
+    hearth_tests::harness::until("the killed bridge gone", || process_gone(first)).await;
     smtp.hold(false);
 
     // What is written while no bridge runs waits for the next one.

@@ -196,7 +196,9 @@ class Keep:
             open(os.path.join(folder, "holding"), "w").close()
             while os.path.exists(hold):
                 await asyncio.sleep(0.02)
-            if server.transport is None or server.transport.is_closing():
+            # A sender killed meanwhile: its end of the connection is closed.
+            gone = server.transport is None or server.transport.is_closing()
+            if gone or server._reader.at_eof():
                 os.remove(os.path.join(folder, "holding"))
                 return "421 the sender went away"
         count += 1
