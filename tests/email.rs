@@ -13,6 +13,7 @@ use hearth_bridges::email::incoming::{self, Incoming};
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
+use hearth_tests::fake_transcription::{Answer, FakeTranscription};
 use hearth_tests::harness::{
     bridge_failed, bridge_pid, eventually, logged_user_message, notes_by, process_gone, texts,
     TestHome,
@@ -313,6 +314,8 @@ async fn a_restart_mid_delivery_loses_and_doubles_nothing() {
     assert_eq!(smtp.mails().len(), 2);
 }
 
+const VOICE: &[u8] = b"\0\0\0\x18ftypM4A \0\0\0\0 a voice memo from the laptop";
+
 const WRITE: &str = r#"{"path": "a.txt", "content": "hello"}"#;
 
 #[tokio::test]
@@ -406,12 +409,21 @@ async fn an_approval_is_answered_by_a_reply_to_its_mail() {
 
 #[tokio::test]
 async fn an_html_mail_is_read_as_text_and_its_files_are_stored() {
+    let transcription = FakeTranscription::start().await;
+    transcription.push(Answer::Text {
+        text: "remind me to water the plants".into(),
+        seconds: 4.0,
+    });
     let Setup {
         model,
         dovecot,
         smtp,
         home,
-    } = setup("").await;
+    } = setup(&format!(
+        "[transcription]\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\nretry_delay_ms = 1\n",
+        transcription.base_url()
+    ))
+    .await;
     model.set_default(Reply::text("on it"));
     let _daemon = home.start();
     inbox_open(&home).await;
@@ -441,6 +453,27 @@ async fn an_html_mail_is_read_as_text_and_its_files_are_stored() {
     );
     assert_eq!(message.images.len(), 1, "the picture goes in as an image");
     smtp.wait_for(1).await;
+
+    // A voice recording is transcribed.
+    let voice = format!(
+        "{}From: {OWNER}\nTo: {AGENT}\nSubject: Re: Lease\nMessage-ID: <v1@example.com>\n\
+         MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b2\"\n\n\
+         --b2\nContent-Type: audio/mp4; name=\"memo.m4a\"\n\
+         Content-Disposition: attachment; filename=\"memo.m4a\"\nContent-Transfer-Encoding: base64\n\n{}\n\
+         --b2--\n",
+        genuine(),
+        base64(VOICE),
+    );
+    dovecot.append(&voice).await;
+    let heard = eventually("the transcript", || async {
+        home.history()
+            .await
+            .into_iter()
+            .find(|m| m.kind == Kind::User && m.text.contains("water the plants"))
+    })
+    .await;
+    assert!(heard.text.starts_with("[voice"), "{}", heard.text);
+    assert_eq!(transcription.wait_for(1).await[0].file, VOICE);
     assert!(notes_by(&home.history().await, "email").is_empty());
 }
 
