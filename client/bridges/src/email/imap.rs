@@ -231,7 +231,7 @@ impl Mailbox {
         in_time(&self.host, fetch).await
     }
 
-    /// Waits with IDLE until the folder changes or [`IDLE_FOR`] passes,
+    /// Waits with IDLE until the folder changes or 25 minutes pass,
     /// then returns the connection to fetch with.
     pub async fn wait(self) -> Result<Mailbox, ImapError> {
         let Mailbox {
