@@ -46,7 +46,7 @@ impl Dovecot {
             .find(|path| Path::new(path).is_file())
             .expect("Dovecot is not installed: apt-get install -y dovecot-imapd (.ci/run does)");
         let dir = tempfile::tempdir().expect("a temporary folder");
-        let root = unsafe { libc::geteuid() } == 0;
+        let root = id("-u") == "0";
         for _ in 0..PORT_TRIES {
             let port = free_port();
             let conf = write_config(dir.path(), port, root);
@@ -126,10 +126,18 @@ async fn answered(
 impl Drop for Dovecot {
     fn drop(&mut self) {
         // SIGTERM: the master stops its own processes with it.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
         let _ = self.child.wait();
         let _ = &self.dir;
     }
+}
+
+/// What `id` says of this process with `option` (`-u`: the user's number).
+fn id(option: &str) -> String {
+    let out = Command::new("id").arg(option).output().expect("id runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// Dovecot's configuration for a home in `dir`, IMAP on `port`. As root,
@@ -154,12 +162,7 @@ fn write_config(dir: &Path, port: u16, root: bool) -> PathBuf {
             "nogroup".to_string(),
         )
     } else {
-        let name = |command: &str| {
-            let out = Command::new("id").arg(command).output().expect("id runs");
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        };
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        (name("-un"), name("-gn"), uid.to_string(), gid.to_string())
+        (id("-un"), id("-gn"), id("-u"), id("-g"))
     };
     let d = dir.display();
     let conf = format!(
