@@ -204,7 +204,7 @@ enum Subcommands {
         action: Option<WebAction>,
     },
     /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram and Signal (paired by code), email and the service; every question has a flag
-    Setup(SetupArgs),
+    Setup(Box<SetupArgs>),
     /// Sign in with your ChatGPT plan (the `chatgpt` provider): in a browser, or with --device on a machine without one
     Login {
         #[arg(value_enum)]
@@ -585,7 +585,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             hearth_cli::web::web(&home, command, &mut stdout).await?
         }
         Some(Subcommands::Setup(args)) => {
-            let options = args.options();
+            let options = (*args).options();
             hearth_cli::setup::run(&home, explicit_home.as_deref(), options, &mut stdout).await?
         }
         Some(Subcommands::Login {
