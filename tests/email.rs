@@ -316,6 +316,35 @@ async fn a_restart_mid_delivery_loses_and_doubles_nothing() {
 
 const VOICE: &[u8] = b"\0\0\0\x18ftypM4A \0\0\0\0 a voice memo from the laptop";
 
+#[tokio::test]
+async fn a_dropped_imap_connection_is_opened_again_and_nothing_is_missed() {
+    let Setup {
+        model,
+        mut dovecot,
+        smtp,
+        home,
+    } = setup("").await;
+    let _daemon = home.start();
+    inbox_open(&home).await;
+
+    // The server goes away under the bridge's IDLE and comes back.
+    dovecot.restart();
+    model.push(Reply::text("Still here."));
+    dovecot
+        .append(&mail(
+            &genuine(),
+            OWNER,
+            "d1@example.com",
+            "Ping",
+            "",
+            "are you there?",
+        ))
+        .await;
+    let sent = smtp.wait_for(1).await;
+    assert_eq!(read(&sent[0]).words, "Still here.");
+    assert_eq!(users(&home).await, vec!["Subject: Ping\n\nare you there?"]);
+}
+
 const WRITE: &str = r#"{"path": "a.txt", "content": "hello"}"#;
 
 #[tokio::test]

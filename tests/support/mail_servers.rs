@@ -41,7 +41,7 @@ pub struct Dovecot {
 impl Dovecot {
     /// Starts Dovecot; panics with how to install it when it is missing.
     pub fn start() -> Dovecot {
-        let program = ["/usr/sbin/dovecot", "/usr/local/sbin/dovecot"]
+        ["/usr/sbin/dovecot", "/usr/local/sbin/dovecot"]
             .into_iter()
             .find(|path| Path::new(path).is_file())
             .expect("Dovecot is not installed: apt-get install -y dovecot-imapd (.ci/run does)");
@@ -49,29 +49,30 @@ impl Dovecot {
         let root = id("-u") == "0";
         for _ in 0..PORT_TRIES {
             let port = free_port();
-            let conf = write_config(dir.path(), port, root);
-            let mut child = Command::new(program)
-                .args(["-F", "-c"])
-                .arg(&conf)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("dovecot starts");
-            for _ in 0..200 {
-                if listening(port) {
-                    return Dovecot { child, port, dir };
-                }
-                if child.try_wait().ok().flatten().is_some() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(25));
+            write_config(dir.path(), port, root);
+            if let Some(child) = listening_dovecot(dir.path(), port) {
+                return Dovecot { child, port, dir };
             }
-            let _ = child.kill();
-            let _ = child.wait();
         }
         let log = std::fs::read_to_string(dir.path().join("dovecot.log")).unwrap_or_default();
         panic!("Dovecot did not start listening; its log:\n{log}");
+    }
+
+    /// Stops Dovecot, which drops every connection, and starts it again
+    /// on the same port with the same mailbox.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.child = listening_dovecot(self.dir.path(), self.port)
+            .expect("dovecot starts again on its port");
+    }
+
+    /// Stops Dovecot and waits until it has.
+    fn stop(&mut self) {
+        // SIGTERM: the master stops its own processes with it.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
     }
 
     pub fn port(&self) -> u16 {
@@ -125,13 +126,36 @@ async fn answered(
 
 impl Drop for Dovecot {
     fn drop(&mut self) {
-        // SIGTERM: the master stops its own processes with it.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-        let _ = &self.dir;
+        self.stop();
     }
+}
+
+/// Dovecot started with the configuration in `dir`, once it listens on
+/// `port`; `None` when it exits first (the port was taken meanwhile).
+fn listening_dovecot(dir: &Path, port: u16) -> Option<Child> {
+    let program = ["/usr/sbin/dovecot", "/usr/local/sbin/dovecot"]
+        .into_iter()
+        .find(|path| Path::new(path).is_file())?;
+    let mut child = Command::new(program)
+        .args(["-F", "-c"])
+        .arg(dir.join("dovecot.conf"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dovecot starts");
+    for _ in 0..200 {
+        if listening(port) {
+            return Some(child);
+        }
+        if child.try_wait().ok().flatten().is_some() {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 /// What `id` says of this process with `option` (`-u`: the user's number).
@@ -142,7 +166,7 @@ fn id(option: &str) -> String {
 
 /// Dovecot's configuration for a home in `dir`, IMAP on `port`. As root,
 /// Dovecot refuses to keep mail as root: `nobody` keeps it.
-fn write_config(dir: &Path, port: u16, root: bool) -> PathBuf {
+fn write_config(dir: &Path, port: u16, root: bool) {
     let mail = dir.join("mail");
     std::fs::create_dir_all(dir.join("run")).unwrap();
     std::fs::create_dir_all(&mail).unwrap();
@@ -178,9 +202,7 @@ fn write_config(dir: &Path, port: u16, root: bool) -> PathBuf {
            inet_listener imaps {{\n    port = 0\n  }}\n  chroot =\n}}\n\
          service anvil {{\n  chroot =\n}}\n"
     );
-    let path = dir.join("dovecot.conf");
-    std::fs::write(&path, conf).unwrap();
-    path
+    std::fs::write(dir.join("dovecot.conf"), conf).unwrap();
 }
 
 /// The SMTP server: takes every mail, keeps each as `NNNNNN.eml` in its
