@@ -184,11 +184,23 @@ impl Mailbox {
         let Some(validity) = selected.uid_validity else {
             return Err(connection(host, "the server keeps no UIDs for the folder"));
         };
+        // A server that does not say UIDNEXT: one past the newest mail, so a
+        // first start never takes the whole folder's past.
+        let uid_next = match selected.uid_next {
+            Some(uid_next) => uid_next,
+            None => {
+                let all = session
+                    .uid_search("ALL")
+                    .await
+                    .map_err(|err| connection(host, err))?;
+                all.into_iter().max().unwrap_or(0).saturating_add(1)
+            }
+        };
         Ok(Mailbox {
             session,
             host: host.to_string(),
             validity,
-            uid_next: selected.uid_next.unwrap_or(1),
+            uid_next,
         })
     }
 
