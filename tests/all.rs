@@ -20,6 +20,7 @@ mod conformance_bridges;
 mod crash;
 mod daemon;
 mod documents;
+mod email;
 mod fake_model;
 mod faults;
 mod heartbeat;

@@ -2,7 +2,8 @@
 //! model with one real request before it writes anything, finds a local
 //! Ollama and the window of its model, pairs a Telegram account by code
 //! (and says so when another poller holds the bot: this home's running
-//! bridge, or a program elsewhere), and edits an existing file without
+//! bridge, or a program elsewhere), writes email only once its login is
+//! proved on a real IMAP server, and edits an existing file without
 //! losing what it does not own.
 
 // Test code fails by panicking: unwrap and expect name what was expected.
@@ -13,6 +14,7 @@ use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::fake_telegram::{FakeTelegram, Person, BOT_USERNAME, TOKEN};
 use hearth_tests::harness::{TestHome, DEADLINE, OLLAMA_URL_ENV};
+use hearth_tests::mail_servers::{self, Dovecot};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output, Stdio};
@@ -563,4 +565,85 @@ async fn another_poller_of_the_bot_ends_pairing_with_its_409_named() {
     let written = config(&home);
     assert!(written.contains("model = \"fake-model\""), "{written}");
     assert!(!written.contains("[telegram]"), "{written}");
+}
+
+/// Setup's flags for the fake model and an email mailbox on `dovecot`.
+fn email_args(model: &FakeModel, dovecot: &Dovecot) -> Vec<String> {
+    [
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        &model.base_url(),
+        "--model",
+        "fake-model",
+        "--key-env",
+        "HEARTH_TEST_KEY",
+        "--email-address",
+        "agent@hearth.test",
+        "--email-imap-host",
+        "127.0.0.1",
+        "--email-imap-port",
+        &dovecot.port().to_string(),
+        "--email-smtp-host",
+        "127.0.0.1",
+        "--email-smtp-port",
+        "2525",
+        "--email-user",
+        mail_servers::USER,
+        "--email-password-env",
+        "HEARTH_TEST_EMAIL_PASSWORD",
+        "--email-allow",
+        "Ada@Example.com",
+        "--email-authserv-id",
+        "mx.hearth.test",
+        "--yes",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn email_is_written_only_once_its_login_is_proved() {
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    model.push(Reply::text("ready"));
+    let dovecot = Dovecot::start();
+    let home = TestHome::new(bins!());
+    let args = email_args(&model, &dovecot);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    let wrong = [
+        ("HEARTH_TEST_KEY", "sk-in-env"),
+        ("HEARTH_TEST_EMAIL_PASSWORD", "not-the-password"),
+    ];
+    let output = setup(&home, &args, "", &wrong).await;
+    let text = said(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("127.0.0.1 refused the login of agent"),
+        "{text}"
+    );
+    assert!(text.contains("nothing about email was written"), "{text}");
+    assert!(!config(&home).contains("[email]"));
+
+    let right = [
+        ("HEARTH_TEST_KEY", "sk-in-env"),
+        ("HEARTH_TEST_EMAIL_PASSWORD", mail_servers::PASSWORD),
+    ];
+    let output = setup(&home, &args, "", &right).await;
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("✓ saved [email]"), "{text}");
+    let written = config(&home);
+    for line in [
+        "address = \"agent@hearth.test\"",
+        "allow = [\"ada@example.com\"]",
+        "trusted_authserv_id = \"mx.hearth.test\"",
+        "password_env = \"HEARTH_TEST_EMAIL_PASSWORD\"",
+    ] {
+        assert!(written.contains(line), "{line} in {written}");
+    }
+    // The password came from the environment: it is not copied anywhere.
+    assert!(!written.contains(mail_servers::PASSWORD));
+    assert!(!home.path().join("secrets.env").exists());
 }

@@ -103,6 +103,7 @@ pub fn launches(config: &Config, home: &Home, exe_dir: Option<&Path>) -> Vec<Lau
         ("telegram", config.telegram.is_some()),
         ("whatsapp", config.whatsapp.is_some()),
         ("signal", config.signal.is_some()),
+        ("email", config.email.is_some()),
     ];
     for (name, _) in tables.into_iter().filter(|(_, present)| *present) {
         let mut args = vec![name.to_string()];

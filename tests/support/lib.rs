@@ -14,6 +14,8 @@
 //! - [`fake_signal`]: a fake signal-cli JSON-RPC daemon on a Unix socket
 //!   and `127.0.0.1:0` (subscriptions, `receive` notifications, sending,
 //!   attachments, held sends) for the Signal bridge's tests.
+//! - [`mail_servers`]: real Dovecot (IMAP) and an `aiosmtpd` SMTP server
+//!   in temporary folders, for the email bridge's tests.
 //! - [`fake_transcription`]: a fake OpenAI `/v1/audio/transcriptions` that
 //!   checks the multipart request's fields and fails or stalls on demand.
 //! - [`fake_chatgpt`]: a fake of OpenAI's authorization server and Codex
@@ -39,6 +41,7 @@ pub mod fake_search;
 pub mod fake_signal;
 pub mod fake_telegram;
 pub mod fake_transcription;
+pub mod mail_servers;
 pub mod meta_webhook;
 pub mod release_server;
 pub mod schema;

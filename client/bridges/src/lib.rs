@@ -13,10 +13,13 @@
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
 //! - `signal/`: the Signal bridge (`hearth signal`), through signal-cli's
 //!   JSON-RPC interface.
+//! - `email/`: the email bridge (`hearth email`): IMAP in, SMTP out,
+//!   senders believed only as the user's receiving server vouches.
 //! - `whatsapp/`: the WhatsApp bridge (`hearth whatsapp`): the Cloud API, or
 //!   a linked personal account (`whatsapp/web/`, feature `whatsapp-web`).
 
 pub mod bridge;
+pub mod email;
 pub mod signal;
 pub mod telegram;
 pub mod whatsapp;

@@ -6,7 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use hearth_bridges::bridge::EXIT_CONFIG;
-use hearth_bridges::{signal, telegram, whatsapp};
+use hearth_bridges::{email, signal, telegram, whatsapp};
 use hearth_cli::commands::{self, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
 use hearth_cli::log::{self as log_command, Bound, Filter, LogRequest};
@@ -19,6 +19,10 @@ use hearth_protocol::Kind;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
+
+/// `hearth setup`'s flags.
+mod setup_args;
+use setup_args::SetupArgs;
 
 /// Talk to your hearth agent. With no command, attach in this terminal
 /// (starting hearthd when it is not running); the commands serve scripts and
@@ -199,8 +203,8 @@ enum Subcommands {
         #[command(subcommand)]
         action: Option<WebAction>,
     },
-    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram and Signal (paired by code) and the service; every question has a flag
-    Setup(SetupArgs),
+    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram and Signal (paired by code), email and the service; every question has a flag
+    Setup(Box<SetupArgs>),
     /// Sign in with your ChatGPT plan (the `chatgpt` provider): in a browser, or with --device on a machine without one
     Login {
         #[arg(value_enum)]
@@ -249,109 +253,8 @@ enum Subcommands {
     },
     /// Run the Signal bridge through signal-cli: the allowed numbers' messages in, the agent's replies back (hearthd starts it when config.toml has a [signal] table)
     Signal,
-}
-
-/// The answers `hearth setup` would ask for.
-#[derive(clap::Args)]
-struct SetupArgs {
-    /// The model provider: ollama, openai, anthropic, chatgpt (sign in with your ChatGPT plan), or openai-chat (another OpenAI-compatible server)
-    #[arg(long, value_name = "NAME")]
-    provider: Option<String>,
-    /// With --provider chatgpt: sign in with a code entered in a browser on any device (a server without a browser)
-    #[arg(long)]
-    device: bool,
-    /// The model's name (`gpt-5-mini`, `qwen3:8b`, …)
-    #[arg(long)]
-    model: Option<String>,
-    /// The provider's address up to /v1 (for ollama: the server's, e.g. http://127.0.0.1:11434)
-    #[arg(long, value_name = "URL")]
-    base_url: Option<String>,
-    /// The variable holding the API key, named in config.toml as the model's api_key_env (its value is read from the environment or secrets.env)
-    #[arg(long, value_name = "NAME")]
-    key_env: Option<String>,
-    /// Read the API key from stdin and store it in secrets.env
-    #[arg(long)]
-    key_stdin: bool,
-    /// Leave Telegram as it is
-    #[arg(long, conflicts_with_all = ["telegram_token_env", "telegram_pair", "telegram_allow"])]
-    no_telegram: bool,
-    /// Set up Telegram with the bot token in this variable (or secrets.env entry)
-    #[arg(long, value_name = "NAME")]
-    telegram_token_env: Option<String>,
-    /// Pair your Telegram account: send the code setup shows to the bot
-    #[arg(long)]
-    telegram_pair: bool,
-    /// Allow this Telegram user id (may be repeated), without pairing
-    #[arg(long, value_name = "ID")]
-    telegram_allow: Vec<i64>,
-    /// Another Bot API address than Telegram's own
-    #[arg(long, value_name = "URL")]
-    telegram_api_base: Option<String>,
-    /// Leave Signal as it is
-    #[arg(long, conflicts_with_all = ["signal_account", "signal_pair", "signal_allow", "signal_socket", "signal_tcp", "signal_command"])]
-    no_signal: bool,
-    /// Set up Signal for the agent's number, the account signal-cli is registered or linked as
-    #[arg(long, value_name = "NUMBER")]
-    signal_account: Option<String>,
-    /// Pair your Signal number: send the code setup shows to the agent's number
-    #[arg(long)]
-    signal_pair: bool,
-    /// Allow this Signal number (may be repeated), without pairing
-    #[arg(long, value_name = "NUMBER")]
-    signal_allow: Vec<String>,
-    /// Reach a running `signal-cli daemon --socket` at this path
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["signal_tcp", "signal_command"])]
-    signal_socket: Option<std::path::PathBuf>,
-    /// Reach a running `signal-cli daemon --tcp` at HOST:PORT
-    #[arg(long, value_name = "HOST:PORT", conflicts_with = "signal_command")]
-    signal_tcp: Option<String>,
-    /// The signal-cli program hearth starts itself [default: signal-cli]
-    #[arg(long, value_name = "PROGRAM")]
-    signal_command: Option<String>,
-    /// How long pairing waits for the code, in seconds [default: 300]
-    #[arg(long, value_name = "SECS")]
-    pair_timeout: Option<u64>,
-    /// Install the systemd user service at the end
-    #[arg(long, conflicts_with = "no_service")]
-    service: bool,
-    /// Do not install the service (nor ask)
-    #[arg(long)]
-    no_service: bool,
-    /// Ask nothing: every answer from its flag or its default
-    #[arg(long, short = 'y')]
-    yes: bool,
-}
-
-impl SetupArgs {
-    fn options(self) -> hearth_cli::setup::SetupOptions {
-        hearth_cli::setup::SetupOptions {
-            provider: self.provider,
-            device: self.device,
-            model: self.model,
-            base_url: self.base_url,
-            key_env: self.key_env,
-            key_stdin: self.key_stdin,
-            no_telegram: self.no_telegram,
-            telegram_token_env: self.telegram_token_env,
-            telegram_pair: self.telegram_pair,
-            telegram_allow: self.telegram_allow,
-            telegram_api_base: self.telegram_api_base,
-            no_signal: self.no_signal,
-            signal_account: self.signal_account,
-            signal_pair: self.signal_pair,
-            signal_allow: self.signal_allow,
-            signal_socket: self.signal_socket,
-            signal_tcp: self.signal_tcp,
-            signal_command: self.signal_command,
-            pair_timeout: self.pair_timeout.map(std::time::Duration::from_secs),
-            service: match (self.service, self.no_service) {
-                (true, _) => Some(true),
-                (_, true) => Some(false),
-                _ => None,
-            },
-            yes: self.yes,
-        }
-    }
+    /// Run the email bridge: the allowed addresses' verified mail in over IMAP, the agent's replies back over SMTP (hearthd starts it when config.toml has an [email] table)
+    Email,
 }
 
 /// What `hearth login` signs in to.
@@ -469,7 +372,10 @@ async fn main() -> ExitCode {
     // what it does. The interactive commands stay quiet.
     let level = match cli.command {
         Some(
-            Subcommands::Telegram | Subcommands::Signal | Subcommands::Whatsapp { action: None },
+            Subcommands::Telegram
+            | Subcommands::Signal
+            | Subcommands::Email
+            | Subcommands::Whatsapp { action: None },
         ) => "info",
         _ => "warn",
     };
@@ -679,7 +585,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             hearth_cli::web::web(&home, command, &mut stdout).await?
         }
         Some(Subcommands::Setup(args)) => {
-            let options = args.options();
+            let options = (*args).options();
             hearth_cli::setup::run(&home, explicit_home.as_deref(), options, &mut stdout).await?
         }
         Some(Subcommands::Login {
@@ -726,6 +632,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Signal) => match signal::run(&home, stop_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => bridge_failed("signal", &err, err.is_config()),
+        },
+        Some(Subcommands::Email) => match email::run(&home, stop_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => bridge_failed("email", &err, err.is_config()),
         },
         Some(Subcommands::Whatsapp { action: None }) => {
             match whatsapp::run(&home, stop_signal()).await {

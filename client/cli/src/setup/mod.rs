@@ -7,12 +7,15 @@
 //! - `telegram.rs`: the bot token (`getMe`) and pairing by code.
 //! - `signal.rs`: the agent's Signal number, the way to signal-cli, and
 //!   pairing by code.
+//! - `email.rs`: the agent's mailbox, who may write, whose verdict on
+//!   senders is believed; the login proved.
 //! - `ask.rs`: questions on a terminal, or answers from flags.
 //! - `edit.rs`: `config.toml` edited in place, the rest of it kept (pure).
 //! - `files.rs`: private, atomic writes; `secrets.env` entries.
 
 mod ask;
 mod edit;
+mod email;
 mod files;
 mod model;
 mod signal;
@@ -62,10 +65,33 @@ pub struct SetupOptions {
     pub signal_tcp: Option<String>,
     /// The signal-cli program the bridge starts.
     pub signal_command: Option<String>,
+    /// The email step's answers.
+    pub email: EmailOptions,
     /// How long pairing waits for the code.
     pub pair_timeout: Option<Duration>,
     /// Install the systemd user service (`Some(true)`), or not (`Some(false)`).
     pub service: Option<bool>,
     /// Ask nothing: every answer from its flag or its default.
     pub yes: bool,
+}
+
+/// The email step's answers given on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct EmailOptions {
+    /// Leave email as it is.
+    pub skip: bool,
+    /// The agent's own address.
+    pub address: Option<String>,
+    pub imap_host: Option<String>,
+    pub imap_port: Option<u16>,
+    pub smtp_host: Option<String>,
+    pub smtp_port: Option<u16>,
+    /// The mailbox's login (the address unless given).
+    pub user: Option<String>,
+    /// The variable (or `secrets.env` entry) holding the password.
+    pub password_env: Option<String>,
+    /// Addresses allowed to write to the agent.
+    pub allow: Vec<String>,
+    /// The authserv-id of the user's provider.
+    pub authserv_id: Option<String>,
 }

@@ -6,11 +6,13 @@
 
 use super::ask::{AskError, Asker};
 use super::edit::{self, EditError};
+use super::email::{self, EmailStepError};
 use super::files::{self, FileError};
 use super::model::{self, ModelStepError};
 use super::signal::{self, SignalStepError};
 use super::telegram::{self, TelegramStepError};
 use super::SetupOptions;
+use hearth_bridges::email::EmailConfig;
 use hearth_bridges::signal::SignalConfig;
 use hearth_bridges::telegram::TelegramConfig;
 use hearth_config::config::Config;
@@ -29,6 +31,8 @@ pub enum SetupError {
     Telegram(#[from] TelegramStepError),
     #[error("the model is set up and saved, but Signal is not: {0}")]
     Signal(#[from] SignalStepError),
+    #[error("the model is set up and saved, but email is not: {0}")]
+    Email(#[from] EmailStepError),
     #[error("{path}: {source}; fix the file (or move it away) and run setup again")]
     Edit { path: String, source: EditError },
     #[error("the new configuration would not load, so nothing was written: {0}")]
@@ -47,6 +51,7 @@ impl SetupError {
                 | SetupError::Model(ModelStepError::Ask(AskError::Interrupted))
                 | SetupError::Telegram(TelegramStepError::Ask(AskError::Interrupted))
                 | SetupError::Signal(SignalStepError::Ask(AskError::Interrupted))
+                | SetupError::Email(EmailStepError::Ask(AskError::Interrupted))
         )
     }
 }
@@ -121,6 +126,21 @@ pub async fn run(
             .map_err(|err| SetupError::Invalid(err.to_string()))?;
         files::write_private(&config_file, &text)?;
         asker.say("✓ saved [signal]: hearthd starts the bridge");
+    }
+
+    // Email, when wanted; the login is proved before anything is written.
+    if !options.email.skip && email::wanted(&mut asker, &options)? {
+        let text = files::read_or_empty(&config_file)?;
+        let chosen = email::run(&mut asker, &options, home, table("email")).await?;
+        let text = edited(&config_file, &text, &chosen.edits())?;
+        let config = EmailConfig::parse(&config_file, &text)
+            .map_err(|err| SetupError::Invalid(err.to_string()))?;
+        email::prove(&mut asker, &config, &chosen.password).await?;
+        if let Some(password) = &chosen.new_password {
+            store_secret(home, &chosen.password_env, password)?;
+        }
+        files::write_private(&config_file, &text)?;
+        asker.say("✓ saved [email]: hearthd starts the bridge");
     }
 
     asker.say(WHATSAPP);
