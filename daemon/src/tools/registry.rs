@@ -232,6 +232,8 @@ pub struct Tools {
     skills: Option<Arc<skill::ReadSkill>>,
     /// `web_search`, when `[search]` names a provider.
     web_search: Option<Arc<super::WebSearch>>,
+    /// The browser the `browser_*` tools drive, when `[tools.browser]` is on.
+    browser: Option<Arc<super::Browser>>,
     /// What the running turn read from outside, which makes acting tools ask.
     taint: Taint,
     /// Where running calls (and a shell command's last line) are shown.
@@ -264,6 +266,7 @@ impl Tools {
             mcp: None,
             skills: None,
             web_search: None,
+            browser: None,
             taint: Taint::default(),
             activity: None,
             built_in: Arc::default(),
@@ -287,6 +290,12 @@ impl Tools {
     /// Adds `web_search` (after `web_fetch`).
     pub fn with_web_search(mut self, search: super::WebSearch) -> Tools {
         self.web_search = Some(Arc::new(search));
+        self.assembled()
+    }
+
+    /// Adds the `browser_*` tools (the last built-in ones).
+    pub fn with_browser(mut self, browser: Arc<super::Browser>) -> Tools {
+        self.browser = Some(browser);
         self.assembled()
     }
 
@@ -425,6 +434,9 @@ impl Tools {
         }
         if let Some(contacts) = &self.whatsapp {
             tools.push(Arc::new(whatsapp::WhatsAppSend(contacts.clone())));
+        }
+        if let Some(browser) = &self.browser {
+            tools.extend(super::browser::tools(browser));
         }
         self.built_in = Arc::new(ToolSet::new(tools));
         self
