@@ -235,7 +235,7 @@ impl Browser {
     /// Opens `url` in the tab and answers with its outline.
     pub async fn open(&self, url: String) -> Outcome {
         if let Err(why) = self.addresses.check(&url).await {
-            return Outcome::error(format!("refused: {why}"));
+            return Outcome::error(why);
         }
         self.act(move |session, browser| {
             Box::pin(async move {

@@ -305,8 +305,10 @@ impl Cdp {
                 tracing::info!("the browser's request for {url} was refused: {why}");
                 {
                     let mut notes = refused.lock().unwrap_or_else(PoisonError::into_inner);
-                    if notes.len() < 20 {
-                        notes.push(format!("{}: {why}", crate::provenance::bounded(&url)));
+                    let why = why.strip_prefix("refused: ").unwrap_or(&why);
+                    let note = format!("{}: {why}", crate::provenance::bounded(&url));
+                    if notes.len() < 20 && !notes.contains(&note) {
+                        notes.push(note);
                     }
                 }
                 let failed = json!({ "requestId": id, "errorReason": "BlockedByClient" });
