@@ -323,3 +323,95 @@ async fn chromium_is_gone_after_the_daemon_stops_after_it_is_killed_and_when_unu
     })
     .await;
 }
+
+/// Accepts connections on `127.0.0.1:0` and counts them, answering none.
+async fn counting_listener() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    (address, count)
+}
+
+#[tokio::test]
+async fn what_a_page_loads_from_a_refused_address_never_leaves() {
+    let Some(binary) = browser_binary() else {
+        return;
+    };
+    let (refused, connections) = counting_listener().await;
+    let page: &'static str = Box::leak(
+        format!(
+            "<!doctype html><title>Loader</title><p>loading</p>\
+             <iframe src=\"http://{refused}/frame\"></iframe><img src=\"http://{refused}/pixel.png\">\
+             <script>\
+               fetch('http://{refused}/data').catch(() => {{}});\
+               navigator.sendBeacon('http://{refused}/beacon', 'hello');\
+             </script>"
+        )
+        .into_boxed_str(),
+    );
+    let (base, _) = serve(page).await;
+    let model = FakeModel::start().await;
+    let home = home(&model, &binary, &allowing(&base), "");
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    model.push(call("browser_open", json!({ "url": format!("{base}/") })));
+    model.push(call("browser_read", json!({ "as": "text" })));
+    model.push(Reply::text("read"));
+    let (id, _) = client.submit("open it", "terminal", None).await;
+    client.reply_to(id).await;
+    let opened = format!("{}\n{}", last_result(&model, 1), last_result(&model, 2));
+    for path in ["frame", "pixel.png", "data", "beacon"] {
+        let refusal = format!("[hearth refused a request of the page: http://{refused}/{path}: 127.0.0.1 is a loopback address");
+        assert!(opened.contains(&refusal), "{opened}");
+    }
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        0,
+        "nothing reached the refused address, not even a connection made ahead"
+    );
+}
+
+#[tokio::test]
+async fn a_page_that_never_answers_has_its_browser_closed_and_the_next_action_starts_afresh() {
+    let Some(binary) = browser_binary() else {
+        return;
+    };
+    let (base, _) =
+        serve("<!doctype html><title>Busy</title><button onclick=\"for (;;) {}\">Spin</button>")
+            .await;
+    let model = FakeModel::start().await;
+    let browser = format!("{}\naction_timeout_secs = 10", allowing(&base));
+    let home = home(
+        &model,
+        &binary,
+        &browser,
+        "[approvals]\nuntrusted_ok = [\"browser_click\"]\n",
+    );
+    let _daemon = home.start();
+    let mut client = home.connect("terminal", None).await;
+    model.push(call("browser_open", json!({ "url": format!("{base}/") })));
+    model.push(call("browser_click", json!({ "element": 1 })));
+    model.push(call(
+        "browser_open",
+        json!({ "url": format!("{base}/again") }),
+    ));
+    model.push(Reply::text("it spun"));
+    let (id, _) = client.submit("press it", "terminal", None).await;
+    client.reply_to(id).await;
+    let spun = last_result(&model, 2);
+    assert_eq!(
+        spun,
+        "the page did not answer within 10 s; the browser was closed (open the page again)"
+    );
+    let again = last_result(&model, 3);
+    assert!(again.contains("Title: Busy"), "{again}");
+    assert!(again.contains("[1] button \"Spin\""), "{again}");
+}

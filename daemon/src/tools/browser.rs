@@ -257,9 +257,9 @@ impl Browser {
                     });
                 }
                 let mut note = String::new();
-                if navigated.get("loaderId").is_some() {
+                if let Some(loader) = navigated.get("loaderId").and_then(Value::as_str) {
                     let within = browser.config.action_timeout().mul_f64(0.8);
-                    if !session.loaded(&mut events, within).await {
+                    if !session.loaded(&mut events, within, Some(loader)).await {
                         let _ = cdp
                             .send(Some(&session.page), "Page.stopLoading", json!({}))
                             .await;
@@ -609,7 +609,7 @@ impl Session {
                 )
                 && event.params["frameId"].as_str() == Some(&self.frame);
         }
-        if navigating && !self.loaded(events, within).await {
+        if navigating && !self.loaded(events, within, None).await {
             let _ = self
                 .chromium
                 .cdp
@@ -623,23 +623,43 @@ impl Session {
         event.session.as_deref() == Some(self.page.as_str())
     }
 
-    /// Waits for the tab's page to finish loading; false after `within`.
+    /// Waits for the tab's page to finish loading: the load of `loader`
+    /// (a navigation's), or with none, the main frame's next stop; false
+    /// after `within`.
     async fn loaded(
         &self,
         events: &mut tokio::sync::broadcast::Receiver<chromium::Event>,
         within: Duration,
+        loader: Option<&str>,
     ) -> bool {
+        // Events of the navigation `loader` names have come: a stop of the
+        // main frame from then on is its end (the load event, or a page
+        // that failed or was sent elsewhere). Earlier stops are a former
+        // page's.
+        let mut begun = loader.is_none();
+        let mut ends = |event: &chromium::Event| {
+            let params = &event.params;
+            let names = |loader: &str| {
+                params["loaderId"].as_str() == Some(loader)
+                    || params["frame"]["loaderId"].as_str() == Some(loader)
+            };
+            if let Some(loader) = loader {
+                if names(loader)
+                    && event.method == "Page.lifecycleEvent"
+                    && params["name"] == "load"
+                {
+                    return true;
+                }
+                begun |= names(loader);
+            }
+            begun
+                && event.method == "Page.frameStoppedLoading"
+                && params["frameId"].as_str() == Some(&self.frame)
+        };
         let wait = async {
             loop {
                 match events.recv().await {
-                    Ok(event)
-                        if self.is_own(&event)
-                            && (event.method == "Page.loadEventFired"
-                                || (event.method == "Page.frameStoppedLoading"
-                                    && event.params["frameId"].as_str() == Some(&self.frame))) =>
-                    {
-                        return true
-                    }
+                    Ok(event) if self.is_own(&event) && ends(&event) => return true,
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return false,
                 }
@@ -683,6 +703,12 @@ async fn open_tab(cdp: &Cdp) -> Result<(String, String), BrowserError> {
     for domain in ["Page.enable", "DOM.enable", "Accessibility.enable"] {
         cdp.send(Some(&page), domain, json!({})).await?;
     }
+    cdp.send(
+        Some(&page),
+        "Page.setLifecycleEventsEnabled",
+        json!({ "enabled": true }),
+    )
+    .await?;
     // Requests of the tab go through the browser's interception too; the
     // tab's own makes sure none starts before it is decided.
     cdp.send(

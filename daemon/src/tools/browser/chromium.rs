@@ -94,6 +94,12 @@ impl Chromium {
         };
         // Chromium reads commands on fd 3 and writes on fd 4; the shell
         // makes those of the pipes the spawner gives every speaker.
+        // Chromium's "preload pages" setting off: it would connect ahead.
+        let preferences = launch.profile.join("Default").join("Preferences");
+        if !preferences.exists() {
+            let _ = std::fs::create_dir_all(launch.profile.join("Default"));
+            let _ = std::fs::write(&preferences, r#"{"net":{"network_prediction_options":2}}"#);
+        }
         let mut command = Command::new("/bin/sh");
         command
             .arg("-c")
@@ -170,6 +176,11 @@ fn arguments(launch: &Launch<'_>) -> Vec<String> {
         // WebRTC would open UDP to any address, unseen by the request rules.
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".to_string(),
         "--window-size=1280,800".to_string(),
+        // No connection opened ahead of a request (preconnects, prefetches,
+        // prerendering): each would reach its address before the request
+        // rules decide it.
+        "--disable-features=LoadingPredictorUseLocalPredictions,NavigationPredictor,Prerender2,PreconnectToSearch,SpeculationRulesPrefetchFuture".to_string(),
+        "--dns-prefetch-disable".to_string(),
     ];
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
