@@ -12,6 +12,7 @@ mod approvals;
 mod browser;
 mod browser_markdown;
 mod browser_pages;
+mod browser_tool;
 mod browser_voice;
 mod chatgpt;
 mod cli;

@@ -300,6 +300,15 @@ impl Starter<'_> {
             let meter = self.meter.for_agent(spec.name);
             tools = tools.with_web_search(crate::tools::WebSearch::new(search.clone(), key, meter));
         }
+        if self.config.tools.browser.enabled {
+            tools = tools.with_browser(crate::tools::Browser::new(
+                &self.config.tools,
+                &self.home.data_dir,
+                spec.name,
+                self.processes.clone(),
+                Some(self.images.clone()),
+            ));
+        }
         // Even with no server yet: a reload may start some.
         tools = tools.with_mcp(self.mcp.for_agent(spec.name, spec.mcp));
         // Last: it checks the names in `[approvals]` against every tool.

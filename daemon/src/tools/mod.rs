@@ -24,6 +24,10 @@
 //! - `reach.rs`: where the agents' tools can read (a backup never goes there).
 //! - `beneath.rs`: opening a plain file beneath the folder in one step (`openat2`).
 //! - `web.rs`: `web_fetch`, public addresses only unless allowed.
+//! - `browser.rs`: `browser_open`, `browser_read`, `browser_click`,
+//!   `browser_type`, `browser_scroll`, `browser_screenshot` — a headless
+//!   Chromium the agent drives (`[tools.browser]`), under `web_fetch`'s
+//!   address rules.
 //! - `web_search.rs`: `web_search` through `[search]`'s provider (SearXNG, Brave).
 //! - `show_image.rs`: `show_image`, an image of the working folder shown to people.
 //! - `attachment.rs`: `read_attachment`, a page of a document a message carries.
@@ -37,6 +41,7 @@
 mod args;
 mod attachment;
 mod beneath;
+mod browser;
 /// `[tools]` (hearth-config).
 pub(crate) use crate::config::tools as config;
 pub use crate::confine;
@@ -66,6 +71,7 @@ mod whatsapp;
 mod zoom;
 
 pub use args::unsupported as unsupported_schema;
+pub use browser::Browser;
 pub use config::ToolsConfig;
 pub use date::now as date_now;
 pub use process::{keeper_in_use, use_keeper, Exit, KillOnDrop, Processes, Running};

@@ -81,9 +81,10 @@ impl Taint {
     pub fn after_call(&self, tool: &str, arguments: &Value, provenance: &Provenance) {
         match provenance {
             Provenance::Hearth => {}
-            Provenance::Web { .. } => {
-                let url = url_of(arguments);
-                if let Some(host) = host_of(&url) {
+            // The page's address, not the call's: a browser's read names
+            // no URL, and web_fetch's page is the URL it was asked.
+            Provenance::Web { url } => {
+                if let Some(host) = host_of(url) {
                     self.lock().hosts.insert(host);
                 }
                 self.taint(format!("after reading {url}"));

@@ -196,7 +196,14 @@ mod tests {
             .with_images(images)
             .with_media(media)
             .with_subagents(Arc::new(subagents))
-            .with_whatsapp(WhatsAppContacts::default());
+            .with_whatsapp(WhatsAppContacts::default())
+            .with_browser(crate::tools::Browser::new(
+                &ToolsConfig::default(),
+                dir.path(),
+                "a",
+                Processes::new(),
+                None,
+            ));
         let names: Vec<String> = tools.specs().into_iter().map(|spec| spec.name).collect();
         let unique: std::collections::BTreeSet<&String> = names.iter().collect();
         assert_eq!(unique.len(), names.len(), "{names:?}");
@@ -222,6 +229,12 @@ mod tests {
             ("subagent_stop", Always),
             ("subagent_list", Never),
             ("whatsapp_send", Always),
+            ("browser_open", OnNewHost),
+            ("browser_read", Never),
+            ("browser_click", Always),
+            ("browser_type", Always),
+            ("browser_scroll", Never),
+            ("browser_screenshot", Never),
         ]
         .map(|(name, acts)| (name.to_string(), acts));
         assert_eq!(tools.acting(), expected);

@@ -272,7 +272,7 @@ fn follow(attempt: Attempt, allow_private: bool) -> reqwest::redirect::Action {
 
 /// http or https, with a host; an address written in the URL must be public
 /// unless private ones are allowed. Names are checked when resolved.
-fn check_url(url: &Url, allow_private: bool) -> Result<(), FetchError> {
+pub(super) fn check_url(url: &Url, allow_private: bool) -> Result<(), FetchError> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(FetchError::Scheme(url.scheme().to_string()));
     }
@@ -346,6 +346,22 @@ impl Resolve for PublicOnly {
             Ok(Box::new(public.into_iter()) as Addrs)
         })
     }
+}
+
+/// Refuses `host` (a name) when any address it resolves to is not public:
+/// for a client that resolves the name again itself (the browser), where
+/// [`PublicOnly`] cannot choose the address it connects to.
+pub(super) async fn check_name(host: &str) -> Result<(), FetchError> {
+    let found = tokio::net::lookup_host((host, 0))
+        .await
+        .map_err(|err| FetchError::Request(format!("cannot resolve {host}: {err}")))?;
+    for address in found {
+        if let Some(kind) = non_public(address.ip()) {
+            let target = format!("{host} ({})", address.ip());
+            return Err(FetchError::Private { target, kind });
+        }
+    }
+    Ok(())
 }
 
 /// Why an address is not public, or `None` when it is.

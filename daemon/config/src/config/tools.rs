@@ -13,6 +13,15 @@
 //! fetch_timeout_secs = 30
 //! fetch_max_bytes = 2000000       # read of a page, then stop
 //! prompt_writable = false         # files may change agents/NAME/ when inside the folder
+//!
+//! [tools.browser]                 # the browser tools (headless Chromium), off by default
+//! enabled = false
+//! binary = "chromium"             # a path, or a name found on PATH
+//! allow_private = []              # private addresses it may reach: "127.0.0.1:8080", "192.168.1.1"
+//! idle_secs = 300                 # closed after this long unused
+//! action_timeout_secs = 30        # the most one action (a load, a click) may take
+//! page_memory_mb = 512            # a page's script heap
+//! no_sandbox = false              # Chromium's own sandbox off (always off as root)
 //! ```
 
 use serde::Deserialize;
@@ -58,6 +67,84 @@ pub struct ToolsConfig {
     /// when the working folder contains it (a workdir set to the home).
     #[serde(default)]
     pub prompt_writable: bool,
+    /// The browser the agent drives (`[tools.browser]`).
+    #[serde(default)]
+    pub browser: BrowserConfig,
+}
+
+/// `[tools.browser]`: a headless Chromium the agent drives over the
+/// DevTools protocol. Off unless enabled: it needs Chromium installed, and
+/// a browser is a large thing to start for an agent that never browses.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserConfig {
+    /// Offers the `browser_*` tools.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The Chromium program: a path, or a name looked up on PATH.
+    #[serde(default = "default_browser_binary")]
+    pub binary: String,
+    /// Private addresses the browser may reach although `[tools]
+    /// allow_private_network` is off: a host (`192.168.1.1`, any port) or
+    /// a host and port (`127.0.0.1:8080`), as written in URLs. The owner's
+    /// router page, say, without the rest of the LAN.
+    #[serde(default)]
+    pub allow_private: Vec<String>,
+    /// Seconds unused after which the browser is closed (its profile stays).
+    #[serde(default = "default_browser_idle")]
+    pub idle_secs: u64,
+    /// Seconds one action may take (a page's load, a click, a snapshot);
+    /// a page still busy then is stopped and said to be.
+    #[serde(default = "default_browser_action_timeout")]
+    pub action_timeout_secs: u64,
+    /// Megabytes of script heap a page may use (V8's old space): a page
+    /// that wants more is ended by Chromium, not the machine's memory.
+    #[serde(default = "default_browser_page_memory")]
+    pub page_memory_mb: u64,
+    /// Starts Chromium without its own sandbox. Chromium refuses its
+    /// sandbox to root, so as root it is always off.
+    #[serde(default)]
+    pub no_sandbox: bool,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        BrowserConfig {
+            enabled: false,
+            binary: default_browser_binary(),
+            allow_private: Vec::new(),
+            idle_secs: default_browser_idle(),
+            action_timeout_secs: default_browser_action_timeout(),
+            page_memory_mb: default_browser_page_memory(),
+            no_sandbox: false,
+        }
+    }
+}
+
+impl BrowserConfig {
+    pub fn idle(&self) -> Duration {
+        Duration::from_secs(self.idle_secs.max(1))
+    }
+
+    pub fn action_timeout(&self) -> Duration {
+        Duration::from_secs(self.action_timeout_secs.max(1))
+    }
+}
+
+fn default_browser_binary() -> String {
+    "chromium".to_string()
+}
+
+fn default_browser_idle() -> u64 {
+    300
+}
+
+fn default_browser_action_timeout() -> u64 {
+    30
+}
+
+fn default_browser_page_memory() -> u64 {
+    512
 }
 
 impl Default for ToolsConfig {
@@ -72,6 +159,7 @@ impl Default for ToolsConfig {
             fetch_timeout_secs: default_fetch_timeout(),
             fetch_max_bytes: default_fetch_max_bytes(),
             prompt_writable: false,
+            browser: BrowserConfig::default(),
         }
     }
 }
@@ -138,6 +226,20 @@ mod tests {
         assert_eq!(config.concurrency(), 4);
         assert!(!config.allow_private_network);
         assert!(!config.prompt_writable);
+        assert!(!config.browser.enabled);
+        assert_eq!(config.browser.binary, "chromium");
+    }
+
+    #[test]
+    fn the_browser_table_reads_its_keys_and_refuses_unknown_ones() {
+        let config: ToolsConfig = toml::from_str(
+            "[browser]\nenabled = true\nallow_private = [\"127.0.0.1:8080\"]\nidle_secs = 0",
+        )
+        .unwrap();
+        assert!(config.browser.enabled);
+        assert_eq!(config.browser.allow_private, ["127.0.0.1:8080"]);
+        assert_eq!(config.browser.idle(), Duration::from_secs(1));
+        assert!(toml::from_str::<ToolsConfig>("[browser]\nenable = true").is_err());
     }
 
     #[test]
