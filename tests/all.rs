@@ -19,6 +19,7 @@ mod conformance;
 mod conformance_bridges;
 mod crash;
 mod daemon;
+mod discord;
 mod documents;
 mod fake_model;
 mod faults;

@@ -14,6 +14,9 @@
 //! - [`fake_signal`]: a fake signal-cli JSON-RPC daemon on a Unix socket
 //!   and `127.0.0.1:0` (subscriptions, `receive` notifications, sending,
 //!   attachments, held sends) for the Signal bridge's tests.
+//! - [`fake_discord`]: a fake Discord on `127.0.0.1:0`: the REST API
+//!   (rate limits, refusals, held sends) and the Gateway WebSocket (Hello,
+//!   Identify, Ready, heartbeats, dispatches) for the Discord bridge.
 //! - [`fake_transcription`]: a fake OpenAI `/v1/audio/transcriptions` that
 //!   checks the multipart request's fields and fails or stalls on demand.
 //! - [`fake_chatgpt`]: a fake of OpenAI's authorization server and Codex
@@ -32,6 +35,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fake_chatgpt;
+pub mod fake_discord;
 pub mod fake_graph;
 pub mod fake_mcp_http;
 pub mod fake_model;

@@ -13,10 +13,13 @@
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
 //! - `signal/`: the Signal bridge (`hearth signal`), through signal-cli's
 //!   JSON-RPC interface.
+//! - `discord/`: the Discord bridge (`hearth discord`), a bot over the
+//!   Gateway and the REST API.
 //! - `whatsapp/`: the WhatsApp bridge (`hearth whatsapp`): the Cloud API, or
 //!   a linked personal account (`whatsapp/web/`, feature `whatsapp-web`).
 
 pub mod bridge;
+pub mod discord;
 pub mod signal;
 pub mod telegram;
 pub mod whatsapp;

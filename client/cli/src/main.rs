@@ -6,7 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use hearth_bridges::bridge::EXIT_CONFIG;
-use hearth_bridges::{signal, telegram, whatsapp};
+use hearth_bridges::{discord, signal, telegram, whatsapp};
 use hearth_cli::commands::{self, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
 use hearth_cli::log::{self as log_command, Bound, Filter, LogRequest};
@@ -249,6 +249,8 @@ enum Subcommands {
     },
     /// Run the Signal bridge through signal-cli: the allowed numbers' messages in, the agent's replies back (hearthd starts it when config.toml has a [signal] table)
     Signal,
+    /// Run the Discord bridge: a bot that relays the allowed users' direct messages (and one allowlisted channel) to the agent and its replies back (hearthd starts it when config.toml has a [discord] table)
+    Discord,
 }
 
 /// The answers `hearth setup` would ask for.
@@ -308,6 +310,24 @@ struct SetupArgs {
     /// The signal-cli program hearth starts itself [default: signal-cli]
     #[arg(long, value_name = "PROGRAM")]
     signal_command: Option<String>,
+    /// Leave Discord as it is
+    #[arg(long, conflicts_with_all = ["discord_token_env", "discord_pair", "discord_allow", "discord_channel"])]
+    no_discord: bool,
+    /// Set up Discord with the bot token in this variable (or secrets.env entry) [default: DISCORD_BOT_TOKEN]
+    #[arg(long, value_name = "NAME")]
+    discord_token_env: Option<String>,
+    /// Pair your Discord account: send the code setup shows to the bot in a direct message
+    #[arg(long)]
+    discord_pair: bool,
+    /// Allow this Discord user id (may be repeated), without pairing
+    #[arg(long, value_name = "ID")]
+    discord_allow: Vec<u64>,
+    /// The one server channel (its id) the bot also reads and answers in, besides direct messages
+    #[arg(long, value_name = "ID")]
+    discord_channel: Option<u64>,
+    /// Another REST address than Discord's own
+    #[arg(long, value_name = "URL")]
+    discord_api_base: Option<String>,
     /// How long pairing waits for the code, in seconds [default: 300]
     #[arg(long, value_name = "SECS")]
     pair_timeout: Option<u64>,
@@ -343,6 +363,12 @@ impl SetupArgs {
             signal_socket: self.signal_socket,
             signal_tcp: self.signal_tcp,
             signal_command: self.signal_command,
+            no_discord: self.no_discord,
+            discord_token_env: self.discord_token_env,
+            discord_pair: self.discord_pair,
+            discord_allow: self.discord_allow,
+            discord_channel: self.discord_channel,
+            discord_api_base: self.discord_api_base,
             pair_timeout: self.pair_timeout.map(std::time::Duration::from_secs),
             service: match (self.service, self.no_service) {
                 (true, _) => Some(true),
@@ -469,7 +495,10 @@ async fn main() -> ExitCode {
     // what it does. The interactive commands stay quiet.
     let level = match cli.command {
         Some(
-            Subcommands::Telegram | Subcommands::Signal | Subcommands::Whatsapp { action: None },
+            Subcommands::Telegram
+            | Subcommands::Signal
+            | Subcommands::Discord
+            | Subcommands::Whatsapp { action: None },
         ) => "info",
         _ => "warn",
     };
@@ -726,6 +755,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Signal) => match signal::run(&home, stop_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => bridge_failed("signal", &err, err.is_config()),
+        },
+        Some(Subcommands::Discord) => match discord::run(&home, stop_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => bridge_failed("discord", &err, err.is_config()),
         },
         Some(Subcommands::Whatsapp { action: None }) => {
             match whatsapp::run(&home, stop_signal()).await {

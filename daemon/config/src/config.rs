@@ -78,6 +78,9 @@ pub struct Config {
     /// The Signal bridge's table, likewise.
     #[serde(default)]
     pub signal: Option<toml::Table>,
+    /// The Discord bridge's table, likewise.
+    #[serde(default)]
+    pub discord: Option<toml::Table>,
     /// The memory's compactor (`[memory]`).
     #[serde(default)]
     pub memory: MemorySettings,
