@@ -672,7 +672,7 @@ async fn create_message(
         &content,
         Vec::new(),
         0,
-        payload["components"].clone(),
+        payload.get("components").cloned().unwrap_or(json!([])),
     );
     json_response(StatusCode::OK, &message)
 }

@@ -95,7 +95,7 @@ impl DiscordCourier<'_> {
         }
     }
 
-    async fn send(&self, to: &Chat, text: &str) -> Result<u64, RestError> {
+    async fn send(&self, to: &Chat, text: &str) -> Result<(), RestError> {
         let channel = self.channel(to).await?;
         rest::send(self.client, channel, text, &[]).await
     }
@@ -157,10 +157,7 @@ impl Courier for DiscordCourier<'_> {
         } else {
             to_discord(part)
         };
-        self.send(to, &text)
-            .await
-            .map(drop)
-            .map_err(RestError::refused)
+        self.send(to, &text).await.map_err(RestError::refused)
     }
 
     async fn send_image(

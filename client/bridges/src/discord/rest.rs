@@ -150,14 +150,15 @@ fn no_mentions() -> AllowedMentions {
     AllowedMentions::default()
 }
 
-/// Sends `text` to `channel`, with `buttons` under it when given; the new
-/// message's id.
+/// Sends `text` to `channel`, with `buttons` under it when given. The
+/// answer's body is not read: once Discord said yes the message is out,
+/// and a body this client cannot read must not send it again.
 pub async fn send(
     client: &Client,
     channel: Id<ChannelMarker>,
     text: &str,
     buttons: &[Component],
-) -> Result<u64, RestError> {
+) -> Result<(), RestError> {
     let mentions = no_mentions();
     let mut request = client
         .create_message(channel)
@@ -166,8 +167,8 @@ pub async fn send(
     if !buttons.is_empty() {
         request = request.components(buttons);
     }
-    let message = request.await?.model().await?;
-    Ok(message.id.get())
+    request.await?;
+    Ok(())
 }
 
 /// Sends a file (an image the agent shows) to `channel`.
