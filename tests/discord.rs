@@ -490,3 +490,99 @@ async fn a_refused_token_stops_the_bridge_and_status_says_why_not_the_conversati
     assert!(home.history().await.iter().all(|m| m.source != "discord"));
     assert!(daemon.is_running());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_pairs_the_owner_by_a_code_sent_to_the_bot() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let model = FakeModel::start().await;
+    model.push(Reply::text("ready"));
+    let discord = FakeDiscord::start().await;
+    let home = TestHome::new(bins!());
+    let api_base = discord.api_base();
+    let mut child = Command::new(&home.bins.hearth)
+        .args(["setup", "--provider", "openai-chat", "--base-url"])
+        .arg(model.base_url())
+        .args(["--model", "fake-model", "--key-env", "HEARTH_TEST_KEY"])
+        .args(["--discord-token-env", "HEARTH_TEST_DISCORD_TOKEN"])
+        .args(["--discord-api-base", &api_base, "--discord-pair"])
+        .args(["--discord-channel", &CHANNEL_ID.to_string()])
+        .args(["--no-service", "--yes", "--home"])
+        .arg(home.path())
+        .env_remove("HEARTH_HOME")
+        .env("HEARTH_OLLAMA_URL", "off")
+        .env("HEARTH_TEST_KEY", "sk-in-env")
+        .env(
+            "HEARTH_TEST_DISCORD_TOKEN",
+            hearth_tests::fake_discord::TOKEN,
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("setup runs");
+    let stdout = child.stdout.take().expect("stdout piped");
+    // Reads what setup says until it shows the code.
+    let (code_tx, code_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let code = line.trim();
+            if code.len() == 6 && code.chars().all(|c| c.is_ascii_digit()) {
+                let _ = code_tx.send(code.to_string());
+            }
+            lines.push(line);
+        }
+        lines.join("\n")
+    });
+    let code =
+        tokio::task::spawn_blocking(move || code_rx.recv_timeout(hearth_tests::harness::DEADLINE))
+            .await
+            .unwrap()
+            .expect("setup shows a code");
+    // Setup's own session is up before the code is written.
+    discord
+        .wait_until("setup's session", |calls| calls.sessions == 1)
+        .await;
+    discord.write(&STRANGER, "123456");
+    discord.write(&OWNER, &code);
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .expect("setup ends");
+    let text = reader.join().expect("the output");
+    assert!(status.success(), "{text}");
+    assert!(text.contains("✓ Discord took the bot token"), "{text}");
+    assert!(
+        text.contains(&format!("paired with ada (user id {})", OWNER.id)),
+        "{text}"
+    );
+    let written = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(
+        written.contains(&format!("[discord]\nallow = [\"{}\"]\n", OWNER.id)),
+        "{written}"
+    );
+    assert!(
+        written.contains("token_env = \"HEARTH_TEST_DISCORD_TOKEN\""),
+        "{written}"
+    );
+    assert!(
+        written.contains(&format!("channel = \"{CHANNEL_ID}\"")),
+        "{written}"
+    );
+    assert!(
+        written.contains(&format!("api_base = \"{api_base}\"")),
+        "{written}"
+    );
+    let calls = discord.calls();
+    assert_eq!(
+        calls.sent_in(discord.dm_of(&OWNER)).len(),
+        1,
+        "a word to the paired owner"
+    );
+    assert!(
+        calls.sent_in(discord.dm_of(&STRANGER)).is_empty(),
+        "nothing to the stranger"
+    );
+}

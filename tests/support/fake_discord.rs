@@ -27,6 +27,8 @@
 //! before any session is identified waits for one, so a test need not race
 //! the bridge's start; a test of a restart waits for the new session first.
 
+mod gateway;
+
 use crate::harness::DEADLINE;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -34,7 +36,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use futures_util::{SinkExt, StreamExt};
+use gateway::gateway_connection;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -43,9 +45,6 @@ use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-use tokio_tungstenite::tungstenite::Message;
 
 /// The bot token the fake accepts.
 pub const TOKEN: &str = "fake-discord-token";
@@ -63,10 +62,6 @@ pub const APPLICATION_ID: u64 = 900_000_000_000_000_002;
 pub const GUILD_ID: u64 = 500_000_000_000_000_001;
 pub const CHANNEL_ID: u64 = 500_000_000_000_000_002;
 pub const OTHER_CHANNEL_ID: u64 = 500_000_000_000_000_003;
-
-/// How often the fake asks the client to beat its heart, in milliseconds:
-/// short, so the tests see heartbeats and their ACKs.
-const HEARTBEAT_INTERVAL_MS: u64 = 1500;
 
 /// Someone on Discord.
 #[derive(Clone, Copy, Debug)]
@@ -738,117 +733,6 @@ async fn attachment(State(shared): State<Arc<Shared>>, Path(name): Path<String>)
             bytes.into_response()
         }
         None => StatusCode::NOT_FOUND.into_response(),
-    }
-}
-
-/// One Gateway connection: Hello, then Identify (or Resume), heartbeats,
-/// and the dispatches for its session.
-async fn gateway_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
-    let Ok(socket) = tokio_tungstenite::accept_async(stream).await else {
-        return;
-    };
-    let (mut sink, mut source) = socket.split();
-    let hello = json!({"op": 10, "d": {"heartbeat_interval": HEARTBEAT_INTERVAL_MS}});
-    if sink.send(Message::text(hello.to_string())).await.is_err() {
-        return;
-    }
-    let (to_session, mut dispatches) = mpsc::unbounded_channel::<(String, Value)>();
-    let mut session: Option<u64> = None;
-    let mut sequence = 0u64;
-    loop {
-        let outgoing = tokio::select! {
-            frame = source.next() => {
-                let text = match frame {
-                    Some(Ok(Message::Text(text))) => text.to_string(),
-                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
-                    Some(Ok(_)) => continue,
-                };
-                let Ok(payload) = serde_json::from_str::<Value>(&text) else { break };
-                match payload["op"].as_u64() {
-                    Some(1) => {
-                        shared.lock().calls.heartbeats += 1;
-                        shared.bump();
-                        json!({"op": 11})
-                    }
-                    Some(2) => {
-                        let token = payload["d"]["token"].as_str().unwrap_or_default();
-                        if token.trim_start_matches("Bot ") != TOKEN {
-                            let close = CloseFrame {
-                                code: CloseCode::from(4004),
-                                reason: "Authentication failed.".into(),
-                            };
-                            let _ = sink.send(Message::Close(Some(close))).await;
-                            break;
-                        }
-                        let number = {
-                            let mut state = shared.lock();
-                            state.next_session += 1;
-                            let number = state.next_session;
-                            state.calls.identifies.push(payload["d"].clone());
-                            state.calls.sessions += 1;
-                            number
-                        };
-                        session = Some(number);
-                        sequence += 1;
-                        let ready = json!({
-                            "op": 0, "t": "READY", "s": sequence,
-                            "d": {
-                                "v": 10,
-                                "user": {
-                                    "id": BOT_ID.to_string(), "username": "hearth",
-                                    "discriminator": "0", "avatar": null, "bot": true,
-                                    "mfa_enabled": false,
-                                },
-                                "guilds": [{"id": GUILD_ID.to_string(), "unavailable": true}],
-                                "session_id": format!("fake-session-{number}"),
-                                "resume_gateway_url": format!("ws://{}", shared.gateway),
-                                "application": {"id": APPLICATION_ID.to_string(), "flags": 0},
-                            },
-                        });
-                        if sink.send(Message::text(ready.to_string())).await.is_err() {
-                            break;
-                        }
-                        // The newest session gets what waits, then what comes.
-                        let mut state = shared.lock();
-                        for item in std::mem::take(&mut state.waiting) {
-                            let _ = to_session.send(item);
-                        }
-                        state.sessions.push((number, to_session.clone()));
-                        drop(state);
-                        shared.bump();
-                        continue;
-                    }
-                    Some(6) => {
-                        shared.lock().calls.resumes += 1;
-                        shared.bump();
-                        json!({"op": 9, "d": false})
-                    }
-                    _ => continue,
-                }
-            }
-            Some((event, data)) = dispatches.recv() => {
-                sequence += 1;
-                json!({"op": 0, "t": event, "s": sequence, "d": data})
-            }
-        };
-        if sink
-            .send(Message::text(outgoing.to_string()))
-            .await
-            .is_err()
-        {
-            break;
-        }
-    }
-    if let Some(number) = session {
-        let mut state = shared.lock();
-        state.sessions.retain(|(n, _)| *n != number);
-        state.calls.sessions -= 1;
-        // What was sent to this session and not read goes to the next.
-        while let Ok(item) = dispatches.try_recv() {
-            state.waiting.push_back(item);
-        }
-        drop(state);
-        shared.bump();
     }
 }
 

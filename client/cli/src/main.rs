@@ -4,6 +4,8 @@
 //! `terminal::run` for the interactive client, `commands` and its neighbours
 //! for the rest; and into hearth-bridges: `telegram::run` and `whatsapp::run`.
 
+mod discord_flags;
+
 use clap::{Parser, Subcommand};
 use hearth_bridges::bridge::EXIT_CONFIG;
 use hearth_bridges::{discord, signal, telegram, whatsapp};
@@ -310,24 +312,8 @@ struct SetupArgs {
     /// The signal-cli program hearth starts itself [default: signal-cli]
     #[arg(long, value_name = "PROGRAM")]
     signal_command: Option<String>,
-    /// Leave Discord as it is
-    #[arg(long, conflicts_with_all = ["discord_token_env", "discord_pair", "discord_allow", "discord_channel"])]
-    no_discord: bool,
-    /// Set up Discord with the bot token in this variable (or secrets.env entry) [default: DISCORD_BOT_TOKEN]
-    #[arg(long, value_name = "NAME")]
-    discord_token_env: Option<String>,
-    /// Pair your Discord account: send the code setup shows to the bot in a direct message
-    #[arg(long)]
-    discord_pair: bool,
-    /// Allow this Discord user id (may be repeated), without pairing
-    #[arg(long, value_name = "ID")]
-    discord_allow: Vec<u64>,
-    /// The one server channel (its id) the bot also reads and answers in, besides direct messages
-    #[arg(long, value_name = "ID")]
-    discord_channel: Option<u64>,
-    /// Another REST address than Discord's own
-    #[arg(long, value_name = "URL")]
-    discord_api_base: Option<String>,
+    #[command(flatten)]
+    discord: discord_flags::DiscordFlags,
     /// How long pairing waits for the code, in seconds [default: 300]
     #[arg(long, value_name = "SECS")]
     pair_timeout: Option<u64>,
@@ -363,12 +349,6 @@ impl SetupArgs {
             signal_socket: self.signal_socket,
             signal_tcp: self.signal_tcp,
             signal_command: self.signal_command,
-            no_discord: self.no_discord,
-            discord_token_env: self.discord_token_env,
-            discord_pair: self.discord_pair,
-            discord_allow: self.discord_allow,
-            discord_channel: self.discord_channel,
-            discord_api_base: self.discord_api_base,
             pair_timeout: self.pair_timeout.map(std::time::Duration::from_secs),
             service: match (self.service, self.no_service) {
                 (true, _) => Some(true),
@@ -376,6 +356,7 @@ impl SetupArgs {
                 _ => None,
             },
             yes: self.yes,
+            ..self.discord.options()
         }
     }
 }
