@@ -396,7 +396,7 @@ async fn a_rate_limit_is_waited_out_and_a_refused_message_is_noted() {
     })
     .await;
     assert!(
-        note.starts_with(&format!("discord: could not deliver message #"))
+        note.starts_with("discord: could not deliver message #")
             && note.contains(&format!("to user {}", OWNER.id))
             && note.contains("Cannot send messages to this user"),
         "{note}"

@@ -256,7 +256,6 @@ fn message_json(
     content: &str,
     attachments: Vec<Value>,
     flags: u64,
-    components: Value,
 ) -> Value {
     let mut message = json!({
         "id": id.to_string(),
@@ -274,7 +273,7 @@ fn message_json(
         "pinned": false,
         "type": 0,
         "flags": flags,
-        "components": components,
+        "components": [],
     });
     if let Some(guild) = guild {
         message["guild_id"] = json!(guild.to_string());
@@ -396,16 +395,7 @@ impl FakeDiscord {
     ) -> u64 {
         let id = self.shared.next_id();
         let author = user_json(person.id, person.name, false);
-        let message = message_json(
-            id,
-            channel,
-            guild,
-            author,
-            text,
-            attachments,
-            flags,
-            json!([]),
-        );
+        let message = message_json(id, channel, guild, author, text, attachments, flags);
         self.shared.dispatch("MESSAGE_CREATE", message);
         id
     }
@@ -422,7 +412,6 @@ impl FakeDiscord {
             &sent.content,
             Vec::new(),
             0,
-            json!([]),
         );
         let interaction = json!({
             "id": id.to_string(),
@@ -659,16 +648,10 @@ async fn create_message(
     shared.lock().calls.sent.push(sent);
     shared.bump();
     let author = user_json(BOT_ID, "hearth", true);
-    let message = message_json(
-        id,
-        channel,
-        None,
-        author,
-        &content,
-        Vec::new(),
-        0,
-        payload.get("components").cloned().unwrap_or(json!([])),
-    );
+    let mut message = message_json(id, channel, None, author, &content, Vec::new(), 0);
+    if let Some(components) = payload.get("components") {
+        message["components"] = components.clone();
+    }
     json_response(StatusCode::OK, &message)
 }
 

@@ -313,7 +313,7 @@ struct SetupArgs {
     #[arg(long, value_name = "PROGRAM")]
     signal_command: Option<String>,
     #[command(flatten)]
-    discord: discord_flags::DiscordFlags,
+    discord: Box<discord_flags::DiscordFlags>,
     /// How long pairing waits for the code, in seconds [default: 300]
     #[arg(long, value_name = "SECS")]
     pair_timeout: Option<u64>,

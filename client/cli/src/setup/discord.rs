@@ -262,12 +262,10 @@ async fn pair_by_code(
         }
     })
     .await;
-    waited.unwrap_or_else(|_| {
-        Err(DiscordStepError::PairTimeout {
-            code,
-            seconds: timeout.as_secs(),
-        })
-    })
+    waited.unwrap_or(Err(DiscordStepError::PairTimeout {
+        code,
+        seconds: timeout.as_secs(),
+    }))
 }
 
 #[cfg(test)]
