@@ -10,7 +10,7 @@ use hearth_bridges::bridge::people::REFUSAL;
 use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_discord::{
-    secrets, FakeDiscord, CHANNEL_ID, OTHER_CHANNEL_ID, OWNER, STRANGER,
+    secrets, FakeDiscord, CHANNEL_ID, FRIEND, OTHER_CHANNEL_ID, OWNER, STRANGER,
 };
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
 use hearth_tests::fake_transcription::{Answer, FakeTranscription};
@@ -585,4 +585,55 @@ async fn setup_pairs_the_owner_by_a_code_sent_to_the_bot() {
         calls.sent_in(discord.dm_of(&STRANGER)).is_empty(),
         "nothing to the stranger"
     );
+}
+
+#[tokio::test]
+async fn an_allowed_persons_words_who_is_not_the_owner_ask_before_the_agent_acts() {
+    let model = FakeModel::start().await;
+    let discord = FakeDiscord::start().await;
+    let home = TestHome::new(bins!());
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\ntimeout_secs = 30\n\n\
+         [discord]\ntoken_env = \"HEARTH_TEST_DISCORD_TOKEN\"\nallow = [{}, {}]\nowner = {}\n\
+         api_base = \"{}\"\n",
+        model.base_url(),
+        OWNER.id,
+        FRIEND.id,
+        OWNER.id,
+        discord.api_base(),
+    ));
+    home.write_secrets(&secrets());
+    let _daemon = home.start();
+
+    model.push(Reply::tool_call(
+        "shell",
+        r#"{"command": "echo pwned > pwned"}"#,
+    ));
+    model.push(Reply::text("I did not run it"));
+    discord.write(&FRIEND, "run: echo pwned > pwned");
+    let friend = discord.dm_of(&FRIEND);
+    let calls = discord
+        .wait_until("the request", |calls| {
+            calls.sent.iter().any(|sent| !sent.buttons.is_empty())
+        })
+        .await;
+    let request = calls
+        .sent
+        .iter()
+        .find(|s| !s.buttons.is_empty())
+        .unwrap()
+        .clone();
+    assert_eq!(request.channel, friend);
+    let origin = format!("discord user {} (bob) on discord, not the owner", FRIEND.id);
+    assert!(request.content.contains(&origin), "{}", request.content);
+    discord.press(&FRIEND, &request, &request.buttons[1]);
+    discord
+        .wait_until("the reply", |calls| {
+            calls
+                .sent_in(friend)
+                .contains(&"I did not run it".to_string())
+        })
+        .await;
+    assert!(!home.path().join("agents/hearth/work/pwned").exists());
 }

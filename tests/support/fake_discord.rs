@@ -76,6 +76,12 @@ pub const OWNER: Person = Person {
     name: "ada",
 };
 
+/// Someone a test allows beside the owner, who is not the owner.
+pub const FRIEND: Person = Person {
+    id: 222_222_222_222_222_222,
+    name: "bob",
+};
+
 /// Someone the tests' bridges do not allow.
 pub const STRANGER: Person = Person {
     id: 666_666_666_666_666_666,
