@@ -78,10 +78,7 @@ impl From<twilight_http::Error> for RestError {
     fn from(err: twilight_http::Error) -> RestError {
         match err.kind() {
             ErrorType::Unauthorized => RestError::Unauthorized,
-            ErrorType::Response { status, error, .. } if status.get() == 401 => {
-                let _ = error;
-                RestError::Unauthorized
-            }
+            ErrorType::Response { status, .. } if status.get() == 401 => RestError::Unauthorized,
             ErrorType::Response { status, error, .. } => {
                 let (code, message) = match error {
                     twilight_http::api_error::ApiError::General(general) => {
