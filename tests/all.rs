@@ -20,6 +20,7 @@ mod conformance;
 mod conformance_bridges;
 mod crash;
 mod daemon;
+mod discord;
 mod documents;
 mod email;
 mod fake_model;

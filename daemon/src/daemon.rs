@@ -361,7 +361,7 @@ impl Running<'_> {
             self.shared.approvals.update(new.approvals.clone());
             config.approvals = new.approvals.clone();
         }
-        let changed_bridges: Vec<String> = ["telegram", "whatsapp", "signal", "email"]
+        let changed_bridges: Vec<String> = ["telegram", "whatsapp", "signal", "email", "discord"]
             .into_iter()
             .filter(|name| reread.changed(name))
             .map(str::to_string)
@@ -371,6 +371,7 @@ impl Running<'_> {
             config.whatsapp = new.whatsapp.clone();
             config.signal = new.signal.clone();
             config.email = new.email.clone();
+            config.discord = new.discord.clone();
             bridges.restart(&changed_bridges, config, home).await;
         }
         if reread.changed("mcp") {

@@ -16,7 +16,7 @@ use crate::config::{Config, ConfigError};
 use std::path::Path;
 
 /// Tables that apply while the daemon runs.
-pub const LIVE_TABLES: [&str; 11] = [
+pub const LIVE_TABLES: [&str; 12] = [
     "model",
     "memory",
     "budget",
@@ -27,6 +27,7 @@ pub const LIVE_TABLES: [&str; 11] = [
     "whatsapp",
     "signal",
     "email",
+    "discord",
     "mcp",
 ];
 

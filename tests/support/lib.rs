@@ -16,6 +16,9 @@
 //!   attachments, held sends) for the Signal bridge's tests.
 //! - [`mail_servers`]: real Dovecot (IMAP) and an `aiosmtpd` SMTP server
 //!   in temporary folders, for the email bridge's tests.
+//! - [`fake_discord`]: a fake Discord on `127.0.0.1:0`: the REST API
+//!   (rate limits, refusals, held sends) and the Gateway WebSocket (Hello,
+//!   Identify, Ready, heartbeats, dispatches) for the Discord bridge.
 //! - [`fake_transcription`]: a fake OpenAI `/v1/audio/transcriptions` that
 //!   checks the multipart request's fields and fails or stalls on demand.
 //! - [`fake_chatgpt`]: a fake of OpenAI's authorization server and Codex
@@ -34,6 +37,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fake_chatgpt;
+pub mod fake_discord;
 pub mod fake_graph;
 pub mod fake_mcp_http;
 pub mod fake_model;

@@ -15,11 +15,14 @@
 //!   JSON-RPC interface.
 //! - `email/`: the email bridge (`hearth email`): IMAP in, SMTP out,
 //!   senders believed only as the user's receiving server vouches.
+//! - `discord/`: the Discord bridge (`hearth discord`), a bot over the
+//!   Gateway and the REST API.
 //! - `whatsapp/`: the WhatsApp bridge (`hearth whatsapp`): the Cloud API, or
 //!   a linked personal account (`whatsapp/web/`, feature `whatsapp-web`).
 
 pub mod bridge;
 pub mod email;
+pub mod discord;
 pub mod signal;
 pub mod telegram;
 pub mod whatsapp;

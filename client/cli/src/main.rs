@@ -4,9 +4,11 @@
 //! `terminal::run` for the interactive client, `commands` and its neighbours
 //! for the rest; and into hearth-bridges: `telegram::run` and `whatsapp::run`.
 
+mod discord_flags;
+
 use clap::{Parser, Subcommand};
 use hearth_bridges::bridge::EXIT_CONFIG;
-use hearth_bridges::{email, signal, telegram, whatsapp};
+use hearth_bridges::{discord, email, signal, telegram, whatsapp};
 use hearth_cli::commands::{self, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
 use hearth_cli::log::{self as log_command, Bound, Filter, LogRequest};
@@ -255,6 +257,8 @@ enum Subcommands {
     Signal,
     /// Run the email bridge: the allowed addresses' verified mail in over IMAP, the agent's replies back over SMTP (hearthd starts it when config.toml has an [email] table)
     Email,
+    /// Run the Discord bridge: a bot that relays the allowed users' direct messages (and one allowlisted channel) to the agent and its replies back (hearthd starts it when config.toml has a [discord] table)
+    Discord,
 }
 
 /// What `hearth login` signs in to.
@@ -375,6 +379,7 @@ async fn main() -> ExitCode {
             Subcommands::Telegram
             | Subcommands::Signal
             | Subcommands::Email
+            | Subcommands::Discord
             | Subcommands::Whatsapp { action: None },
         ) => "info",
         _ => "warn",
@@ -636,6 +641,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Email) => match email::run(&home, stop_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => bridge_failed("email", &err, err.is_config()),
+        },
+        Some(Subcommands::Discord) => match discord::run(&home, stop_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => bridge_failed("discord", &err, err.is_config()),
         },
         Some(Subcommands::Whatsapp { action: None }) => {
             match whatsapp::run(&home, stop_signal()).await {

@@ -92,6 +92,8 @@ pub struct SetupArgs {
     /// How long pairing waits for the code, in seconds [default: 300]
     #[arg(long, value_name = "SECS")]
     pair_timeout: Option<u64>,
+    #[command(flatten)]
+    discord: Box<crate::discord_flags::DiscordFlags>,
     /// Install the systemd user service at the end
     #[arg(long, conflicts_with = "no_service")]
     service: bool,
@@ -143,6 +145,7 @@ impl SetupArgs {
                 _ => None,
             },
             yes: self.yes,
+            ..self.discord.options()
         }
     }
 }

@@ -81,6 +81,9 @@ pub struct Config {
     /// The email bridge's table, likewise.
     #[serde(default)]
     pub email: Option<toml::Table>,
+    /// The Discord bridge's table, likewise.
+    #[serde(default)]
+    pub discord: Option<toml::Table>,
     /// The memory's compactor (`[memory]`).
     #[serde(default)]
     pub memory: MemorySettings,

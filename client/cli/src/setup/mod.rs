@@ -5,6 +5,8 @@
 //! - `wizard.rs`: the steps in order, and what is written when.
 //! - `model.rs`: provider, model, key and layout; the test request.
 //! - `telegram.rs`: the bot token (`getMe`) and pairing by code.
+//! - `discord.rs`: the bot token (checked with Discord) and pairing by
+//!   code over the Gateway.
 //! - `signal.rs`: the agent's Signal number, the way to signal-cli, and
 //!   pairing by code.
 //! - `email.rs`: the agent's mailbox, who may write, whose verdict on
@@ -14,6 +16,7 @@
 //! - `files.rs`: private, atomic writes; `secrets.env` entries.
 
 mod ask;
+mod discord;
 mod edit;
 mod email;
 mod files;
@@ -67,6 +70,18 @@ pub struct SetupOptions {
     pub signal_command: Option<String>,
     /// The email step's answers.
     pub email: EmailOptions,
+    /// Leave Discord as it is.
+    pub no_discord: bool,
+    /// The variable (or `secrets.env` entry) holding the Discord bot token.
+    pub discord_token_env: Option<String>,
+    /// Pair a Discord account by code.
+    pub discord_pair: bool,
+    /// Discord user ids to allow, without pairing.
+    pub discord_allow: Vec<u64>,
+    /// The one server channel the bot also reads and answers in.
+    pub discord_channel: Option<u64>,
+    /// Another REST address than Discord's own (a test's fake).
+    pub discord_api_base: Option<String>,
     /// How long pairing waits for the code.
     pub pair_timeout: Option<Duration>,
     /// Install the systemd user service (`Some(true)`), or not (`Some(false)`).

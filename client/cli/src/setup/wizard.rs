@@ -1,10 +1,11 @@
 //! The steps of `hearth setup`, in order: the model (and one real request
-//! to it, before anything is saved), Telegram, pointers for WhatsApp, the
+//! to it, before anything is saved), Telegram, Signal, Discord, pointers for WhatsApp, the
 //! service, the running daemon. Each step that changes the configuration
 //! writes it only once the step succeeded and the new file reads as the
 //! daemon and the bridge read it; a failed step writes nothing of its own.
 
 use super::ask::{AskError, Asker};
+use super::discord::{self, DiscordStepError};
 use super::edit::{self, EditError};
 use super::email::{self, EmailStepError};
 use super::files::{self, FileError};
@@ -13,6 +14,7 @@ use super::signal::{self, SignalStepError};
 use super::telegram::{self, TelegramStepError};
 use super::SetupOptions;
 use hearth_bridges::email::EmailConfig;
+use hearth_bridges::discord::DiscordConfig;
 use hearth_bridges::signal::SignalConfig;
 use hearth_bridges::telegram::TelegramConfig;
 use hearth_config::config::Config;
@@ -33,6 +35,8 @@ pub enum SetupError {
     Signal(#[from] SignalStepError),
     #[error("the model is set up and saved, but email is not: {0}")]
     Email(#[from] EmailStepError),
+    #[error("the model is set up and saved, but Discord is not: {0}")]
+    Discord(#[from] DiscordStepError),
     #[error("{path}: {source}; fix the file (or move it away) and run setup again")]
     Edit { path: String, source: EditError },
     #[error("the new configuration would not load, so nothing was written: {0}")]
@@ -52,6 +56,7 @@ impl SetupError {
                 | SetupError::Telegram(TelegramStepError::Ask(AskError::Interrupted))
                 | SetupError::Signal(SignalStepError::Ask(AskError::Interrupted))
                 | SetupError::Email(EmailStepError::Ask(AskError::Interrupted))
+                | SetupError::Discord(DiscordStepError::Ask(AskError::Interrupted))
         )
     }
 }
@@ -141,6 +146,20 @@ pub async fn run(
         }
         files::write_private(&config_file, &text)?;
         asker.say("✓ saved [email]: hearthd starts the bridge");
+    }
+
+    // Discord, when wanted; the file is read again, as for Signal.
+    if !options.no_discord && discord::wanted(&mut asker, &options)? {
+        let text = files::read_or_empty(&config_file)?;
+        let paired = discord::run(&mut asker, &options, home, table("discord")).await?;
+        let text = edited(&config_file, &text, &paired.edits())?;
+        DiscordConfig::parse(&config_file, &text)
+            .map_err(|err| SetupError::Invalid(err.to_string()))?;
+        if let Some(token) = &paired.new_token {
+            store_secret(home, &paired.token_env, token)?;
+        }
+        files::write_private(&config_file, &text)?;
+        asker.say("✓ saved [discord]: hearthd starts the bridge");
     }
 
     asker.say(WHATSAPP);
