@@ -1,6 +1,7 @@
 //! The bridges hearthd runs beside itself: `hearth telegram` when
 //! `config.toml` has a `[telegram]` table, `hearth whatsapp` when it has a
-//! `[whatsapp]` table, `hearth signal` when it has a `[signal]` table.
+//! `[whatsapp]` table, `hearth signal` when it has a `[signal]` table,
+//! `hearth matrix` when it has a `[matrix]` table.
 //!
 //! A bridge is an ordinary client in its own process (the `hearth` binary
 //! found next to `hearthd`), so a crash in it never touches the daemon and
@@ -83,7 +84,7 @@ impl BridgeBoard {
 /// How to start one bridge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
-    /// `telegram`, `whatsapp` or `signal`: the name in logs and the `hearth` subcommand.
+    /// `telegram`, `whatsapp`, `signal` or `matrix`: the name in logs and the `hearth` subcommand.
     pub name: &'static str,
     pub program: PathBuf,
     pub args: Vec<String>,
@@ -103,6 +104,7 @@ pub fn launches(config: &Config, home: &Home, exe_dir: Option<&Path>) -> Vec<Lau
         ("telegram", config.telegram.is_some()),
         ("whatsapp", config.whatsapp.is_some()),
         ("signal", config.signal.is_some()),
+        ("matrix", config.matrix.is_some()),
     ];
     for (name, _) in tables.into_iter().filter(|(_, present)| *present) {
         let mut args = vec![name.to_string()];

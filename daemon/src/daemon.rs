@@ -361,7 +361,7 @@ impl Running<'_> {
             self.shared.approvals.update(new.approvals.clone());
             config.approvals = new.approvals.clone();
         }
-        let changed_bridges: Vec<String> = ["telegram", "whatsapp", "signal"]
+        let changed_bridges: Vec<String> = ["telegram", "whatsapp", "signal", "matrix"]
             .into_iter()
             .filter(|name| reread.changed(name))
             .map(str::to_string)
@@ -370,6 +370,7 @@ impl Running<'_> {
             config.telegram = new.telegram.clone();
             config.whatsapp = new.whatsapp.clone();
             config.signal = new.signal.clone();
+            config.matrix = new.matrix.clone();
             bridges.restart(&changed_bridges, config, home).await;
         }
         if reread.changed("mcp") {

@@ -16,7 +16,7 @@ use crate::config::{Config, ConfigError};
 use std::path::Path;
 
 /// Tables that apply while the daemon runs.
-pub const LIVE_TABLES: [&str; 10] = [
+pub const LIVE_TABLES: [&str; 11] = [
     "model",
     "memory",
     "budget",
@@ -26,6 +26,7 @@ pub const LIVE_TABLES: [&str; 10] = [
     "telegram",
     "whatsapp",
     "signal",
+    "matrix",
     "mcp",
 ];
 

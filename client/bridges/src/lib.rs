@@ -13,10 +13,13 @@
 //! - `telegram/`: the Telegram bridge (`hearth telegram`).
 //! - `signal/`: the Signal bridge (`hearth signal`), through signal-cli's
 //!   JSON-RPC interface.
+//! - `matrix/`: the Matrix bridge (`hearth matrix`), end-to-end encrypted,
+//!   through the hearth-matrix program (`client/matrix-client/`).
 //! - `whatsapp/`: the WhatsApp bridge (`hearth whatsapp`): the Cloud API, or
 //!   a linked personal account (`whatsapp/web/`, feature `whatsapp-web`).
 
 pub mod bridge;
+pub mod matrix;
 pub mod signal;
 pub mod telegram;
 pub mod whatsapp;

@@ -6,7 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use hearth_bridges::bridge::EXIT_CONFIG;
-use hearth_bridges::{signal, telegram, whatsapp};
+use hearth_bridges::{matrix, signal, telegram, whatsapp};
 use hearth_cli::commands::{self, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
 use hearth_cli::log::{self as log_command, Bound, Filter, LogRequest};
@@ -199,7 +199,7 @@ enum Subcommands {
         #[command(subcommand)]
         action: Option<WebAction>,
     },
-    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram and Signal (paired by code) and the service; every question has a flag
+    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram and Signal (paired by code), Matrix and the service; every question has a flag
     Setup(SetupArgs),
     /// Sign in with your ChatGPT plan (the `chatgpt` provider): in a browser, or with --device on a machine without one
     Login {
@@ -249,6 +249,8 @@ enum Subcommands {
     },
     /// Run the Signal bridge through signal-cli: the allowed numbers' messages in, the agent's replies back (hearthd starts it when config.toml has a [signal] table)
     Signal,
+    /// Run the Matrix bridge (end-to-end encrypted, through hearth-matrix): the allowed users' messages in, the agent's replies back (hearthd starts it when config.toml has a [matrix] table)
+    Matrix,
 }
 
 /// The answers `hearth setup` would ask for.
@@ -287,6 +289,24 @@ struct SetupArgs {
     /// Another Bot API address than Telegram's own
     #[arg(long, value_name = "URL")]
     telegram_api_base: Option<String>,
+    /// Leave Matrix as it is
+    #[arg(long, conflicts_with_all = ["matrix_homeserver", "matrix_user", "matrix_password_env", "matrix_allow", "matrix_command"])]
+    no_matrix: bool,
+    /// Set up Matrix with the agent's account on this homeserver (https://matrix.example.org)
+    #[arg(long, value_name = "URL")]
+    matrix_homeserver: Option<String>,
+    /// The agent's Matrix account (@name:server), made for it on the homeserver
+    #[arg(long, value_name = "@NAME:SERVER")]
+    matrix_user: Option<String>,
+    /// The variable (or secrets.env entry) holding the account's password [default: MATRIX_PASSWORD]
+    #[arg(long, value_name = "NAME")]
+    matrix_password_env: Option<String>,
+    /// Allow this Matrix user (may be repeated): their messages and invites reach the agent
+    #[arg(long, value_name = "@NAME:SERVER")]
+    matrix_allow: Vec<String>,
+    /// The hearth-matrix program the bridge starts [default: hearth-matrix, beside hearth or on PATH]
+    #[arg(long, value_name = "PROGRAM")]
+    matrix_command: Option<String>,
     /// Leave Signal as it is
     #[arg(long, conflicts_with_all = ["signal_account", "signal_pair", "signal_allow", "signal_socket", "signal_tcp", "signal_command"])]
     no_signal: bool,
@@ -343,6 +363,12 @@ impl SetupArgs {
             signal_socket: self.signal_socket,
             signal_tcp: self.signal_tcp,
             signal_command: self.signal_command,
+            no_matrix: self.no_matrix,
+            matrix_homeserver: self.matrix_homeserver,
+            matrix_user: self.matrix_user,
+            matrix_password_env: self.matrix_password_env,
+            matrix_allow: self.matrix_allow,
+            matrix_command: self.matrix_command,
             pair_timeout: self.pair_timeout.map(std::time::Duration::from_secs),
             service: match (self.service, self.no_service) {
                 (true, _) => Some(true),
@@ -469,7 +495,10 @@ async fn main() -> ExitCode {
     // what it does. The interactive commands stay quiet.
     let level = match cli.command {
         Some(
-            Subcommands::Telegram | Subcommands::Signal | Subcommands::Whatsapp { action: None },
+            Subcommands::Telegram
+            | Subcommands::Signal
+            | Subcommands::Matrix
+            | Subcommands::Whatsapp { action: None },
         ) => "info",
         _ => "warn",
     };
@@ -726,6 +755,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Signal) => match signal::run(&home, stop_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => bridge_failed("signal", &err, err.is_config()),
+        },
+        Some(Subcommands::Matrix) => match matrix::run(&home, stop_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => bridge_failed("matrix", &err, err.is_config()),
         },
         Some(Subcommands::Whatsapp { action: None }) => {
             match whatsapp::run(&home, stop_signal()).await {

@@ -78,6 +78,9 @@ pub struct Config {
     /// The Signal bridge's table, likewise.
     #[serde(default)]
     pub signal: Option<toml::Table>,
+    /// The Matrix bridge's table, likewise.
+    #[serde(default)]
+    pub matrix: Option<toml::Table>,
     /// The memory's compactor (`[memory]`).
     #[serde(default)]
     pub memory: MemorySettings,

@@ -45,9 +45,14 @@ pub fn names(config: &Config) -> Vec<String> {
         names.push(transcription.api_key_env.clone());
     }
     // The bridges name their own variables in their tables (`*_env` keys).
-    for table in [&config.telegram, &config.whatsapp, &config.signal]
-        .into_iter()
-        .flatten()
+    for table in [
+        &config.telegram,
+        &config.whatsapp,
+        &config.signal,
+        &config.matrix,
+    ]
+    .into_iter()
+    .flatten()
     {
         for (key, value) in table {
             if let (true, Some(name)) = (key.ends_with("_env"), value.as_str()) {

@@ -7,6 +7,8 @@
 //! - `telegram.rs`: the bot token (`getMe`) and pairing by code.
 //! - `signal.rs`: the agent's Signal number, the way to signal-cli, and
 //!   pairing by code.
+//! - `matrix.rs`: the agent's Matrix account (its password proved by one
+//!   login) and the people allowed.
 //! - `ask.rs`: questions on a terminal, or answers from flags.
 //! - `edit.rs`: `config.toml` edited in place, the rest of it kept (pure).
 //! - `files.rs`: private, atomic writes; `secrets.env` entries.
@@ -14,6 +16,7 @@
 mod ask;
 mod edit;
 mod files;
+mod matrix;
 mod model;
 mod signal;
 mod telegram;
@@ -62,6 +65,18 @@ pub struct SetupOptions {
     pub signal_tcp: Option<String>,
     /// The signal-cli program the bridge starts.
     pub signal_command: Option<String>,
+    /// Leave Matrix as it is.
+    pub no_matrix: bool,
+    /// The agent's homeserver.
+    pub matrix_homeserver: Option<String>,
+    /// The agent's Matrix account.
+    pub matrix_user: Option<String>,
+    /// The variable (or `secrets.env` entry) holding its password.
+    pub matrix_password_env: Option<String>,
+    /// Matrix ids to allow.
+    pub matrix_allow: Vec<String>,
+    /// The hearth-matrix program the bridge starts.
+    pub matrix_command: Option<String>,
     /// How long pairing waits for the code.
     pub pair_timeout: Option<Duration>,
     /// Install the systemd user service (`Some(true)`), or not (`Some(false)`).

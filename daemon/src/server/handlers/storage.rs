@@ -43,7 +43,7 @@ pub async fn state_set(context: &Context<'_>, name: String, value: String) -> An
 /// The clients that the bridges connect as: their states (cursors, offsets,
 /// the chats seen) are written only over the Unix socket, which is the
 /// owner's alone, never by a TCP client or a browser.
-const BRIDGE_STATES: [&str; 3] = ["telegram", "whatsapp", "signal"];
+const BRIDGE_STATES: [&str; 4] = ["telegram", "whatsapp", "signal", "matrix"];
 
 /// A state belongs to the client it is named after: `telegram.cursor` is
 /// written only by a client named `telegram` or `telegram-<part>` (the
