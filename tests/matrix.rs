@@ -44,7 +44,7 @@ struct Setup {
 /// the agent has joined it. `None` without Synapse (outside CI).
 async fn setup(model: &FakeModel, extra: &str) -> Option<Setup> {
     let synapse = Synapse::shared()?;
-    let users = synapse.register(&["hearth", "owner", "eve"]);
+    let users = synapse.register(&["hearth", "owner", "eve"]).await;
     let (bot, owner, stranger) = (users[0].clone(), users[1].clone(), users[2].clone());
     let home = TestHome::new(bins!());
     home.write_config(&format!(
@@ -410,7 +410,7 @@ async fn setup_proves_the_password_with_one_login_and_writes_the_table() {
     let Some(synapse) = Synapse::shared() else {
         return;
     };
-    let users = synapse.register(&["hearth", "owner"]);
+    let users = synapse.register(&["hearth", "owner"]).await;
     let model = FakeModel::start().await;
     let home = TestHome::new(bins!());
     let base_url = model.base_url();

@@ -163,36 +163,54 @@ impl Synapse {
         })
     }
 
-    /// Registers new users with the shared secret, at once; their ids
-    /// (`@NAME-N:localhost`, unique in this binary), each with [`PASSWORD`].
-    pub fn register(&self, names: &[&str]) -> Vec<String> {
-        let registering: Vec<(String, std::process::Child)> = names
-            .iter()
-            .map(|name| {
-                let local = format!("{name}-{}", USERS.fetch_add(1, Ordering::Relaxed));
-                let child = Command::new(python())
-                    .args(["-m", "synapse._scripts.register_new_matrix_user", "-c"])
-                    .arg(&self.config)
-                    .args(["-u", &local, "-p", PASSWORD, "--no-admin", &self.base_url])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .expect("register_new_matrix_user runs");
-                (local, child)
-            })
-            .collect();
-        registering
-            .into_iter()
-            .map(|(local, child)| {
-                let output = child.wait_with_output().expect("registration ends");
-                assert!(
-                    output.status.success(),
-                    "registering {local}: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
-                format!("@{local}:{SERVER_NAME}")
-            })
-            .collect()
+    /// Registers new users with the shared secret (Synapse's admin API:
+    /// a nonce, then the user signed with HMAC-SHA1 of the secret); their
+    /// ids (`@NAME-N:localhost`, unique in this binary), each with
+    /// [`PASSWORD`].
+    pub async fn register(&self, names: &[&str]) -> Vec<String> {
+        let http = reqwest::Client::new();
+        let url = format!("{}/_synapse/admin/v1/register", self.base_url);
+        let mut users = Vec::new();
+        for name in names {
+            let local = format!("{name}-{}", USERS.fetch_add(1, Ordering::Relaxed));
+            let nonce: Value = http
+                .get(&url)
+                .send()
+                .await
+                .expect("Synapse gives a nonce")
+                .json()
+                .await
+                .expect("the nonce as JSON");
+            let nonce = nonce["nonce"].as_str().expect("a nonce").to_string();
+            let signed = format!("{nonce}\0{local}\0{PASSWORD}\0notadmin");
+            let key = ring::hmac::Key::new(
+                ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
+                SHARED_SECRET.as_bytes(),
+            );
+            let mac: String = ring::hmac::sign(&key, signed.as_bytes())
+                .as_ref()
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect();
+            let body = json!({
+                "nonce": nonce,
+                "username": local,
+                "password": PASSWORD,
+                "admin": false,
+                "mac": mac,
+            });
+            let response = http
+                .post(&url)
+                .json(&body)
+                .send()
+                .await
+                .expect("Synapse answers the registration");
+            let status = response.status();
+            let said = response.text().await.unwrap_or_default();
+            assert!(status.is_success(), "registering {local}: {status} {said}");
+            users.push(format!("@{local}:{SERVER_NAME}"));
+        }
+        users
     }
 }
 
