@@ -18,7 +18,7 @@ use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
 use hearth_tests::fake_transcription::{Answer, FakeTranscription};
 use hearth_tests::harness::{
-    bridge_pid, cursor_at_log_end, eventually, process_gone, until, Daemon, TestHome,
+    bridge_failed, bridge_pid, cursor_at_log_end, eventually, process_gone, until, Daemon, TestHome,
 };
 use hearth_tests::synapse::{hearth_matrix, Person, Synapse, PASSWORD};
 use serde_json::json;
@@ -148,6 +148,18 @@ async fn an_owners_encrypted_message_reaches_the_agent_and_the_reply_comes_back_
     let (id, duplicate) = watcher.submit("again", "matrix", Some(&key)).await;
     assert!(duplicate);
     assert_eq!(Some(id), user.id);
+
+    // A message in a thread is answered in that thread.
+    model.push(Reply::text("In the thread."));
+    let asked = json!({ "room": setup.room, "body": "and here?", "thread": sent });
+    setup.owner.call("send", asked).await;
+    agent_bodies(&mut setup, "the reply in the thread", 2).await;
+    let threaded = setup.owner.seen.iter().find_map(|event| match event {
+        Event::Message { body, thread, .. } if body == "In the thread." => Some(thread.clone()),
+        _ => None,
+    });
+    assert_eq!(threaded, Some(Some(sent.clone())));
+
     // The store is the user's alone.
     let store = setup.home.path().join("matrix");
     use std::os::unix::fs::PermissionsExt;
@@ -470,4 +482,27 @@ async fn setup_proves_the_password_with_one_login_and_writes_the_table() {
     assert_eq!(written.user, users[0]);
     assert_eq!(written.allow, vec![users[1].clone()]);
     assert!(config.contains("[matrix]"), "{config}");
+}
+
+#[tokio::test]
+async fn a_bridge_without_hearth_matrix_says_why_in_status_not_the_conversation() {
+    let model = FakeModel::start().await;
+    let home = TestHome::new(bins!());
+    home.write_config(&format!(
+        "[model]\nprovider = \"openai-chat\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_KEY\"\n\n[matrix]\nhomeserver = \"http://127.0.0.1:9\"\n\
+         user = \"@hearth:localhost\"\nallow = [\"@you:localhost\"]\n\
+         command = \"/nonexistent/hearth-matrix\"\n",
+        model.base_url()
+    ));
+    home.write_secrets("MATRIX_PASSWORD=unused\n");
+    let mut daemon = home.start();
+    let bridge = bridge_failed(&home, "matrix").await;
+    let why = bridge.error.unwrap_or_default();
+    assert!(
+        why.contains("cargo install --path client/matrix-client"),
+        "{why}"
+    );
+    assert!(home.history().await.iter().all(|m| m.source != "matrix"));
+    assert!(daemon.is_running());
 }

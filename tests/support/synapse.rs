@@ -73,7 +73,6 @@ pub fn hearth_matrix() -> PathBuf {
 pub struct Synapse {
     /// `http://127.0.0.1:PORT`.
     pub base_url: String,
-    config: PathBuf,
     /// Held until the test binary exits: the wrapper that started Synapse
     /// reads it, and ends Synapse (and removes its folder) at its end.
     _keeper: Mutex<std::process::ChildStdin>,
@@ -157,7 +156,6 @@ impl Synapse {
         }
         Some(Synapse {
             base_url,
-            config,
             _keeper: Mutex::new(keeper),
             _wrapper: Mutex::new(wrapper),
         })
