@@ -4,6 +4,8 @@
 //! `terminal::run` for the interactive client, `commands` and its neighbours
 //! for the rest; and into hearth-bridges: `telegram::run` and `whatsapp::run`.
 
+mod matrix_flags;
+
 use clap::{Parser, Subcommand};
 use hearth_bridges::bridge::EXIT_CONFIG;
 use hearth_bridges::{matrix, signal, telegram, whatsapp};
@@ -200,7 +202,7 @@ enum Subcommands {
         action: Option<WebAction>,
     },
     /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram and Signal (paired by code), Matrix and the service; every question has a flag
-    Setup(SetupArgs),
+    Setup(Box<SetupArgs>), // boxed: its many flags would make every command as large
     /// Sign in with your ChatGPT plan (the `chatgpt` provider): in a browser, or with --device on a machine without one
     Login {
         #[arg(value_enum)]
@@ -289,24 +291,8 @@ struct SetupArgs {
     /// Another Bot API address than Telegram's own
     #[arg(long, value_name = "URL")]
     telegram_api_base: Option<String>,
-    /// Leave Matrix as it is
-    #[arg(long, conflicts_with_all = ["matrix_homeserver", "matrix_user", "matrix_password_env", "matrix_allow", "matrix_command"])]
-    no_matrix: bool,
-    /// Set up Matrix with the agent's account on this homeserver (https://matrix.example.org)
-    #[arg(long, value_name = "URL")]
-    matrix_homeserver: Option<String>,
-    /// The agent's Matrix account (@name:server), made for it on the homeserver
-    #[arg(long, value_name = "@NAME:SERVER")]
-    matrix_user: Option<String>,
-    /// The variable (or secrets.env entry) holding the account's password [default: MATRIX_PASSWORD]
-    #[arg(long, value_name = "NAME")]
-    matrix_password_env: Option<String>,
-    /// Allow this Matrix user (may be repeated): their messages and invites reach the agent
-    #[arg(long, value_name = "@NAME:SERVER")]
-    matrix_allow: Vec<String>,
-    /// The hearth-matrix program the bridge starts [default: hearth-matrix, beside hearth or on PATH]
-    #[arg(long, value_name = "PROGRAM")]
-    matrix_command: Option<String>,
+    #[command(flatten)]
+    matrix: matrix_flags::MatrixFlags,
     /// Leave Signal as it is
     #[arg(long, conflicts_with_all = ["signal_account", "signal_pair", "signal_allow", "signal_socket", "signal_tcp", "signal_command"])]
     no_signal: bool,
@@ -363,12 +349,7 @@ impl SetupArgs {
             signal_socket: self.signal_socket,
             signal_tcp: self.signal_tcp,
             signal_command: self.signal_command,
-            no_matrix: self.no_matrix,
-            matrix_homeserver: self.matrix_homeserver,
-            matrix_user: self.matrix_user,
-            matrix_password_env: self.matrix_password_env,
-            matrix_allow: self.matrix_allow,
-            matrix_command: self.matrix_command,
+            matrix: self.matrix.into(),
             pair_timeout: self.pair_timeout.map(std::time::Duration::from_secs),
             service: match (self.service, self.no_service) {
                 (true, _) => Some(true),
@@ -708,7 +689,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             hearth_cli::web::web(&home, command, &mut stdout).await?
         }
         Some(Subcommands::Setup(args)) => {
-            let options = args.options();
+            let options = (*args).options();
             hearth_cli::setup::run(&home, explicit_home.as_deref(), options, &mut stdout).await?
         }
         Some(Subcommands::Login {

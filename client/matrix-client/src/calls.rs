@@ -232,13 +232,15 @@ async fn sync(client: Client, out: mpsc::UnboundedSender<Output>) {
         match client.sync_once(settings.clone()).await {
             Ok(_) => {
                 if !std::mem::replace(&mut caught_up, true) {
-                    let _ = out.send(Output::Event(crate::wire::Event::Ready));
+                    let _ = out.send(Output::Event(Box::new(crate::wire::Event::Ready)));
                 }
             }
             Err(err) => {
                 caught_up = false;
                 let message = format!("syncing with the homeserver failed: {err}");
-                let _ = out.send(Output::Event(crate::wire::Event::SyncError { message }));
+                let _ = out.send(Output::Event(Box::new(crate::wire::Event::SyncError {
+                    message,
+                })));
                 tokio::time::sleep(SYNC_RETRY).await;
             }
         }

@@ -25,7 +25,7 @@ const MAX_FILE_BYTES: u64 = 25 * 1024 * 1024;
 type Out = mpsc::UnboundedSender<Output>;
 
 fn tell(out: &Out, event: Event) {
-    let _ = out.send(Output::Event(event));
+    let _ = out.send(Output::Event(Box::new(event)));
 }
 
 /// Registers the handlers that tell `out` what the account receives.

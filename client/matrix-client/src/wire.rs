@@ -89,7 +89,8 @@ pub enum Output {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
-    Event(Event),
+    // Boxed: a message event is far larger than an answer.
+    Event(Box<Event>),
 }
 
 /// A file of a message, fetched (and decrypted) already.

@@ -138,6 +138,10 @@ impl<'a> Inbound<'a> {
                         continue;
                     }
                     self.threads.wrote(&room, thread.as_deref());
+                    let body = match reply_to {
+                        Some(_) => without_reply_fallback(&body).to_string(),
+                        None => body,
+                    };
                     let answer = text_answer(&body).filter(|_| media.is_none());
                     let asked = self.open.replied_to(&room, reply_to);
                     match (answer, asked) {
@@ -367,5 +371,48 @@ fn placeholder(media: &Media) -> String {
         "[voice message]".to_string()
     } else {
         format!("[file: \"{}\"]", media.name)
+    }
+}
+
+/// A reply's own words, without the quote of the message it answers that
+/// some Matrix apps put first (`> <@who:server> what they said`, then a
+/// blank line).
+pub fn without_reply_fallback(body: &str) -> &str {
+    let mut quoted = 0;
+    for line in body.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        if !(bare.starts_with("> ") || bare == ">") {
+            break;
+        }
+        quoted += line.len();
+    }
+    let rest = &body[quoted..];
+    if quoted == 0 {
+        return body;
+    }
+    rest.strip_prefix("\r\n")
+        .or_else(|| rest.strip_prefix('\n'))
+        .unwrap_or(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replys_quote_of_the_message_it_answers_is_dropped() {
+        let body = "> <@hearth:example.org> hearth asks to run shell `ls`\n> Allow it?\n\nNo";
+        assert_eq!(without_reply_fallback(body), "No");
+        assert_eq!(without_reply_fallback("No"), "No");
+        assert_eq!(without_reply_fallback("a > b"), "a > b");
+    }
+
+    #[test]
+    fn the_thread_of_a_rooms_latest_message_is_where_the_answer_goes() {
+        let threads = Threads::default();
+        threads.wrote("!a:x", Some("$root"));
+        assert_eq!(threads.of("!a:x").as_deref(), Some("$root"));
+        threads.wrote("!a:x", None);
+        assert_eq!(threads.of("!a:x"), None);
     }
 }

@@ -77,11 +77,11 @@ impl Chosen {
 /// Whether to set up Matrix at all: a Matrix flag says yes; else a person
 /// is asked.
 pub fn wanted(asker: &mut Asker<'_>, options: &SetupOptions) -> Result<bool, AskError> {
-    if options.matrix_homeserver.is_some()
-        || options.matrix_user.is_some()
-        || options.matrix_password_env.is_some()
-        || !options.matrix_allow.is_empty()
-        || options.matrix_command.is_some()
+    if options.matrix.homeserver.is_some()
+        || options.matrix.user.is_some()
+        || options.matrix.password_env.is_some()
+        || !options.matrix.allow.is_empty()
+        || options.matrix.command.is_some()
     {
         return Ok(true);
     }
@@ -106,7 +106,8 @@ pub async fn run(
             .map(str::to_string)
     };
     let homeserver = match options
-        .matrix_homeserver
+        .matrix
+        .homeserver
         .clone()
         .or_else(|| text("homeserver"))
     {
@@ -118,7 +119,7 @@ pub async fn run(
         )?,
     };
     let homeserver = http_base(&homeserver).ok_or(MatrixStepError::BadHomeserver(homeserver))?;
-    let user = match options.matrix_user.clone().or_else(|| text("user")) {
+    let user = match options.matrix.user.clone().or_else(|| text("user")) {
         Some(user) => user,
         None => asker.text(
             "The agent's Matrix account (a user made for it, like @hearth:example.org)",
@@ -128,7 +129,8 @@ pub async fn run(
     };
     let user = user_id(&user).ok_or(MatrixStepError::BadUser(user))?;
     let password_env = options
-        .matrix_password_env
+        .matrix
+        .password_env
         .clone()
         .or_else(|| text("password_env"))
         .unwrap_or_else(|| DEFAULT_PASSWORD_ENV.to_string());
@@ -148,7 +150,7 @@ pub async fn run(
         })
         .unwrap_or_default();
     let mut joined = Vec::new();
-    for given in &options.matrix_allow {
+    for given in &options.matrix.allow {
         joined.push(user_id(given).ok_or_else(|| MatrixStepError::BadUser(given.clone()))?);
     }
     if joined.is_empty() && allow.is_empty() {
@@ -173,7 +175,7 @@ pub async fn run(
         password_env,
         new_password,
         allow,
-        command: options.matrix_command.clone().or_else(|| text("command")),
+        command: options.matrix.command.clone().or_else(|| text("command")),
     })
 }
 

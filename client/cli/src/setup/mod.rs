@@ -65,22 +65,29 @@ pub struct SetupOptions {
     pub signal_tcp: Option<String>,
     /// The signal-cli program the bridge starts.
     pub signal_command: Option<String>,
-    /// Leave Matrix as it is.
-    pub no_matrix: bool,
-    /// The agent's homeserver.
-    pub matrix_homeserver: Option<String>,
-    /// The agent's Matrix account.
-    pub matrix_user: Option<String>,
-    /// The variable (or `secrets.env` entry) holding its password.
-    pub matrix_password_env: Option<String>,
-    /// Matrix ids to allow.
-    pub matrix_allow: Vec<String>,
-    /// The hearth-matrix program the bridge starts.
-    pub matrix_command: Option<String>,
+    /// The Matrix step's answers.
+    pub matrix: MatrixOptions,
     /// How long pairing waits for the code.
     pub pair_timeout: Option<Duration>,
     /// Install the systemd user service (`Some(true)`), or not (`Some(false)`).
     pub service: Option<bool>,
     /// Ask nothing: every answer from its flag or its default.
     pub yes: bool,
+}
+
+/// The Matrix step's answers given on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixOptions {
+    /// Leave Matrix as it is.
+    pub skip: bool,
+    /// The agent's homeserver.
+    pub homeserver: Option<String>,
+    /// The agent's Matrix account.
+    pub user: Option<String>,
+    /// The variable (or `secrets.env` entry) holding its password.
+    pub password_env: Option<String>,
+    /// Matrix ids to allow.
+    pub allow: Vec<String>,
+    /// The hearth-matrix program the bridge starts.
+    pub command: Option<String>,
 }

@@ -129,7 +129,7 @@ pub async fn run(
     }
 
     // Matrix, when wanted; the file is read again likewise.
-    if !options.no_matrix && matrix::wanted(&mut asker, &options)? {
+    if !options.matrix.skip && matrix::wanted(&mut asker, &options)? {
         let text = files::read_or_empty(&config_file)?;
         let chosen = matrix::run(&mut asker, &options, home, table("matrix")).await?;
         let text = edited(&config_file, &text, &chosen.edits())?;
