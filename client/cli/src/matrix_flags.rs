@@ -6,7 +6,7 @@ pub struct MatrixFlags {
     /// Leave Matrix as it is
     #[arg(long, conflicts_with_all = ["matrix_homeserver", "matrix_user", "matrix_password_env", "matrix_allow", "matrix_command"])]
     no_matrix: bool,
-    /// Set up Matrix with the agent's account on this homeserver (https://matrix.example.org)
+    /// Set up Matrix with the agent's account on this homeserver (its https:// address)
     #[arg(long, value_name = "URL")]
     matrix_homeserver: Option<String>,
     /// The agent's Matrix account (@name:server), made for it on the homeserver
