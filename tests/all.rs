@@ -32,6 +32,7 @@ mod import;
 mod inbox;
 mod life;
 mod local_servers;
+mod matrix;
 mod mcp;
 mod mcp_bounds;
 mod mcp_http;

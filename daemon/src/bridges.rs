@@ -1,7 +1,9 @@
 //! The bridges hearthd runs beside itself: `hearth telegram` when
 //! `config.toml` has a `[telegram]` table, `hearth whatsapp` when it has a
 //! `[whatsapp]` table, `hearth signal` when it has a `[signal]` table,
-//! `hearth discord` when it has a `[discord]` table.
+//! `hearth email` when it has an `[email]` table, `hearth discord` when it
+//! has a `[discord]` table; and
+//! `hearth matrix` when it has a `[matrix]` table.
 //!
 //! A bridge is an ordinary client in its own process (the `hearth` binary
 //! found next to `hearthd`), so a crash in it never touches the daemon and
@@ -84,7 +86,7 @@ impl BridgeBoard {
 /// How to start one bridge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
-    /// `telegram`, `whatsapp`, `signal` or `discord`: the name in logs and the `hearth` subcommand.
+    /// `telegram`, `whatsapp`, `signal`, `email`, `discord` or `matrix`: the name in logs and the `hearth` subcommand.
     pub name: &'static str,
     pub program: PathBuf,
     pub args: Vec<String>,
@@ -106,6 +108,7 @@ pub fn launches(config: &Config, home: &Home, exe_dir: Option<&Path>) -> Vec<Lau
         ("signal", config.signal.is_some()),
         ("email", config.email.is_some()),
         ("discord", config.discord.is_some()),
+        ("matrix", config.matrix.is_some()),
     ];
     for (name, _) in tables.into_iter().filter(|(_, present)| *present) {
         let mut args = vec![name.to_string()];

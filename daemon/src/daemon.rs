@@ -361,7 +361,7 @@ impl Running<'_> {
             self.shared.approvals.update(new.approvals.clone());
             config.approvals = new.approvals.clone();
         }
-        let changed_bridges: Vec<String> = ["telegram", "whatsapp", "signal", "email", "discord"]
+        let changed_bridges: Vec<String> = ["telegram", "whatsapp", "signal", "email", "discord", "matrix"]
             .into_iter()
             .filter(|name| reread.changed(name))
             .map(str::to_string)
@@ -372,6 +372,7 @@ impl Running<'_> {
             config.signal = new.signal.clone();
             config.email = new.email.clone();
             config.discord = new.discord.clone();
+            config.matrix = new.matrix.clone();
             bridges.restart(&changed_bridges, config, home).await;
         }
         if reread.changed("mcp") {

@@ -16,7 +16,7 @@ use crate::config::{Config, ConfigError};
 use std::path::Path;
 
 /// Tables that apply while the daemon runs.
-pub const LIVE_TABLES: [&str; 12] = [
+pub const LIVE_TABLES: [&str; 13] = [
     "model",
     "memory",
     "budget",
@@ -28,6 +28,7 @@ pub const LIVE_TABLES: [&str; 12] = [
     "signal",
     "email",
     "discord",
+    "matrix",
     "mcp",
 ];
 

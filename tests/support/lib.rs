@@ -29,6 +29,8 @@
 //!   `127.0.0.1:0` that records the headers of every request.
 //! - [`fake_search`]: a search provider on `127.0.0.1:0` speaking
 //!   SearXNG's and Brave Search's JSON APIs, for `web_search`.
+//! - [`synapse`]: a real Matrix homeserver (Synapse) shared by a test
+//!   binary, its users, and a person the test drives through hearth-matrix.
 //! - [`release_server`]: a release folder served as a release page serves
 //!   it, for `hearth update` and `install.sh`, and test releases signed
 //!   with a key of the test's own.
@@ -49,6 +51,7 @@ pub mod mail_servers;
 pub mod meta_webhook;
 pub mod release_server;
 pub mod schema;
+pub mod synapse;
 
 /// A small DevTools Protocol client driving a real headless Chromium, for
 /// the browser client's tests.

@@ -30,6 +30,8 @@ async fn setup_asks_on_a_terminal_and_never_shows_the_key() {
     pty.line("");
     pty.wait_for("Discord too");
     pty.line("");
+    pty.wait_for("Matrix too");
+    pty.line("");
     pty.wait_for("systemd user service");
     pty.line("");
     assert!(pty.wait_exit(), "setup exits 0");
@@ -83,6 +85,8 @@ async fn another_servers_key_variable_is_asked_and_none_sends_no_exported_key() 
     pty.wait_for("by email too");
     pty.line("");
     pty.wait_for("Discord too");
+    pty.line("");
+    pty.wait_for("Matrix too");
     pty.line("");
     pty.wait_for("systemd user service");
     pty.line("");

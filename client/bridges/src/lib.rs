@@ -17,12 +17,15 @@
 //!   senders believed only as the user's receiving server vouches.
 //! - `discord/`: the Discord bridge (`hearth discord`), a bot over the
 //!   Gateway and the REST API.
+//! - `matrix/`: the Matrix bridge (`hearth matrix`), end-to-end encrypted,
+//!   through the hearth-matrix program (`client/matrix-client/`).
 //! - `whatsapp/`: the WhatsApp bridge (`hearth whatsapp`): the Cloud API, or
 //!   a linked personal account (`whatsapp/web/`, feature `whatsapp-web`).
 
 pub mod bridge;
 pub mod email;
 pub mod discord;
+pub mod matrix;
 pub mod signal;
 pub mod telegram;
 pub mod whatsapp;

@@ -5,10 +5,11 @@
 //! for the rest; and into hearth-bridges: `telegram::run` and `whatsapp::run`.
 
 mod discord_flags;
+mod matrix_flags;
 
 use clap::{Parser, Subcommand};
 use hearth_bridges::bridge::EXIT_CONFIG;
-use hearth_bridges::{discord, email, signal, telegram, whatsapp};
+use hearth_bridges::{discord, email, matrix, signal, telegram, whatsapp};
 use hearth_cli::commands::{self, SendRequest};
 use hearth_cli::inbox::{self, ScheduleCommand};
 use hearth_cli::log::{self as log_command, Bound, Filter, LogRequest};
@@ -205,7 +206,7 @@ enum Subcommands {
         #[command(subcommand)]
         action: Option<WebAction>,
     },
-    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram and Signal (paired by code), email and the service; every question has a flag
+    /// Write a working config.toml and secrets.env: a model proved by one request, then Telegram, Signal and Discord (paired by code), email, Matrix and the service; every question has a flag
     Setup(Box<SetupArgs>),
     /// Sign in with your ChatGPT plan (the `chatgpt` provider): in a browser, or with --device on a machine without one
     Login {
@@ -259,6 +260,8 @@ enum Subcommands {
     Email,
     /// Run the Discord bridge: a bot that relays the allowed users' direct messages (and one allowlisted channel) to the agent and its replies back (hearthd starts it when config.toml has a [discord] table)
     Discord,
+    /// Run the Matrix bridge (end-to-end encrypted, through hearth-matrix): the allowed users' messages in, the agent's replies back (hearthd starts it when config.toml has a [matrix] table)
+    Matrix,
 }
 
 /// What `hearth login` signs in to.
@@ -380,6 +383,7 @@ async fn main() -> ExitCode {
             | Subcommands::Signal
             | Subcommands::Email
             | Subcommands::Discord
+            | Subcommands::Matrix
             | Subcommands::Whatsapp { action: None },
         ) => "info",
         _ => "warn",
@@ -645,6 +649,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Subcommands::Discord) => match discord::run(&home, stop_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => bridge_failed("discord", &err, err.is_config()),
+        },
+        Some(Subcommands::Matrix) => match matrix::run(&home, stop_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => bridge_failed("matrix", &err, err.is_config()),
         },
         Some(Subcommands::Whatsapp { action: None }) => {
             match whatsapp::run(&home, stop_signal()).await {

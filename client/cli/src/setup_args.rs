@@ -94,6 +94,8 @@ pub struct SetupArgs {
     pair_timeout: Option<u64>,
     #[command(flatten)]
     discord: Box<crate::discord_flags::DiscordFlags>,
+    #[command(flatten)]
+    matrix: crate::matrix_flags::MatrixFlags,
     /// Install the systemd user service at the end
     #[arg(long, conflicts_with = "no_service")]
     service: bool,
@@ -138,6 +140,7 @@ impl SetupArgs {
                 allow: self.email_allow,
                 authserv_id: self.email_authserv_id,
             },
+            matrix: self.matrix.into(),
             pair_timeout: self.pair_timeout.map(std::time::Duration::from_secs),
             service: match (self.service, self.no_service) {
                 (true, _) => Some(true),

@@ -84,6 +84,9 @@ pub struct Config {
     /// The Discord bridge's table, likewise.
     #[serde(default)]
     pub discord: Option<toml::Table>,
+    /// The Matrix bridge's table, likewise.
+    #[serde(default)]
+    pub matrix: Option<toml::Table>,
     /// The memory's compactor (`[memory]`).
     #[serde(default)]
     pub memory: MemorySettings,

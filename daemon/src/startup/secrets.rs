@@ -50,6 +50,7 @@ pub fn names(config: &Config) -> Vec<String> {
         &config.whatsapp,
         &config.signal,
         &config.email,
+        &config.matrix,
     ]
     .into_iter()
     .flatten()

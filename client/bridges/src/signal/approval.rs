@@ -11,7 +11,11 @@
 //! still finds it.
 
 use hearth_protocol::Event;
-use std::sync::{Arc, Mutex, PoisonError};
+
+pub use crate::bridge::approval::{reaction_answer, text_answer};
+
+/// The requests asked, by the timestamp Signal gave each message.
+pub type Open = crate::bridge::approval::Open<u64>;
 
 /// Characters of a call shown in a request.
 const SHOWN_CHARS: usize = 1500;
@@ -23,113 +27,6 @@ pub fn request_text(event: &Event) -> Option<String> {
         SHOWN_CHARS,
         "React 👍 to allow or 👎 to deny, or reply yes or no.",
     )
-}
-
-/// What a reaction's emoji answers: `Some(true)` allows, `Some(false)`
-/// denies; skin tones and presentation marks do not matter.
-pub fn reaction_answer(emoji: &str) -> Option<bool> {
-    let bare: String = emoji
-        .chars()
-        .filter(|c| !matches!(*c as u32, 0x1F3FB..=0x1F3FF | 0xFE0F))
-        .collect();
-    match bare.as_str() {
-        "👍" | "✅" | "👌" => Some(true),
-        "👎" | "❌" | "🚫" => Some(false),
-        _ => None,
-    }
-}
-
-/// What a reply's words answer, when they are only a yes or a no.
-pub fn text_answer(text: &str) -> Option<bool> {
-    let word = text.trim().trim_end_matches(['.', '!']).to_lowercase();
-    match word.as_str() {
-        "yes" | "y" | "allow" | "ok" | "👍" => Some(true),
-        "no" | "n" | "deny" | "👎" => Some(false),
-        _ => None,
-    }
-}
-
-/// One request asked of one person.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Asked {
-    /// The approval's id in the daemon.
-    id: String,
-    /// Who was asked.
-    to: String,
-    /// The timestamp Signal gave the request's message; `None` while it
-    /// is being sent.
-    sent: Option<u64>,
-}
-
-/// The requests asked and not answered yet, shared by the outbound half
-/// (which asks) and the inbound half (which takes the answers).
-#[derive(Debug, Clone, Default)]
-pub struct Open(Arc<Mutex<Vec<Asked>>>);
-
-impl Open {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Asked>> {
-        // A plain list: a panic while it was written leaves it usable.
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Remembers that request `id` is being asked of `to`.
-    pub fn asking(&self, id: &str, to: &str) {
-        self.lock().push(Asked {
-            id: id.to_string(),
-            to: to.to_string(),
-            sent: None,
-        });
-    }
-
-    /// Request `id` went to `to` in the message sent at `sent`.
-    pub fn asked(&self, id: &str, to: &str, sent: u64) {
-        let mut open = self.lock();
-        let asked = open.iter_mut().find(|a| a.id == id && a.to == to);
-        if let Some(asked) = asked {
-            asked.sent = Some(sent);
-        }
-    }
-
-    /// Request `id` could not be asked of `to`.
-    pub fn not_asked(&self, id: &str, to: &str) {
-        self.lock()
-            .retain(|asked| !(asked.id == id && asked.to == to));
-    }
-
-    /// Forgets request `id` (decided, here or elsewhere).
-    pub fn close(&self, id: &str) {
-        self.lock().retain(|asked| asked.id != id);
-    }
-
-    /// The request whose message `from` reacted to (sent at `target`), or
-    /// one still being sent to them.
-    pub fn reacted_to(&self, from: &str, target: u64) -> Option<String> {
-        self.find(from, Some(target))
-    }
-
-    /// The request a reply from `from` answers: the one it quotes (or one
-    /// still being sent to them), else the newest asked of them.
-    pub fn replied_to(&self, from: &str, quote: Option<u64>) -> Option<String> {
-        match quote {
-            Some(_) => self.find(from, quote),
-            None => {
-                let open = self.lock();
-                let mine = open.iter().filter(|asked| asked.to == from);
-                mine.map(|asked| asked.id.clone()).next_back()
-            }
-        }
-    }
-
-    /// The request asked of `from` in the message sent at `sent`, else the
-    /// newest one still being sent to them.
-    fn find(&self, from: &str, sent: Option<u64>) -> Option<String> {
-        let open = self.lock();
-        let mine = || open.iter().filter(|asked| asked.to == from);
-        mine()
-            .find(|asked| asked.sent == sent)
-            .or_else(|| mine().rfind(|asked| asked.sent.is_none()))
-            .map(|asked| asked.id.clone())
-    }
 }
 
 #[cfg(test)]

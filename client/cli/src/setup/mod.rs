@@ -11,6 +11,8 @@
 //!   pairing by code.
 //! - `email.rs`: the agent's mailbox, who may write, whose verdict on
 //!   senders is believed; the login proved.
+//! - `matrix.rs`: the agent's Matrix account (its password proved by one
+//!   login) and the people allowed.
 //! - `ask.rs`: questions on a terminal, or answers from flags.
 //! - `edit.rs`: `config.toml` edited in place, the rest of it kept (pure).
 //! - `files.rs`: private, atomic writes; `secrets.env` entries.
@@ -20,6 +22,7 @@ mod discord;
 mod edit;
 mod email;
 mod files;
+mod matrix;
 mod model;
 mod signal;
 mod telegram;
@@ -82,6 +85,8 @@ pub struct SetupOptions {
     pub discord_channel: Option<u64>,
     /// Another REST address than Discord's own (a test's fake).
     pub discord_api_base: Option<String>,
+    /// The Matrix step's answers.
+    pub matrix: MatrixOptions,
     /// How long pairing waits for the code.
     pub pair_timeout: Option<Duration>,
     /// Install the systemd user service (`Some(true)`), or not (`Some(false)`).
@@ -109,4 +114,21 @@ pub struct EmailOptions {
     pub allow: Vec<String>,
     /// The authserv-id of the user's provider.
     pub authserv_id: Option<String>,
+}
+
+/// The Matrix step's answers given on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixOptions {
+    /// Leave Matrix as it is.
+    pub skip: bool,
+    /// The agent's homeserver.
+    pub homeserver: Option<String>,
+    /// The agent's Matrix account.
+    pub user: Option<String>,
+    /// The variable (or `secrets.env` entry) holding its password.
+    pub password_env: Option<String>,
+    /// Matrix ids to allow.
+    pub allow: Vec<String>,
+    /// The hearth-matrix program the bridge starts.
+    pub command: Option<String>,
 }

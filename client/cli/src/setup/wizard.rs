@@ -1,5 +1,5 @@
 //! The steps of `hearth setup`, in order: the model (and one real request
-//! to it, before anything is saved), Telegram, Signal, Discord, pointers for WhatsApp, the
+//! to it, before anything is saved), Telegram, Signal, email, Discord, Matrix, pointers for WhatsApp, the
 //! service, the running daemon. Each step that changes the configuration
 //! writes it only once the step succeeded and the new file reads as the
 //! daemon and the bridge read it; a failed step writes nothing of its own.
@@ -9,12 +9,14 @@ use super::discord::{self, DiscordStepError};
 use super::edit::{self, EditError};
 use super::email::{self, EmailStepError};
 use super::files::{self, FileError};
+use super::matrix::{self, MatrixStepError};
 use super::model::{self, ModelStepError};
 use super::signal::{self, SignalStepError};
 use super::telegram::{self, TelegramStepError};
 use super::SetupOptions;
 use hearth_bridges::email::EmailConfig;
 use hearth_bridges::discord::DiscordConfig;
+use hearth_bridges::matrix::MatrixConfig;
 use hearth_bridges::signal::SignalConfig;
 use hearth_bridges::telegram::TelegramConfig;
 use hearth_config::config::Config;
@@ -37,6 +39,8 @@ pub enum SetupError {
     Email(#[from] EmailStepError),
     #[error("the model is set up and saved, but Discord is not: {0}")]
     Discord(#[from] DiscordStepError),
+    #[error("the model is set up and saved, but Matrix is not: {0}")]
+    Matrix(#[from] MatrixStepError),
     #[error("{path}: {source}; fix the file (or move it away) and run setup again")]
     Edit { path: String, source: EditError },
     #[error("the new configuration would not load, so nothing was written: {0}")]
@@ -57,6 +61,7 @@ impl SetupError {
                 | SetupError::Signal(SignalStepError::Ask(AskError::Interrupted))
                 | SetupError::Email(EmailStepError::Ask(AskError::Interrupted))
                 | SetupError::Discord(DiscordStepError::Ask(AskError::Interrupted))
+                | SetupError::Matrix(MatrixStepError::Ask(AskError::Interrupted))
         )
     }
 }
@@ -160,6 +165,20 @@ pub async fn run(
         }
         files::write_private(&config_file, &text)?;
         asker.say("✓ saved [discord]: hearthd starts the bridge");
+    }
+
+    // Matrix, when wanted; the file is read again likewise.
+    if !options.matrix.skip && matrix::wanted(&mut asker, &options)? {
+        let text = files::read_or_empty(&config_file)?;
+        let chosen = matrix::run(&mut asker, &options, home, table("matrix")).await?;
+        let text = edited(&config_file, &text, &chosen.edits())?;
+        MatrixConfig::parse(&config_file, &text)
+            .map_err(|err| SetupError::Invalid(err.to_string()))?;
+        if let Some(password) = &chosen.new_password {
+            store_secret(home, &chosen.password_env, password)?;
+        }
+        files::write_private(&config_file, &text)?;
+        asker.say("✓ saved [matrix]: hearthd starts the bridge");
     }
 
     asker.say(WHATSAPP);

@@ -43,7 +43,9 @@ pub async fn state_set(context: &Context<'_>, name: String, value: String) -> An
 /// The clients that the bridges connect as: their states (cursors, offsets,
 /// the chats seen) are written only over the Unix socket, which is the
 /// owner's alone, never by a TCP client or a browser.
-const BRIDGE_STATES: [&str; 5] = ["telegram", "whatsapp", "signal", "email", "discord"];
+const BRIDGE_STATES: [&str; 6] = [
+    "telegram", "whatsapp", "signal", "email", "discord", "matrix",
+];
 
 /// A state belongs to the client it is named after: `telegram.cursor` is
 /// written only by a client named `telegram` or `telegram-<part>` (the
