@@ -361,11 +361,13 @@ impl Running<'_> {
             self.shared.approvals.update(new.approvals.clone());
             config.approvals = new.approvals.clone();
         }
-        let changed_bridges: Vec<String> = ["telegram", "whatsapp", "signal", "email", "discord", "matrix"]
-            .into_iter()
-            .filter(|name| reread.changed(name))
-            .map(str::to_string)
-            .collect();
+        let changed_bridges: Vec<String> = [
+            "telegram", "whatsapp", "signal", "email", "discord", "matrix",
+        ]
+        .into_iter()
+        .filter(|name| reread.changed(name))
+        .map(str::to_string)
+        .collect();
         if !changed_bridges.is_empty() {
             config.telegram = new.telegram.clone();
             config.whatsapp = new.whatsapp.clone();

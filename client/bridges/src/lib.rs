@@ -23,8 +23,8 @@
 //!   a linked personal account (`whatsapp/web/`, feature `whatsapp-web`).
 
 pub mod bridge;
-pub mod email;
 pub mod discord;
+pub mod email;
 pub mod matrix;
 pub mod signal;
 pub mod telegram;
