@@ -146,13 +146,15 @@ pub struct RunningCall {
 /// A job runs inside the group's transaction and returns what to do once the
 /// transaction ends: deliver its answer, or the commit's failure.
 struct Job {
-    run: Box<dyn FnOnce(&Connection, &mut Appended) -> Delivery + Send>,
+    run: Run,
     /// Whether the job's answer waits for the commit to reach the disk
     /// (`synchronous = FULL`): every job but those that store what can be
     /// derived again from the log ([`Log::run_derived`]).
     durable: bool,
 }
 type Delivery = Box<dyn FnOnce(Result<(), String>) + Send>;
+/// What a job does inside the group's transaction.
+type Run = Box<dyn FnOnce(&Connection, &mut Appended) -> Delivery + Send>;
 
 /// A handle to the writer thread. Cheap to clone.
 #[derive(Clone)]
@@ -323,47 +325,46 @@ impl Log {
         durable: bool,
     ) -> Result<T, LogError> {
         let (answer, receive) = oneshot::channel::<Result<T, LogError>>();
-        let run: Box<dyn FnOnce(&Connection, &mut Appended) -> Delivery + Send> =
-            Box::new(move |tx, appended| {
-                // The job runs inside a savepoint so a failing job leaves the
-                // others of its group intact. After some errors (a full disk,
-                // I/O) SQLite rolls back the group's whole transaction; a job
-                // run after that would commit on its own while its group fails,
-                // so it is not run: it fails with its group.
-                let result = if tx.is_autocommit() {
-                    Err(rusqlite::Error::SqliteFailure(
-                        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
-                        Some("the group's transaction was rolled back".into()),
-                    ))
-                } else {
-                    Ok(())
-                };
-                // Cached statements: parsing these again for every job cost
-                // as much as a small append.
-                let savepoint = |sql: &str| tx.prepare_cached(sql)?.execute([]).map(|_| ());
-                let result = result
-                    .and_then(|()| savepoint("SAVEPOINT job"))
-                    .and_then(|()| {
-                        let mark = appended.mark();
-                        let done = match job(tx, appended) {
-                            Ok(value) => savepoint("RELEASE job").map(|()| value),
-                            Err(err) => savepoint("ROLLBACK TO job")
-                                .and_then(|()| savepoint("RELEASE job"))
-                                .and(Err(err)),
-                        };
-                        if done.is_err() {
-                            appended.roll_back_to(mark);
-                        }
-                        done
-                    });
-                Box::new(move |committed: Result<(), String>| {
-                    let answer_value = match committed {
-                        Ok(()) => result.map_err(LogError::from),
-                        Err(message) => Err(LogError::Commit(message)),
+        let run: Run = Box::new(move |tx, appended| {
+            // The job runs inside a savepoint so a failing job leaves the
+            // others of its group intact. After some errors (a full disk,
+            // I/O) SQLite rolls back the group's whole transaction; a job
+            // run after that would commit on its own while its group fails,
+            // so it is not run: it fails with its group.
+            let result = if tx.is_autocommit() {
+                Err(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                    Some("the group's transaction was rolled back".into()),
+                ))
+            } else {
+                Ok(())
+            };
+            // Cached statements: parsing these again for every job cost
+            // as much as a small append.
+            let savepoint = |sql: &str| tx.prepare_cached(sql)?.execute([]).map(|_| ());
+            let result = result
+                .and_then(|()| savepoint("SAVEPOINT job"))
+                .and_then(|()| {
+                    let mark = appended.mark();
+                    let done = match job(tx, appended) {
+                        Ok(value) => savepoint("RELEASE job").map(|()| value),
+                        Err(err) => savepoint("ROLLBACK TO job")
+                            .and_then(|()| savepoint("RELEASE job"))
+                            .and(Err(err)),
                     };
-                    let _ = answer.send(answer_value);
-                })
-            });
+                    if done.is_err() {
+                        appended.roll_back_to(mark);
+                    }
+                    done
+                });
+            Box::new(move |committed: Result<(), String>| {
+                let answer_value = match committed {
+                    Ok(()) => result.map_err(LogError::from),
+                    Err(message) => Err(LogError::Commit(message)),
+                };
+                let _ = answer.send(answer_value);
+            })
+        });
         self.jobs
             .send(Job { run, durable })
             .map_err(|_| LogError::Stopped)?;
