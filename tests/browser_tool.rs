@@ -353,6 +353,9 @@ async fn what_a_page_loads_from_a_refused_address_never_leaves() {
              <script>\
                fetch('http://{refused}/data').catch(() => {{}});\
                navigator.sendBeacon('http://{refused}/beacon', 'hello');\
+               const socket = new WebSocket('ws://{refused}/socket');\
+               socket.onerror = () => {{ document.querySelector('p').textContent = 'socket refused'; }};\
+               socket.onopen = () => {{ document.querySelector('p').textContent = 'socket open'; }};\
              </script>"
         )
         .into_boxed_str(),
@@ -368,6 +371,9 @@ async fn what_a_page_loads_from_a_refused_address_never_leaves() {
     let (id, _) = client.submit("open it", "terminal", None).await;
     client.reply_to(id).await;
     let opened = format!("{}\n{}", last_result(&model, 1), last_result(&model, 2));
+    // The WebSocket, which the request rules never see, was refused by the
+    // gate every connection goes through.
+    assert!(opened.contains("socket refused"), "{opened}");
     for path in ["frame", "pixel.png", "data", "beacon"] {
         let refusal = format!("[hearth refused a request of the page: http://{refused}/{path}: 127.0.0.1 is a loopback address");
         assert!(opened.contains(&refusal), "{opened}");

@@ -7,7 +7,9 @@
 //! seen in a screenshot.
 //!
 //! - Every request Chromium makes is decided by `web_fetch`'s address rules
-//!   (`addresses.rs`), the page's own navigations and loads among them; a
+//!   (`addresses.rs`), the page's own navigations and loads among them, and
+//!   every connection it opens goes through a gate that connects only to
+//!   addresses those rules checked (`gate.rs`), a WebSocket among them; a
 //!   refusal is said in the next answer.
 //! - What a page says is outside text: every answer that carries the page
 //!   is quoted as `web_fetch`'s are and has the page's provenance, so the
@@ -21,6 +23,7 @@
 
 mod addresses;
 mod chromium;
+mod gate;
 mod snapshot;
 mod tools;
 

@@ -6,13 +6,16 @@
 //! port). Inline data (`data:`, `blob:`, `about:`) reaches no address.
 //!
 //! A name is refused when any address it resolves to is not public.
-//! Chromium resolves the name again when it connects, so a name whose
-//! answers change between the two (DNS rebinding) is not caught here; what
-//! is caught is every address written in a URL and every name that points
-//! at the owner's network when asked.
+//! Chromium would resolve the name again when it connects; it connects
+//! through the gate (`gate.rs`) instead, which resolves the name itself and
+//! connects only to an address these rules checked ([`Addresses::resolve`]),
+//! so a name whose answers change in between (DNS rebinding), and a
+//! connection the request rules never see (a WebSocket), reach nothing
+//! unchecked.
 
-use crate::tools::web::{check_name, check_url, FetchError};
+use crate::tools::web::{check_name, check_url, non_public, FetchError};
 use reqwest::Url;
+use std::net::{IpAddr, SocketAddr};
 
 /// The address rules of one agent's browser.
 pub struct Addresses {
@@ -55,13 +58,54 @@ impl Addresses {
     /// Whether `[tools.browser] allow_private` names the URL's host, alone
     /// or with its port.
     fn names(&self, url: &Url) -> bool {
-        let Some(host) = url.host_str().map(str::to_ascii_lowercase) else {
+        let Some(host) = url.host_str() else {
             return false;
         };
-        let port = url.port_or_known_default();
+        self.names_host(host, url.port_or_known_default())
+    }
+
+    fn names_host(&self, host: &str, port: Option<u16>) -> bool {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let host = host.to_ascii_lowercase();
         self.allowed.iter().any(|allowed| {
-            *allowed == host || port.is_some_and(|port| *allowed == format!("{host}:{port}"))
+            *allowed == host
+                || port.is_some_and(|port| {
+                    *allowed == format!("{host}:{port}") || *allowed == format!("[{host}]:{port}")
+                })
         })
+    }
+
+    /// Where a connection to `host` (a name or an address) and `port` may
+    /// go (the browser's gate, `gate.rs`): every address the name resolves
+    /// to, each public unless the owner allows it. The refusal in words, or
+    /// none for a name that does not resolve (nothing was refused: Chromium
+    /// asks for its own services' names too, and they fail as they would
+    /// without the gate).
+    pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, Option<String>> {
+        let found: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+            Ok(address) => vec![SocketAddr::new(address, port)],
+            Err(_) => tokio::net::lookup_host((host, port))
+                .await
+                .map_err(|_| None)?
+                .collect(),
+        };
+        if found.is_empty() {
+            return Err(None);
+        }
+        if self.all_private || self.names_host(host, Some(port)) {
+            return Ok(found);
+        }
+        match found
+            .iter()
+            .find_map(|address| non_public(address.ip()).map(|kind| (address.ip(), kind)))
+        {
+            Some((address, kind)) => Err(Some(format!(
+                "{address} is a {kind} address; the owner can allow such addresses with \
+                 [tools] allow_private_network = true, or name this host in \
+                 [tools.browser] allow_private"
+            ))),
+            None => Ok(found),
+        }
     }
 
     fn explain(&self, err: FetchError) -> String {

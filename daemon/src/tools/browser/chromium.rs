@@ -16,6 +16,7 @@
 //! (`kill_all`), and when the daemon dies, even by SIGKILL.
 
 use super::addresses::Addresses;
+use super::gate::Gate;
 use crate::child_log::ChildLog;
 use crate::tools::{KillOnDrop, Processes};
 use serde_json::{json, Value};
@@ -67,6 +68,8 @@ pub struct Cdp {
 pub struct Chromium {
     pub cdp: Cdp,
     _kill: KillOnDrop,
+    /// Every connection's way out, closed with it.
+    _gate: Gate,
     /// The leader's pid (the keeper's under hearthd), for tests and logs.
     pub pid: u32,
 }
@@ -100,12 +103,15 @@ impl Chromium {
             let _ = std::fs::create_dir_all(launch.profile.join("Default"));
             let _ = std::fs::write(&preferences, r#"{"net":{"network_prediction_options":2}}"#);
         }
+        let gate = Gate::start(addresses.clone(), refused.clone())
+            .await
+            .map_err(|err| start_error(format!("its gate could not listen: {err}")))?;
         let mut command = Command::new("/bin/sh");
         command
             .arg("-c")
             .arg(r#"exec "$0" "$@" 3<&0 4>&1 0</dev/null 1>&2"#)
             .arg(launch.program)
-            .args(arguments(&launch))
+            .args(arguments(&launch, gate.port))
             .current_dir(launch.profile);
         // A speaker starts with an empty environment: Chromium gets a PATH
         // to find itself, and a home inside its profile for what it keeps
@@ -148,6 +154,7 @@ impl Chromium {
         Ok(Chromium {
             cdp,
             _kill: running.kill_on_drop,
+            _gate: gate,
             pid,
         })
     }
@@ -155,7 +162,7 @@ impl Chromium {
 
 /// Chromium's command line: headless, on its private profile, talking over
 /// the pipes, with a page's script heap bounded and what phones home off.
-fn arguments(launch: &Launch<'_>) -> Vec<String> {
+fn arguments(launch: &Launch<'_>, gate: u16) -> Vec<String> {
     let mut arguments = vec![
         "--headless".to_string(),
         "--remote-debugging-pipe".to_string(),
@@ -181,6 +188,13 @@ fn arguments(launch: &Launch<'_>) -> Vec<String> {
         // rules decide it.
         "--disable-features=LoadingPredictorUseLocalPredictions,NavigationPredictor,Prerender2,PreconnectToSearch,SpeculationRulesPrefetchFuture".to_string(),
         "--dns-prefetch-disable".to_string(),
+        // Every connection through the gate (`gate.rs`), loopback too
+        // (Chromium would go to it directly otherwise), and none over QUIC,
+        // which a SOCKS proxy does not carry: a WebSocket, which the request
+        // rules never see, reaches only what the address rules allow.
+        format!("--proxy-server=socks5://127.0.0.1:{gate}"),
+        "--proxy-bypass-list=<-loopback>".to_string(),
+        "--disable-quic".to_string(),
     ];
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
@@ -394,8 +408,10 @@ mod tests {
             page_memory_mb: 256,
             no_sandbox: false,
         };
-        let arguments = arguments(&launch);
+        let arguments = arguments(&launch, 4321);
         assert!(arguments.contains(&"--remote-debugging-pipe".to_string()));
+        assert!(arguments.contains(&"--proxy-server=socks5://127.0.0.1:4321".to_string()));
+        assert!(arguments.contains(&"--proxy-bypass-list=<-loopback>".to_string()));
         assert!(arguments.contains(&"--js-flags=--max-old-space-size=256".to_string()));
         assert!(arguments.contains(&"--user-data-dir=/home/h/browser/hearth".to_string()));
         assert!(!arguments
