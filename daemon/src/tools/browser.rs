@@ -29,9 +29,9 @@ mod tools;
 
 pub use tools::tools;
 
-use super::config::ToolsConfig;
 use super::{Outcome, Processes, Provenance};
 use crate::config::tools::BrowserConfig;
+use crate::config::tools::ToolsConfig;
 use crate::images::ImageStore;
 use addresses::Addresses;
 use chromium::{Cdp, CdpError, Chromium, Launch};

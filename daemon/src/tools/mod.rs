@@ -42,8 +42,6 @@ mod args;
 mod attachment;
 mod beneath;
 mod browser;
-/// `[tools]` (hearth-config).
-pub(crate) use crate::config::tools as config;
 pub use crate::confine;
 mod date;
 mod exposure;
@@ -70,9 +68,9 @@ mod web_search;
 mod whatsapp;
 mod zoom;
 
+pub use crate::config::tools::ToolsConfig;
 pub use args::unsupported as unsupported_schema;
 pub use browser::Browser;
-pub use config::ToolsConfig;
 pub use date::now as date_now;
 pub use process::{keeper_in_use, use_keeper, Exit, KillOnDrop, Processes, Running};
 pub use registry::{Outcome, Provenance, Tools, Workspace, MAX_INVALID_IN_A_ROW};

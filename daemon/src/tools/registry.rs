@@ -11,7 +11,6 @@
 //! runs (see `crate::approvals`); a denied call is an error outcome and never
 //! runs. Its wait holds no place among the calls that run at once.
 
-use super::config::ToolsConfig;
 use super::confine::Confinement;
 use super::folder::Folder;
 use super::mcp_tool::McpTool;
@@ -26,6 +25,7 @@ use super::{
 };
 use crate::activity::ActivityBoard;
 use crate::approvals::{glob_matches, Approvals, Verdict};
+use crate::config::tools::ToolsConfig;
 use crate::images::ImageStore;
 use crate::log::Log;
 use crate::media::MediaStore;

@@ -16,12 +16,12 @@
 //! turn (`taint.rs`), as `web_fetch` does; the files it changes are outside
 //! text too (`exposure.rs`).
 
-use super::config::ToolsConfig;
 use super::confine::Confinement;
 use super::process::{Exit, Group, Processes, Running};
 use super::tool::{text_of, Call, Tool};
 use super::Outcome;
 use crate::activity::ActivityBoard;
+use crate::config::tools::ToolsConfig;
 use crate::model::ToolSpec;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};

@@ -14,9 +14,9 @@
 //! carries the page's provenance (`data.provenance.web`), so the turn is
 //! tainted and the message's summary line keeps the `[untrusted]` marker.
 
-use super::config::ToolsConfig;
 use super::tool::{text_of, Acts, Call, Tool};
 use super::{html, Outcome};
+use crate::config::tools::ToolsConfig;
 use crate::model::ToolSpec;
 use futures_util::future::BoxFuture;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};

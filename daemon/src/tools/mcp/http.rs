@@ -9,8 +9,8 @@
 //! server starts, and marked sensitive, so no debug output shows them. A
 //! JSON answer is read up to [`MAX_BODY`] bytes.
 
-use super::config::{expand, ExpandError, McpServerConfig};
 use super::server::Context;
+use crate::config::mcp::{expand, ExpandError, McpServerConfig};
 use futures_util::stream::{BoxStream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::StatusCode;

@@ -10,8 +10,6 @@
 //! - `frames.rs`: the servers in the `mcp` frame and `status`.
 //! - `registry.rs`: [`Mcp`], every server; [`McpTools`], one agent's.
 
-/// `[[mcp]]` (hearth-config).
-pub(crate) use crate::config::mcp as config;
 mod content;
 mod frames;
 mod http;
@@ -20,7 +18,7 @@ mod registry;
 mod server;
 mod stdio;
 
-pub use config::{check as check_config, McpConfigError, McpServerConfig, Trust};
+pub use crate::config::mcp::{check as check_config, McpConfigError, McpServerConfig, Trust};
 pub use frames::{frame, running_calls};
 pub use names::{offered_name, Offer, OfferedTool, SkippedTool};
 pub use registry::{Mcp, McpTools, Reloaded, RunningCall};

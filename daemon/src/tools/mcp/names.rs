@@ -19,7 +19,7 @@
 //! and a turn that offers it is tainted (`tools/taint.rs`) unless the owner
 //! vouched for the server (`trust_descriptions`).
 
-use super::config::McpServerConfig;
+use crate::config::mcp::McpServerConfig;
 use crate::model::ToolSpec;
 use crate::tools::unsupported_schema;
 use serde_json::{Map, Value};

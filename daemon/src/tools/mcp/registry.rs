@@ -12,10 +12,10 @@
 //! the others run on untouched. An agent finds the servers by name at
 //! every request, so it sees the new set at its next one.
 
-use super::config::{McpServerConfig, Trust};
 use super::content;
 use super::names::OfferedTool;
 use super::server::{Context, Server, Snapshot};
+use crate::config::mcp::{McpServerConfig, Trust};
 use crate::images::ImageStore;
 use crate::model::ToolSpec;
 use crate::tools::Outcome;

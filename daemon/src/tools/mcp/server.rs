@@ -15,10 +15,10 @@
 //! other tools — after `tools/list_changed`, or a restart — and each change
 //! bumps the server's generation with a sentence saying why.
 
-use super::config::{McpServerConfig, Transport};
 use super::names::{self, ListedTool, Offer};
 use super::stdio;
 use crate::child_log::ChildLog;
+use crate::config::mcp::{McpServerConfig, Transport};
 use crate::tools::Processes;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, Implementation,

@@ -4,7 +4,7 @@
 //! The child leads its own process group, like a shell command
 //! (`tools/process.rs`): it dies with hearthd, and killing it kills
 //! whatever it started. Its environment is cleared but for
-//! [`SAFE_ENV`](super::config::SAFE_ENV) and its table's `env`, so it never
+//! [`SAFE_ENV`](crate::config::mcp::SAFE_ENV) and its table's `env`, so it never
 //! sees hearthd's API keys. Its stderr goes to hearthd.log a line at a
 //! time, within the bounds of [`ChildLog`] (cut lines, a rate and a total
 //! per server, across its restarts), and the last line is kept for the
@@ -15,8 +15,8 @@
 //! than [`MAX_LINE`] ends the connection at once, with the line named in
 //! the fault, so the call that waited is answered and the server restarted.
 
-use super::config::{expand, ExpandError, McpServerConfig, SAFE_ENV};
 use crate::child_log::ChildLog;
+use crate::config::mcp::{expand, ExpandError, McpServerConfig, SAFE_ENV};
 use crate::tools::{Exit, Processes, Running};
 use std::path::Path;
 use std::process::Command;
