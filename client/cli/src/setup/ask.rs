@@ -257,3 +257,37 @@ pub fn read_stdin_secret(what: &str) -> Result<String, AskError> {
     }
     Ok(text)
 }
+
+/// What the variable `name` holds: in the environment, else in the home's
+/// `secrets.env`; none when neither has it.
+pub fn known_secret(home: &hearth_protocol::home::Home, name: &str) -> Option<String> {
+    let from_env = std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    from_env.or_else(|| {
+        std::fs::read_to_string(home.secrets_file())
+            .ok()
+            .and_then(|text| hearth_protocol::secrets::secret_in(&text, name))
+    })
+}
+
+/// The secret in the variable `name` ([`known_secret`]), else asked for
+/// (hidden) until one is given, saying `needed` after an empty answer;
+/// with the secret again when it is new here, for `secrets.env`.
+pub fn secret_or_ask(
+    asker: &mut Asker<'_>,
+    home: &hearth_protocol::home::Home,
+    name: &str,
+    question: &str,
+    flag: &'static str,
+    needed: &str,
+) -> Result<(String, Option<String>), AskError> {
+    if let Some(secret) = known_secret(home, name) {
+        return Ok((secret, None));
+    }
+    loop {
+        let secret = asker.secret(question, flag)?;
+        if !secret.is_empty() {
+            return Ok((secret.clone(), Some(secret)));
+        }
+        asker.say(needed);
+    }
+}

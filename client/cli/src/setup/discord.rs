@@ -9,7 +9,7 @@
 //! refuse the code's sender as a stranger before they are allowed, so
 //! setup says how to pair (stop it, pair, start it).
 
-use super::ask::{AskError, Asker};
+use super::ask::{self, AskError, Asker};
 use super::edit::Edit;
 use super::telegram::random_code;
 use super::SetupOptions;
@@ -17,7 +17,6 @@ use hearth_bridges::discord::bridge::intents;
 use hearth_bridges::discord::config::{DiscordConfig, DEFAULT_API_BASE, DEFAULT_TOKEN_ENV};
 use hearth_bridges::discord::rest::{self, RestError};
 use hearth_protocol::home::Home;
-use hearth_protocol::secrets::secret_in;
 use std::time::Duration;
 use twilight_gateway::{Event, EventTypeFlags, Shard, ShardId, StreamExt};
 
@@ -120,7 +119,14 @@ pub async fn run(
         .or_else(|| text_of("api_base"))
         .map(|base| base.trim_end_matches('/').to_string())
         .filter(|base| base != DEFAULT_API_BASE);
-    let (token, new_token) = find_token(asker, home, &token_env)?;
+    let (token, new_token) = ask::secret_or_ask(
+        asker,
+        home,
+        &token_env,
+        "Paste the bot's token (Developer Portal → your application → Bot → Reset Token)",
+        "--discord-token-env NAME (a variable holding the token)",
+        "A token is needed: create an application at https://discord.com/developers/applications, then Bot → Reset Token.",
+    )?;
     let config = DiscordConfig {
         token_env: token_env.clone(),
         allow: Vec::new(),
@@ -182,33 +188,6 @@ pub async fn run(
         channel,
         api_base,
     })
-}
-
-/// The token from the variable or `secrets.env`, else pasted (hidden).
-fn find_token(
-    asker: &mut Asker<'_>,
-    home: &Home,
-    token_env: &str,
-) -> Result<(String, Option<String>), AskError> {
-    let from_env = std::env::var(token_env)
-        .ok()
-        .filter(|v| !v.trim().is_empty());
-    let stored = std::fs::read_to_string(home.secrets_file())
-        .ok()
-        .and_then(|text| secret_in(&text, token_env));
-    if let Some(token) = from_env.or(stored) {
-        return Ok((token, None));
-    }
-    loop {
-        let token = asker.secret(
-            "Paste the bot's token (Developer Portal → your application → Bot → Reset Token)",
-            "--discord-token-env NAME (a variable holding the token)",
-        )?;
-        if !token.is_empty() {
-            return Ok((token.clone(), Some(token)));
-        }
-        asker.say("A token is needed: create an application at https://discord.com/developers/applications, then Bot → Reset Token.");
-    }
 }
 
 /// Shows a fresh code and reads the Gateway until a direct message that

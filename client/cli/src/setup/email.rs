@@ -4,13 +4,12 @@
 //! sender the bridge believes. The login is proved on the IMAP server
 //! before anything is written.
 
-use super::ask::{AskError, Asker};
+use super::ask::{self, AskError, Asker};
 use super::edit::Edit;
 use super::SetupOptions;
 use hearth_bridges::email::config::{address, EmailConfig, DEFAULT_PASSWORD_ENV};
 use hearth_bridges::email::imap::{ImapError, Mailbox};
 use hearth_protocol::home::Home;
-use hearth_protocol::secrets::secret_in;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmailStepError {
@@ -194,7 +193,14 @@ pub async fn run(
         .clone()
         .or_else(|| text("password_env"))
         .unwrap_or_else(|| DEFAULT_PASSWORD_ENV.to_string());
-    let (password, new_password) = find_password(asker, home, &password_env)?;
+    let (password, new_password) = ask::secret_or_ask(
+        asker,
+        home,
+        &password_env,
+        "The mailbox's password (or an app password your provider made for it)",
+        "--email-password-env NAME (a variable holding the password)",
+        "A password is needed to read the mailbox.",
+    )?;
     let chosen = Chosen {
         address: own,
         imap_host,
@@ -231,31 +237,4 @@ fn parse_port(text: &str) -> Result<u16, EmailStepError> {
     text.trim()
         .parse()
         .map_err(|_| EmailStepError::BadPort(text.to_string()))
-}
-
-/// The password from the variable or `secrets.env`, else typed (hidden).
-fn find_password(
-    asker: &mut Asker<'_>,
-    home: &Home,
-    password_env: &str,
-) -> Result<(String, Option<String>), AskError> {
-    let from_env = std::env::var(password_env)
-        .ok()
-        .filter(|value| !value.trim().is_empty());
-    let stored = std::fs::read_to_string(home.secrets_file())
-        .ok()
-        .and_then(|text| secret_in(&text, password_env));
-    if let Some(password) = from_env.or(stored) {
-        return Ok((password, None));
-    }
-    loop {
-        let password = asker.secret(
-            "The mailbox's password (or an app password your provider made for it)",
-            "--email-password-env NAME (a variable holding the password)",
-        )?;
-        if !password.is_empty() {
-            return Ok((password.clone(), Some(password)));
-        }
-        asker.say("A password is needed to read the mailbox.");
-    }
 }

@@ -3,13 +3,12 @@
 //! a wrong password is said now rather than by the bridge), and the people
 //! allowed, by their Matrix ids. The password goes into `secrets.env`.
 
-use super::ask::{AskError, Asker};
+use super::ask::{self, AskError, Asker};
 use super::edit::Edit;
 use super::SetupOptions;
 use hearth_bridges::bridge::config::http_base;
 use hearth_bridges::matrix::config::{user_id, DEFAULT_COMMAND, DEFAULT_PASSWORD_ENV};
 use hearth_protocol::home::Home;
-use hearth_protocol::secrets::secret_in;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -134,7 +133,14 @@ pub async fn run(
         .clone()
         .or_else(|| text("password_env"))
         .unwrap_or_else(|| DEFAULT_PASSWORD_ENV.to_string());
-    let (password, new_password) = find_password(asker, home, &password_env)?;
+    let (password, new_password) = ask::secret_or_ask(
+        asker,
+        home,
+        &password_env,
+        "The agent's Matrix password",
+        "--matrix-password-env NAME (a variable holding the password)",
+        "A password is needed: the one the agent's account was made with.",
+    )?;
     asker.say(&format!("Logging in to {homeserver} as {user}…"));
     prove(&homeserver, &user, &password).await?;
     asker.say(&format!("✓ {homeserver} knows {user} and the password"));
@@ -177,33 +183,6 @@ pub async fn run(
         allow,
         command: options.matrix.command.clone().or_else(|| text("command")),
     })
-}
-
-/// The password from the variable or `secrets.env`, else typed (hidden).
-fn find_password(
-    asker: &mut Asker<'_>,
-    home: &Home,
-    password_env: &str,
-) -> Result<(String, Option<String>), AskError> {
-    let from_env = std::env::var(password_env)
-        .ok()
-        .filter(|v| !v.trim().is_empty());
-    let stored = std::fs::read_to_string(home.secrets_file())
-        .ok()
-        .and_then(|text| secret_in(&text, password_env));
-    if let Some(password) = from_env.or(stored) {
-        return Ok((password, None));
-    }
-    loop {
-        let password = asker.secret(
-            "The agent's Matrix password",
-            "--matrix-password-env NAME (a variable holding the password)",
-        )?;
-        if !password.is_empty() {
-            return Ok((password.clone(), Some(password)));
-        }
-        asker.say("A password is needed: the one the agent's account was made with.");
-    }
 }
 
 /// Logs in once with the password and logs that session out again: the

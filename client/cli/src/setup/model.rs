@@ -13,7 +13,6 @@ use hearth_models::model::served::{self, ServerKind};
 use hearth_models::model::{Item, Model, Request, ToolSpec};
 use hearth_models::model::{ModelConfig, ProviderKind};
 use hearth_protocol::home::Home;
-use hearth_protocol::secrets::secret_in;
 use std::time::Duration;
 
 /// How long the test request may go without progress (a local model may
@@ -416,11 +415,7 @@ fn find_key(
     if options.key_stdin {
         return Ok((Some(ask::read_stdin_secret("the key")?), true));
     }
-    let from_env = std::env::var(key_env).ok().filter(|v| !v.trim().is_empty());
-    let stored = std::fs::read_to_string(home.secrets_file())
-        .ok()
-        .and_then(|text| secret_in(&text, key_env));
-    let existing = from_env.or(stored);
+    let existing = ask::known_secret(home, key_env);
     if provider == Provider::Ollama {
         return Ok((existing, false));
     }

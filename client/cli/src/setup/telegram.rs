@@ -12,13 +12,12 @@
 //! poller elsewhere (another machine, another home) shows up as that 409
 //! while setup waits, and is named the same way.
 
-use super::ask::{AskError, Asker};
+use super::ask::{self, AskError, Asker};
 use super::edit::Edit;
 use super::SetupOptions;
 use hearth_bridges::telegram::api::{Api, ApiError, Update};
 use hearth_bridges::telegram::config::{DEFAULT_API_BASE, DEFAULT_TOKEN_ENV};
 use hearth_protocol::home::Home;
-use hearth_protocol::secrets::secret_in;
 use std::io::Read;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -124,7 +123,14 @@ pub async fn run(
                 .map(str::to_string)
         })
         .filter(|base| base.trim_end_matches('/') != DEFAULT_API_BASE);
-    let (token, new_token) = find_token(asker, home, &token_env)?;
+    let (token, new_token) = ask::secret_or_ask(
+        asker,
+        home,
+        &token_env,
+        "Paste the bot token @BotFather gave you",
+        "--telegram-token-env NAME (a variable holding the token)",
+        "A token is needed: in Telegram, /newbot to @BotFather gives one.",
+    )?;
     let api = Api::new(api_base.as_deref().unwrap_or(DEFAULT_API_BASE), &token)
         .map_err(TelegramStepError::BadToken)?;
     let bot = api.get_me().await.map_err(TelegramStepError::BadToken)?;
@@ -205,33 +211,6 @@ fn poll_failed(err: ApiError, bot: &str) -> TelegramStepError {
             }
         }
         err => TelegramStepError::Poll(err),
-    }
-}
-
-/// The token from the variable or `secrets.env`, else pasted (hidden).
-fn find_token(
-    asker: &mut Asker<'_>,
-    home: &Home,
-    token_env: &str,
-) -> Result<(String, Option<String>), AskError> {
-    let from_env = std::env::var(token_env)
-        .ok()
-        .filter(|v| !v.trim().is_empty());
-    let stored = std::fs::read_to_string(home.secrets_file())
-        .ok()
-        .and_then(|text| secret_in(&text, token_env));
-    if let Some(token) = from_env.or(stored) {
-        return Ok((token, None));
-    }
-    loop {
-        let token = asker.secret(
-            "Paste the bot token @BotFather gave you",
-            "--telegram-token-env NAME (a variable holding the token)",
-        )?;
-        if !token.is_empty() {
-            return Ok((token.clone(), Some(token)));
-        }
-        asker.say("A token is needed: in Telegram, /newbot to @BotFather gives one.");
     }
 }
 

@@ -99,11 +99,11 @@ impl Addresses {
             .iter()
             .find_map(|address| non_public(address.ip()).map(|kind| (address.ip(), kind)))
         {
-            Some((address, kind)) => Err(Some(format!(
-                "{address} is a {kind} address; the owner can allow such addresses with \
-                 [tools] allow_private_network = true, or name this host in \
-                 [tools.browser] allow_private"
-            ))),
+            // Said as `web_fetch` and the request rules say it.
+            Some((address, kind)) => Err(Some(self.explain(FetchError::Private {
+                target: format!("{host} ({address})"),
+                kind,
+            }))),
             None => Ok(found),
         }
     }
