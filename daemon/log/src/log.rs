@@ -717,14 +717,29 @@ fn writer(
                 continue;
             }
         };
+        // The group's messages are indexed together before the commit
+        // (`log/words.rs`): in the same transaction, as one statement.
+        let before = words::last_message_row(&tx);
         let deliveries: Vec<Delivery> = group
             .into_iter()
             .map(|job| (job.run)(&tx, &mut appended))
             .collect();
-        let committed = tx.commit().map_err(|err| {
-            tracing::error!("cannot commit to the log: {err}");
-            err.to_string()
-        });
+        let indexed = match before {
+            Ok(_) if appended.mark() == 0 => Ok(()),
+            Ok(after) => words::index_appended(&tx, after),
+            Err(err) => Err(err),
+        };
+        let committed = indexed
+            .map_err(|err| {
+                tracing::error!("cannot index the log's new messages: {err}");
+                err.to_string()
+            })
+            .and_then(|()| {
+                tx.commit().map_err(|err| {
+                    tracing::error!("cannot commit to the log: {err}");
+                    err.to_string()
+                })
+            });
         if committed.is_err() {
             appended.commit_failed();
         }

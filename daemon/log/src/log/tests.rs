@@ -366,3 +366,70 @@ async fn derived_writes_alone_commit_without_a_sync_and_appends_always_sync() {
     assert!(matches!(derived.unwrap(), 1 | 2));
     assert_eq!(log.run(|tx, _| syncing(tx)).await.unwrap(), 2);
 }
+
+/// The rows of `message_words`, one per indexed message, and whether the
+/// given word finds each.
+fn indexed(path: &Path, word: &str) -> (i64, i64) {
+    let connection = Connection::open(path).unwrap();
+    let rows = connection
+        .query_row("SELECT count(*) FROM message_words_docsize", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    let found = connection
+        .query_row(
+            "SELECT count(*) FROM message_words WHERE message_words MATCH ?1",
+            [word],
+            |row| row.get(0),
+        )
+        .unwrap();
+    (rows, found)
+}
+
+#[tokio::test]
+async fn each_message_a_group_appends_is_indexed_once_in_its_transaction() {
+    let (dir, log, _events) = open();
+    // Appenders at once, so that groups hold many jobs.
+    let appends = (0..200).map(|n| {
+        let log = log.clone();
+        tokio::spawn(async move {
+            let text = format!("heron number {n}");
+            log.append("a", NewMessage::new(Kind::User, "t", text))
+                .await
+        })
+    });
+    for append in appends.collect::<Vec<_>>() {
+        append.await.unwrap().unwrap();
+    }
+    // A failed job's message is rolled back with its index entry.
+    let failed = log
+        .run(|tx, appended| {
+            append(
+                tx,
+                "a",
+                NewMessage::new(Kind::User, "t", "heron gone"),
+                appended,
+            )?;
+            tx.execute("INSERT INTO no_such_table VALUES (1)", [])
+        })
+        .await;
+    assert!(failed.is_err());
+    // A search's result repeats the index: left out.
+    log.append(
+        "a",
+        NewMessage::new(Kind::Tool, "t", "search(heron) → 200 found"),
+    )
+    .await
+    .unwrap();
+    // A group of derived writes only indexes nothing.
+    log.run_derived(|_, _| Ok(())).await.unwrap();
+    drop(log);
+    assert_eq!(indexed(&dir.path().join("hearth.db"), "heron"), (200, 200));
+    let (events, _receiver) = broadcast::channel(64);
+    let log = Log::open(&dir.path().join("hearth.db"), events).unwrap();
+    log.append("a", NewMessage::new(Kind::User, "t", "heron after a start"))
+        .await
+        .unwrap();
+    drop(log);
+    assert_eq!(indexed(&dir.path().join("hearth.db"), "heron"), (201, 201));
+}

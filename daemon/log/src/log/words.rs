@@ -9,10 +9,15 @@
 //! (`hearth backup`) copies them as they are
 //! (`a_backup_is_searched_as_the_log_it_copies`).
 //!
-//! A row is indexed by the trigger of the statement that writes it, so in
-//! the same transaction: a search never misses an acknowledged message.
-//! SQLite allows no trigger on a virtual table, so nothing done to the
-//! index can reach the log.
+//! A message is indexed in the transaction that appends it, so a search
+//! never misses an acknowledged message: the writer indexes a group's new
+//! messages with one statement before it commits ([`index_appended`]), not
+//! a trigger per row. FTS5 writes its pending terms out at every savepoint,
+//! and each job runs in one (`log.rs`), so a trigger made a segment per
+//! message and most of an append's cost (BENCHMARKS.md, "What an append
+//! costs the writer"). A line is indexed by the trigger of the statement
+//! that writes it. SQLite allows no trigger on a virtual table, so nothing
+//! done to the index can reach the log.
 //!
 //! Left out, because they only repeat what it holds: the results of
 //! `search` and `zoom` calls, level-0 lines that are their message verbatim
@@ -47,12 +52,9 @@ pub fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
             content = 'nodes',
             tokenize = 'porter unicode61 remove_diacritics 2'
         );
-        CREATE TRIGGER IF NOT EXISTS messages_are_indexed_by_words AFTER INSERT ON messages
-            WHEN {MESSAGE_INDEXED}
-            BEGIN
-                INSERT INTO message_words (rowid, text, agent, id, kind, source, at)
-                VALUES (new.rowid, new.text, new.agent, new.id, new.kind, new.source, new.at);
-            END;
+        -- Messages are indexed by the writer, a group at a time
+        -- (`index_appended`); an older hearthd's trigger would index them twice.
+        DROP TRIGGER IF EXISTS messages_are_indexed_by_words;
         -- Replaced by the trigger below, which leaves out the lines stored
         -- as a length of what they repeat.
         DROP TRIGGER IF EXISTS lines_are_indexed_by_words;
@@ -71,10 +73,33 @@ pub fn create(connection: &Connection) -> Result<(), rusqlite::Error> {
     ))
 }
 
-/// Which new messages are indexed: all but the results of `search` and
-/// `zoom`, whose text repeats what the index already holds.
-const MESSAGE_INDEXED: &str = "NOT (new.kind = 'tool'
-    AND (substr(new.text, 1, 7) = 'search(' OR substr(new.text, 1, 5) = 'zoom('))";
+/// Which messages are indexed: all but the results of `search` and `zoom`,
+/// whose text repeats what the index already holds.
+const MESSAGE_INDEXED: &str = "NOT (kind = 'tool'
+    AND (substr(text, 1, 7) = 'search(' OR substr(text, 1, 5) = 'zoom('))";
+
+/// The last rowid of `messages`: what a group's appends come after
+/// (SQLite gives a new row the largest rowid plus one, and no row is ever
+/// deleted).
+pub fn last_message_row(connection: &Connection) -> Result<i64, rusqlite::Error> {
+    connection
+        .prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM messages")?
+        .query_row([], |row| row.get(0))
+}
+
+/// Indexes the messages appended after rowid `after`, in the caller's
+/// transaction: the writer calls it once a group's jobs have run, before
+/// the commit.
+pub fn index_appended(connection: &Connection, after: i64) -> Result<(), rusqlite::Error> {
+    connection
+        .prepare_cached(&format!(
+            "INSERT INTO message_words (rowid, text, agent, id, kind, source, at)
+                SELECT rowid, text, agent, id, kind, source, at FROM messages
+                WHERE rowid > ?1 AND {MESSAGE_INDEXED} ORDER BY rowid"
+        ))?
+        .execute([after])?;
+    Ok(())
+}
 
 /// Which new lines are indexed: the compactor's own lines. Not a line
 /// stored as a length of what it repeats (`memory/store/lines.rs`: a
@@ -98,7 +123,7 @@ pub fn migrate(connection: &Connection) -> Result<(), rusqlite::Error> {
 /// Fills the index from the tables (a database from before it). Runs in
 /// the caller's transaction.
 fn backfill(connection: &Connection) -> Result<(), rusqlite::Error> {
-    let messages = MESSAGE_INDEXED.replace("new.", "");
+    let messages = MESSAGE_INDEXED;
     let lines = LINE_INDEXED.replace("new.", "n.");
     connection.execute_batch(&format!(
         "INSERT INTO message_words (message_words) VALUES ('delete-all');

@@ -180,7 +180,7 @@ async fn the_index_keeps_no_copy_of_the_texts_and_its_migration_runs_once() {
     let connection = Connection::open(&path).unwrap();
     connection
         .execute_batch(
-            "DROP TRIGGER messages_are_indexed_by_words; DROP TRIGGER own_lines_are_indexed;
+            "DROP TRIGGER own_lines_are_indexed;
              DROP TABLE message_words; DROP TABLE line_words; DELETE FROM migrations;
              CREATE VIRTUAL TABLE memory_index USING fts5(text, agent UNINDEXED,
                 kind UNINDEXED, source UNINDEXED, first UNINDEXED, span UNINDEXED);

@@ -217,7 +217,7 @@ async fn a_database_from_before_the_index_is_indexed_when_opened() {
     let connection = Connection::open(&path).unwrap();
     connection
         .execute_batch(
-            "DROP TRIGGER messages_are_indexed_by_words; DROP TRIGGER own_lines_are_indexed;
+            "DROP TRIGGER own_lines_are_indexed;
              DROP TABLE message_words; DROP TABLE line_words; DROP TABLE facts;
              DROP TABLE migrations;
              INSERT INTO messages (agent, id, kind, source, text, at)

@@ -27,6 +27,11 @@ const NEW_FTS: &str = "CREATE VIRTUAL TABLE message_words USING fts5(text, agent
 CREATE TRIGGER messages_are_indexed AFTER INSERT ON messages WHEN NOT (new.kind = 'tool' AND (substr(new.text, 1, 7) = 'search(' OR substr(new.text, 1, 5) = 'zoom('))
 BEGIN INSERT INTO message_words (rowid, text, agent, id, kind, source, at) VALUES (new.rowid, new.text, new.agent, new.id, new.kind, new.source, new.at); END;";
 
+const PLAIN_FTS: &str = "CREATE VIRTUAL TABLE message_words USING fts5(text, agent UNINDEXED, id UNINDEXED, kind UNINDEXED, source UNINDEXED, at UNINDEXED, content='messages', tokenize = 'unicode61 remove_diacritics 2');
+CREATE TRIGGER messages_are_indexed AFTER INSERT ON messages WHEN NOT (new.kind = 'tool' AND (substr(new.text, 1, 7) = 'search(' OR substr(new.text, 1, 5) = 'zoom('))
+BEGIN INSERT INTO message_words (rowid, text, agent, id, kind, source, at) VALUES (new.rowid, new.text, new.agent, new.id, new.kind, new.source, new.at); END;";
+const BATCHED_FTS: &str = "CREATE VIRTUAL TABLE message_words USING fts5(text, agent UNINDEXED, id UNINDEXED, kind UNINDEXED, source UNINDEXED, at UNINDEXED, content='messages', tokenize = 'porter unicode61 remove_diacritics 2');";
+thread_local! { static AUTOMERGE: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) }; }
 thread_local! { static CACHED: std::cell::Cell<bool> = std::cell::Cell::new(false); }
 fn cached(on: bool) { CACHED.with(|c| c.set(on)); }
 
@@ -57,7 +62,10 @@ fn run(name: &str, fts: Option<&str>, chain: u8, savepoints: bool, group: usize,
         CREATE TRIGGER chain_wr_is_never_replaced BEFORE INSERT ON chain_wr
             WHEN EXISTS (SELECT 1 FROM chain_wr WHERE agent = NEW.agent AND id = NEW.id)
             BEGIN SELECT RAISE(ABORT, 'no'); END;").unwrap();
-    if let Ok(m) = std::env::var("AUTOMERGE") { c.execute_batch(&format!("INSERT INTO message_words(message_words, rank) VALUES('automerge', {m})")).unwrap(); }
+    let indexed = fts.is_some_and(|f| f.contains("message_words"));
+    if let (true, Some(m)) = (indexed, AUTOMERGE.with(|a| a.get())) { c.execute_batch(&format!("INSERT INTO message_words(message_words, rank) VALUES('automerge', {m})")).unwrap(); }
+    let batched = indexed && !fts.is_some_and(|f| f.contains("TRIGGER"));
+    let mut indexed_to: i64 = 0;
     let cpu0 = cpu();
     let started = Instant::now();
     let mut n = 0;
@@ -97,6 +105,11 @@ fn run(name: &str, fts: Option<&str>, chain: u8, savepoints: bool, group: usize,
             if savepoints && CACHED.with(|c| c.get()) { tx.prepare_cached("RELEASE job").unwrap().execute([]).unwrap(); }
             n += 1;
         }
+        if batched {
+            indexed_to = tx.prepare_cached("INSERT INTO message_words (rowid, text, agent, id, kind, source, at) SELECT rowid, text, agent, id, kind, source, at FROM messages WHERE rowid > ?1 AND NOT (kind = 'tool' AND (substr(text, 1, 7) = 'search(' OR substr(text, 1, 5) = 'zoom(')) ORDER BY rowid").unwrap()
+                .execute(params![indexed_to]).map(|_| 0).unwrap();
+            indexed_to = tx.query_row("SELECT MAX(rowid) FROM messages", [], |r| r.get(0)).unwrap();
+        }
         tx.commit().unwrap();
     }
     let el = started.elapsed();
@@ -111,6 +124,20 @@ fn run(name: &str, fts: Option<&str>, chain: u8, savepoints: bool, group: usize,
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let count: usize = args.get(1).map(|a| a.parse().unwrap()).unwrap_or(20000);
+    if args.get(2).is_some_and(|a| a == "index") {
+        cached(true);
+        for _round in 0..3 {
+            run("kept tail, chain WITHOUT ROWID", Some(NEW_FTS), 3, true, 100, count);
+            AUTOMERGE.with(|a| a.set(Some(0)));
+            run("the same, automerge 0", Some(NEW_FTS), 3, true, 100, count);
+            AUTOMERGE.with(|a| a.set(None));
+            run("the same, no porter", Some(PLAIN_FTS), 3, true, 100, count);
+            run("the same, index once a group", Some(BATCHED_FTS), 3, true, 100, count);
+            run("the same, no savepoints", Some(NEW_FTS), 3, false, 100, count);
+            run("the same, no index", None, 3, true, 100, count);
+        }
+        return;
+    }
     for _round in 0..3 {
     cached(false);
     run("baseline: one transaction per append", Some(OLD_FTS), 0, false, 1, count / 10);
