@@ -358,7 +358,7 @@ async fn backup_says_what_is_wrong_with_the_path() {
     .await;
     let taken = elsewhere.path().join("taken.db");
     std::fs::write(&taken, "mine").unwrap();
-    refused(&home, taken.clone(), "already there").await;
+    refused(&home, taken.clone(), "not a hearth database").await;
     assert_eq!(std::fs::read(&taken).unwrap(), b"mine");
     let copy = elsewhere.path().join("copy.db");
     let output = home.hearth_async(&["backup", copy.to_str().unwrap()]).await;

@@ -598,8 +598,14 @@ pub enum ServerFrame {
     Receipt { status: ReceiptStatus, seq: i64 },
     /// The answer to the schedule frames.
     Schedules { schedules: Vec<ScheduleInfo> },
-    /// The answer to `backup`: the copy's size.
-    BackedUp { path: String, bytes: u64 },
+    /// The answer to `backup`: the copy's size, and for an earlier backup
+    /// brought up to date, the messages it took (none: a whole new copy).
+    BackedUp {
+        path: String,
+        bytes: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        added: Option<u64>,
+    },
     /// The answer to `state_get` and `state_set`.
     State {
         name: String,

@@ -68,7 +68,13 @@ struct Figures {
     held: u64,
     backup: Duration,
     backup_bytes: u64,
+    /// The same backup brought up to date after [`NEW_SINCE_BACKUP`] notes.
+    backup_update: Duration,
 }
+
+/// The notes logged between a backup and its update: a day's worth of a
+/// quiet conversation.
+const NEW_SINCE_BACKUP: u64 = 100;
 
 #[tokio::main]
 async fn main() -> Result<()> {
@@ -154,6 +160,16 @@ async fn measure(bins: &Bins, home: &Path, size: u64) -> Result<Figures> {
     backup(bins, home, &target)?;
     let backup = copied.elapsed();
     let backup_bytes = std::fs::metadata(&target)?.len();
+    for n in 0..NEW_SINCE_BACKUP {
+        let note = ClientFrame::Note {
+            text: format!("a note after the backup, number {n}"),
+            source: "bench".into(),
+        };
+        ask(daemon.home(), note, None).await?;
+    }
+    let updated = Instant::now();
+    backup(bins, home, &target)?;
+    let backup_update = updated.elapsed();
     std::fs::remove_file(&target)?;
     daemon.stop()?;
     let (request, held) = request_build(&database).await?;
@@ -176,6 +192,7 @@ async fn measure(bins: &Bins, home: &Path, size: u64) -> Result<Figures> {
         held,
         backup,
         backup_bytes,
+        backup_update,
     })
 }
 
@@ -507,7 +524,16 @@ fn render(all: &[Figures]) -> String {
             Box::new(|f| f.held as f64),
             "lines",
         ),
-        ("`hearth backup`", Box::new(|f| ms(f.backup)), "ms"),
+        (
+            "`hearth backup` to a new file",
+            Box::new(|f| ms(f.backup)),
+            "ms",
+        ),
+        (
+            "`hearth backup` into the earlier backup, 100 notes later",
+            Box::new(|f| ms(f.backup_update)),
+            "ms",
+        ),
         (
             "backup per MB copied",
             Box::new(|f| ms(f.backup) / mb(f.backup_bytes).max(1e-9)),

@@ -24,13 +24,19 @@ pub async fn backup(
     let frame = ClientFrame::Backup {
         path: path.to_string_lossy().to_string(),
     };
-    let (path, bytes) = ask(&mut connection, &frame, |answer| match answer {
-        ServerFrame::BackedUp { path, bytes } => Some((path, bytes)),
+    let (path, bytes, added) = ask(&mut connection, &frame, |answer| match answer {
+        ServerFrame::BackedUp { path, bytes, added } => Some((path, bytes, added)),
         _ => None,
     })
     .await?;
     connection.close().await;
-    writeln!(out, "wrote {path} ({bytes} bytes)")?;
+    match added {
+        None => writeln!(out, "wrote {path} ({bytes} bytes)")?,
+        Some(added) => writeln!(
+            out,
+            "brought {path} up to date: {added} new messages ({bytes} bytes)"
+        )?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -458,20 +458,22 @@ impl Log {
         self.run(move |tx, _| waiting(tx, &agent, after)).await
     }
 
-    /// Writes a consistent copy of the whole database to `path` (which must
-    /// not exist) while the daemon runs; returns its size in bytes.
-    pub async fn backup(&self, path: &Path) -> Result<u64, LogError> {
-        // VACUUM cannot run inside the writer's transactions; a second
-        // connection reads one consistent snapshot of the WAL database.
+    /// Writes a consistent copy of the whole database to `path` while the
+    /// daemon runs, or brings an earlier backup of this log there up to
+    /// date with what is new (`log/backup.rs`); returns its size in bytes
+    /// and, for an update, how many messages it took.
+    pub async fn backup(&self, path: &Path) -> Result<(u64, backup::Backup), backup::Refused> {
         let source = self.path.clone();
         let target = path.to_path_buf();
         tokio::task::spawn_blocking(move || {
-            let connection = Connection::open(&source)?;
-            connection.execute("VACUUM INTO ?1", params![target.to_string_lossy()])?;
-            Ok(std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0))
+            let done = backup::backup(&source, &target)?;
+            Ok((
+                std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0),
+                done,
+            ))
         })
         .await
-        .map_err(|_| LogError::Stopped)?
+        .map_err(|_| backup::Refused::Stopped)?
     }
 
     /// Runs `read` on a read-only connection of its own, on a blocking
@@ -676,6 +678,7 @@ fn read_entry(row: &rusqlite::Row) -> Result<Entry, rusqlite::Error> {
 
 mod anchor;
 mod append;
+pub mod backup;
 pub use append::{append, next_id, Appended};
 pub mod chain;
 mod data;

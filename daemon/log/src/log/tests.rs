@@ -14,7 +14,7 @@ async fn a_backup_is_a_consistent_copy() {
         .await
         .unwrap();
     let copy = dir.path().join("copy.db");
-    assert!(log.backup(&copy).await.unwrap() > 0);
+    assert!(log.backup(&copy).await.unwrap().0 > 0);
     let (events, _) = broadcast::channel(4);
     let restored = Log::open(&copy, events).unwrap();
     assert_eq!(restored.page("a", None, 10).await.unwrap()[0].text, "keep");

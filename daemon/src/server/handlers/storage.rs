@@ -3,10 +3,12 @@
 
 use super::super::listener::Door;
 use super::{Answer, Context, Refusal};
+use crate::log::backup::{Backup, Refused};
 use crate::tools::reach::{Reached, ToolReach};
 use hearth_protocol::ServerFrame;
 
-/// `backup`: copies the log to a new file at an absolute path.
+/// `backup`: copies the log to a new file at an absolute path, or brings
+/// an earlier backup of it there up to date.
 pub async fn backup(context: &Context<'_>, path: String) -> Answer {
     let target = std::path::Path::new(&path);
     let allowed = backup_target_allowed(target, context.shared.log.path())
@@ -15,7 +17,17 @@ pub async fn backup(context: &Context<'_>, path: String) -> Answer {
         return Err(Refusal::refused(format!("cannot back up to {path}: {why}")).into());
     }
     match context.shared.log.backup(target).await {
-        Ok(bytes) => Ok(ServerFrame::BackedUp { path, bytes }),
+        Ok((bytes, done)) => Ok(ServerFrame::BackedUp {
+            path,
+            bytes,
+            added: match done {
+                Backup::Whole => None,
+                Backup::Updated { messages } => Some(messages),
+            },
+        }),
+        Err(why @ (Refused::NotHearth | Refused::OtherLog { .. })) => {
+            Err(Refusal::refused(format!("cannot back up to {path}: {why}")).into())
+        }
         Err(err) => Err(Refusal::refused(format!("the backup failed: {err}")).into()),
     }
 }
@@ -110,7 +122,8 @@ fn out_of_tools_reach(resolved: &std::path::Path, reach: &ToolReach) -> Result<(
 }
 
 /// Where a backup may be written: an absolute path to nothing yet (not
-/// even a dangling symlink), without NUL bytes, in an existing folder, and
+/// even a dangling symlink) or to a file (an earlier backup, which the log
+/// checks), without NUL bytes, in an existing folder, and
 /// not a name the home uses (the database and its `-journal`, `-wal`,
 /// `-shm`, `secrets.env`, `config.toml`, the media store, the socket…) — so
 /// a backup can never take the place of one of the home's own files.
@@ -133,13 +146,18 @@ fn backup_target_allowed(
                 target.join("hearth-backup.db").display()
             ))
         }
-        Ok(_) => {
+        // An earlier backup is brought up to date (the log checks that it
+        // is one of this log); anything but a file is never written through.
+        Ok(meta) if !meta.is_file() => {
             return Err(
-                "something is already there, and the path must not exist yet (a backup never replaces a file); choose a new name"
+                "something other than a file is there (a link, a device…); give the path of a new file or of an earlier backup"
                     .into(),
             )
         }
-        Err(_) => {}
+        Ok(meta) if same_file(&meta, database) => {
+            return Err("it is the home's database itself; choose a new name".into())
+        }
+        Ok(_) | Err(_) => {}
     }
     let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
         return Err("give a file name".into());
@@ -214,6 +232,13 @@ fn writable(folder: &std::path::Path) -> bool {
     };
     // SAFETY: `access` reads the NUL-terminated path and nothing else.
     unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
+/// Whether `meta` is the file at `path` (the same inode, by any name).
+fn same_file(meta: &std::fs::Metadata, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .is_ok_and(|other| other.dev() == meta.dev() && other.ino() == meta.ino())
 }
 
 #[cfg(test)]
