@@ -368,7 +368,8 @@ async fn the_status_line_says_what_the_turn_does_and_is_gone_at_its_end() {
     // The screen may be read between a redraw's first and last bytes (the
     // status line cleared, the input line not yet drawn again), so the whole
     // end state is waited for: no hint, no tool, and the typing still there.
-    pty.wait_until("the status line to go at the turn's end, the typing kept", |screen| {
-        idle(screen) && !screen.contains("… shell:") && screen.contains("> half a li")
-    });
+    pty.wait_until(
+        "the status line to go at the turn's end, the typing kept",
+        |screen| idle(screen) && !screen.contains("… shell:") && screen.contains("> half a li"),
+    );
 }
