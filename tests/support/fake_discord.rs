@@ -6,6 +6,8 @@
 //! - REST (`/api/v10`): `GET /gateway/bot` (the Gateway's address here),
 //!   `POST /users/@me/channels` (a person's direct-message channel),
 //!   `POST /channels/{id}/messages` (JSON, or multipart with a file),
+//!   `GET /channels/{id}/messages` (the channel's history read back, see
+//!   `fake_discord/history.rs`),
 //!   `POST /channels/{id}/typing`, `POST /interactions/{id}/{token}/callback`;
 //!   every call must carry `Authorization: Bot <TOKEN>` (else 401, as
 //!   Discord answers). A message send can be answered 429 with Discord's
@@ -26,8 +28,13 @@
 //! Discord, which drops what happens while a bot is offline, one written
 //! before any session is identified waits for one, so a test need not race
 //! the bridge's start; a test of a restart waits for the new session first.
+//! Every message is also kept in its channel's history, as Discord keeps
+//! it; [`FakeDiscord::write_while_down`] and
+//! [`FakeDiscord::write_in_while_down`] write one there only, as Discord
+//! does for a bot that is offline: only reading the history finds it.
 
 mod gateway;
+mod history;
 
 use crate::harness::DEADLINE;
 use axum::body::Bytes;
@@ -37,6 +44,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use gateway::gateway_connection;
+pub use history::ReadBack;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -142,6 +150,8 @@ pub struct Calls {
     pub unauthorized: usize,
     /// Attachments fetched, by name.
     pub fetched: Vec<String>,
+    /// Channel histories read, in order.
+    pub read_back: Vec<ReadBack>,
 }
 
 impl Calls {
@@ -182,6 +192,8 @@ struct FakeState {
     dms: BTreeMap<u64, u64>,
     /// Files people sent, by name.
     files: BTreeMap<String, Vec<u8>>,
+    /// Each channel's messages, oldest first, as read back.
+    history: BTreeMap<u64, Vec<Value>>,
 }
 
 struct Shared {
@@ -300,7 +312,10 @@ impl FakeDiscord {
         let router = Router::new()
             .route("/api/v10/gateway/bot", get(gateway_bot))
             .route("/api/v10/users/@me/channels", post(open_dm))
-            .route("/api/v10/channels/{channel}/messages", post(create_message))
+            .route(
+                "/api/v10/channels/{channel}/messages",
+                post(create_message).get(history::channel_messages),
+            )
             .route("/api/v10/channels/{channel}/typing", post(typing))
             .route(
                 "/api/v10/interactions/{id}/{token}/callback",
@@ -358,6 +373,26 @@ impl FakeDiscord {
         self.post(person, channel, Some(GUILD_ID), text, Vec::new(), 0)
     }
 
+    /// `person` writes `text` to the bot in a direct message while the bot
+    /// is offline: kept in the channel's history, sent on no Gateway.
+    pub fn write_while_down(&self, person: &Person, text: &str) -> u64 {
+        let channel = self.dm_of(person);
+        self.keep(person, channel, None, text)
+    }
+
+    /// `person` writes `text` in a server channel while the bot is offline.
+    pub fn write_in_while_down(&self, person: &Person, channel: u64, text: &str) -> u64 {
+        self.keep(person, channel, Some(GUILD_ID), text)
+    }
+
+    fn keep(&self, person: &Person, channel: u64, guild: Option<u64>, text: &str) -> u64 {
+        let id = self.shared.next_id();
+        let author = user_json(person.id, person.name, false);
+        let message = message_json(id, channel, guild, author, text, Vec::new(), 0);
+        history::keep(&self.shared, &message);
+        id
+    }
+
     /// `person` sends a file in a direct message (a voice message when
     /// `voice`, as Discord's apps send them: Ogg Opus with a duration).
     pub fn send_file(
@@ -402,6 +437,7 @@ impl FakeDiscord {
         let id = self.shared.next_id();
         let author = user_json(person.id, person.name, false);
         let message = message_json(id, channel, guild, author, text, attachments, flags);
+        history::keep(&self.shared, &message);
         self.shared.dispatch("MESSAGE_CREATE", message);
         id
     }
@@ -658,6 +694,7 @@ async fn create_message(
     if let Some(components) = payload.get("components") {
         message["components"] = components.clone();
     }
+    history::keep(&shared, &message);
     json_response(StatusCode::OK, &message)
 }
 
