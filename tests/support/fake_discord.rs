@@ -7,7 +7,7 @@
 //!   `POST /users/@me/channels` (a person's direct-message channel),
 //!   `POST /channels/{id}/messages` (JSON, or multipart with a file),
 //!   `GET /channels/{id}/messages` (the channel's history read back, see
-//!   `fake_discord/history.rs`),
+//!   `fake_discord/messages.rs`),
 //!   `POST /channels/{id}/typing`, `POST /interactions/{id}/{token}/callback`;
 //!   every call must carry `Authorization: Bot <TOKEN>` (else 401, as
 //!   Discord answers). A message send can be answered 429 with Discord's
@@ -17,9 +17,11 @@
 //!   under `/attachments/`.
 //! - The Gateway (WebSocket, JSON): Hello with `heartbeat_interval`, then
 //!   Identify (the token checked: a wrong one closes with 4004) answered by
-//!   the Ready dispatch, heartbeats answered by ACKs, Resume answered by
-//!   Invalid Session (so the client identifies again). Dispatches carry
-//!   increasing sequence numbers.
+//!   the Ready dispatch, heartbeats answered by ACKs, Resume of a session
+//!   no connection has answered by the Resumed dispatch (any other by
+//!   Invalid Session, so the client identifies again). Dispatches carry
+//!   increasing sequence numbers. [`FakeDiscord::drop_connections`] closes
+//!   every connection as Discord does when it asks for a reconnect.
 //!
 //! A test plays the people who write ([`FakeDiscord::write`],
 //! [`FakeDiscord::write_in`], [`FakeDiscord::send_file`]) and press buttons
@@ -34,7 +36,7 @@
 //! does for a bot that is offline: only reading the history finds it.
 
 mod gateway;
-mod history;
+mod messages;
 
 use crate::harness::DEADLINE;
 use axum::body::Bytes;
@@ -44,7 +46,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use gateway::gateway_connection;
-pub use history::ReadBack;
+pub use messages::ReadBack;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -188,6 +190,8 @@ struct FakeState {
     next_id: u64,
     trouble: VecDeque<Trouble>,
     hold: bool,
+    /// How often every Gateway connection was dropped.
+    drops: u64,
     /// Direct-message channel of each user.
     dms: BTreeMap<u64, u64>,
     /// Files people sent, by name.
@@ -314,7 +318,7 @@ impl FakeDiscord {
             .route("/api/v10/users/@me/channels", post(open_dm))
             .route(
                 "/api/v10/channels/{channel}/messages",
-                post(create_message).get(history::channel_messages),
+                post(messages::create_message).get(messages::channel_messages),
             )
             .route("/api/v10/channels/{channel}/typing", post(typing))
             .route(
@@ -389,7 +393,7 @@ impl FakeDiscord {
         let id = self.shared.next_id();
         let author = user_json(person.id, person.name, false);
         let message = message_json(id, channel, guild, author, text, Vec::new(), 0);
-        history::keep(&self.shared, &message);
+        messages::keep(&self.shared, &message);
         id
     }
 
@@ -437,7 +441,7 @@ impl FakeDiscord {
         let id = self.shared.next_id();
         let author = user_json(person.id, person.name, false);
         let message = message_json(id, channel, guild, author, text, attachments, flags);
-        history::keep(&self.shared, &message);
+        messages::keep(&self.shared, &message);
         self.shared.dispatch("MESSAGE_CREATE", message);
         id
     }
@@ -500,6 +504,13 @@ impl FakeDiscord {
     /// off, the waiting ones are answered 503 and never shown.
     pub fn hold_sends(&self, hold: bool) {
         self.shared.lock().hold = hold;
+        self.shared.bump();
+    }
+
+    /// Closes every Gateway connection with 4000 (unknown error): the
+    /// client connects again and resumes its session.
+    pub fn drop_connections(&self) {
+        self.shared.lock().drops += 1;
         self.shared.bump();
     }
 
@@ -590,133 +601,6 @@ async fn open_dm(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: By
     json_response(StatusCode::OK, &channel)
 }
 
-/// Counts a held send while it waits.
-struct Held(Arc<Shared>);
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.0.lock().calls.held -= 1;
-        self.0.bump();
-    }
-}
-
-async fn create_message(
-    State(shared): State<Arc<Shared>>,
-    Path(channel): Path<u64>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if !authorized(&shared, &headers) {
-        return unauthorized();
-    }
-    let now = Instant::now();
-    shared.lock().calls.sends_at.push(now);
-    let trouble = shared.lock().trouble.pop_front();
-    match trouble {
-        Some(Trouble::RateLimited { retry_after }) => {
-            shared.lock().calls.rate_limited_at.push(now);
-            shared.bump();
-            let body = json!({
-                "message": "You are being rate limited.",
-                "retry_after": retry_after,
-                "global": false,
-            });
-            let mut response = json_response(StatusCode::TOO_MANY_REQUESTS, &body);
-            let headers = response.headers_mut();
-            let seconds = format!("{retry_after}");
-            for (name, value) in [
-                ("retry-after", format!("{}", retry_after.ceil() as u64)),
-                ("x-ratelimit-limit", "5".to_string()),
-                ("x-ratelimit-remaining", "0".to_string()),
-                ("x-ratelimit-reset-after", seconds),
-                ("x-ratelimit-bucket", "fake-bucket".to_string()),
-                ("x-ratelimit-scope", "user".to_string()),
-            ] {
-                headers.insert(name, value.parse().unwrap());
-            }
-            return response;
-        }
-        Some(Trouble::Refused {
-            status,
-            code,
-            message,
-        }) => {
-            shared.bump();
-            let body = json!({"message": message, "code": code});
-            let status = StatusCode::from_u16(status).unwrap();
-            return json_response(status, &body);
-        }
-        None => {}
-    }
-    if shared.lock().hold {
-        shared.lock().calls.held += 1;
-        shared.bump();
-        let _held = Held(shared.clone());
-        let mut changed = shared.changed.subscribe();
-        while shared.lock().hold {
-            let _ = changed.changed().await;
-        }
-        return StatusCode::SERVICE_UNAVAILABLE.into_response();
-    }
-    let content_type = headers
-        .get("content-type")
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
-    let (payload, files) = if content_type.starts_with("multipart/form-data") {
-        read_multipart(&body)
-    } else {
-        (
-            serde_json::from_slice(&body).unwrap_or_default(),
-            Vec::new(),
-        )
-    };
-    let buttons: Vec<String> = payload["components"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|row| row["components"].as_array().cloned().unwrap_or_default())
-        .filter_map(|button| button["custom_id"].as_str().map(str::to_string))
-        .collect();
-    let content = payload["content"].as_str().unwrap_or_default().to_string();
-    let id = shared.next_id();
-    let sent = Sent {
-        channel,
-        content: content.clone(),
-        buttons,
-        files,
-        allowed_mentions: payload["allowed_mentions"].clone(),
-        id,
-    };
-    shared.lock().calls.sent.push(sent);
-    shared.bump();
-    let author = user_json(BOT_ID, "hearth", true);
-    let mut message = message_json(id, channel, None, author, &content, Vec::new(), 0);
-    if let Some(components) = payload.get("components") {
-        message["components"] = components.clone();
-    }
-    history::keep(&shared, &message);
-    json_response(StatusCode::OK, &message)
-}
-
-/// The `payload_json` part and the file names of a multipart body.
-fn read_multipart(body: &[u8]) -> (Value, Vec<String>) {
-    let text = String::from_utf8_lossy(body);
-    let mut payload = Value::Null;
-    let mut files = Vec::new();
-    for part in text.split("Content-Disposition: form-data; ").skip(1) {
-        let head = part.split("\r\n\r\n").next().unwrap_or_default();
-        if let Some(at) = head.find("filename=\"") {
-            let rest = &head[at + 10..];
-            files.push(rest.split('"').next().unwrap_or_default().to_string());
-        } else if head.starts_with("name=\"payload_json\"") {
-            let value = part.split("\r\n\r\n").nth(1).unwrap_or_default();
-            let value = value.split("\r\n--").next().unwrap_or_default();
-            payload = serde_json::from_str(value).unwrap_or_default();
-        }
-    }
-    (payload, files)
-}
-
 async fn typing(
     State(shared): State<Arc<Shared>>,
     Path(channel): Path<u64>,
@@ -759,18 +643,5 @@ async fn attachment(State(shared): State<Arc<Shared>>, Path(name): Path<String>)
             bytes.into_response()
         }
         None => StatusCode::NOT_FOUND.into_response(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_multipart_body_gives_its_payload_and_file_names() {
-        let body = "--b\r\nContent-Disposition: form-data; name=\"payload_json\"\r\n\r\n{\"content\":\"hi\"}\r\n--b\r\nContent-Disposition: form-data; name=\"files[0]\"; filename=\"image.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n--b--\r\n";
-        let (payload, files) = read_multipart(body.as_bytes());
-        assert_eq!(payload["content"], "hi");
-        assert_eq!(files, vec!["image.png"]);
     }
 }
