@@ -136,7 +136,7 @@ impl<'a> Inbound<'a> {
     /// Reads back what was written in the chats while the bot was away
     /// (every chat on a connect, or `only` the channel whose last catch-up
     /// stopped short) and takes it oldest first, as the Gateway would have
-    /// brought it. A channel Discord gives nothing for now is tried again
+    /// brought it. A channel Discord does not answer for is tried again
     /// with its next message or at the next connect; its mark waits.
     async fn catch_up(&mut self, only: Option<u64>) -> Result<(), BridgeError> {
         let mut missed = Vec::new();

@@ -95,8 +95,8 @@ impl ReadMarks {
     }
 
     /// Message `id` in `channel` (a direct-message channel when `direct`)
-    /// was taken, read in order after the mark (a catch-up, or the Gateway
-    /// with nothing unread before it). Returns whether the stored marks
+    /// was taken: the mark moves to it, unless the channel is behind, when
+    /// it is only remembered as taken. Returns whether the stored marks
     /// changed and are to be stored again.
     pub fn took(&mut self, channel: u64, direct: bool, id: u64) -> bool {
         if let Some(taken) = self.behind.get_mut(&channel) {
