@@ -381,15 +381,16 @@ impl FakeDiscord {
     /// is offline: kept in the channel's history, sent on no Gateway.
     pub fn write_while_down(&self, person: &Person, text: &str) -> u64 {
         let channel = self.dm_of(person);
-        self.keep(person, channel, None, text)
+        self.write_unseen(person, channel, None, text)
     }
 
     /// `person` writes `text` in a server channel while the bot is offline.
     pub fn write_in_while_down(&self, person: &Person, channel: u64, text: &str) -> u64 {
-        self.keep(person, channel, Some(GUILD_ID), text)
+        self.write_unseen(person, channel, Some(GUILD_ID), text)
     }
 
-    fn keep(&self, person: &Person, channel: u64, guild: Option<u64>, text: &str) -> u64 {
+    /// A message kept in the history and dispatched to no session.
+    fn write_unseen(&self, person: &Person, channel: u64, guild: Option<u64>, text: &str) -> u64 {
         let id = self.shared.next_id();
         let author = user_json(person.id, person.name, false);
         let message = message_json(id, channel, guild, author, text, Vec::new(), 0);

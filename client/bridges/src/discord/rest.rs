@@ -150,7 +150,7 @@ fn no_mentions() -> AllowedMentions {
 }
 
 /// The most messages Discord gives for one `GET /channels/{id}/messages`.
-pub const MESSAGES_PER_PAGE: u16 = 100;
+const MESSAGES_PER_PAGE: u16 = 100;
 
 /// Every message in `channel` written after message `after`, oldest first
 /// (`GET /channels/{id}/messages?after=…&limit=100`, page after page).
@@ -160,10 +160,9 @@ pub const MESSAGES_PER_PAGE: u16 = 100;
 pub async fn messages_after(
     client: &Client,
     channel: Id<ChannelMarker>,
-    after: Id<MessageMarker>,
+    mut after: Id<MessageMarker>,
 ) -> Result<Vec<Message>, RestError> {
     let mut messages = Vec::new();
-    let mut after = after;
     loop {
         let page = client
             .channel_messages(channel)
