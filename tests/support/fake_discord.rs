@@ -6,6 +6,8 @@
 //! - REST (`/api/v10`): `GET /gateway/bot` (the Gateway's address here),
 //!   `POST /users/@me/channels` (a person's direct-message channel),
 //!   `POST /channels/{id}/messages` (JSON, or multipart with a file),
+//!   `GET /channels/{id}/messages` (the channel's history read back, see
+//!   `fake_discord/messages.rs`),
 //!   `POST /channels/{id}/typing`, `POST /interactions/{id}/{token}/callback`;
 //!   every call must carry `Authorization: Bot <TOKEN>` (else 401, as
 //!   Discord answers). A message send can be answered 429 with Discord's
@@ -15,9 +17,11 @@
 //!   under `/attachments/`.
 //! - The Gateway (WebSocket, JSON): Hello with `heartbeat_interval`, then
 //!   Identify (the token checked: a wrong one closes with 4004) answered by
-//!   the Ready dispatch, heartbeats answered by ACKs, Resume answered by
-//!   Invalid Session (so the client identifies again). Dispatches carry
-//!   increasing sequence numbers.
+//!   the Ready dispatch, heartbeats answered by ACKs, Resume of a session
+//!   no connection has answered by the Resumed dispatch (any other by
+//!   Invalid Session, so the client identifies again). Dispatches carry
+//!   increasing sequence numbers. [`FakeDiscord::drop_connections`] closes
+//!   every connection as Discord does when it asks for a reconnect.
 //!
 //! A test plays the people who write ([`FakeDiscord::write`],
 //! [`FakeDiscord::write_in`], [`FakeDiscord::send_file`]) and press buttons
@@ -26,8 +30,13 @@
 //! Discord, which drops what happens while a bot is offline, one written
 //! before any session is identified waits for one, so a test need not race
 //! the bridge's start; a test of a restart waits for the new session first.
+//! Every message is also kept in its channel's history, as Discord keeps
+//! it; [`FakeDiscord::write_while_down`] and
+//! [`FakeDiscord::write_in_while_down`] write one there only, as Discord
+//! does for a bot that is offline: only reading the history finds it.
 
 mod gateway;
+mod messages;
 
 use crate::harness::DEADLINE;
 use axum::body::Bytes;
@@ -37,6 +46,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use gateway::gateway_connection;
+pub use messages::ReadBack;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -142,6 +152,8 @@ pub struct Calls {
     pub unauthorized: usize,
     /// Attachments fetched, by name.
     pub fetched: Vec<String>,
+    /// Channel histories read, in order.
+    pub read_back: Vec<ReadBack>,
 }
 
 impl Calls {
@@ -178,10 +190,14 @@ struct FakeState {
     next_id: u64,
     trouble: VecDeque<Trouble>,
     hold: bool,
+    /// How often every Gateway connection was dropped.
+    drops: u64,
     /// Direct-message channel of each user.
     dms: BTreeMap<u64, u64>,
     /// Files people sent, by name.
     files: BTreeMap<String, Vec<u8>>,
+    /// Each channel's messages, oldest first, as read back.
+    history: BTreeMap<u64, Vec<Value>>,
 }
 
 struct Shared {
@@ -300,7 +316,10 @@ impl FakeDiscord {
         let router = Router::new()
             .route("/api/v10/gateway/bot", get(gateway_bot))
             .route("/api/v10/users/@me/channels", post(open_dm))
-            .route("/api/v10/channels/{channel}/messages", post(create_message))
+            .route(
+                "/api/v10/channels/{channel}/messages",
+                post(messages::create_message).get(messages::channel_messages),
+            )
             .route("/api/v10/channels/{channel}/typing", post(typing))
             .route(
                 "/api/v10/interactions/{id}/{token}/callback",
@@ -358,6 +377,27 @@ impl FakeDiscord {
         self.post(person, channel, Some(GUILD_ID), text, Vec::new(), 0)
     }
 
+    /// `person` writes `text` to the bot in a direct message while the bot
+    /// is offline: kept in the channel's history, sent on no Gateway.
+    pub fn write_while_down(&self, person: &Person, text: &str) -> u64 {
+        let channel = self.dm_of(person);
+        self.write_unseen(person, channel, None, text)
+    }
+
+    /// `person` writes `text` in a server channel while the bot is offline.
+    pub fn write_in_while_down(&self, person: &Person, channel: u64, text: &str) -> u64 {
+        self.write_unseen(person, channel, Some(GUILD_ID), text)
+    }
+
+    /// A message kept in the history and dispatched to no session.
+    fn write_unseen(&self, person: &Person, channel: u64, guild: Option<u64>, text: &str) -> u64 {
+        let id = self.shared.next_id();
+        let author = user_json(person.id, person.name, false);
+        let message = message_json(id, channel, guild, author, text, Vec::new(), 0);
+        messages::keep(&self.shared, &message);
+        id
+    }
+
     /// `person` sends a file in a direct message (a voice message when
     /// `voice`, as Discord's apps send them: Ogg Opus with a duration).
     pub fn send_file(
@@ -402,6 +442,7 @@ impl FakeDiscord {
         let id = self.shared.next_id();
         let author = user_json(person.id, person.name, false);
         let message = message_json(id, channel, guild, author, text, attachments, flags);
+        messages::keep(&self.shared, &message);
         self.shared.dispatch("MESSAGE_CREATE", message);
         id
     }
@@ -464,6 +505,13 @@ impl FakeDiscord {
     /// off, the waiting ones are answered 503 and never shown.
     pub fn hold_sends(&self, hold: bool) {
         self.shared.lock().hold = hold;
+        self.shared.bump();
+    }
+
+    /// Closes every Gateway connection with 4000 (unknown error): the
+    /// client connects again and resumes its session.
+    pub fn drop_connections(&self) {
+        self.shared.lock().drops += 1;
         self.shared.bump();
     }
 
@@ -554,132 +602,6 @@ async fn open_dm(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: By
     json_response(StatusCode::OK, &channel)
 }
 
-/// Counts a held send while it waits.
-struct Held(Arc<Shared>);
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.0.lock().calls.held -= 1;
-        self.0.bump();
-    }
-}
-
-async fn create_message(
-    State(shared): State<Arc<Shared>>,
-    Path(channel): Path<u64>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if !authorized(&shared, &headers) {
-        return unauthorized();
-    }
-    let now = Instant::now();
-    shared.lock().calls.sends_at.push(now);
-    let trouble = shared.lock().trouble.pop_front();
-    match trouble {
-        Some(Trouble::RateLimited { retry_after }) => {
-            shared.lock().calls.rate_limited_at.push(now);
-            shared.bump();
-            let body = json!({
-                "message": "You are being rate limited.",
-                "retry_after": retry_after,
-                "global": false,
-            });
-            let mut response = json_response(StatusCode::TOO_MANY_REQUESTS, &body);
-            let headers = response.headers_mut();
-            let seconds = format!("{retry_after}");
-            for (name, value) in [
-                ("retry-after", format!("{}", retry_after.ceil() as u64)),
-                ("x-ratelimit-limit", "5".to_string()),
-                ("x-ratelimit-remaining", "0".to_string()),
-                ("x-ratelimit-reset-after", seconds),
-                ("x-ratelimit-bucket", "fake-bucket".to_string()),
-                ("x-ratelimit-scope", "user".to_string()),
-            ] {
-                headers.insert(name, value.parse().unwrap());
-            }
-            return response;
-        }
-        Some(Trouble::Refused {
-            status,
-            code,
-            message,
-        }) => {
-            shared.bump();
-            let body = json!({"message": message, "code": code});
-            let status = StatusCode::from_u16(status).unwrap();
-            return json_response(status, &body);
-        }
-        None => {}
-    }
-    if shared.lock().hold {
-        shared.lock().calls.held += 1;
-        shared.bump();
-        let _held = Held(shared.clone());
-        let mut changed = shared.changed.subscribe();
-        while shared.lock().hold {
-            let _ = changed.changed().await;
-        }
-        return StatusCode::SERVICE_UNAVAILABLE.into_response();
-    }
-    let content_type = headers
-        .get("content-type")
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
-    let (payload, files) = if content_type.starts_with("multipart/form-data") {
-        read_multipart(&body)
-    } else {
-        (
-            serde_json::from_slice(&body).unwrap_or_default(),
-            Vec::new(),
-        )
-    };
-    let buttons: Vec<String> = payload["components"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|row| row["components"].as_array().cloned().unwrap_or_default())
-        .filter_map(|button| button["custom_id"].as_str().map(str::to_string))
-        .collect();
-    let content = payload["content"].as_str().unwrap_or_default().to_string();
-    let id = shared.next_id();
-    let sent = Sent {
-        channel,
-        content: content.clone(),
-        buttons,
-        files,
-        allowed_mentions: payload["allowed_mentions"].clone(),
-        id,
-    };
-    shared.lock().calls.sent.push(sent);
-    shared.bump();
-    let author = user_json(BOT_ID, "hearth", true);
-    let mut message = message_json(id, channel, None, author, &content, Vec::new(), 0);
-    if let Some(components) = payload.get("components") {
-        message["components"] = components.clone();
-    }
-    json_response(StatusCode::OK, &message)
-}
-
-/// The `payload_json` part and the file names of a multipart body.
-fn read_multipart(body: &[u8]) -> (Value, Vec<String>) {
-    let text = String::from_utf8_lossy(body);
-    let mut payload = Value::Null;
-    let mut files = Vec::new();
-    for part in text.split("Content-Disposition: form-data; ").skip(1) {
-        let head = part.split("\r\n\r\n").next().unwrap_or_default();
-        if let Some(at) = head.find("filename=\"") {
-            let rest = &head[at + 10..];
-            files.push(rest.split('"').next().unwrap_or_default().to_string());
-        } else if head.starts_with("name=\"payload_json\"") {
-            let value = part.split("\r\n\r\n").nth(1).unwrap_or_default();
-            let value = value.split("\r\n--").next().unwrap_or_default();
-            payload = serde_json::from_str(value).unwrap_or_default();
-        }
-    }
-    (payload, files)
-}
-
 async fn typing(
     State(shared): State<Arc<Shared>>,
     Path(channel): Path<u64>,
@@ -722,18 +644,5 @@ async fn attachment(State(shared): State<Arc<Shared>>, Path(name): Path<String>)
             bytes.into_response()
         }
         None => StatusCode::NOT_FOUND.into_response(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_multipart_body_gives_its_payload_and_file_names() {
-        let body = "--b\r\nContent-Disposition: form-data; name=\"payload_json\"\r\n\r\n{\"content\":\"hi\"}\r\n--b\r\nContent-Disposition: form-data; name=\"files[0]\"; filename=\"image.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n--b--\r\n";
-        let (payload, files) = read_multipart(body.as_bytes());
-        assert_eq!(payload["content"], "hi");
-        assert_eq!(files, vec!["image.png"]);
     }
 }

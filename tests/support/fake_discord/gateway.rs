@@ -1,7 +1,8 @@
 //! The fake's Gateway: one WebSocket connection's life, as Discord's
 //! Gateway documentation describes it (Hello, Identify and Ready,
-//! heartbeats and their ACKs, Resume refused with Invalid Session, the
-//! dispatches of the session).
+//! heartbeats and their ACKs, Resume of a session this fake started
+//! answered by Resumed and any other refused with Invalid Session, the
+//! dispatches of the session, a close that asks the client to reconnect).
 
 use super::{Shared, APPLICATION_ID, BOT_ID, GUILD_ID, TOKEN};
 use futures_util::{SinkExt, StreamExt};
@@ -16,9 +17,46 @@ use tokio_tungstenite::tungstenite::Message;
 /// short, so the tests see heartbeats and their ACKs.
 const HEARTBEAT_INTERVAL_MS: u64 = 1500;
 
+/// Discord's close code for "unknown error; reconnect" (a session that
+/// may be resumed).
+const UNKNOWN_ERROR: u16 = 4000;
+
+/// Makes session `number` the newest, which gets what waits, then what
+/// comes.
+fn join(shared: &Shared, number: u64, to_session: &mpsc::UnboundedSender<(String, Value)>) {
+    let mut state = shared.lock();
+    for item in std::mem::take(&mut state.waiting) {
+        let _ = to_session.send(item);
+    }
+    state.sessions.push((number, to_session.clone()));
+    state.calls.sessions += 1;
+    drop(state);
+    shared.bump();
+}
+
+/// The session a Resume's payload names, when this fake started it and no
+/// connection has it now.
+fn resumable(shared: &Shared, payload: &Value) -> Option<u64> {
+    let token = payload["token"].as_str().unwrap_or_default();
+    if token.trim_start_matches("Bot ") != TOKEN {
+        return None;
+    }
+    let number = payload["session_id"]
+        .as_str()?
+        .strip_prefix("fake-session-")?
+        .parse::<u64>()
+        .ok()?;
+    let state = shared.lock();
+    let connected = state.sessions.iter().any(|(n, _)| *n == number);
+    (number >= 1 && number <= state.next_session && !connected).then_some(number)
+}
+
 /// One Gateway connection: Hello, then Identify (or Resume), heartbeats,
-/// and the dispatches for its session.
+/// and the dispatches for its session, until either side closes it or
+/// [`super::FakeDiscord::drop_connections`] does.
 pub(super) async fn gateway_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
+    let mut changed = shared.changed.subscribe();
+    let drops = shared.lock().drops;
     let Ok(socket) = tokio_tungstenite::accept_async(stream).await else {
         return;
     };
@@ -60,7 +98,6 @@ pub(super) async fn gateway_connection(shared: Arc<Shared>, stream: tokio::net::
                             state.next_session += 1;
                             let number = state.next_session;
                             state.calls.identifies.push(payload["d"].clone());
-                            state.calls.sessions += 1;
                             number
                         };
                         session = Some(number);
@@ -83,20 +120,21 @@ pub(super) async fn gateway_connection(shared: Arc<Shared>, stream: tokio::net::
                         if sink.send(Message::text(ready.to_string())).await.is_err() {
                             break;
                         }
-                        // The newest session gets what waits, then what comes.
-                        let mut state = shared.lock();
-                        for item in std::mem::take(&mut state.waiting) {
-                            let _ = to_session.send(item);
-                        }
-                        state.sessions.push((number, to_session.clone()));
-                        drop(state);
-                        shared.bump();
+                        join(&shared, number, &to_session);
                         continue;
                     }
                     Some(6) => {
                         shared.lock().calls.resumes += 1;
                         shared.bump();
-                        json!({"op": 9, "d": false})
+                        match resumable(&shared, &payload["d"]) {
+                            Some(number) => {
+                                session = Some(number);
+                                join(&shared, number, &to_session);
+                                sequence += 1;
+                                json!({"op": 0, "t": "RESUMED", "s": sequence, "d": {}})
+                            }
+                            None => json!({"op": 9, "d": false}),
+                        }
                     }
                     _ => continue,
                 }
@@ -104,6 +142,17 @@ pub(super) async fn gateway_connection(shared: Arc<Shared>, stream: tokio::net::
             Some((event, data)) = dispatches.recv() => {
                 sequence += 1;
                 json!({"op": 0, "t": event, "s": sequence, "d": data})
+            }
+            Ok(()) = changed.changed() => {
+                if shared.lock().drops == drops {
+                    continue;
+                }
+                let close = CloseFrame {
+                    code: CloseCode::from(UNKNOWN_ERROR),
+                    reason: "Unknown error.".into(),
+                };
+                let _ = sink.send(Message::Close(Some(close))).await;
+                break;
             }
         };
         if sink

@@ -5,11 +5,13 @@
 //! fails, the daemon goes away, or the process is told to stop.
 //!
 //! Everything the bridge must remember lives in the daemon's database (the
-//! delivery cursor, the chats written from), so the process keeps nothing
-//! and may be killed at any moment: hearthd starts it again.
+//! delivery cursor, the chats written from, how far each chat was read), so
+//! the process keeps nothing and may be killed at any moment: hearthd
+//! starts it again.
 
 use super::config::{ConfigError, DiscordConfig};
 use super::inbound::Inbound;
+use super::marks::ReadMarks;
 use super::outbound::Outbound;
 use super::rest::{self, RestError};
 use crate::bridge::delivery::{run_halves, Cursor};
@@ -34,6 +36,9 @@ pub const CURSOR_STATE: &str = "discord.cursor";
 
 /// The chats written from, as a JSON list (see [`Chat`]).
 pub const CHATS_STATE: &str = "discord.chats";
+
+/// The newest message taken in each chat's channel (see [`ReadMarks`]).
+pub const READ_STATE: &str = "discord.read";
 
 /// What the bot reads: direct messages, server messages (only the
 /// allowlisted channel's are taken) and their content, a privileged intent
@@ -117,6 +122,10 @@ pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), 
         .await?
         .unwrap_or_default();
     let (chats_out, chats_in) = watch::channel(chats);
+    let mut marks = link::read_state(&mut control, READ_STATE, ReadMarks::parse)
+        .await?
+        .unwrap_or_default();
+    marks.keep_channel(config.channel);
 
     // The outbound half starts first: it fixes where delivery begins before
     // any new message can be logged by the inbound half.
@@ -126,7 +135,7 @@ pub async fn run(home: &Home, shutdown: impl Future<Output = ()>) -> Result<(), 
         .proxy_url(gateway)
         .build();
     let shard = Shard::with_config(ShardId::ONE, shard_config);
-    let inbound = Inbound::new(&client, &config, control, shard, chats_out);
+    let inbound = Inbound::new(&client, &config, control, shard, chats_out, marks);
     tracing::info!(
         "discord bridge running for {} allowed people{}",
         config.allow.len(),

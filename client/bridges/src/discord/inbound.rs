@@ -6,10 +6,19 @@
 //! Each message is submitted with the key `discord:<message id>`, so one
 //! seen twice is logged once. Photos go in as images; voice messages and
 //! documents are stored in the daemon, which transcribes or reads them.
+//!
+//! The Gateway does not replay what was written while the bot was away
+//! (the bridge stopped, or between two sessions), so on each connect
+//! (Ready, Resumed) the bridge reads back, over REST, every chat's messages
+//! since the newest it took there (see `marks.rs`), and takes them oldest
+//! first as if the Gateway had brought them. A chat's mark moves only once
+//! the daemon acknowledged its message; a message at or before the mark,
+//! whether read back or from the Gateway, is passed over.
 
 use super::approval::pressed;
-use super::bridge::{BridgeError, Chat, GatewayError, CHATS_STATE, SOURCE};
+use super::bridge::{BridgeError, Chat, GatewayError, CHATS_STATE, READ_STATE, SOURCE};
 use super::config::DiscordConfig;
+use super::marks::ReadMarks;
 use super::rest::{self, RestError};
 use crate::bridge::files;
 use crate::bridge::link::{self, LinkError};
@@ -59,6 +68,8 @@ pub struct Inbound<'a> {
     /// The bot's own user and application ids, from the Gateway's Ready.
     me: Option<u64>,
     application: u64,
+    /// How far each chat was read, as stored in the daemon.
+    marks: ReadMarks,
 }
 
 impl<'a> Inbound<'a> {
@@ -68,6 +79,7 @@ impl<'a> Inbound<'a> {
         connection: Connection,
         shard: Shard,
         chats: watch::Sender<BTreeSet<Chat>>,
+        marks: ReadMarks,
     ) -> Inbound<'a> {
         Inbound {
             client,
@@ -79,14 +91,17 @@ impl<'a> Inbound<'a> {
             strangers: Gate::new(SOURCE),
             me: None,
             application: 0,
+            marks,
         }
     }
 
     /// Takes events until the Gateway or the daemon goes away. The shard
     /// itself says Hello back, beats the heart, identifies, resumes and
-    /// reconnects.
+    /// reconnects; each time it is connected again, what was written
+    /// meanwhile is read back.
     pub async fn run(mut self) -> Result<Infallible, BridgeError> {
         let wanted = EventTypeFlags::READY
+            | EventTypeFlags::RESUMED
             | EventTypeFlags::MESSAGE_CREATE
             | EventTypeFlags::INTERACTION_CREATE;
         loop {
@@ -99,8 +114,12 @@ impl<'a> Inbound<'a> {
                     self.me = Some(ready.user.id.get());
                     self.application = ready.application.id.get();
                     tracing::info!("discord: connected as {}", ready.user.name);
+                    self.catch_up(None).await?;
                 }
-                Some(Ok(Event::MessageCreate(message))) => self.message(message.message).await?,
+                Some(Ok(Event::Resumed)) => self.catch_up(None).await?,
+                Some(Ok(Event::MessageCreate(message))) => {
+                    self.gateway_message(message.message).await?
+                }
                 Some(Ok(Event::InteractionCreate(interaction))) => {
                     self.interaction((*interaction).0).await?
                 }
@@ -114,24 +133,128 @@ impl<'a> Inbound<'a> {
         }
     }
 
-    /// A message in a direct message or the allowlisted channel.
+    /// Reads back what was written in the chats while the bot was away
+    /// (every chat on a connect, or `only` the channel whose last catch-up
+    /// stopped short) and takes it oldest first, as the Gateway would have
+    /// brought it. A channel Discord does not answer for is tried again
+    /// with its next message or at the next connect; its mark waits.
+    async fn catch_up(&mut self, only: Option<u64>) -> Result<(), BridgeError> {
+        let mut missed = Vec::new();
+        let mut read_to = Vec::new();
+        for (channel, after) in self.marks.channels() {
+            if only.is_some_and(|only| only != channel) {
+                continue;
+            }
+            let (Some(channel_id), Some(after_id)) =
+                (Id::new_checked(channel), Id::new_checked(after))
+            else {
+                continue;
+            };
+            let read = rest::messages_after(self.client, channel_id, after_id);
+            match link::beside(&mut self.connection, read, &mut |_| {}).await? {
+                Ok(messages) => {
+                    if let Some(newest) = messages.last() {
+                        read_to.push((channel, newest.id.get()));
+                    }
+                    let marks = &self.marks;
+                    missed.extend(
+                        messages
+                            .into_iter()
+                            .filter(|message| !marks.taken(channel, message.id.get())),
+                    );
+                    self.marks.caught_up(channel);
+                }
+                Err(RestError::Unauthorized) => return Err(RestError::Unauthorized.into()),
+                Err(err) => {
+                    tracing::warn!("discord: cannot read back channel {channel}: {err}; trying again with its next message");
+                    self.marks.fell_behind(channel);
+                }
+            }
+        }
+        if !missed.is_empty() {
+            tracing::info!(
+                "discord: read back {} messages written while away",
+                missed.len()
+            );
+        }
+        missed.sort_by_key(|message| message.id);
+        for message in missed {
+            self.message(message).await?;
+        }
+        // The newest read moves the mark even when it was not taken (the
+        // bot's own reply), so it is not read again at the next connect.
+        let mut moved = false;
+        for (channel, newest) in read_to {
+            moved |= self.marks.read_to(channel, newest);
+        }
+        if moved {
+            self.store_marks().await?;
+        }
+        Ok(())
+    }
+
+    /// A message from the Gateway: after what a catch-up that stopped short
+    /// left unread before it in its channel.
+    async fn gateway_message(&mut self, message: Message) -> Result<(), BridgeError> {
+        let channel = message.channel_id.get();
+        if self.marks.is_behind(channel) {
+            self.catch_up(Some(channel)).await?;
+        }
+        self.message(message).await
+    }
+
+    /// A message from the Gateway or read back: taken once, then its chat's
+    /// mark moved past it (and stored) once the daemon holds it.
     async fn message(&mut self, message: Message) -> Result<(), BridgeError> {
-        let from = message.author.id.get();
-        if message.author.bot || Some(from) == self.me {
+        let (channel, id) = (message.channel_id.get(), message.id.get());
+        if self.marks.taken(channel, id) {
+            tracing::debug!("message {id} in channel {channel} was taken already");
             return Ok(());
         }
+        let Some(chat) = self.take(message).await? else {
+            return Ok(());
+        };
+        if self
+            .marks
+            .took(channel, matches!(chat, Chat::Person(_)), id)
+        {
+            self.store_marks().await?;
+        }
+        Ok(())
+    }
+
+    /// Stores the marks; returns once the daemon holds them.
+    async fn store_marks(&mut self) -> Result<(), BridgeError> {
+        let value = self.marks.encode();
+        link::set_state(&mut self.connection, READ_STATE, value, &mut |_| {}).await?;
+        Ok(())
+    }
+
+    /// A message in a direct message or the allowlisted channel, submitted
+    /// (or its stranger refused); the chat it was in, or `None` when it is
+    /// not one of the bridge's chats (the bot's own, another channel's, a
+    /// stranger's direct message).
+    async fn take(&mut self, message: Message) -> Result<Option<Chat>, BridgeError> {
+        let from = message.author.id.get();
+        if message.author.bot || Some(from) == self.me {
+            return Ok(None);
+        }
         let channel = message.channel_id.get();
-        let chat = match message.guild_id {
-            None => Chat::Person(from),
-            Some(_) if self.config.channel == Some(channel) => Chat::Channel(channel),
-            Some(_) => {
-                tracing::debug!("skipping a message in channel {channel}, not the allowlisted one");
-                return Ok(());
-            }
+        // Read back over REST, a server's message does not name its server
+        // (`guild_id` is the Gateway's alone): the allowlisted channel is
+        // known by its id, and no other server channel is read back.
+        let chat = if self.config.channel == Some(channel) {
+            Chat::Channel(channel)
+        } else if message.guild_id.is_none() {
+            Chat::Person(from)
+        } else {
+            tracing::debug!("skipping a message in channel {channel}, not the allowlisted one");
+            return Ok(None);
         };
         let who = format!("{from} ({})", message.author.name);
         if !self.config.allows(from) {
-            return self.refuse(from, channel, &who).await;
+            self.refuse(from, channel, &who).await?;
+            return Ok(matches!(chat, Chat::Channel(_)).then_some(chat));
         }
         let key = format!("{SOURCE}:{}", message.id);
         let voice = message
@@ -162,7 +285,7 @@ impl<'a> Inbound<'a> {
         )
         .await?;
         remember_chat(&mut self.connection, CHATS_STATE, &self.chats, chat).await?;
-        Ok(())
+        Ok(Some(chat))
     }
 
     /// Fetches one file from Discord and stores it in the daemon: a photo

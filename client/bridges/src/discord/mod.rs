@@ -11,7 +11,10 @@
 //! - `rest.rs`: the REST calls made, and what a refusal means.
 //! - `bridge.rs`: start-up, the state names, running both halves.
 //! - `inbound.rs`: Gateway → daemon: allowlist, files, idempotency keys,
-//!   buttons pressed.
+//!   buttons pressed; on each (re)connect, what was written while the bot
+//!   was away, read back over REST.
+//! - `marks.rs`: how far each chat was read, so nothing written while the
+//!   bridge was away is lost and nothing is taken twice (pure).
 //! - `outbound.rs`: daemon → Discord: the courier of ordered delivery.
 //! - `format.rs`: Markdown in Discord's dialect, 2,000 characters a
 //!   message (pure).
@@ -22,6 +25,7 @@ pub mod bridge;
 pub mod config;
 pub mod format;
 pub mod inbound;
+pub mod marks;
 pub mod outbound;
 pub mod rest;
 

@@ -1,7 +1,8 @@
 //! Discord's REST API as the bridge uses it, through twilight-http: the
 //! client (pointed at `api_base`), the Gateway's address, a direct-message
 //! channel, one message (with buttons or not), "typing…", an interaction's
-//! answer, an attachment's bytes; and what a refusal means for delivery.
+//! answer, an attachment's bytes, the messages written in a channel since
+//! one; and what a refusal means for delivery.
 //!
 //! Rate limits: twilight-http keeps Discord's buckets and waits out a 429
 //! by its `Retry-After` and bucket headers before it sends again, so a send
@@ -14,10 +15,11 @@ use twilight_http::error::ErrorType;
 use twilight_http::Client;
 use twilight_model::channel::message::component::{ActionRow, Button, ButtonStyle};
 use twilight_model::channel::message::{AllowedMentions, Component, MessageFlags};
+use twilight_model::channel::Message;
 use twilight_model::http::interaction::{
     InteractionResponse, InteractionResponseData, InteractionResponseType,
 };
-use twilight_model::id::marker::{ChannelMarker, InteractionMarker, UserMarker};
+use twilight_model::id::marker::{ChannelMarker, InteractionMarker, MessageMarker, UserMarker};
 use twilight_model::id::Id;
 
 /// How long one REST call may take.
@@ -145,6 +147,47 @@ pub async fn dm_channel(client: &Client, user: u64) -> Result<Id<ChannelMarker>,
 /// stays text).
 fn no_mentions() -> AllowedMentions {
     AllowedMentions::default()
+}
+
+/// The most messages Discord gives for one `GET /channels/{id}/messages`.
+const MESSAGES_PER_PAGE: u16 = 100;
+
+/// Every message in `channel` written after message `after`, oldest first
+/// (`GET /channels/{id}/messages?after=…&limit=100`, page after page).
+/// Discord gives the 100 oldest after the id asked for, newest first, so
+/// each page is put in order and the next asked for after its newest, until
+/// one comes back short. Only as many as Discord keeps.
+pub async fn messages_after(
+    client: &Client,
+    channel: Id<ChannelMarker>,
+    mut after: Id<MessageMarker>,
+) -> Result<Vec<Message>, RestError> {
+    let mut messages = Vec::new();
+    loop {
+        let page = client
+            .channel_messages(channel)
+            .limit(MESSAGES_PER_PAGE)
+            .after(after)
+            .await?
+            .models()
+            .await?;
+        let full = page.len() >= usize::from(MESSAGES_PER_PAGE);
+        let page = oldest_first(page, after);
+        let newest = page.last().map(|message| message.id);
+        messages.extend(page);
+        match newest {
+            Some(newest) if full => after = newest,
+            _ => return Ok(messages),
+        }
+    }
+}
+
+/// A page of messages in the order they were written (by id), without any
+/// at or before `after` (Discord gives none, a fake might).
+fn oldest_first(mut page: Vec<Message>, after: Id<MessageMarker>) -> Vec<Message> {
+    page.retain(|message| message.id > after);
+    page.sort_by_key(|message| message.id);
+    page
 }
 
 /// Sends `text` to `channel`, with `buttons` under it when given. The

@@ -18,6 +18,8 @@ use hearth_tests::harness::{bridge_failed, bridge_pid, cursor_at_log_end, eventu
 use std::process::Command;
 use std::time::Duration;
 
+mod catch_up;
+
 /// The fake model, and a `[discord]` table for the fake Discord that
 /// allows the owner (`table_extra` inside it); `extra` goes after the
 /// model's table.
