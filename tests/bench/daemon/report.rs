@@ -438,7 +438,7 @@ impl Report {
         for (tasks, rates) in grouped {
             let rate = median_rate(rates);
             self.line(format!(
-                "| `Log::append` from {tasks} task{} (grouped commits, up to 64 jobs a transaction) | {} | {} /s | {} | {:.1} |",
+                "| `Log::append` from {tasks} task{} (grouped commits, up to 256 jobs a transaction) | {} | {} /s | {} | {:.1} |",
                 if *tasks == 1 { "" } else { "s" },
                 thousands(rate.appends as f64),
                 thousands(rate.per_second()),
