@@ -170,12 +170,13 @@ async fn a_dropped_memory_ends_its_keeper_and_lets_go_of_the_log() {
     let memory = keeper(&log, &events, &layout, dir.path()).await;
     chat(&log, 0, 100).await;
     settled(&memory, 100).await;
-    // The keeper listens for appended messages: one receiver of the events.
-    assert_eq!(events.receiver_count(), 1);
+    // The keeper takes the appended messages from the log's writer: one
+    // reader of them.
+    assert_eq!(log.readers_of_appended(), 1);
     drop(memory);
     // Once it ended, it no longer listens (nor holds its handle to the log).
     tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        while events.receiver_count() > 0 {
+        while log.readers_of_appended() > 0 {
             tokio::task::yield_now().await;
         }
     })

@@ -158,7 +158,7 @@ async fn measure(bins: &Bins, home: &Path, size: u64) -> Result<Figures> {
     let target = home.join("backup.db");
     let copied = Instant::now();
     backup(bins, home, &target)?;
-    let backup = copied.elapsed();
+    let whole = copied.elapsed();
     let backup_bytes = std::fs::metadata(&target)?.len();
     for n in 0..NEW_SINCE_BACKUP {
         let note = ClientFrame::Note {
@@ -190,7 +190,7 @@ async fn measure(bins: &Bins, home: &Path, size: u64) -> Result<Figures> {
         catch_up,
         request,
         held,
-        backup,
+        backup: whole,
         backup_bytes,
         backup_update,
     })

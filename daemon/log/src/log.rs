@@ -37,6 +37,10 @@ use tokio::sync::{broadcast, oneshot};
 /// to share the next one, rather than wait for a second sync.
 const GROUP_COMMIT: usize = 256;
 
+/// How many groups of appended messages [`Log::appended`] keeps for a
+/// receiver that is behind.
+pub const ENTRIES_BEHIND: usize = 64;
+
 /// Read-only connections (searches) open at once; the others wait.
 pub const READERS: usize = 2;
 
@@ -173,6 +177,8 @@ pub struct Log {
     /// hearth: their facts are shown as untrusted until a change made
     /// through hearth stores them so (`memory/facts.rs`).
     facts_changed: Arc<Mutex<BTreeSet<String>>>,
+    /// Each durable group's appended messages, whole and in order.
+    entries: broadcast::Sender<Arc<Vec<Entry>>>,
     _writer: Arc<Writer>,
 }
 
@@ -204,11 +210,13 @@ impl Log {
         }
         let database = path.to_path_buf();
         let (jobs, receiver) = mpsc::channel::<Job>();
+        let (entries, _) = broadcast::channel(ENTRIES_BEHIND);
+        let sent = entries.clone();
         let thread = std::thread::Builder::new()
             .name("hearth-log".into())
             .spawn(move || {
                 let anchor_to = anchoring.then_some(database.as_path());
-                let connection = writer(connection, receiver, events, anchor_to);
+                let connection = writer(connection, receiver, events, sent, anchor_to);
                 chain::record(&connection, &database);
                 if anchoring {
                     anchor::write(&connection, &database);
@@ -224,10 +232,25 @@ impl Log {
             readers: Arc::new(tokio::sync::Semaphore::new(READERS)),
             facts_changed: Arc::new(Mutex::new(report.facts_changed.clone())),
             chain_at_start: Arc::new(report),
+            entries,
             _writer: Arc::new(Writer {
                 thread: Mutex::new(Some(thread)),
             }),
         })
+    }
+
+    /// Each durable group's appended messages from now on, whole (with
+    /// their data) and in order, as they were written: what the daemon's
+    /// own readers take instead of reading each new message back. A
+    /// receiver that falls [`ENTRIES_BEHIND`] groups behind gets `Lagged`
+    /// and reads the log.
+    pub fn appended(&self) -> broadcast::Receiver<Arc<Vec<Entry>>> {
+        self.entries.subscribe()
+    }
+
+    /// How many take the appended messages whole ([`Log::appended`]).
+    pub fn readers_of_appended(&self) -> usize {
+        self.entries.receiver_count()
     }
 
     /// The database file.

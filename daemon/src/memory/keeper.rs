@@ -1,7 +1,9 @@
 //! The keeper: one task per agent that owns its tree, its two views and its
 //! compactor queue, and answers turns that wait for a settled view.
 //!
-//! Its inputs are one closed set: messages appended to the log, a turn
+//! Its inputs are one closed set: messages appended to the log (handed over
+//! whole by the log's writer once durable, so a new message is not read
+//! back; the log is read only at start and after falling behind), a turn
 //! asking for its view, a compaction call finishing, a retry falling due.
 //! Work is found from queues kept as nodes are added — messages that need a
 //! compress call, merges whose halves are built — never by scanning the tree.
@@ -36,7 +38,7 @@ use super::tree::{free_join, message_line, Node};
 use super::view::{Progress, View};
 use crate::activity::ActivityBoard;
 use crate::layout::Layout;
-use crate::log::{Log, LogError};
+use crate::log::{Entry, Log, LogError};
 use crate::memory::MemoryLog;
 use crate::model::{Model, ToolSpec};
 use crate::usage::Meter;
@@ -185,7 +187,7 @@ impl Memory {
             .map(|node| (node.first(), node.level))
             .collect();
         let (inputs, receiver) = mpsc::unbounded_channel();
-        let appended = config.events.subscribe();
+        let appended = log.appended();
         let (gauge_tx, gauge) = watch::channel(MemoryGauge::default());
         let own_model = Arc::new(std::sync::Mutex::new(own_label(config.model.as_ref())));
         let keeper = Keeper {
@@ -195,6 +197,9 @@ impl Memory {
             config: Arc::new(config),
             held: Held(held.into_iter().collect()),
             known,
+            appended,
+            fresh: Vec::new(),
+            behind: true,
             logged_at_start: logged,
             unbuilt: BTreeSet::new(),
             building: BTreeSet::new(),
@@ -217,7 +222,7 @@ impl Memory {
             refusals_said: HashSet::new(),
             own_model: own_model.clone(),
         };
-        tokio::spawn(keeper.run(receiver, appended));
+        tokio::spawn(keeper.run(receiver));
         Ok(Memory {
             inputs,
             gauge,
@@ -295,6 +300,15 @@ struct Keeper {
     /// Messages read from the log: T. Every one below has a line unless it
     /// waits in `unbuilt` or `building`.
     known: u64,
+    /// The log writer's hand-over of each durable group's messages.
+    appended: broadcast::Receiver<Arc<Vec<Entry>>>,
+    /// This agent's messages the log's writer handed over since the last
+    /// step, in order.
+    fresh: Vec<Entry>,
+    /// Whether the log may hold messages after `known` that `fresh` lacks
+    /// (at start, and after the writer's hand-over lagged): read from the
+    /// log until its end is reached.
+    behind: bool,
     /// The log's length when the keeper started: below it, a message read
     /// may have its line stored already.
     logged_at_start: u64,
@@ -347,11 +361,7 @@ struct Keeper {
 }
 
 impl Keeper {
-    async fn run(
-        mut self,
-        mut inputs: mpsc::UnboundedReceiver<Input>,
-        mut appended: broadcast::Receiver<Event>,
-    ) {
+    async fn run(mut self, mut inputs: mpsc::UnboundedReceiver<Input>) {
         let agent = self.config.agent.clone();
         loop {
             if let Err(err) = self.step().await {
@@ -374,10 +384,16 @@ impl Keeper {
                         }
                         None => return,
                     },
-                    event = appended.recv() => match event {
-                        Ok(event) if event.agent == agent && event.kind.message_kind().is_some() => break,
-                        Ok(_) => continue,
-                        Err(broadcast::error::RecvError::Lagged(_)) => break,
+                    group = self.appended.recv() => match group {
+                        Ok(group) => {
+                            if self.handed(&group) {
+                                break;
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => {
+                            self.behind = true;
+                            break;
+                        }
                         Err(broadcast::error::RecvError::Closed) => return,
                     },
                     _ = sleep_until(retry) => break,
@@ -454,51 +470,107 @@ impl Keeper {
         }
     }
 
-    /// Reads the messages appended since the last look; lines that fit are
-    /// built at once, the others queued for the compactor.
+    /// Takes the messages appended since the last look: those the writer
+    /// handed over when they follow on from what is known, else read from
+    /// the log. Lines that fit are built at once, the others queued for
+    /// the compactor.
     async fn ingest(&mut self) -> Result<(), LogError> {
+        // What was handed over and not yet seen: every message acknowledged
+        // before a turn's ask or end (the writer hands a group over before
+        // it answers its jobs).
+        loop {
+            match self.appended.try_recv() {
+                Ok(group) => {
+                    self.handed(&group);
+                }
+                Err(broadcast::error::TryRecvError::Lagged(_)) => self.behind = true,
+                Err(_) => break,
+            }
+        }
+        let fresh: Vec<Entry> = std::mem::take(&mut self.fresh)
+            .into_iter()
+            .filter(|entry| entry.message.id >= self.known)
+            .collect();
+        let follows = fresh
+            .iter()
+            .zip(self.known..)
+            .all(|(entry, id)| entry.message.id == id);
+        if !self.behind && follows {
+            return self.take(fresh).await;
+        }
+        self.behind = true;
         loop {
             let agent = self.config.agent.clone();
             let page = self
                 .log
                 .range(&agent, self.known, u64::MAX, PAGE as u32)
                 .await?;
-            let (Some(first), Some(last)) = (page.first(), page.last()) else {
+            // A page short of full was the log's end when it was read: what
+            // is appended after it is handed over by the writer.
+            let more = page.len() >= PAGE as usize;
+            self.take(page).await?;
+            if !more {
+                self.behind = false;
                 return Ok(());
-            };
-            // Read again after a restart: those with a line stored are skipped.
-            let stored: HashSet<u64> = if first.message.id < self.logged_at_start {
-                let (from, to) = (first.message.id, last.message.id + 1);
-                let ids = self.log.built_messages(&agent, from, to).await?;
-                ids.into_iter().collect()
-            } else {
-                HashSet::new()
-            };
-            let mut built = Vec::new();
-            for entry in page {
-                let id = entry.message.id;
-                self.known = id + 1;
-                if stored.contains(&id) {
-                    continue;
-                }
-                let node = Node::message(id);
-                if crate::provenance::untrusted_origin(&entry.data).is_some() {
-                    self.untrusted.insert(id);
-                }
-                let line = message_line(entry.message.kind.as_str(), &view_text(&entry.message));
-                if line.len() <= self.config.layout.line_budget || self.model.is_none() {
-                    let mechanical = line.len() > self.config.layout.line_budget;
-                    let text = super::tree::cut(&line, self.config.layout.line_budget);
-                    self.building.insert((id, 0));
-                    built.push((node, text, mechanical));
-                } else {
-                    self.unbuilt.insert(id);
-                }
             }
-            self.build(built).await?;
-            // A long backlog read at once (an import) is held a page at a time.
-            self.trim();
         }
+    }
+
+    /// Keeps this agent's messages of a group the writer handed over;
+    /// whether there were any.
+    fn handed(&mut self, group: &[Entry]) -> bool {
+        let before = self.fresh.len();
+        let agent = &self.config.agent;
+        self.fresh.extend(
+            group
+                .iter()
+                .filter(|entry| &entry.message.agent == agent)
+                .cloned(),
+        );
+        self.fresh.len() > before
+    }
+
+    /// Takes a page of messages that follow on from `known`.
+    async fn take(&mut self, page: Vec<Entry>) -> Result<(), LogError> {
+        let (Some(first), Some(last)) = (page.first(), page.last()) else {
+            return Ok(());
+        };
+        // Read again after a restart: those with a line stored are skipped.
+        let stored: HashSet<u64> = if first.message.id < self.logged_at_start {
+            let (from, to) = (first.message.id, last.message.id + 1);
+            let ids = self
+                .log
+                .built_messages(&self.config.agent, from, to)
+                .await?;
+            ids.into_iter().collect()
+        } else {
+            HashSet::new()
+        };
+        let mut built = Vec::new();
+        for entry in page {
+            let id = entry.message.id;
+            self.known = id + 1;
+            if stored.contains(&id) {
+                continue;
+            }
+            let node = Node::message(id);
+            if crate::provenance::untrusted_origin(&entry.data).is_some() {
+                self.untrusted.insert(id);
+            }
+            let line = message_line(entry.message.kind.as_str(), &view_text(&entry.message));
+            if line.len() <= self.config.layout.line_budget || self.model.is_none() {
+                let mechanical = line.len() > self.config.layout.line_budget;
+                let text = super::tree::cut(&line, self.config.layout.line_budget);
+                self.building.insert((id, 0));
+                built.push((node, text, mechanical));
+            } else {
+                self.unbuilt.insert(id);
+            }
+        }
+        self.build(built).await?;
+        // A long backlog read at once (an import) is held a page at a time.
+        self.trim();
+        Ok(())
     }
 
     /// Stores built lines and builds every parent that follows for free;

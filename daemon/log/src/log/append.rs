@@ -2,7 +2,7 @@
 //! masked, its row and its link in the chain; and the tails the writer
 //! keeps between appends, so that an append reads nothing back.
 
-use super::{chain, MessageData, NewMessage};
+use super::{chain, Entry as Logged, MessageData, NewMessage};
 use hearth_protocol::{Message, MessageStatus};
 use rusqlite::{params, Connection};
 use std::collections::hash_map::{Entry, HashMap};
@@ -11,9 +11,9 @@ use std::collections::hash_map::{Entry, HashMap};
 /// last wrote it.
 #[derive(Default)]
 pub struct Appended {
-    /// The messages the group's jobs appended, in order: broadcast once
-    /// the group's transaction is durable.
-    messages: Vec<Message>,
+    /// The messages the group's jobs appended, in order, with their data:
+    /// broadcast once the group's transaction is durable.
+    messages: Vec<Logged>,
     /// Each agent's next id and last link. Kept rather than read back
     /// (two lookups per append, a good part of an append's time); an agent
     /// missing is read from the database. Cleared whenever writes are
@@ -48,7 +48,7 @@ impl Appended {
     }
 
     /// The group's messages, to broadcast; the tails stay.
-    pub(super) fn take(&mut self) -> Vec<Message> {
+    pub(super) fn take(&mut self) -> Vec<Logged> {
         std::mem::take(&mut self.messages)
     }
 }
@@ -141,6 +141,7 @@ pub fn append(
     // Only once both rows are written: a failed insert leaves the tail as
     // the database has it (and the job's rollback clears it anyway).
     *tail = Tail { next: id + 1, link };
+    let details = message.data;
     let logged = Message {
         agent: agent.to_string(),
         id,
@@ -149,12 +150,15 @@ pub fn append(
         text: message.text,
         status: message.status.map(|status| status.as_str().to_string()),
         at,
-        answers: message.data.answers,
-        images: message.data.images,
-        outbox: message.data.outbox,
-        client: message.data.client,
-        transcript_of: message.data.transcript_of,
+        answers: details.answers.clone(),
+        images: details.images.clone(),
+        outbox: details.outbox.clone(),
+        client: details.client.clone(),
+        transcript_of: details.transcript_of,
     };
-    appended.messages.push(logged.clone());
+    appended.messages.push(Logged {
+        message: logged.clone(),
+        data: details,
+    });
     Ok(logged)
 }

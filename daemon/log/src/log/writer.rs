@@ -32,6 +32,7 @@ pub(super) fn writer(
     mut connection: Connection,
     jobs: mpsc::Receiver<Job>,
     events: broadcast::Sender<Event>,
+    entries: broadcast::Sender<Arc<Vec<Entry>>>,
     anchor_to: Option<&Path>,
 ) -> Connection {
     let mut since_anchor = 0;
@@ -96,12 +97,19 @@ pub(super) fn writer(
         if committed.is_err() {
             appended.commit_failed();
         }
-        let messages = appended.take();
+        let messages = Arc::new(appended.take());
+        // The messages whole to the daemon's own readers of the log (the
+        // memory's keeper), which need not read them back: before the jobs
+        // are answered, so that what an answered job appended is there for
+        // whatever it does next (a turn asking for its view).
+        if !messages.is_empty() && entries.receiver_count() > 0 {
+            let _ = entries.send(messages.clone());
+        }
         for delivery in deliveries {
             delivery(committed.clone());
         }
-        for message in &messages {
-            let _ = events.send(Event::message(message));
+        for entry in messages.iter() {
+            let _ = events.send(Event::message(&entry.message));
         }
         since_anchor += messages.len();
         if let Some(database) = anchor_to.filter(|_| since_anchor >= anchor::ANCHOR_EVERY) {
