@@ -36,17 +36,11 @@ async fn setup(home: &TestHome, args: &[&str], stdin: &str, env: &[(&str, &str)]
 }
 
 fn setup_command(home: &TestHome, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut command = Command::new(&home.bins.hearth);
+    let mut command = home.hearth_command(&[&["setup"], args].concat());
     command
-        .arg("setup")
-        .args(args)
-        .arg("--home")
-        .arg(home.path())
-        .env_remove("HEARTH_HOME")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("TELEGRAM_BOT_TOKEN")
-        .env(OLLAMA_URL_ENV, "off")
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
