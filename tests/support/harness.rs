@@ -46,6 +46,22 @@ pub fn transcription_table(base_url: &str) -> String {
     )
 }
 
+/// `hearth setup`'s flags for the fake model at `base_url` (its key in
+/// `$HEARTH_TEST_KEY`), then `more`.
+pub fn setup_args<'a>(base_url: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let model = [
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        base_url,
+        "--model",
+        "fake-model",
+        "--key-env",
+        "HEARTH_TEST_KEY",
+    ];
+    [&model[..], more].concat()
+}
+
 /// A layout with small budgets (lines of `line_budget` bytes, compaction
 /// between `high` and `low`), so a short test reaches every rule of the
 /// memory.
