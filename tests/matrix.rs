@@ -387,7 +387,7 @@ async fn a_voice_note_is_transcribed_and_a_photo_goes_in_as_an_image() {
         .send_file(&setup.room, "voice.m4a", "audio/mp4", "voice", VOICE)
         .await;
     let home = &setup.home;
-    let heard = logged_user_message_with(&home, "water the plants").await;
+    let heard = logged_user_message_with(home, "water the plants").await;
     assert!(heard.text.starts_with("[voice"), "{}", heard.text);
     let received = transcription.wait_for(1).await;
     assert_eq!(received[0].file, VOICE);
