@@ -25,7 +25,7 @@ use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Finish, Reply, Usage};
 use hearth_tests::harness::TestHome;
 use hearth_tests::web::{
-    browser, free_port, login_url, png, request, send, shown, upgrade_headers, web_home,
+    browser, free_port, login_url, png, request, send, shown, upgrade_headers, web_home, LIVE,
 };
 use std::path::PathBuf;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -259,12 +259,7 @@ async fn the_page_logs_in_streams_approves_shows_images_and_follows_a_restart() 
         )
         .await;
     daemon = home.start();
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#state').className === 'live'",
-        )
-        .await;
+    browser.wait_for(&page, LIVE).await;
     let mut phone = home.connect("telegram", None).await;
     model.push(Reply::text("Still here after the restart."));
     let (asked, _) = phone.submit("are you there?", "telegram", None).await;
@@ -387,12 +382,7 @@ async fn the_page_refuses_strangers_pages_back_to_the_first_message_and_finds_an
     let url = login_url(&home).await;
     let owner = browser.new_page().await;
     browser.navigate(&owner, &url).await;
-    browser
-        .wait_for(
-            &owner,
-            "document.querySelector('#state')?.className === 'live'",
-        )
-        .await;
+    browser.wait_for(&owner, LIVE).await;
     browser.navigate(&stranger, &url).await;
     assert!(browser
         .eval(&stranger, body)
@@ -447,12 +437,7 @@ async fn the_page_refuses_strangers_pages_back_to_the_first_message_and_finds_an
         "the replayed cookie opened the socket: {replayed:?}"
     );
     // The owner's page is live still.
-    browser
-        .wait_for(
-            &owner,
-            "document.querySelector('#state').className === 'live'",
-        )
-        .await;
+    browser.wait_for(&owner, LIVE).await;
 
     // The page speaks the socket's protocol but cannot mint logins.
     let refused = browser

@@ -11,7 +11,7 @@
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::harness::TestHome;
-use hearth_tests::web::{browser, free_port, login_url, send, web_home};
+use hearth_tests::web::{browser, free_port, open_live_page, send, web_home};
 use serde_json::json;
 
 /// A reply with a table (one cell carrying HTML), a numbered list starting
@@ -36,14 +36,7 @@ async fn tables_and_nested_numbered_lists_are_shown_as_such_and_html_stays_text(
     let home = TestHome::new(bins!());
     web_home(&home, &model, free_port());
     let _daemon = home.start();
-    let page = browser.new_page().await;
-    browser.navigate(&page, &login_url(&home).await).await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#state').className === 'live'",
-        )
-        .await;
+    let page = open_live_page(&mut browser, &home).await;
 
     model.push(Reply::text(REPLY));
     send(&mut browser, &page, "show me a table").await;
@@ -105,14 +98,7 @@ async fn the_renderer_reads_markdown_as_commonmark_does() {
     let home = TestHome::new(bins!());
     web_home(&home, &model, free_port());
     let _daemon = home.start();
-    let page = browser.new_page().await;
-    browser.navigate(&page, &login_url(&home).await).await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#state').className === 'live'",
-        )
-        .await;
+    let page = open_live_page(&mut browser, &home).await;
 
     let cases = [
         (

@@ -15,7 +15,7 @@ use hearth_tests::bins;
 use hearth_tests::cdp::{Browser, Page};
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
 use hearth_tests::harness::{bridge_failed, eventually, small_layout, TestHome};
-use hearth_tests::web::{browser, free_port, login_url, send, shown, web_home, web_home_with};
+use hearth_tests::web::{browser, free_port, open_live_page, send, shown, web_home, web_home_with};
 
 /// Asserts that the page shown is no wider than the phone-sized window.
 async fn fits_a_phone(browser: &mut Browser, page: &Page) {
@@ -56,14 +56,7 @@ async fn the_pages_show_memory_activity_schedules_agents_and_bridges() {
         remove: None,
     };
     script.request(facts).await;
-    let page = browser.new_page().await;
-    browser.navigate(&page, &login_url(&home).await).await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#state')?.className === 'live'",
-        )
-        .await;
+    let page = open_live_page(&mut browser, &home).await;
 
     // The activity line says the agent is thinking while the model is
     // held, and clears when the reply is in.
@@ -257,14 +250,7 @@ async fn the_memory_page_opens_a_line_into_what_it_was_made_from() {
             .find(|line| line.n > 1 && !line.text.is_empty())
     })
     .await;
-    let page = browser.new_page().await;
-    browser.navigate(&page, &login_url(&home).await).await;
-    browser
-        .wait_for(
-            &page,
-            "document.querySelector('#state')?.className === 'live'",
-        )
-        .await;
+    let page = open_live_page(&mut browser, &home).await;
     browser.click(&page, "nav [data-page=memory]").await;
     let node = format!("{}+{}", merged.id, merged.n);
     let find = format!(

@@ -10,7 +10,7 @@
 use hearth_daemon::model::chatgpt::{tokens, tokens_file, CLIENT_ID, ISSUER_ENV};
 use hearth_tests::bins;
 use hearth_tests::fake_chatgpt::{self, BackendReply, FakeChatGpt};
-use hearth_tests::harness::{TestHome, OLLAMA_URL_ENV};
+use hearth_tests::harness::TestHome;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output, Stdio};
@@ -21,15 +21,8 @@ fn text(bytes: &[u8]) -> String {
 
 /// `hearth ARGS` on `home` with the fake as the authorization server.
 fn login_command(home: &TestHome, fake: &FakeChatGpt, args: &[&str]) -> Command {
-    let mut command = Command::new(&home.bins.hearth);
-    command
-        .args(args)
-        .arg("--home")
-        .arg(home.path())
-        .env_remove("HEARTH_HOME")
-        .env(OLLAMA_URL_ENV, "off")
-        .env(ISSUER_ENV, fake.issuer())
-        .stdin(Stdio::null());
+    let mut command = home.hearth_command(args);
+    command.env(ISSUER_ENV, fake.issuer());
     command
 }
 

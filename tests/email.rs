@@ -15,8 +15,8 @@ use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::fake_transcription::{Answer, FakeTranscription};
 use hearth_tests::harness::{
-    bridge_failed, bridge_pid, eventually, logged_user_message, notes_by, process_gone, texts,
-    TestHome,
+    bridge_failed, bridge_pid, eventually, logged_user_message, logged_user_message_with, notes_by,
+    process_gone, texts, transcription_table, TestHome,
 };
 use hearth_tests::mail_servers::{Dovecot, SmtpCapture, PASSWORD, USER};
 use std::process::Command;
@@ -448,11 +448,7 @@ async fn an_html_mail_is_read_as_text_and_its_files_are_stored() {
         dovecot,
         smtp,
         home,
-    } = setup(&format!(
-        "[transcription]\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\nretry_delay_ms = 1\n",
-        transcription.base_url()
-    ))
-    .await;
+    } = setup(&transcription_table(&transcription.base_url())).await;
     model.set_default(Reply::text("on it"));
     let _daemon = home.start();
     inbox_open(&home).await;
@@ -494,13 +490,7 @@ async fn an_html_mail_is_read_as_text_and_its_files_are_stored() {
         base64(VOICE),
     );
     dovecot.append(&voice).await;
-    let heard = eventually("the transcript", || async {
-        home.history()
-            .await
-            .into_iter()
-            .find(|m| m.kind == Kind::User && m.text.contains("water the plants"))
-    })
-    .await;
+    let heard = logged_user_message_with(&home, "water the plants").await;
     assert!(heard.text.starts_with("[voice"), "{}", heard.text);
     assert_eq!(transcription.wait_for(1).await[0].file, VOICE);
     assert!(notes_by(&home.history().await, "email").is_empty());

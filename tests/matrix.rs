@@ -18,7 +18,8 @@ use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
 use hearth_tests::fake_transcription::{Answer, FakeTranscription};
 use hearth_tests::harness::{
-    bridge_failed, bridge_pid, cursor_at_log_end, eventually, process_gone, until, Daemon, TestHome,
+    bridge_failed, bridge_pid, cursor_at_log_end, eventually, logged_user_message_with,
+    process_gone, setup_args, transcription_table, until, Daemon, TestHome,
 };
 use hearth_tests::synapse::{hearth_matrix, Person, Synapse, PASSWORD};
 use serde_json::json;
@@ -376,10 +377,7 @@ async fn a_voice_note_is_transcribed_and_a_photo_goes_in_as_an_image() {
         text: "remind me to water the plants".into(),
         seconds: 4.0,
     });
-    let extra = format!(
-        "[transcription]\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\nretry_delay_ms = 1\n",
-        transcription.base_url()
-    );
+    let extra = transcription_table(&transcription.base_url());
     let Some(setup) = setup(&model, &extra).await else {
         return;
     };
@@ -389,13 +387,7 @@ async fn a_voice_note_is_transcribed_and_a_photo_goes_in_as_an_image() {
         .send_file(&setup.room, "voice.m4a", "audio/mp4", "voice", VOICE)
         .await;
     let home = &setup.home;
-    let heard = eventually("the transcript", || async move {
-        home.history()
-            .await
-            .into_iter()
-            .find(|m| m.kind == Kind::User && m.text.contains("water the plants"))
-    })
-    .await;
+    let heard = logged_user_message_with(home, "water the plants").await;
     assert!(heard.text.starts_with("[voice"), "{}", heard.text);
     let received = transcription.wait_for(1).await;
     assert_eq!(received[0].file, VOICE);
@@ -427,16 +419,7 @@ async fn setup_proves_the_password_with_one_login_and_writes_the_table() {
     let home = TestHome::new(bins!());
     let base_url = model.base_url();
     let command = hearth_matrix().display().to_string();
-    let args = [
-        "setup",
-        "--provider",
-        "openai-chat",
-        "--base-url",
-        base_url.as_str(),
-        "--model",
-        "fake-model",
-        "--key-env",
-        "HEARTH_TEST_KEY",
+    let matrix = [
         "--yes",
         "--no-service",
         "--matrix-homeserver",
@@ -448,6 +431,7 @@ async fn setup_proves_the_password_with_one_login_and_writes_the_table() {
         "--matrix-command",
         command.as_str(),
     ];
+    let args = [vec!["setup"], setup_args(&base_url, &matrix)].concat();
 
     // A wrong password is said now, and nothing about Matrix is written.
     home.write_secrets("HEARTH_TEST_KEY=sk-test\nMATRIX_PASSWORD=wrong\n");

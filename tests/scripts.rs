@@ -11,9 +11,9 @@
 use hearth_protocol::{ClientFrame, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{TestHome, OLLAMA_URL_ENV};
+use hearth_tests::harness::TestHome;
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).to_string()
@@ -25,13 +25,8 @@ fn stderr(output: &Output) -> String {
 
 /// Runs `hearth ARGS` on `home` with `input` piped to its stdin.
 async fn hearth_with_stdin(home: &TestHome, args: &[&str], input: Vec<u8>) -> Output {
-    let mut command = Command::new(&home.bins.hearth);
+    let mut command = home.hearth_command(args);
     command
-        .args(args)
-        .arg("--home")
-        .arg(home.path())
-        .env_remove("HEARTH_HOME")
-        .env(OLLAMA_URL_ENV, "off")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

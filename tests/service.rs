@@ -9,7 +9,7 @@
 
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::harness::{TestHome, OLLAMA_URL_ENV};
+use hearth_tests::harness::{setup_args, TestHome, OLLAMA_URL_ENV};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -242,25 +242,18 @@ async fn setup_installs_the_service_before_it_says_how_to_start_talking() {
     model.push(Reply::text("ready"));
     let home = TestHome::new(bins!());
     let installed = Installed::new(&home);
-    let args: Vec<String> = [
-        "setup",
-        "--provider",
-        "openai-chat",
-        "--base-url",
-        &model.base_url(),
-        "--model",
-        "fake-model",
-        "--key-env",
-        "HEARTH_TEST_KEY",
-        "--service",
-        "--yes",
-    ]
-    .map(str::to_string)
-    .to_vec();
+    let args: Vec<String> = setup_args(&model.base_url(), &["--service", "--yes"])
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     // Off the async runtime, so the fake model keeps answering.
     let output = tokio::task::spawn_blocking(move || {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let output = installed.run(&installed.hearth(), &args, &home);
+        let output = installed.run(
+            &installed.hearth(),
+            &[&["setup"], &args[..]].concat(),
+            &home,
+        );
         (output, installed, home)
     })
     .await

@@ -13,7 +13,7 @@ use hearth_bridges::telegram::api::Api;
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
 use hearth_tests::fake_telegram::{FakeTelegram, Person, BOT_USERNAME, TOKEN};
-use hearth_tests::harness::{TestHome, DEADLINE, OLLAMA_URL_ENV};
+use hearth_tests::harness::{setup_args, TestHome, DEADLINE, OLLAMA_URL_ENV};
 use hearth_tests::mail_servers::{self, Dovecot};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -36,17 +36,11 @@ async fn setup(home: &TestHome, args: &[&str], stdin: &str, env: &[(&str, &str)]
 }
 
 fn setup_command(home: &TestHome, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut command = Command::new(&home.bins.hearth);
+    let mut command = home.hearth_command(&[&["setup"], args].concat());
     command
-        .arg("setup")
-        .args(args)
-        .arg("--home")
-        .arg(home.path())
-        .env_remove("HEARTH_HOME")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("TELEGRAM_BOT_TOKEN")
-        .env(OLLAMA_URL_ENV, "off")
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -261,17 +255,8 @@ async fn running_setup_again_keeps_other_tables_and_comments() {
          provider = \"openai\"\nmodel = \"gpt-5\"\neffort = \"low\"\n\n\
          [budget]\n# keep it cheap\ndaily_usd = 1.5\n",
     );
-    let args = [
-        "--provider",
-        "openai-chat",
-        "--base-url",
-        &model.base_url(),
-        "--model",
-        "fake-model",
-        "--key-env",
-        "HEARTH_TEST_KEY",
-        "--yes",
-    ];
+    let base_url = model.base_url();
+    let args = setup_args(&base_url, &["--yes"]);
     let output = setup(&home, &args, "", &[("HEARTH_TEST_KEY", "sk-in-env")]).await;
     assert!(output.status.success(), "{}", said(&output));
     let written = config(&home);
@@ -315,22 +300,17 @@ async fn telegram_is_paired_by_a_code_sent_to_the_bot() {
     let home = TestHome::new(bins!());
     let base_url = model.base_url();
     let api_base = telegram.api_base();
-    let args = [
-        "--provider",
-        "openai-chat",
-        "--base-url",
+    let args = setup_args(
         &base_url,
-        "--model",
-        "fake-model",
-        "--key-env",
-        "HEARTH_TEST_KEY",
-        "--telegram-token-env",
-        "HEARTH_TEST_BOT",
-        "--telegram-api-base",
-        &api_base,
-        "--telegram-pair",
-        "--yes",
-    ];
+        &[
+            "--telegram-token-env",
+            "HEARTH_TEST_BOT",
+            "--telegram-api-base",
+            &api_base,
+            "--telegram-pair",
+            "--yes",
+        ],
+    );
     let env = [("HEARTH_TEST_KEY", "sk-in-env"), ("HEARTH_TEST_BOT", TOKEN)];
     let mut child = setup_command(&home, &args, &env)
         .stdin(Stdio::null())
@@ -394,24 +374,19 @@ async fn pairing_that_gets_no_code_ends_with_a_clear_timeout_and_keeps_the_model
     let home = TestHome::new(bins!());
     let base_url = model.base_url();
     let api_base = telegram.api_base();
-    let args = [
-        "--provider",
-        "openai-chat",
-        "--base-url",
+    let args = setup_args(
         &base_url,
-        "--model",
-        "fake-model",
-        "--key-env",
-        "HEARTH_TEST_KEY",
-        "--telegram-token-env",
-        "HEARTH_TEST_BOT",
-        "--telegram-api-base",
-        &api_base,
-        "--telegram-pair",
-        "--pair-timeout",
-        "1",
-        "--yes",
-    ];
+        &[
+            "--telegram-token-env",
+            "HEARTH_TEST_BOT",
+            "--telegram-api-base",
+            &api_base,
+            "--telegram-pair",
+            "--pair-timeout",
+            "1",
+            "--yes",
+        ],
+    );
     let env = [("HEARTH_TEST_KEY", "sk-in-env"), ("HEARTH_TEST_BOT", TOKEN)];
     let output = setup(&home, &args, "", &env).await;
     let text = said(&output);
@@ -430,23 +405,18 @@ async fn a_wrong_bot_token_is_refused_by_get_me() {
     let home = TestHome::new(bins!());
     let base_url = model.base_url();
     let api_base = telegram.api_base();
-    let args = [
-        "--provider",
-        "openai-chat",
-        "--base-url",
+    let args = setup_args(
         &base_url,
-        "--model",
-        "fake-model",
-        "--key-env",
-        "HEARTH_TEST_KEY",
-        "--telegram-token-env",
-        "HEARTH_TEST_BOT",
-        "--telegram-api-base",
-        &api_base,
-        "--telegram-allow",
-        "7",
-        "--yes",
-    ];
+        &[
+            "--telegram-token-env",
+            "HEARTH_TEST_BOT",
+            "--telegram-api-base",
+            &api_base,
+            "--telegram-allow",
+            "7",
+            "--yes",
+        ],
+    );
     let env = [
         ("HEARTH_TEST_KEY", "sk-in-env"),
         ("HEARTH_TEST_BOT", "999:wrong"),
@@ -460,26 +430,22 @@ async fn a_wrong_bot_token_is_refused_by_get_me() {
 
 /// Setup's flags for the fake model and a pairing with the fake Bot API.
 fn pairing_args(model: &FakeModel, telegram: &FakeTelegram) -> Vec<String> {
-    [
-        "--provider",
-        "openai-chat",
-        "--base-url",
+    setup_args(
         &model.base_url(),
-        "--model",
-        "fake-model",
-        "--key-env",
-        "HEARTH_TEST_KEY",
-        "--telegram-token-env",
-        "HEARTH_TEST_BOT",
-        "--telegram-api-base",
-        &telegram.api_base(),
-        "--telegram-pair",
-        "--pair-timeout",
-        "60",
-        "--yes",
-    ]
+        &[
+            "--telegram-token-env",
+            "HEARTH_TEST_BOT",
+            "--telegram-api-base",
+            &telegram.api_base(),
+            "--telegram-pair",
+            "--pair-timeout",
+            "60",
+            "--yes",
+        ],
+    )
+    .into_iter()
     .map(str::to_string)
-    .to_vec()
+    .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -569,37 +535,33 @@ async fn another_poller_of_the_bot_ends_pairing_with_its_409_named() {
 
 /// Setup's flags for the fake model and an email mailbox on `dovecot`.
 fn email_args(model: &FakeModel, dovecot: &Dovecot) -> Vec<String> {
-    [
-        "--provider",
-        "openai-chat",
-        "--base-url",
+    setup_args(
         &model.base_url(),
-        "--model",
-        "fake-model",
-        "--key-env",
-        "HEARTH_TEST_KEY",
-        "--email-address",
-        "agent@hearth.test",
-        "--email-imap-host",
-        "127.0.0.1",
-        "--email-imap-port",
-        &dovecot.port().to_string(),
-        "--email-smtp-host",
-        "127.0.0.1",
-        "--email-smtp-port",
-        "2525",
-        "--email-user",
-        mail_servers::USER,
-        "--email-password-env",
-        "HEARTH_TEST_EMAIL_PASSWORD",
-        "--email-allow",
-        "Ada@Example.com",
-        "--email-authserv-id",
-        "mx.hearth.test",
-        "--yes",
-    ]
+        &[
+            "--email-address",
+            "agent@hearth.test",
+            "--email-imap-host",
+            "127.0.0.1",
+            "--email-imap-port",
+            &dovecot.port().to_string(),
+            "--email-smtp-host",
+            "127.0.0.1",
+            "--email-smtp-port",
+            "2525",
+            "--email-user",
+            mail_servers::USER,
+            "--email-password-env",
+            "HEARTH_TEST_EMAIL_PASSWORD",
+            "--email-allow",
+            "Ada@Example.com",
+            "--email-authserv-id",
+            "mx.hearth.test",
+            "--yes",
+        ],
+    )
+    .into_iter()
     .map(str::to_string)
-    .to_vec()
+    .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

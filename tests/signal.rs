@@ -7,12 +7,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hearth_bridges::bridge::people::REFUSAL;
-use hearth_protocol::{ClientFrame, EventKind, Kind, ServerFrame};
+use hearth_protocol::{EventKind, Kind};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
 use hearth_tests::fake_signal::{FakeSignal, Person, ACCOUNT};
 use hearth_tests::fake_transcription::{Answer, FakeTranscription};
-use hearth_tests::harness::{bridge_pid, cursor_at_log_end, eventually, TestHome};
+use hearth_tests::harness::{
+    bridge_failed, bridge_pid, cursor_at_log_end, logged_user_message, logged_user_message_with,
+    transcription_table, TestHome,
+};
 use std::process::Command;
 
 const OWNER: Person = Person {
@@ -355,22 +358,13 @@ async fn a_voice_note_is_transcribed_and_a_photo_and_a_document_go_in() {
         seconds: 4.0,
     });
     let signal = FakeSignal::start().await;
-    let extra = format!(
-        "[transcription]\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\nretry_delay_ms = 1\n",
-        transcription.base_url()
-    );
+    let extra = transcription_table(&transcription.base_url());
     let home = home_for(&model, &signal, Via::Socket, &extra);
     let _daemon = home.start();
 
     // Signal's voice notes are AAC in an MP4 box, without a file name.
     signal.send_file(&OWNER, "audio/aac", None, VOICE, None);
-    let heard = eventually("the transcript", || async {
-        home.history()
-            .await
-            .into_iter()
-            .find(|m| m.kind == Kind::User && m.text.contains("water the plants"))
-    })
-    .await;
+    let heard = logged_user_message_with(&home, "water the plants").await;
     assert!(heard.text.starts_with("[voice"), "{}", heard.text);
     let received = transcription.wait_for(1).await;
     assert_eq!(received[0].file, VOICE);
@@ -390,13 +384,7 @@ async fn a_voice_note_is_transcribed_and_a_photo_and_a_document_go_in() {
         &pdf,
         Some("what is the deposit?"),
     );
-    let document = eventually("the document", || async {
-        home.history()
-            .await
-            .into_iter()
-            .find(|m| m.kind == Kind::User && m.text.starts_with("[file: \"lease.pdf\""))
-    })
-    .await;
+    let document = logged_user_message(&home, "[file: \"lease.pdf\"").await;
     assert_eq!(
         document.text,
         "[file: \"lease.pdf\", 1 page] what is the deposit?"
@@ -423,18 +411,7 @@ async fn a_bridge_that_cannot_start_signal_cli_says_why_in_status_not_the_conver
         OWNER.number
     ));
     let mut daemon = home.start();
-    let home_ref = &home;
-    let bridge = eventually("the bridge failed in status", || async move {
-        let mut client = home_ref.connect("hearth-status", None).await;
-        let ServerFrame::Status(status) = client.request(ClientFrame::Status).await else {
-            return None;
-        };
-        status
-            .bridges
-            .into_iter()
-            .find(|b| b.name == "signal" && b.state == "failed")
-    })
-    .await;
+    let bridge = bridge_failed(&home, "signal").await;
     let why = bridge.error.unwrap_or_default();
     assert!(why.contains("install signal-cli"), "{why}");
     assert!(home.history().await.iter().all(|m| m.source != "signal"));

@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hearth_tests::bins;
-use hearth_tests::harness::{TestHome, OLLAMA_URL_ENV};
+use hearth_tests::harness::TestHome;
 use hearth_tests::release_server::{this_target, write_release, ReleaseServer, ReleaseSigner};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -67,15 +67,9 @@ impl Release {
 
     /// The installed `hearth ARGS --home HOME`, pointed at the release.
     fn hearth(&self, args: &[&str], home: &TestHome, key: &str) -> Output {
-        Command::new(self.bin.join("hearth"))
-            .args(args)
-            .arg("--home")
-            .arg(home.path())
-            .env_remove("HEARTH_HOME")
-            .env(OLLAMA_URL_ENV, "off")
+        home.command(&self.bin.join("hearth"), args)
             .env("HEARTH_RELEASES_URL", &self.server.address)
             .env("HEARTH_RELEASE_KEY", key)
-            .stdin(Stdio::null())
             .output()
             .expect("hearth runs")
     }
@@ -168,12 +162,8 @@ fn update_replaces_both_programs_and_restarts_the_running_daemon() {
     let release = Release::new(&home);
     let key = release.signer.public_key();
     // The installed (old) programs' daemon runs.
-    let mut daemon = Command::new(release.bin.join("hearthd"))
-        .arg("--home")
-        .arg(home.path())
-        .env_remove("HEARTH_HOME")
-        .env(OLLAMA_URL_ENV, "off")
-        .stdin(Stdio::null())
+    let mut daemon = home
+        .command(&release.bin.join("hearthd"), &[])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

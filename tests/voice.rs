@@ -9,11 +9,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hearth_protocol::image::encode;
-use hearth_protocol::{ClientFrame, MediaAttachment, MediaKind, ServerFrame};
 use hearth_tests::bins;
 use hearth_tests::fake_model::{FakeModel, Reply};
-use hearth_tests::fake_transcription::{Answer, FakeTranscription};
+use hearth_tests::fake_transcription::{send_keyed_voice_note, Answer, FakeTranscription};
 use hearth_tests::harness::{
     eventually, logged_user_message, model_table, Client, Daemon, TestHome,
 };
@@ -33,39 +31,9 @@ fn home(model: &FakeModel, transcription: &FakeTranscription, extra: &str) -> Te
     home
 }
 
-/// Stores the voice note and submits it as a bridge would.
+/// Stores the voice note and submits it as the Telegram bridge would.
 async fn send_voice(client: &mut Client, key: &str, duration_secs: u32) -> (u64, bool) {
-    let stored = match client
-        .request(ClientFrame::MediaPut {
-            media_type: "audio/ogg".into(),
-            data_base64: encode(VOICE),
-            name: None,
-            duration_secs: Some(duration_secs),
-        })
-        .await
-    {
-        ServerFrame::MediaStored(stored) => stored,
-        other => panic!("expected media_stored, got {other:?}"),
-    };
-    assert_eq!(stored.kind, MediaKind::Audio);
-    let media = vec![MediaAttachment {
-        duration_secs: Some(duration_secs),
-        ..stored.attachment()
-    }];
-    match client
-        .request(ClientFrame::Submit {
-            text: String::new(),
-            source: "telegram".into(),
-            key: Some(key.into()),
-            images: Vec::new(),
-            person: None,
-            media,
-        })
-        .await
-    {
-        ServerFrame::Ack { id, duplicate } => (id, duplicate),
-        other => panic!("expected an ack, got {other:?}"),
-    }
+    send_keyed_voice_note(client, "telegram", Some(key), VOICE, duration_secs).await
 }
 
 #[tokio::test]

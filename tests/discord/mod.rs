@@ -14,7 +14,10 @@ use hearth_tests::fake_discord::{
 };
 use hearth_tests::fake_model::{FakeModel, Gate, Reply};
 use hearth_tests::fake_transcription::{Answer, FakeTranscription};
-use hearth_tests::harness::{bridge_failed, bridge_pid, cursor_at_log_end, eventually, TestHome};
+use hearth_tests::harness::{
+    bridge_failed, bridge_pid, cursor_at_log_end, eventually, logged_user_message,
+    logged_user_message_with, setup_args, transcription_table, TestHome,
+};
 use std::process::Command;
 use std::time::Duration;
 
@@ -423,21 +426,12 @@ async fn a_voice_message_is_transcribed_and_a_photo_and_a_document_go_in() {
         seconds: 4.0,
     });
     let discord = FakeDiscord::start().await;
-    let extra = format!(
-        "[transcription]\nbase_url = \"{}\"\napi_key_env = \"HEARTH_TEST_KEY\"\nretry_delay_ms = 1\n",
-        transcription.base_url()
-    );
+    let extra = transcription_table(&transcription.base_url());
     let home = home_for(&model, &discord, "", &extra);
     let _daemon = home.start();
 
     discord.send_file(&OWNER, "audio/ogg", "voice-message.ogg", VOICE, true, "");
-    let heard = eventually("the transcript", || async {
-        home.history()
-            .await
-            .into_iter()
-            .find(|m| m.kind == Kind::User && m.text.contains("water the plants"))
-    })
-    .await;
+    let heard = logged_user_message_with(&home, "water the plants").await;
     assert!(heard.text.starts_with("[voice"), "{}", heard.text);
     let received = transcription.wait_for(1).await;
     assert_eq!(received[0].file, VOICE);
@@ -453,13 +447,7 @@ async fn a_voice_message_is_transcribed_and_a_photo_and_a_document_go_in() {
         false,
         "what is the deposit?",
     );
-    let document = eventually("the document", || async {
-        home.history()
-            .await
-            .into_iter()
-            .find(|m| m.kind == Kind::User && m.text.starts_with("[file: \"lease.pdf\""))
-    })
-    .await;
+    let document = logged_user_message(&home, "[file: \"lease.pdf\"").await;
     assert_eq!(
         document.text,
         "[file: \"lease.pdf\", 1 page] what is the deposit?"
@@ -502,17 +490,22 @@ async fn setup_pairs_the_owner_by_a_code_sent_to_the_bot() {
     let discord = FakeDiscord::start().await;
     let home = TestHome::new(bins!());
     let api_base = discord.api_base();
-    let mut child = Command::new(&home.bins.hearth)
-        .args(["setup", "--provider", "openai-chat", "--base-url"])
-        .arg(model.base_url())
-        .args(["--model", "fake-model", "--key-env", "HEARTH_TEST_KEY"])
-        .args(["--discord-token-env", "HEARTH_TEST_DISCORD_TOKEN"])
-        .args(["--discord-api-base", &api_base, "--discord-pair"])
-        .args(["--discord-channel", &CHANNEL_ID.to_string()])
-        .args(["--no-service", "--yes", "--home"])
-        .arg(home.path())
-        .env_remove("HEARTH_HOME")
-        .env("HEARTH_OLLAMA_URL", "off")
+    let base_url = model.base_url();
+    let channel = CHANNEL_ID.to_string();
+    let discord_args = [
+        "--discord-token-env",
+        "HEARTH_TEST_DISCORD_TOKEN",
+        "--discord-api-base",
+        &api_base,
+        "--discord-pair",
+        "--discord-channel",
+        &channel,
+        "--no-service",
+        "--yes",
+    ];
+    let args = [vec!["setup"], setup_args(&base_url, &discord_args)].concat();
+    let mut child = home
+        .hearth_command(&args)
         .env("HEARTH_TEST_KEY", "sk-in-env")
         .env(
             "HEARTH_TEST_DISCORD_TOKEN",

@@ -38,7 +38,7 @@
 mod gateway;
 mod messages;
 
-use crate::harness::DEADLINE;
+use crate::watched::Watched;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -50,10 +50,10 @@ pub use messages::ReadBack;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// The bot token the fake accepts.
@@ -201,22 +201,22 @@ struct FakeState {
 }
 
 struct Shared {
-    state: Mutex<FakeState>,
-    /// Bumped on every change, for [`FakeDiscord::wait_until`] and held sends.
-    changed: watch::Sender<u64>,
+    /// The state, bumped on every change for [`FakeDiscord::wait_until`] and held
+    /// sends.
+    watched: Watched<FakeState>,
     rest: SocketAddr,
     gateway: SocketAddr,
 }
 
+impl std::ops::Deref for Shared {
+    type Target = Watched<FakeState>;
+
+    fn deref(&self) -> &Watched<FakeState> {
+        &self.watched
+    }
+}
+
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, FakeState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|count| *count += 1);
-    }
-
     fn next_id(&self) -> u64 {
         let mut state = self.lock();
         state.next_id += 1;
@@ -308,8 +308,7 @@ impl FakeDiscord {
         let rest_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let gateway_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let shared = Arc::new(Shared {
-            state: Mutex::new(FakeState::default()),
-            changed: watch::channel(0).0,
+            watched: Watched::new(FakeState::default()),
             rest: rest_listener.local_addr().unwrap(),
             gateway: gateway_listener.local_addr().unwrap(),
         });
@@ -521,24 +520,10 @@ impl FakeDiscord {
 
     /// Waits until `done` holds for the calls, and returns them.
     pub async fn wait_until(&self, what: &str, done: impl Fn(&Calls) -> bool) -> Calls {
-        let mut changed = self.shared.changed.subscribe();
-        let waited = tokio::time::timeout(DEADLINE, async {
-            loop {
-                let calls = self.calls();
-                if done(&calls) {
-                    return calls;
-                }
-                let _ = changed.changed().await;
-            }
-        })
-        .await;
-        match waited {
-            Ok(calls) => calls,
-            Err(_) => panic!(
-                "fake Discord: waited in vain for {what}; calls: {:#?}",
-                self.calls()
-            ),
-        }
+        let calls = |state: &FakeState| state.calls.clone();
+        self.shared
+            .wait_until("fake Discord", what, calls, done)
+            .await
     }
 }
 

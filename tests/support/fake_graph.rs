@@ -14,15 +14,14 @@
 //! is the fake model's: one request per connection.
 
 use crate::fake_model::http::{self, Request, RequestError};
-use crate::harness::DEADLINE;
 use crate::meta_webhook::{APP_SECRET, VERIFY_TOKEN};
+use crate::watched::Watched;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// The business phone number's id the fake serves.
@@ -135,9 +134,17 @@ pub struct FakeGraph {
 
 struct Shared {
     addr: SocketAddr,
-    state: Mutex<State>,
-    /// Bumped on every change, for [`FakeGraph::wait_until`] and held sends.
-    changed: watch::Sender<u64>,
+    /// The state, bumped on every change for [`FakeGraph::wait_until`] and held
+    /// sends.
+    watched: Watched<State>,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = Watched<State>;
+
+    fn deref(&self) -> &Watched<State> {
+        &self.watched
+    }
 }
 
 #[derive(Default)]
@@ -160,8 +167,7 @@ impl FakeGraph {
         let addr = listener.local_addr().expect("a bound address");
         let shared = Arc::new(Shared {
             addr,
-            state: Mutex::new(State::default()),
-            changed: watch::channel(0).0,
+            watched: Watched::new(State::default()),
         });
         let accept_loop = tokio::spawn(accept_loop(listener, shared.clone()));
         FakeGraph {
@@ -224,27 +230,12 @@ impl FakeGraph {
     /// Waits until `done` holds for the calls so far and returns them.
     ///
     /// # Panics
-    /// After [`DEADLINE`], naming `what` and showing the calls.
+    /// After [`crate::harness::DEADLINE`], naming `what` and showing the calls.
     pub async fn wait_until(&self, what: &str, done: impl Fn(&Calls) -> bool) -> Calls {
-        let mut changed = self.shared.changed.subscribe();
-        let waited = tokio::time::timeout(DEADLINE, async {
-            loop {
-                let calls = self.calls();
-                if done(&calls) {
-                    return calls;
-                }
-                // Errs only if the sender is dropped, which `self` prevents.
-                let _ = changed.changed().await;
-            }
-        })
-        .await;
-        match waited {
-            Ok(calls) => calls,
-            Err(_) => panic!(
-                "fake graph: waited in vain for {what}; calls: {:#?}",
-                self.calls()
-            ),
-        }
+        let calls = |state: &State| state.calls.clone();
+        self.shared
+            .wait_until("fake graph", what, calls, done)
+            .await
     }
 }
 
@@ -260,18 +251,6 @@ pub fn whatsapp_secrets(access_token: &str) -> String {
 impl Drop for FakeGraph {
     fn drop(&mut self) {
         self.accept_loop.abort();
-    }
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Every change under the lock is a single step; a panicking test
-        // cannot leave it half done.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|count| *count += 1);
     }
 }
 
@@ -547,7 +526,7 @@ async fn wait_while(
     on: impl Fn(&State) -> bool,
     shown: impl Fn(&mut Calls) -> &mut Vec<Sent>,
 ) -> bool {
-    let mut changed = shared.changed.subscribe();
+    let mut changed = shared.subscribe();
     if !on(&shared.lock()) {
         return true;
     }

@@ -19,13 +19,13 @@
 //! ([`FakeSignal::hold_sends`]), and reads what the bridge did
 //! ([`FakeSignal::calls`], [`FakeSignal::wait_until`]).
 
-use crate::harness::DEADLINE;
+use crate::watched::Watched;
 use base64::Engine;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::{mpsc, watch};
@@ -100,20 +100,20 @@ struct State {
 }
 
 struct Shared {
-    state: Mutex<State>,
-    /// Bumped on every change, for [`FakeSignal::wait_until`] and held sends.
-    changed: watch::Sender<u64>,
+    /// The state, bumped on every change for [`FakeSignal::wait_until`] and held
+    /// sends.
+    watched: Watched<State>,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = Watched<State>;
+
+    fn deref(&self) -> &Watched<State> {
+        &self.watched
+    }
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|count| *count += 1);
-    }
-
     fn timestamp(&self) -> u64 {
         let mut state = self.lock();
         state.next_timestamp += 1;
@@ -160,11 +160,10 @@ impl FakeSignal {
         let tcp = TcpListener::bind("127.0.0.1:0").await.expect("a port");
         let tcp_addr = tcp.local_addr().expect("its address");
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
+            watched: Watched::new(State {
                 next_timestamp: 1_767_225_600_000,
                 ..State::default()
             }),
-            changed: watch::channel(0).0,
         });
         let serving = shared.clone();
         let accept = tokio::spawn(async move {
@@ -271,24 +270,10 @@ impl FakeSignal {
 
     /// Waits until `done` holds for the calls so far and returns them.
     pub async fn wait_until(&self, what: &str, done: impl Fn(&Calls) -> bool) -> Calls {
-        let mut changed = self.shared.changed.subscribe();
-        let waited = tokio::time::timeout(DEADLINE, async {
-            loop {
-                let calls = self.calls();
-                if done(&calls) {
-                    return calls;
-                }
-                let _ = changed.changed().await;
-            }
-        })
-        .await;
-        match waited {
-            Ok(calls) => calls,
-            Err(_) => panic!(
-                "fake signal-cli: waited in vain for {what}; calls: {:#?}",
-                self.calls()
-            ),
-        }
+        let calls = |state: &State| state.calls.clone();
+        self.shared
+            .wait_until("fake signal-cli", what, calls, done)
+            .await
     }
 }
 
@@ -464,7 +449,7 @@ async fn held(shared: &Shared, sent: &Sent, closed: &mut watch::Receiver<bool>) 
     }
     shared.lock().calls.held.push(sent.clone());
     shared.bump();
-    let mut changed = shared.changed.subscribe();
+    let mut changed = shared.subscribe();
     let going_on = loop {
         if *closed.borrow() {
             break false;

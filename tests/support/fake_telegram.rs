@@ -29,15 +29,15 @@ pub use files::photo_bytes;
 pub use html::read_html;
 
 use crate::fake_model::http::{self, RequestError};
-use crate::harness::DEADLINE;
+use crate::watched::Watched;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 /// The bot token the fake accepts.
@@ -187,13 +187,21 @@ pub struct FakeTelegram {
 }
 
 struct Shared {
-    state: Mutex<State>,
-    /// Bumped on every change, for [`FakeTelegram::wait_until`] and held sends.
-    changed: watch::Sender<u64>,
+    /// The state, bumped on every change for [`FakeTelegram::wait_until`] and held
+    /// sends.
+    watched: Watched<State>,
     /// Wakes long polls when an update is queued.
     queued: Notify,
     /// Wakes long polls when another `getUpdates` arrives.
     superseded: Notify,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = Watched<State>;
+
+    fn deref(&self) -> &Watched<State> {
+        &self.watched
+    }
 }
 
 #[derive(Default)]
@@ -222,12 +230,11 @@ impl FakeTelegram {
             .expect("fake telegram: cannot bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("a bound address");
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
+            watched: Watched::new(State {
                 next_update_id: 500_000,
                 next_message_id: 1,
                 ..State::default()
             }),
-            changed: watch::channel(0).0,
             queued: Notify::new(),
             superseded: Notify::new(),
         });
@@ -390,45 +397,18 @@ impl FakeTelegram {
     /// Waits until `done` holds for the calls so far and returns them.
     ///
     /// # Panics
-    /// After [`DEADLINE`], naming `what` and showing the calls.
+    /// After [`crate::harness::DEADLINE`], naming `what` and showing the calls.
     pub async fn wait_until(&self, what: &str, done: impl Fn(&Calls) -> bool) -> Calls {
-        let mut changed = self.shared.changed.subscribe();
-        let waited = tokio::time::timeout(DEADLINE, async {
-            loop {
-                let calls = self.calls();
-                if done(&calls) {
-                    return calls;
-                }
-                // Errs only if the sender is dropped, which `self` prevents.
-                let _ = changed.changed().await;
-            }
-        })
-        .await;
-        match waited {
-            Ok(calls) => calls,
-            Err(_) => panic!(
-                "fake telegram: waited in vain for {what}; calls: {:#?}",
-                self.calls()
-            ),
-        }
+        let calls = |state: &State| state.calls.clone();
+        self.shared
+            .wait_until("fake telegram", what, calls, done)
+            .await
     }
 }
 
 impl Drop for FakeTelegram {
     fn drop(&mut self) {
         self.accept_loop.abort();
-    }
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Every change under the lock is a single step; a panicking test
-        // cannot leave it half done.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|count| *count += 1);
     }
 }
 
@@ -624,7 +604,7 @@ async fn send_message(stream: &mut TcpStream, shared: &Shared, body: &Value) -> 
 /// Holds a `sendMessage` while holding is on. False when the client went
 /// away meanwhile: the request is dropped unrecorded.
 async fn hold(stream: &mut TcpStream, shared: &Shared, sent: &Sent) -> bool {
-    let mut changed = shared.changed.subscribe();
+    let mut changed = shared.subscribe();
     if !shared.lock().hold {
         return true;
     }

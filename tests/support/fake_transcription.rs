@@ -371,7 +371,22 @@ pub async fn send_voice_note(
     voice: &[u8],
     duration_secs: u32,
 ) -> u64 {
-    use hearth_protocol::{ClientFrame, MediaAttachment, ServerFrame};
+    send_keyed_voice_note(client, source, None, voice, duration_secs)
+        .await
+        .0
+}
+
+/// As [`send_voice_note`], under the idempotency `key` when there is one;
+/// returns the message's id and whether the daemon had it already. The
+/// stored note must be audio.
+pub async fn send_keyed_voice_note(
+    client: &mut crate::harness::Client,
+    source: &str,
+    key: Option<&str>,
+    voice: &[u8],
+    duration_secs: u32,
+) -> (u64, bool) {
+    use hearth_protocol::{ClientFrame, MediaAttachment, MediaKind, ServerFrame};
     let stored = match client
         .request(ClientFrame::MediaPut {
             media_type: "audio/ogg".into(),
@@ -384,6 +399,7 @@ pub async fn send_voice_note(
         ServerFrame::MediaStored(stored) => stored,
         other => panic!("expected media_stored, got {other:?}"),
     };
+    assert_eq!(stored.kind, MediaKind::Audio);
     let media = vec![MediaAttachment {
         duration_secs: Some(duration_secs),
         ..stored.attachment()
@@ -392,14 +408,14 @@ pub async fn send_voice_note(
         .request(ClientFrame::Submit {
             text: String::new(),
             source: source.into(),
-            key: None,
+            key: key.map(str::to_string),
             images: Vec::new(),
             person: None,
             media,
         })
         .await
     {
-        ServerFrame::Ack { id, .. } => id,
+        ServerFrame::Ack { id, duplicate } => (id, duplicate),
         other => panic!("expected an ack, got {other:?}"),
     }
 }

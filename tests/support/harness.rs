@@ -46,6 +46,22 @@ pub fn transcription_table(base_url: &str) -> String {
     )
 }
 
+/// `hearth setup`'s flags for the fake model at `base_url` (its key in
+/// `$HEARTH_TEST_KEY`), then `more`.
+pub fn setup_args<'a>(base_url: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let model = [
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        base_url,
+        "--model",
+        "fake-model",
+        "--key-env",
+        "HEARTH_TEST_KEY",
+    ];
+    [&model[..], more].concat()
+}
+
 /// A layout with small budgets (lines of `line_budget` bytes, compaction
 /// between `high` and `low`), so a short test reaches every rule of the
 /// memory.
@@ -182,23 +198,11 @@ impl TestHome {
             .expect("hearthd runs")
     }
 
-    /// Runs the `hearth` CLI with `args` on this home.
-    pub fn hearth(&self, args: &[&str]) -> Output {
-        Command::new(&self.bins.hearth)
-            .args(args)
-            .arg("--home")
-            .arg(self.path())
-            .env_remove("HEARTH_HOME")
-            .env(OLLAMA_URL_ENV, "off")
-            .stdin(Stdio::null())
-            .output()
-            .expect("hearth runs")
-    }
-
-    /// Runs the `hearth` CLI off the async runtime, so servers of the same
-    /// test (the fake model) keep answering meanwhile.
-    pub async fn hearth_async(&self, args: &[&str]) -> Output {
-        let mut command = Command::new(&self.bins.hearth);
+    /// `program` (one of hearth's binaries) with `args` on this home:
+    /// `--home` after them, no `HEARTH_HOME` from outside, no Ollama probe,
+    /// stdin closed.
+    pub fn command(&self, program: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(program);
         command
             .args(args)
             .arg("--home")
@@ -206,6 +210,23 @@ impl TestHome {
             .env_remove("HEARTH_HOME")
             .env(OLLAMA_URL_ENV, "off")
             .stdin(Stdio::null());
+        command
+    }
+
+    /// The `hearth` CLI with `args` on this home, as [`TestHome::command`].
+    pub fn hearth_command(&self, args: &[&str]) -> Command {
+        self.command(&self.bins.hearth, args)
+    }
+
+    /// Runs the `hearth` CLI with `args` on this home.
+    pub fn hearth(&self, args: &[&str]) -> Output {
+        self.hearth_command(args).output().expect("hearth runs")
+    }
+
+    /// Runs the `hearth` CLI off the async runtime, so servers of the same
+    /// test (the fake model) keep answering meanwhile.
+    pub async fn hearth_async(&self, args: &[&str]) -> Output {
+        let mut command = self.hearth_command(args);
         tokio::task::spawn_blocking(move || command.output().expect("hearth runs"))
             .await
             .expect("the CLI thread")
@@ -311,11 +332,26 @@ pub async fn until(what: &str, condition: impl Fn() -> bool) {
 
 /// The user message whose text starts with `start`, once it is logged.
 pub async fn logged_user_message(home: &TestHome, start: &str) -> Message {
-    eventually(&format!("a message starting {start:?}"), || async {
+    let what = format!("a message starting {start:?}");
+    logged_user_message_where(home, &what, |text| text.starts_with(start)).await
+}
+
+/// The user message whose text contains `part`, once it is logged.
+pub async fn logged_user_message_with(home: &TestHome, part: &str) -> Message {
+    let what = format!("a message with {part:?}");
+    logged_user_message_where(home, &what, |text| text.contains(part)).await
+}
+
+async fn logged_user_message_where(
+    home: &TestHome,
+    what: &str,
+    matches: impl Fn(&str) -> bool,
+) -> Message {
+    eventually(what, || async {
         home.history()
             .await
             .into_iter()
-            .find(|message| message.kind == Kind::User && message.text.starts_with(start))
+            .find(|message| message.kind == Kind::User && matches(&message.text))
     })
     .await
 }
@@ -427,11 +463,8 @@ impl Daemon {
     /// Starts `hearthd` with these environment variables set as well (they
     /// win over the harness's own).
     pub fn start_with_env(home: &TestHome, env: &[(&str, &str)]) -> Daemon {
-        let mut child = Command::new(&home.bins.hearthd)
-            .arg("--home")
-            .arg(home.path())
-            .env_remove("HEARTH_HOME")
-            .env(OLLAMA_URL_ENV, "off")
+        let mut child = home
+            .command(&home.bins.hearthd, &[])
             .env("RUST_LOG", "info")
             .env("HEARTH_TEST_KEY", "sk-test-secret")
             .envs(env.iter().copied())

@@ -52,6 +52,7 @@ pub mod meta_webhook;
 pub mod release_server;
 pub mod schema;
 pub mod synapse;
+pub mod watched;
 
 /// A small DevTools Protocol client driving a real headless Chromium, for
 /// the browser client's tests.

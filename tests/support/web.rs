@@ -290,6 +290,17 @@ pub async fn browser() -> Option<Browser> {
     browser
 }
 
+/// Whether the page shows its connection to the daemon live.
+pub const LIVE: &str = "document.querySelector('#state')?.className === 'live'";
+
+/// Opens a new page at `home`'s login link and waits until it is live.
+pub async fn open_live_page(browser: &mut Browser, home: &TestHome) -> Page {
+    let page = browser.new_page().await;
+    browser.navigate(&page, &login_url(home).await).await;
+    browser.wait_for(&page, LIVE).await;
+    page
+}
+
 /// Types `text` into the composer and presses Send.
 pub async fn send(browser: &mut Browser, page: &Page, text: &str) {
     let set = format!(

@@ -55,7 +55,7 @@ fn resumable(shared: &Shared, payload: &Value) -> Option<u64> {
 /// and the dispatches for its session, until either side closes it or
 /// [`super::FakeDiscord::drop_connections`] does.
 pub(super) async fn gateway_connection(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
-    let mut changed = shared.changed.subscribe();
+    let mut changed = shared.subscribe();
     let drops = shared.lock().drops;
     let Ok(socket) = tokio_tungstenite::accept_async(stream).await else {
         return;

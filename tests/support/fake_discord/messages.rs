@@ -81,7 +81,7 @@ pub(super) async fn create_message(
         shared.lock().calls.held += 1;
         shared.bump();
         let _held = Held(shared.clone());
-        let mut changed = shared.changed.subscribe();
+        let mut changed = shared.subscribe();
         while shared.lock().hold {
             let _ = changed.changed().await;
         }
