@@ -142,7 +142,7 @@ fn install_refuses_beside_a_daemon_started_by_hand_then_writes_a_unit_for_the_in
     let text = said(&output);
     assert!(output.status.success(), "{text}");
     assert!(
-        text.contains("systemctl --user enable --now hearthd"),
+        text.contains("enabled and started hearthd.service"),
         "{text}"
     );
     let unit = std::fs::read_to_string(installed.unit_file()).unwrap();
@@ -161,10 +161,44 @@ fn install_refuses_beside_a_daemon_started_by_hand_then_writes_a_unit_for_the_in
     ] {
         assert!(unit.contains(&line), "{line:?} in:\n{unit}");
     }
-    assert!(
-        installed.systemctl_calls().is_empty(),
-        "install only writes the unit and says how to enable it"
+    assert_eq!(
+        installed.systemctl_calls(),
+        "--user daemon-reload\n--user enable --now hearthd.service\n",
+        "install has systemd load, enable and start the unit"
     );
+
+    // One unit serves one home: another home's install is refused, the
+    // unit left as it was, until it is forced.
+    let other = TestHome::new(bins!());
+    let output = installed.service(&installed.hearth(), "install", &other);
+    let text = said(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("already runs hearthd for another home"),
+        "{text}"
+    );
+    assert!(text.contains("--force"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(installed.unit_file()).unwrap(),
+        unit
+    );
+    let output = installed.run(
+        &installed.hearth(),
+        &["service", "install", "--force"],
+        &other,
+    );
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("replacing the unit that ran"), "{text}");
+    let replaced = std::fs::read_to_string(installed.unit_file()).unwrap();
+    let other_dir = std::path::absolute(other.path()).unwrap();
+    assert!(
+        replaced.contains(&format!("--home {}\n", other_dir.display())),
+        "{replaced}"
+    );
+    // The same home again (an update of the binaries, say) needs no force.
+    let output = installed.service(&installed.hearth(), "install", &other);
+    assert!(output.status.success(), "{}", said(&output));
 }
 
 #[test]
@@ -222,6 +256,8 @@ fn status_says_what_systemd_and_the_home_say_and_uninstall_removes_the_unit() {
         [
             "--user is-active hearthd.service",
             "--user is-enabled hearthd.service",
+            "--user daemon-reload",
+            "--user enable --now hearthd.service",
             "--user is-active hearthd.service",
             "--user is-enabled hearthd.service",
             "--user disable --now hearthd.service",

@@ -350,8 +350,12 @@ enum ImportFrom {
 
 #[derive(Subcommand)]
 enum ServiceAction {
-    /// Write a systemd user unit for the installed hearthd and print how to enable it
-    Install,
+    /// Write a systemd user unit for the installed hearthd, and enable and start it where systemd answers
+    Install {
+        /// Replace a unit that runs hearthd for another home
+        #[arg(long)]
+        force: bool,
+    },
     /// Stop and disable the service and remove its unit
     Uninstall,
     /// Whether the unit is installed, what systemd says, and which daemon runs
@@ -618,8 +622,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ExitCode::SUCCESS
         }
         Some(Subcommands::Service { action }) => match action {
-            ServiceAction::Install => {
-                service::install(&home, explicit_home.as_deref(), &mut stdout)?
+            ServiceAction::Install { force } => {
+                service::install(&home, explicit_home.as_deref(), force, &mut stdout).await?
             }
             ServiceAction::Uninstall => service::uninstall(&mut stdout).await?,
             ServiceAction::Status => service::status(&home, &mut stdout).await?,

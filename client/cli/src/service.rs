@@ -74,6 +74,8 @@ pub enum ServiceError {
     RunningByHand { pid: u32 },
     #[error("this hearth runs from a build folder ({0}), which goes away with the clone; install the binaries first with `cargo install --locked --path .` and run `hearth service install` again")]
     BuildFolder(PathBuf),
+    #[error("{path} already runs hearthd for another home ({runs}); `hearth service install --force` replaces it, or `hearth service uninstall` removes it first")]
+    OtherHome { path: PathBuf, runs: String },
     #[error("cannot write the unit {path}: {source}")]
     Write {
         path: PathBuf,
@@ -114,12 +116,15 @@ fn installed_hearthd() -> Result<PathBuf, ServiceError> {
     })
 }
 
-/// Writes the unit and says how to enable it. Refused while a daemon that
-/// was started by hand holds the home's lock: the service's would only
-/// fail to start beside it.
-pub fn install(
+/// Writes the unit, then has systemd load, enable and start it where a
+/// user manager answers (else says how). Refused while a daemon that was
+/// started by hand holds the home's lock (the service's would only fail to
+/// start beside it), and, without `force`, over a unit that runs hearthd
+/// for another home (one unit serves one home).
+pub async fn install(
     home: &Home,
     explicit_home: Option<&Path>,
+    force: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, ServiceError> {
     if let Some(pid) = crate::life::lock_holder(home) {
@@ -138,14 +143,51 @@ pub fn install(
     }
     let explicit_home =
         explicit_home.map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()));
-    std::fs::write(&file, unit(&hearthd, explicit_home.as_deref())).map_err(write_error)?;
+    let text = unit(&hearthd, explicit_home.as_deref());
+    if let Some(runs) = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|old| other_home(&old, &text))
+    {
+        if !force {
+            return Err(ServiceError::OtherHome { path: file, runs });
+        }
+        writeln!(out, "replacing the unit that ran {runs}")?;
+    }
+    std::fs::write(&file, text).map_err(write_error)?;
     writeln!(out, "wrote {} (runs {})", file.display(), hearthd.display())?;
-    writeln!(out, "enable and start it with:\n  systemctl --user daemon-reload\n  systemctl --user enable --now hearthd")?;
+    let unit_name = crate::life::UNIT_NAME;
+    if systemctl_succeeds(&["daemon-reload"]).await
+        && systemctl_succeeds(&["enable", "--now", unit_name]).await
+    {
+        writeln!(
+            out,
+            "enabled and started {unit_name} (`hearth service status` shows it)"
+        )?;
+    } else {
+        writeln!(out, "systemd did not answer; enable and start it with:\n  systemctl --user daemon-reload\n  systemctl --user enable --now hearthd")?;
+    }
     writeln!(
         out,
         "to keep it running after you log out: loginctl enable-linger $USER"
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What an installed unit runs, when it runs hearthd for another home than
+/// the unit about to be written (the same home with another binary is an
+/// update, not another home).
+fn other_home(old: &str, new: &str) -> Option<String> {
+    let runs = |text: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix("ExecStart="))
+            .map(str::to_string)
+    };
+    let (old_runs, new_runs) = (runs(old)?, runs(new)?);
+    let home = |exec: &str| {
+        exec.split_once(" --home ")
+            .map(|(_, home)| home.to_string())
+    };
+    (home(&old_runs) != home(&new_runs)).then_some(old_runs)
 }
 
 /// Stops and disables the service (where systemd runs) and removes its unit.
@@ -240,6 +282,25 @@ async fn systemctl(args: &[&str]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_unit_for_another_home_is_told_from_one_for_this_home() {
+        let here = unit(Path::new("/bin/hearthd"), Some(Path::new("/home/a/h")));
+        let moved = unit(Path::new("/usr/bin/hearthd"), Some(Path::new("/home/a/h")));
+        let there = unit(Path::new("/bin/hearthd"), Some(Path::new("/home/a/other")));
+        let default = unit(Path::new("/bin/hearthd"), None);
+        assert_eq!(
+            other_home(&moved, &here),
+            None,
+            "another binary, the same home"
+        );
+        assert_eq!(
+            other_home(&there, &here).as_deref(),
+            Some("/bin/hearthd --home /home/a/other")
+        );
+        assert!(other_home(&default, &here).is_some());
+        assert_eq!(other_home(&default, &default), None);
+    }
 
     #[test]
     fn the_unit_runs_hearthd_for_the_home() {

@@ -184,7 +184,7 @@ pub async fn run(
     asker.say(WHATSAPP);
     // The service first: once it is installed, the daemon is started by
     // systemd, never by hand beside it.
-    let service = service_step(&mut asker, &options, home, explicit_home)?;
+    let service = service_step(&mut asker, &options, home, explicit_home).await?;
     daemon_step(&mut asker, home, service).await;
     Ok(ExitCode::SUCCESS)
 }
@@ -251,7 +251,7 @@ async fn daemon_step(asker: &mut Asker<'_>, home: &Home, service: bool) {
 }
 
 /// The systemd user service, when asked for; whether it was installed.
-fn service_step(
+async fn service_step(
     asker: &mut Asker<'_>,
     options: &SetupOptions,
     home: &Home,
@@ -267,7 +267,7 @@ fn service_step(
     if !install {
         return Ok(false);
     }
-    match crate::service::install(home, explicit_home, asker.out()) {
+    match crate::service::install(home, explicit_home, false, asker.out()).await {
         Ok(_) => Ok(true),
         Err(err) => {
             asker.say(&format!("the service was not installed: {err}"));
