@@ -437,8 +437,9 @@ pub enum ClientFrame {
     ScheduleList,
     /// Answered with `schedules` (the cancelled one), or an error.
     ScheduleCancel { id: i64 },
-    /// Write a consistent copy of the database to `path` (absolute, not yet
-    /// existing) while the daemon runs. Answered with `backed_up`.
+    /// Write a consistent copy of the database to `path` (absolute: a new
+    /// file, or an earlier backup of this log, brought up to date) while
+    /// the daemon runs. Answered with `backed_up`.
     Backup { path: String },
     /// Read a client's small named state (a bridge's offset or cursor).
     StateGet { name: String },
