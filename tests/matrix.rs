@@ -410,6 +410,50 @@ async fn a_voice_note_is_transcribed_and_a_photo_goes_in_as_an_image() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_the_agent_shows_reaches_the_room_encrypted_as_it_is() {
+    let model = FakeModel::start().await;
+    let Some(mut setup) = setup(&model, "").await else {
+        return;
+    };
+    let photo = hearth_tests::fake_telegram::photo_bytes();
+    std::fs::write(setup.home.work_dir().join("cat.png"), &photo).unwrap();
+    model.push(Reply::tool_call("show_image", r#"{"path": "cat.png"}"#));
+    model.push(Reply::text("That is the cat."));
+    setup.owner.send(&setup.room, "show me the cat", None).await;
+
+    let (room, bot) = (setup.room.clone(), setup.bot.clone());
+    let image = setup
+        .owner
+        .wait_for("the agent's image", |event| {
+            matches!(event, Event::Message { room: r, sender, kind, .. }
+                if *r == room && *sender == bot && kind == "image")
+        })
+        .await;
+    let Event::Message {
+        encrypted, media, ..
+    } = image
+    else {
+        unreachable!("waited for a message");
+    };
+    assert!(encrypted, "an image in an encrypted room goes encrypted");
+    let media = media.expect("the image's file");
+    assert_eq!(media.media_type.as_deref(), Some("image/png"));
+    let data = media
+        .data
+        .expect("the owner's client fetched and decrypted it");
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .unwrap();
+    assert_eq!(bytes, photo, "Matrix takes the image as it is");
+    let replies = agent_bodies(&mut setup, "the reply after the image", 2).await;
+    assert!(
+        replies.iter().any(|body| body.contains("That is the cat.")),
+        "{replies:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setup_proves_the_password_with_one_login_and_writes_the_table() {
     let Some(synapse) = Synapse::shared() else {
         return;
