@@ -291,6 +291,20 @@ mod tests {
         let dangling = elsewhere.path().join("dangling");
         std::os::unix::fs::symlink(elsewhere.path().join("nothing"), &dangling).unwrap();
         assert!(backup_target_allowed(&dangling, &database).is_err());
+        // A link to a file is never written through; the database by
+        // another name (a hard link) is refused as itself.
+        let file = elsewhere.path().join("file.db");
+        std::fs::write(&file, "").unwrap();
+        let link = elsewhere.path().join("link.db");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let through = backup_target_allowed(&link, &database).unwrap_err();
+        assert!(through.contains("other than a file"), "{through}");
+        let alias = elsewhere.path().join("alias.db");
+        std::fs::hard_link(&database, &alias).unwrap();
+        let itself = backup_target_allowed(&alias, &database).unwrap_err();
+        assert!(itself.contains("the home's database itself"), "{itself}");
+        // An existing file may be an earlier backup: the log checks it.
+        assert!(backup_target_allowed(&file, &database).is_ok());
         let nul = std::path::PathBuf::from("/tmp/a\0b");
         assert!(backup_target_allowed(&nul, &database).is_err());
         assert!(backup_target_allowed(&elsewhere.path().join("ok.db"), &database).is_ok());
