@@ -34,7 +34,8 @@ pub async fn backup(
         None => writeln!(out, "wrote {path} ({bytes} bytes)")?,
         Some(added) => writeln!(
             out,
-            "brought {path} up to date: {added} new messages ({bytes} bytes)"
+            "brought {path} up to date: {added} new message{} ({bytes} bytes)",
+            if added == 1 { "" } else { "s" }
         )?,
     }
     Ok(ExitCode::SUCCESS)

@@ -20,8 +20,10 @@
 //!
 //! Every operation is a job run on the writer thread. Jobs that arrive
 //! together share one transaction (group commit); each job's answer is sent
-//! only after that transaction is durable, and the events of the messages it
-//! appended are broadcast in id order right after. An append itself is in
+//! only after that transaction is durable (and after the group's messages
+//! were handed over whole to the daemon's own readers, [`Log::appended`]),
+//! and the events of the messages it appended are broadcast in id order
+//! right after. An append itself is in
 //! `log/append.rs`.
 
 use hearth_protocol::{Event, Kind, Message, MessageStatus};

@@ -42,6 +42,8 @@ pub enum Refused {
     OtherLog { agent: String, id: i64 },
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
+    #[error("cannot put the new copy in place: {0}")]
+    Io(#[from] std::io::Error),
     #[error("the log's writer thread has stopped")]
     Stopped,
 }
@@ -114,7 +116,7 @@ fn whole(source: &Path, target: &Path) -> Result<(), rusqlite::Error> {
 }
 
 /// A whole copy beside `target`, renamed over it once complete.
-fn replace(source: &Path, target: &Path) -> Result<(), rusqlite::Error> {
+fn replace(source: &Path, target: &Path) -> Result<(), Refused> {
     let name = target
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -124,7 +126,7 @@ fn replace(source: &Path, target: &Path) -> Result<(), rusqlite::Error> {
     whole(source, &partial)?;
     std::fs::rename(&partial, target).map_err(|err| {
         let _ = std::fs::remove_file(&partial);
-        rusqlite::Error::ToSqlConversionFailure(Box::new(err))
+        Refused::Io(err)
     })
 }
 
@@ -153,17 +155,16 @@ fn update(connection: &Connection) -> Result<Option<u64>, Refused> {
         }
     }
     let last_message = words::last_message_row(&tx)?;
+    let mut messages = 0;
     for (table, order) in APPEND_ONLY {
-        append_new(&tx, table, order)?;
+        let added = append_new(&tx, table, order)?;
+        if table == "messages" {
+            messages = added;
+        }
     }
     // The new messages into the backup's index, as the writer indexes a
     // group's; the new lines were indexed by the backup's trigger on `nodes`.
     words::index_appended(&tx, last_message)?;
-    let messages: i64 = tx.query_row(
-        "SELECT COUNT(*) FROM main.messages WHERE rowid > ?1",
-        [last_message],
-        |row| row.get(0),
-    )?;
     // AUTOINCREMENT's counters last: the copies above move them.
     let mut tables = changing_tables(&tx)?;
     tables.sort_by_key(|name| name == "sqlite_sequence");
@@ -173,7 +174,7 @@ fn update(connection: &Connection) -> Result<Option<u64>, Refused> {
         ))?;
     }
     tx.commit()?;
-    Ok(Some(u64::try_from(messages).unwrap_or(0)))
+    Ok(Some(messages as u64))
 }
 
 fn has_table(tx: &Connection, schema: &str, name: &str) -> Result<bool, rusqlite::Error> {
@@ -198,25 +199,36 @@ fn schema(tx: &Connection, schema: &str) -> Result<(i64, Vec<String>), rusqlite:
     Ok((version, rows.collect::<Result<_, _>>()?))
 }
 
-/// Each agent's last link in the backup's chain, found a few index lookups
-/// per agent (`log/ends.rs` steps through the agents the same way).
-fn last_links(tx: &Connection) -> Result<Vec<(String, i64, String)>, rusqlite::Error> {
-    let mut statement = tx.prepare(
+/// A common table expression `agents(agent)` over `table` (schema
+/// qualified): each agent in it, a few index lookups per agent, and one
+/// NULL row after the last (`log/ends.rs` steps through the log's agents
+/// the same way).
+fn agents(table: &str) -> String {
+    format!(
         "WITH RECURSIVE agents(agent) AS (
-            SELECT MIN(agent) FROM main.chain
+            SELECT MIN(agent) FROM {table}
             UNION ALL
-            SELECT (SELECT MIN(c.agent) FROM main.chain c WHERE c.agent > agents.agent)
+            SELECT (SELECT MIN(t.agent) FROM {table} t WHERE t.agent > agents.agent)
             FROM agents WHERE agents.agent IS NOT NULL
-        )
+        )"
+    )
+}
+
+/// Each agent's last link in the backup's chain.
+fn last_links(tx: &Connection) -> Result<Vec<(String, i64, String)>, rusqlite::Error> {
+    let mut statement = tx.prepare(&format!(
+        "{}
         SELECT c.agent, c.id, c.hash FROM agents JOIN main.chain c ON c.agent = agents.agent
         WHERE c.id = (SELECT MAX(id) FROM main.chain m WHERE m.agent = agents.agent)",
-    )?;
+        agents("main.chain")
+    ))?;
     let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
     rows.collect()
 }
 
-/// Copies the rows of an append-only table that come after the backup's.
-fn append_new(tx: &Connection, table: &str, order: Order) -> Result<(), rusqlite::Error> {
+/// Copies the rows of an append-only table that come after the backup's;
+/// how many.
+fn append_new(tx: &Connection, table: &str, order: Order) -> Result<usize, rusqlite::Error> {
     match order {
         Order::Rowid => {
             let columns = columns(tx, table)?;
@@ -228,30 +240,23 @@ fn append_new(tx: &Connection, table: &str, order: Order) -> Result<(), rusqlite
                      ORDER BY rowid"
                 ),
                 [],
-            )?;
+            )
         }
-        Order::Agent(column) => {
-            // Every agent of the live table, each from after the backup's
-            // last row of it (all of it for an agent the backup lacks).
-            tx.execute(
-                &format!(
-                    "WITH RECURSIVE agents(agent) AS (
-                        SELECT MIN(agent) FROM live.{table}
-                        UNION ALL
-                        SELECT (SELECT MIN(t.agent) FROM live.{table} t WHERE t.agent > agents.agent)
-                        FROM agents WHERE agents.agent IS NOT NULL
-                    )
-                    INSERT INTO main.{table}
-                    SELECT t.* FROM agents JOIN live.{table} t ON t.agent = agents.agent
-                    WHERE t.{column} > COALESCE(
-                        (SELECT MAX(b.{column}) FROM main.{table} b WHERE b.agent = agents.agent), -1)
-                    ORDER BY t.agent, t.{column}"
-                ),
-                [],
-            )?;
-        }
+        // Every agent of the live table, each from after the backup's last
+        // row of it (all of it for an agent the backup lacks).
+        Order::Agent(column) => tx.execute(
+            &format!(
+                "{}
+                INSERT INTO main.{table}
+                SELECT t.* FROM agents JOIN live.{table} t ON t.agent = agents.agent
+                WHERE t.{column} > COALESCE(
+                    (SELECT MAX(b.{column}) FROM main.{table} b WHERE b.agent = agents.agent), -1)
+                ORDER BY t.agent, t.{column}",
+                agents(&format!("live.{table}"))
+            ),
+            [],
+        ),
     }
-    Ok(())
 }
 
 /// A table's columns, in order, for a statement that names them.
